@@ -1,0 +1,137 @@
+//! Retry events on stderr: `--log-format text|json`.
+//!
+//! With `json`, each retry event is one JSON object per line with the key
+//! `event` (`retry_scheduled`, `retry_succeeded`, `retry_abandoned_terminal`,
+//! `retry_budget_exhausted`) and the event's fields as the library names them,
+//! seconds as numbers.
+
+use std::io::Write;
+
+use herdless::{Notify, RetryEvent};
+use serde_json::{json, Value};
+
+use crate::policy_args::LogFormat;
+
+/// A [`Notify`] hook writing each event to stderr in the chosen format.
+#[derive(Debug, Clone, Copy)]
+pub struct StderrEvents {
+    pub format: LogFormat,
+}
+
+/// The event as a JSON object (the `--log-format json` line).
+pub fn to_json(event: &RetryEvent<'_>) -> Value {
+    match *event {
+        RetryEvent::Scheduled {
+            task_id,
+            attempt,
+            computed_jitter,
+            sleep,
+            honored_retry_after,
+            elapsed,
+        } => json!({
+            "event": event.name(),
+            "task_id": task_id,
+            "attempt": attempt,
+            "computed_jitter_s": computed_jitter.as_secs_f64(),
+            "sleep_s": sleep.as_secs_f64(),
+            "honored_retry_after": honored_retry_after,
+            "elapsed_s": elapsed.as_secs_f64(),
+        }),
+        RetryEvent::Succeeded {
+            task_id,
+            attempt,
+            elapsed,
+        } => json!({
+            "event": event.name(),
+            "task_id": task_id,
+            "attempt": attempt,
+            "elapsed_s": elapsed.as_secs_f64(),
+        }),
+        RetryEvent::AbandonedTerminal {
+            task_id,
+            attempt,
+            classification,
+            elapsed,
+        } => json!({
+            "event": event.name(),
+            "task_id": task_id,
+            "attempt": attempt,
+            "classification": classification.as_str(),
+            "elapsed_s": elapsed.as_secs_f64(),
+        }),
+        RetryEvent::BudgetExhausted {
+            task_id,
+            attempt,
+            elapsed,
+            reason,
+        } => json!({
+            "event": event.name(),
+            "task_id": task_id,
+            "attempt": attempt,
+            "elapsed_s": elapsed.as_secs_f64(),
+            "reason": reason.as_str(),
+        }),
+        _ => {
+            json!({ "event": event.name(), "task_id": event.task_id(), "attempt": event.attempt() })
+        }
+    }
+}
+
+/// The event as one human-readable line (the `--log-format text` line).
+pub fn to_text(event: &RetryEvent<'_>) -> String {
+    let v = to_json(event);
+    let mut line = format!("herdless: {}", event.name());
+    if let Value::Object(map) = v {
+        for (k, val) in map.iter().filter(|(k, _)| k.as_str() != "event") {
+            match val {
+                Value::String(s) if s.is_empty() => continue,
+                Value::String(s) => line.push_str(&format!(" {k}={s}")),
+                Value::Number(n) if k.ends_with("_s") => {
+                    line.push_str(&format!(" {k}={:.3}", n.as_f64().unwrap_or(0.0)))
+                }
+                other => line.push_str(&format!(" {k}={other}")),
+            }
+        }
+    }
+    line
+}
+
+impl Notify for StderrEvents {
+    fn notify(&self, event: &RetryEvent<'_>) {
+        let line = match self.format {
+            LogFormat::Json => to_json(event).to_string(),
+            LogFormat::Text => to_text(event),
+        };
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn json_lines_carry_the_contract_fields() {
+        let e = RetryEvent::Scheduled {
+            task_id: "t1",
+            attempt: 2,
+            computed_jitter: Duration::from_millis(250),
+            sleep: Duration::from_secs(2),
+            honored_retry_after: true,
+            elapsed: Duration::from_millis(1500),
+        };
+        let v = to_json(&e);
+        assert_eq!(v["event"], "retry_scheduled");
+        assert_eq!(v["task_id"], "t1");
+        assert_eq!(v["attempt"], 2);
+        assert_eq!(v["computed_jitter_s"], 0.25);
+        assert_eq!(v["sleep_s"], 2.0);
+        assert_eq!(v["honored_retry_after"], true);
+        assert_eq!(v["elapsed_s"], 1.5);
+        let text = to_text(&e);
+        assert!(text.starts_with("herdless: retry_scheduled"), "{text}");
+        assert!(text.contains("sleep_s=2.000"), "{text}");
+    }
+}

@@ -1,0 +1,70 @@
+//! The async executor: retries in a future, sleeping with
+//! [`AsyncSleep`](crate::AsyncSleep) (`tokio::time::sleep` with the `tokio`
+//! feature).
+//!
+//! The returned future is `Send` when the operation's futures are (and the
+//! classifier, timer and hook are `Sync`), so it can be spawned. Dropping it
+//! cancels the call: no further attempt starts, the sleep in progress is
+//! dropped. Under `tokio::time::pause` the sleeps auto-advance, so tests of
+//! minutes of backoff run in microseconds.
+
+use std::future::Future;
+
+use crate::classify::Classify;
+use crate::error::RetryError;
+use crate::events::Notify;
+use crate::retry::{Attempt, Engine, Retry, Step};
+use crate::timer::AsyncSleep;
+
+impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
+    /// Runs `op` until it succeeds, fails terminally or exhausts the budget.
+    ///
+    /// # Errors
+    ///
+    /// A [`RetryError`] saying why it stopped, after how many attempts and how
+    /// long, with the last error.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{Classification, ManualTimer, Policy, Retry};
+    ///
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # rt.block_on(async {
+    /// let policy = Policy::builder().base(Duration::from_secs(1)).build()?;
+    /// let timer = ManualTimer::new(); // or the default SystemTimer with the `tokio` feature
+    /// let retry = Retry::new(policy, |status: &u16| match status {
+    ///     503 => Classification::retryable(),
+    ///     _ => Classification::terminal(),
+    /// })
+    /// .timer(timer.clone());
+    /// let body = retry
+    ///     .call_async(|attempt| async move {
+    ///         if attempt.number() < 3 { Err(503) } else { Ok("ok") }
+    ///     })
+    ///     .await;
+    /// assert_eq!(body, Ok("ok"));
+    /// assert_eq!(timer.sleeps().len(), 2);
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn call_async<F, Fut, R, E>(&self, mut op: F) -> Result<R, RetryError<E>>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+        C: Classify<E>,
+    {
+        let mut engine = Engine::new(self);
+        loop {
+            match op(engine.begin()).await {
+                Ok(value) => {
+                    engine.succeeded();
+                    return Ok(value);
+                }
+                Err(error) => match engine.failed(error) {
+                    Step::Sleep(d) => self.timer.sleep(d).await,
+                    Step::Stop(e) => return Err(e),
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! The blocking executor: retries on the calling thread, sleeping with
+//! [`Sleep`](crate::Sleep) (`std::thread::sleep` by default).
+//!
+//! Use it in synchronous code and worker threads. In async code use
+//! [`call_async`](crate::Retry::call_async): a blocking sleep would stall the
+//! runtime's thread.
+
+use crate::classify::Classify;
+use crate::error::RetryError;
+use crate::events::Notify;
+use crate::retry::{Attempt, Engine, Retry, Step};
+use crate::timer::Sleep;
+
+impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
+    /// Runs `op` until it succeeds, fails terminally or exhausts the budget.
+    ///
+    /// # Errors
+    ///
+    /// A [`RetryError`] saying why it stopped (terminal, max attempts, max
+    /// elapsed), after how many attempts and how long, with the last error.
+    ///
+    /// ```
+    /// use std::io;
+    /// use herdless::{ByTrait, ManualTimer, Policy, Retry};
+    /// let timer = ManualTimer::new();
+    /// let mut failures = 2;
+    /// let out = Retry::new(Policy::default(), ByTrait)
+    ///     .timer(timer.clone())
+    ///     .call(|_| {
+    ///         if failures > 0 { failures -= 1; Err(io::Error::from(io::ErrorKind::TimedOut)) }
+    ///         else { Ok("captured") }
+    ///     });
+    /// assert_eq!(out.unwrap(), "captured");
+    /// assert_eq!(timer.sleeps().len(), 2);
+    /// ```
+    pub fn call<F, R, E>(&self, mut op: F) -> Result<R, RetryError<E>>
+    where
+        F: FnMut(Attempt) -> Result<R, E>,
+        C: Classify<E>,
+    {
+        let mut engine = Engine::new(self);
+        loop {
+            match op(engine.begin()) {
+                Ok(value) => {
+                    engine.succeeded();
+                    return Ok(value);
+                }
+                Err(error) => match engine.failed(error) {
+                    Step::Sleep(d) => self.timer.sleep(d),
+                    Step::Stop(e) => return Err(e),
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The classifier: is this error even retryable? Asked before "how long to wait".
+//!
+//! Every error an operation returns is classified as
+//! [`Retryable`](Classification::Retryable) (optionally carrying a
+//! server-supplied delay), [`Terminal`](Classification::Terminal), or
+//! [`Unknown`](Classification::Unknown). Unknown is treated as terminal: the
+//! classifier **fails closed**, so a novel error fails loudly after one attempt
+//! instead of storming silently (the first seed's third mistake, "the poison").
+//!
+//! A classifier is anything implementing [`Classify`]: a closure
+//! `Fn(&E) -> Classification`, [`ByTrait`] for error types that implement
+//! [`Retryable`] themselves (as [`std::io::Error`] does), or the explicit opt-in
+//! [`AlwaysRetry`].
+
+use std::time::Duration;
+
+/// The verdict on one error.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::Classification;
+/// assert!(Classification::retryable().is_retryable());
+/// assert_eq!(
+///     Classification::retry_after(Duration::from_secs(2)),
+///     Classification::Retryable { after: Some(Duration::from_secs(2)) },
+/// );
+/// assert!(!Classification::Unknown.is_retryable()); // fails closed
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Classification {
+    /// Transient: retry, after the computed jitter or, when `after` is a positive
+    /// duration, after the server-supplied delay (clamped and spread by the
+    /// policy). A zero `after` falls back to the computed jitter.
+    Retryable {
+        /// The server-supplied delay (e.g. from `Retry-After`), if any.
+        after: Option<Duration>,
+    },
+    /// Permanent: never retried; the call returns after this attempt.
+    Terminal,
+    /// Not known to be either: treated as terminal (fail closed), reported as
+    /// such with `classification = "unknown"` in the event.
+    Unknown,
+}
+
+impl Classification {
+    /// Retryable after the computed jitter.
+    ///
+    /// ```
+    /// assert!(herdless::Classification::retryable().is_retryable());
+    /// ```
+    pub const fn retryable() -> Self {
+        Classification::Retryable { after: None }
+    }
+
+    /// Retryable after a server-supplied delay (zero falls back to the jitter).
+    ///
+    /// ```
+    /// let c = herdless::Classification::retry_after(std::time::Duration::from_secs(5));
+    /// assert_eq!(c.server_delay(), Some(std::time::Duration::from_secs(5)));
+    /// ```
+    pub const fn retry_after(delay: Duration) -> Self {
+        Classification::Retryable { after: Some(delay) }
+    }
+
+    /// Retryable after a server-supplied delay in seconds. Zero, negative, NaN
+    /// and infinite values fall back to the computed jitter; values too large
+    /// for a `Duration` saturate (the policy clamps them afterwards).
+    ///
+    /// ```
+    /// use herdless::Classification;
+    /// assert_eq!(Classification::retry_after_secs(f64::NAN), Classification::retryable());
+    /// assert_eq!(Classification::retry_after_secs(-3.0), Classification::retryable());
+    /// assert!(Classification::retry_after_secs(1e300).server_delay().is_some());
+    /// ```
+    pub fn retry_after_secs(secs: f64) -> Self {
+        let after = if secs.is_finite() && secs > 0.0 {
+            Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+        } else {
+            None
+        };
+        Classification::Retryable { after }
+    }
+
+    /// Terminal: never retried.
+    ///
+    /// ```
+    /// assert!(!herdless::Classification::terminal().is_retryable());
+    /// ```
+    pub const fn terminal() -> Self {
+        Classification::Terminal
+    }
+
+    /// Whether the executor will retry (only [`Retryable`](Self::Retryable)).
+    ///
+    /// ```
+    /// assert!(!herdless::Classification::Unknown.is_retryable());
+    /// ```
+    pub const fn is_retryable(&self) -> bool {
+        matches!(self, Classification::Retryable { .. })
+    }
+
+    /// The positive server-supplied delay, if any.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::Classification;
+    /// assert_eq!(Classification::retry_after(Duration::ZERO).server_delay(), None);
+    /// ```
+    pub fn server_delay(&self) -> Option<Duration> {
+        match self {
+            Classification::Retryable { after: Some(d) } if !d.is_zero() => Some(*d),
+            _ => None,
+        }
+    }
+
+    /// A short name for events: `retryable`, `terminal` or `unknown`.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Classification::Unknown.as_str(), "unknown");
+    /// ```
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Classification::Retryable { .. } => "retryable",
+            Classification::Terminal => "terminal",
+            Classification::Unknown => "unknown",
+        }
+    }
+}
+
+/// Classifies an operation's errors.
+///
+/// Implemented for every `Fn(&E) -> Classification` closure.
+///
+/// ```
+/// use herdless::{Classification, Classify};
+/// #[derive(Debug)]
+/// enum ScanError { Timeout, Unauthorized }
+///
+/// let classifier = |e: &ScanError| match e {
+///     ScanError::Timeout => Classification::retryable(),
+///     ScanError::Unauthorized => Classification::terminal(),
+/// };
+/// assert!(classifier.classify(&ScanError::Timeout).is_retryable());
+/// ```
+pub trait Classify<E: ?Sized> {
+    /// The verdict on `error`.
+    fn classify(&self, error: &E) -> Classification;
+}
+
+impl<E: ?Sized, F> Classify<E> for F
+where
+    F: Fn(&E) -> Classification,
+{
+    fn classify(&self, error: &E) -> Classification {
+        self(error)
+    }
+}
+
+/// An error type that knows whether it is transient. Use with [`ByTrait`].
+///
+/// Implemented for [`std::io::Error`]: `TimedOut`, `ConnectionRefused`,
+/// `ConnectionReset`, `ConnectionAborted`, `NotConnected`, `BrokenPipe`,
+/// `Interrupted`, `WouldBlock`, `UnexpectedEof` and `AddrInUse` are retryable;
+/// every other kind is terminal.
+///
+/// ```
+/// use herdless::{Classification, Retryable};
+/// struct Busy;
+/// impl Retryable for Busy {
+///     fn classification(&self) -> Classification { Classification::retryable() }
+/// }
+/// assert!(Busy.classification().is_retryable());
+/// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+/// assert!(refused.classification().is_retryable());
+/// let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+/// assert!(!denied.classification().is_retryable());
+/// ```
+pub trait Retryable {
+    /// This error's verdict.
+    fn classification(&self) -> Classification;
+}
+
+impl Retryable for std::io::Error {
+    fn classification(&self) -> Classification {
+        use std::io::ErrorKind as K;
+        match self.kind() {
+            K::TimedOut
+            | K::ConnectionRefused
+            | K::ConnectionReset
+            | K::ConnectionAborted
+            | K::NotConnected
+            | K::BrokenPipe
+            | K::Interrupted
+            | K::WouldBlock
+            | K::UnexpectedEof
+            | K::AddrInUse => Classification::retryable(),
+            _ => Classification::terminal(),
+        }
+    }
+}
+
+/// Classifies with the error type's own [`Retryable`] implementation.
+///
+/// ```
+/// use herdless::{ByTrait, Classify};
+/// let e = std::io::Error::from(std::io::ErrorKind::TimedOut);
+/// assert!(ByTrait.classify(&e).is_retryable());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ByTrait;
+
+impl<E: Retryable + ?Sized> Classify<E> for ByTrait {
+    fn classify(&self, error: &E) -> Classification {
+        error.classification()
+    }
+}
+
+/// Treats every error as retryable: an explicit opt-in for operations whose
+/// every failure is known to be transient. Prefer a real classifier.
+///
+/// ```
+/// use herdless::{AlwaysRetry, Classify};
+/// assert!(AlwaysRetry.classify("anything").is_retryable());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysRetry;
+
+impl<E: ?Sized> Classify<E> for AlwaysRetry {
+    fn classify(&self, _error: &E) -> Classification {
+        Classification::retryable()
+    }
+}

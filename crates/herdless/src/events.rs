@@ -1,0 +1,234 @@
+//! Observability: structured `tracing` events and a notify hook.
+//!
+//! Every decision the executor takes is visible, so a forming retry storm shows
+//! in the logs before it shows on the hardware. The events are a public contract
+//! (names and fields are stable; fields may be added):
+//!
+//! | event | level | fields |
+//! |---|---|---|
+//! | `retry_scheduled` | WARN | `task_id`, `attempt`, `computed_jitter_s`, `sleep_s`, `honored_retry_after`, `elapsed_s` |
+//! | `retry_succeeded` | INFO | `task_id`, `attempt`, `elapsed_s` |
+//! | `retry_abandoned_terminal` | ERROR | `task_id`, `attempt`, `classification` |
+//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`) |
+//!
+//! `attempt` is the 1-based number of the attempt that just ended (1 is the
+//! first call). Durations are seconds as `f64`. `retry_succeeded` is emitted only
+//! when a retry succeeded (attempt ≥ 2): a first-try success is the hot path and
+//! logs nothing. The tracing target is `herdless`, the event's name is both the
+//! message and the `event` field.
+//!
+//! For users without `tracing`, [`Notify`] receives the same events as
+//! [`RetryEvent`] values (any `Fn(&RetryEvent<'_>)` closure is a `Notify`).
+
+use std::time::Duration;
+
+use crate::budget::GiveUp;
+use crate::classify::Classification;
+
+/// One retry decision, as passed to a [`Notify`] hook.
+///
+/// ```
+/// use herdless::{GiveUp, RetryEvent};
+/// let e = RetryEvent::BudgetExhausted {
+///     task_id: "scan-7", attempt: 6, elapsed: std::time::Duration::from_secs(40),
+///     reason: GiveUp::MaxAttempts,
+/// };
+/// assert_eq!(e.name(), "retry_budget_exhausted");
+/// assert_eq!(e.attempt(), 6);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum RetryEvent<'a> {
+    /// A retry will happen after `sleep`.
+    Scheduled {
+        /// The caller's task id (empty when none was set).
+        task_id: &'a str,
+        /// The attempt that just failed (1-based).
+        attempt: u32,
+        /// The delay the jitter mode computed.
+        computed_jitter: Duration,
+        /// The actual sleep (the server's delay, clamped and spread, when honored).
+        sleep: Duration,
+        /// Whether a server-supplied delay replaced the computed jitter.
+        honored_retry_after: bool,
+        /// Time since the call started.
+        elapsed: Duration,
+    },
+    /// A retry succeeded.
+    Succeeded {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The attempt that succeeded (≥ 2).
+        attempt: u32,
+        /// Time since the call started.
+        elapsed: Duration,
+    },
+    /// A terminal (or unknown) error ended the call.
+    AbandonedTerminal {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The attempt that failed.
+        attempt: u32,
+        /// `Terminal` or `Unknown`.
+        classification: Classification,
+        /// Time since the call started.
+        elapsed: Duration,
+    },
+    /// The budget ended the call.
+    BudgetExhausted {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The last attempt made.
+        attempt: u32,
+        /// Time since the call started.
+        elapsed: Duration,
+        /// Which budget.
+        reason: GiveUp,
+    },
+}
+
+impl RetryEvent<'_> {
+    /// The event's stable name (`retry_scheduled`, `retry_succeeded`,
+    /// `retry_abandoned_terminal`, `retry_budget_exhausted`).
+    ///
+    /// ```
+    /// let e = herdless::RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() };
+    /// assert_eq!(e.name(), "retry_succeeded");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            RetryEvent::Scheduled { .. } => "retry_scheduled",
+            RetryEvent::Succeeded { .. } => "retry_succeeded",
+            RetryEvent::AbandonedTerminal { .. } => "retry_abandoned_terminal",
+            RetryEvent::BudgetExhausted { .. } => "retry_budget_exhausted",
+        }
+    }
+
+    /// The attempt number the event is about.
+    ///
+    /// ```
+    /// let e = herdless::RetryEvent::Succeeded { task_id: "", attempt: 3, elapsed: Default::default() };
+    /// assert_eq!(e.attempt(), 3);
+    /// ```
+    pub fn attempt(&self) -> u32 {
+        match *self {
+            RetryEvent::Scheduled { attempt, .. }
+            | RetryEvent::Succeeded { attempt, .. }
+            | RetryEvent::AbandonedTerminal { attempt, .. }
+            | RetryEvent::BudgetExhausted { attempt, .. } => attempt,
+        }
+    }
+
+    /// The task id the event is about.
+    ///
+    /// ```
+    /// let e = herdless::RetryEvent::Succeeded { task_id: "t", attempt: 3, elapsed: Default::default() };
+    /// assert_eq!(e.task_id(), "t");
+    /// ```
+    pub fn task_id(&self) -> &str {
+        match *self {
+            RetryEvent::Scheduled { task_id, .. }
+            | RetryEvent::Succeeded { task_id, .. }
+            | RetryEvent::AbandonedTerminal { task_id, .. }
+            | RetryEvent::BudgetExhausted { task_id, .. } => task_id,
+        }
+    }
+
+    /// Emits the event through `tracing` (target `herdless`).
+    pub(crate) fn trace(&self) {
+        match *self {
+            RetryEvent::Scheduled {
+                task_id,
+                attempt,
+                computed_jitter,
+                sleep,
+                honored_retry_after,
+                elapsed,
+            } => tracing::warn!(
+                target: "herdless",
+                event = "retry_scheduled",
+                task_id,
+                attempt,
+                computed_jitter_s = computed_jitter.as_secs_f64(),
+                sleep_s = sleep.as_secs_f64(),
+                honored_retry_after,
+                elapsed_s = elapsed.as_secs_f64(),
+                "retry_scheduled"
+            ),
+            RetryEvent::Succeeded {
+                task_id,
+                attempt,
+                elapsed,
+            } => tracing::info!(
+                target: "herdless",
+                event = "retry_succeeded",
+                task_id,
+                attempt,
+                elapsed_s = elapsed.as_secs_f64(),
+                "retry_succeeded"
+            ),
+            RetryEvent::AbandonedTerminal {
+                task_id,
+                attempt,
+                classification,
+                elapsed,
+            } => tracing::error!(
+                target: "herdless",
+                event = "retry_abandoned_terminal",
+                task_id,
+                attempt,
+                classification = classification.as_str(),
+                elapsed_s = elapsed.as_secs_f64(),
+                "retry_abandoned_terminal"
+            ),
+            RetryEvent::BudgetExhausted {
+                task_id,
+                attempt,
+                elapsed,
+                reason,
+            } => tracing::error!(
+                target: "herdless",
+                event = "retry_budget_exhausted",
+                task_id,
+                attempt,
+                elapsed_s = elapsed.as_secs_f64(),
+                reason = reason.as_str(),
+                "retry_budget_exhausted"
+            ),
+        }
+    }
+}
+
+/// Receives every [`RetryEvent`], beside `tracing`.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use herdless::{Notify, RetryEvent};
+/// let names = Mutex::new(Vec::new());
+/// let hook = |e: &RetryEvent<'_>| names.lock().unwrap().push(e.name());
+/// hook.notify(&RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() });
+/// assert_eq!(names.into_inner().unwrap(), vec!["retry_succeeded"]);
+/// ```
+pub trait Notify {
+    /// Called once per event, synchronously, before the executor acts on it.
+    fn notify(&self, event: &RetryEvent<'_>);
+}
+
+impl<F: Fn(&RetryEvent<'_>)> Notify for F {
+    fn notify(&self, event: &RetryEvent<'_>) {
+        self(event)
+    }
+}
+
+/// The default hook: does nothing (events still go to `tracing`).
+///
+/// ```
+/// use herdless::{NoNotify, Notify, RetryEvent};
+/// NoNotify.notify(&RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() });
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoNotify;
+
+impl Notify for NoNotify {
+    fn notify(&self, _event: &RetryEvent<'_>) {}
+}

@@ -1,0 +1,94 @@
+//! # herdless: retries without the thundering herd
+//!
+//! When a shared device (a scanner controller, a storage array, a payment
+//! endpoint) times out, the danger is what a fleet of workers does about it at
+//! the same instant. herdless retries with **bounded exponential backoff with
+//! jitter**, guarded by a **classifier that fails closed**, a **budget on
+//! attempts and on elapsed time** (monotonic clock), **server-supplied delays
+//! honored but clamped**, and **structured events** — in blocking and async
+//! code, with time and randomness injectable for deterministic tests.
+//!
+//! ```
+//! use std::time::Duration;
+//! use herdless::{Classification, Jitter, Policy, Retry};
+//!
+//! #[derive(Debug)]
+//! enum DeviceError { Timeout, Busy { retry_after_s: f64 }, Unauthorized }
+//!
+//! let policy = Policy::builder()
+//!     .base(Duration::from_millis(1))     // first retry waits up to 1 ms
+//!     .cap(Duration::from_millis(20))     // no single wait is longer
+//!     .max_attempts(6)                    // 1 call + 5 retries
+//!     .max_elapsed(Duration::from_secs(2))
+//!     .jitter(Jitter::Full)
+//!     .build()?;
+//!
+//! let retry = Retry::new(policy, |e: &DeviceError| match e {
+//!     DeviceError::Timeout => Classification::retryable(),
+//!     DeviceError::Busy { retry_after_s } => Classification::retry_after_secs(*retry_after_s),
+//!     DeviceError::Unauthorized => Classification::terminal(),
+//! })
+//! .task_id("capture-0042");
+//!
+//! let mut replies = vec![Ok("page"), Err(DeviceError::Busy { retry_after_s: 0.002 }), Err(DeviceError::Timeout)];
+//! let page = retry.call(|attempt| {
+//!     // attempt.idempotency_key() is the same on every attempt of this call
+//!     replies.pop().unwrap()
+//! });
+//! assert_eq!(page.unwrap(), "page");
+//! # Ok::<(), herdless::PolicyError>(())
+//! ```
+//!
+//! ## Where things are
+//!
+//! | concept | module |
+//! |---|---|
+//! | policy, validating builder, defaults | [`policy`] |
+//! | jitter math (none, full, equal, decorrelated, decorrelated-window) | [`jitter`] |
+//! | retryable / terminal classification | [`classify`] |
+//! | server-supplied delays: clamp and spread | [`server_delay`] |
+//! | attempt and elapsed budgets | [`budget`] |
+//! | the shared decision engine, `Retry`, `Attempt` | [`retry`] |
+//! | blocking executor | [`blocking`] |
+//! | async executor | [`asynchronous`] |
+//! | long-lived backoff with reset policy | [`backoff`] |
+//! | per-retrier randomness, idempotency keys | [`rng`] |
+//! | injectable clock and sleep | [`timer`] |
+//! | `tracing` events and the notify hook | [`events`] |
+//!
+//! ## Features
+//!
+//! * `tokio`: the default [`SystemTimer`] reads tokio's clock and sleeps with
+//!   `tokio::time::sleep` in [`Retry::call_async`], so `tokio::time::pause`
+//!   makes async tests instant.
+//!
+//! The default build depends on `tracing`, `fastrand` and `getrandom` only.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod asynchronous;
+pub mod backoff;
+pub mod blocking;
+pub mod budget;
+pub mod classify;
+pub mod error;
+pub mod events;
+pub mod jitter;
+pub mod policy;
+pub mod retry;
+pub mod rng;
+pub mod server_delay;
+pub mod timer;
+
+pub use backoff::{Backoff, ResetPolicy};
+pub use budget::GiveUp;
+pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, Retryable};
+pub use error::RetryError;
+pub use events::{NoNotify, Notify, RetryEvent};
+pub use jitter::{Jitter, ParseJitterError, Schedule};
+pub use policy::{Policy, PolicyBuilder, PolicyError, PolicyField, MAX_DURATION};
+pub use retry::{Attempt, Retry};
+pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
+pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};

@@ -1,0 +1,265 @@
+//! Randomness: one generator per retrier, seeded from OS entropy by default.
+//!
+//! The second seed names the failure mode that keeps a storm alive after the
+//! "fix": every client seeding its randomness the same way, so the jittered
+//! delays are identical across the fleet. tower's retry clones one RNG sequence
+//! into every retrier; herdless gives each retrier ([`Backoff`](crate::Backoff),
+//! each call of [`Retry`](crate::Retry)) a generator of its own, seeded from the
+//! operating system's entropy source (`getrandom`). An explicit seed makes a run
+//! reproducible, which is what tests and the simulator use.
+//!
+//! The generator is `fastrand`'s wyrand: 8 bytes of state, a few nanoseconds a
+//! draw, statistically sound for jitter (not for cryptography, which jitter does
+//! not need).
+
+use std::fmt;
+
+/// A small, fast pseudo-random generator owned by one retrier.
+///
+/// ```
+/// use herdless::Rng;
+/// let mut a = Rng::with_seed(1);
+/// let mut b = Rng::with_seed(1);
+/// assert_eq!(a.next_u64(), b.next_u64()); // reproducible
+/// let mut c = Rng::from_entropy();          // distinct per retrier
+/// let _ = c.next_u64();
+/// ```
+#[derive(Clone)]
+pub struct Rng(fastrand::Rng);
+
+impl fmt::Debug for Rng {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Rng { .. }")
+    }
+}
+
+impl Rng {
+    /// A generator seeded from OS entropy. If the OS source fails (it does not
+    /// on supported platforms), falls back to `fastrand`'s per-thread generator,
+    /// which is itself seeded from the standard library's random hasher keys.
+    ///
+    /// ```
+    /// let a = herdless::Rng::from_entropy().next_u64();
+    /// let b = herdless::Rng::from_entropy().next_u64();
+    /// assert_ne!(a, b); // a collision has probability 2⁻⁶⁴
+    /// ```
+    pub fn from_entropy() -> Self {
+        let seed = getrandom::u64().unwrap_or_else(|_| fastrand::u64(..));
+        Self(fastrand::Rng::with_seed(seed))
+    }
+
+    /// A generator with an explicit seed: the same seed gives the same sequence.
+    ///
+    /// ```
+    /// let mut r = herdless::Rng::with_seed(99);
+    /// let first = r.next_u64();
+    /// assert_eq!(herdless::Rng::with_seed(99).next_u64(), first);
+    /// ```
+    pub fn with_seed(seed: u64) -> Self {
+        Self(fastrand::Rng::with_seed(seed))
+    }
+
+    /// The next 64 random bits.
+    ///
+    /// ```
+    /// let _bits: u64 = herdless::Rng::with_seed(5).next_u64();
+    /// ```
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        self.0.u64(..)
+    }
+
+    /// A uniform draw in `[0, 1)`.
+    ///
+    /// ```
+    /// let x = herdless::Rng::with_seed(5).unit_f64();
+    /// assert!((0.0..1.0).contains(&x));
+    /// ```
+    #[inline]
+    pub fn unit_f64(&mut self) -> f64 {
+        self.0.f64()
+    }
+
+    /// A uniform draw in `[0, max]`.
+    #[inline]
+    pub(crate) fn below_or_eq(&mut self, max: u64) -> u64 {
+        self.0.u64(0..=max)
+    }
+
+    /// A uniform draw in `[lo, hi]`; `lo` when `hi <= lo`.
+    #[inline]
+    pub(crate) fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            lo
+        } else {
+            self.0.u64(lo..=hi)
+        }
+    }
+
+    /// Derives an independent generator (for per-call generators of a seeded
+    /// [`Retry`](crate::Retry)): consumes one draw of this one.
+    ///
+    /// ```
+    /// let mut parent = herdless::Rng::with_seed(1);
+    /// let mut a = parent.fork();
+    /// let mut b = parent.fork();
+    /// assert_ne!(a.next_u64(), b.next_u64());
+    /// ```
+    pub fn fork(&mut self) -> Rng {
+        Rng::with_seed(splitmix64(self.next_u64()))
+    }
+}
+
+/// SplitMix64's finalizer: turns consecutive or related seeds into unrelated ones.
+pub(crate) fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A per-call idempotency key: the same for every attempt of one logical call, so
+/// a redelivered capture or checksum records the same outcome. Formats as a
+/// UUID-v4-shaped string (`8-4-4-4-12` lowercase hex), suitable for an
+/// `Idempotency-Key` header or the `HERDLESS_IDEMPOTENCY_KEY` variable.
+///
+/// Keys are drawn from a per-thread generator seeded by the standard library's
+/// random hasher keys (OS entropy), so generating one costs a few nanoseconds and
+/// no allocation.
+///
+/// ```
+/// use herdless::IdempotencyKey;
+/// let key = IdempotencyKey::random();
+/// let text = key.to_string();
+/// assert_eq!(text.len(), 36);
+/// assert_eq!(text.parse::<IdempotencyKey>()?, key);
+/// # Ok::<(), herdless::ParseIdempotencyKeyError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IdempotencyKey(u128);
+
+impl IdempotencyKey {
+    /// A fresh random key (UUID version 4 layout).
+    ///
+    /// ```
+    /// assert_ne!(herdless::IdempotencyKey::random(), herdless::IdempotencyKey::random());
+    /// ```
+    pub fn random() -> Self {
+        Self::from_bits(fastrand::u128(..))
+    }
+
+    /// A key from 128 bits (the version and variant bits are set to UUID v4's).
+    ///
+    /// ```
+    /// let key = herdless::IdempotencyKey::from_bits(0);
+    /// assert_eq!(key.to_string(), "00000000-0000-4000-8000-000000000000");
+    /// ```
+    pub const fn from_bits(bits: u128) -> Self {
+        let v4 = (bits & !(0xF << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
+        Self(v4)
+    }
+
+    /// The key's 128 bits.
+    ///
+    /// ```
+    /// let key = herdless::IdempotencyKey::random();
+    /// assert_eq!(herdless::IdempotencyKey::from_bits(key.as_u128()), key);
+    /// ```
+    pub const fn as_u128(self) -> u128 {
+        self.0
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        write!(
+            f,
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            (b >> 96) as u32,
+            (b >> 80) as u16,
+            (b >> 64) as u16,
+            (b >> 48) as u16,
+            b & 0xFFFF_FFFF_FFFF
+        )
+    }
+}
+
+impl fmt::Debug for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IdempotencyKey({self})")
+    }
+}
+
+impl std::str::FromStr for IdempotencyKey {
+    type Err = ParseIdempotencyKeyError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let hex: String = s.chars().filter(|&c| c != '-').collect();
+        if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ParseIdempotencyKeyError(()));
+        }
+        u128::from_str_radix(&hex, 16)
+            .map(Self::from_bits)
+            .map_err(|_| ParseIdempotencyKeyError(()))
+    }
+}
+
+/// A string that is not 32 hexadecimal digits (dashes allowed).
+///
+/// ```
+/// assert!("not-a-key".parse::<herdless::IdempotencyKey>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseIdempotencyKeyError(());
+
+impl fmt::Display for ParseIdempotencyKeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an idempotency key is 32 hexadecimal digits, dashes allowed")
+    }
+}
+
+impl std::error::Error for ParseIdempotencyKeyError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn between_and_below_stay_in_range() {
+        let mut r = Rng::with_seed(3);
+        for _ in 0..10_000 {
+            assert!(r.below_or_eq(10) <= 10);
+            let x = r.between(5, 9);
+            assert!((5..=9).contains(&x));
+        }
+        assert_eq!(r.between(7, 7), 7);
+        assert_eq!(r.between(9, 3), 9);
+        let _ = r.below_or_eq(u64::MAX); // the full range does not panic
+    }
+
+    #[test]
+    fn entropy_seeded_generators_differ() {
+        let a: Vec<u64> = {
+            let mut r = Rng::from_entropy();
+            (0..4).map(|_| r.next_u64()).collect()
+        };
+        let b: Vec<u64> = {
+            let mut r = Rng::from_entropy();
+            (0..4).map(|_| r.next_u64()).collect()
+        };
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn key_round_trips_and_keeps_v4_bits() {
+        for _ in 0..100 {
+            let k = IdempotencyKey::random();
+            let s = k.to_string();
+            assert_eq!(&s[14..15], "4");
+            assert!(matches!(&s[19..20], "8" | "9" | "a" | "b"));
+            assert_eq!(s.parse::<IdempotencyKey>().unwrap(), k);
+        }
+        assert!("zz".repeat(16).parse::<IdempotencyKey>().is_err());
+    }
+}
