@@ -230,8 +230,9 @@ impl Policy {
             self.multiplier.powf(f64::from(n))
         };
         let c = self.base_ns as f64 * growth;
-        // `as` saturates; the `min` guards the rounding of cap_ns through f64.
-        (c as u64).min(self.cap_ns)
+        // `as` saturates; the clamp guards the rounding of base_ns and cap_ns
+        // through f64 (above 2⁵³ ns, about 104 days, f64 cannot hold every integer).
+        (c as u64).clamp(self.base_ns, self.cap_ns)
     }
 }
 
