@@ -1,1 +1,99 @@
-fn main() {}
+//! herdless against backon, in the same run (compare the ratios, not the absolute
+//! numbers: the machines here are shared and noisy).
+//!
+//! * `success_first_try/*`: the overhead of wrapping an operation that succeeds at
+//!   once, blocking and async, against the bare call.
+//! * `delay/*`: one delay computation per jitter mode (herdless) against backon's
+//!   exponential backoff with jitter (its only jitter).
+//!
+//! Run: `cargo bench -p herdless --features tokio --bench core`
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder, Retryable};
+use criterion::{criterion_group, criterion_main, Criterion};
+use herdless::{AlwaysRetry, Jitter, Policy, Retry, Rng, Schedule};
+
+fn op() -> Result<u64, std::io::Error> {
+    Ok(black_box(42))
+}
+
+async fn op_async() -> Result<u64, std::io::Error> {
+    Ok(black_box(42))
+}
+
+fn success_first_try(c: &mut Criterion) {
+    let mut g = c.benchmark_group("success_first_try");
+    let policy = Policy::default();
+    g.bench_function("bare_call", |b| b.iter(|| black_box(op())));
+    g.bench_function("std_instant_now", |b| {
+        b.iter(|| black_box(std::time::Instant::now()))
+    });
+    g.bench_function("tokio_instant_now", |b| {
+        b.iter(|| black_box(tokio::time::Instant::now()))
+    });
+    g.bench_function("idempotency_key", |b| {
+        b.iter(|| black_box(herdless::IdempotencyKey::random()))
+    });
+    g.bench_function("herdless_blocking", |b| {
+        b.iter(|| black_box(Retry::new(policy, AlwaysRetry).call(|_| op())))
+    });
+    g.bench_function("backon_blocking", |b| {
+        b.iter(|| black_box(op.retry(ExponentialBuilder::default().with_jitter()).call()))
+    });
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    g.bench_function("herdless_async", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(
+                Retry::new(policy, AlwaysRetry)
+                    .call_async(|_| op_async())
+                    .await,
+            )
+        })
+    });
+    g.bench_function("backon_async", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(
+                op_async
+                    .retry(ExponentialBuilder::default().with_jitter())
+                    .await,
+            )
+        })
+    });
+    g.finish();
+}
+
+fn delay(c: &mut Criterion) {
+    let mut g = c.benchmark_group("delay");
+    for jitter in Jitter::ALL {
+        let policy = Policy::builder().jitter(jitter).build().unwrap();
+        let mut rng = Rng::with_seed(1);
+        // Cycle through the first 8 retry indices (below and at the cap).
+        let mut n = 0u32;
+        g.bench_function(format!("herdless_{jitter}"), |b| {
+            b.iter(|| {
+                n = (n + 1) & 7;
+                let mut s = Schedule::at(black_box(n));
+                black_box(policy.next_delay(&mut s, &mut rng))
+            })
+        });
+    }
+    let mut backoff = ExponentialBuilder::default()
+        .with_jitter()
+        .with_min_delay(Duration::from_millis(500))
+        .with_max_delay(Duration::from_secs(30))
+        .without_max_times()
+        .build();
+    g.bench_function("backon_exponential_jitter", |b| {
+        b.iter(|| black_box(backoff.next()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, success_first_try, delay);
+criterion_main!(benches);
