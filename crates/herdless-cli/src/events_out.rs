@@ -7,8 +7,8 @@
 
 use std::io::Write;
 
-use herdless::{Notify, RetryEvent};
-use serde_json::{json, Value};
+use herdless::{EventValue, Notify, RetryEvent};
+use serde_json::{Map, Value};
 
 use crate::policy_args::LogFormat;
 
@@ -18,63 +18,22 @@ pub struct StderrEvents {
     pub format: LogFormat,
 }
 
-/// The event as a JSON object (the `--log-format json` line).
+/// The event as a JSON object (the `--log-format json` line): `event` plus the
+/// event's fields as the library names them, seconds as numbers.
 pub fn to_json(event: &RetryEvent<'_>) -> Value {
-    match *event {
-        RetryEvent::Scheduled {
-            task_id,
-            attempt,
-            computed_jitter,
-            sleep,
-            honored_retry_after,
-            elapsed,
-        } => json!({
-            "event": event.name(),
-            "task_id": task_id,
-            "attempt": attempt,
-            "computed_jitter_s": computed_jitter.as_secs_f64(),
-            "sleep_s": sleep.as_secs_f64(),
-            "honored_retry_after": honored_retry_after,
-            "elapsed_s": elapsed.as_secs_f64(),
-        }),
-        RetryEvent::Succeeded {
-            task_id,
-            attempt,
-            elapsed,
-        } => json!({
-            "event": event.name(),
-            "task_id": task_id,
-            "attempt": attempt,
-            "elapsed_s": elapsed.as_secs_f64(),
-        }),
-        RetryEvent::AbandonedTerminal {
-            task_id,
-            attempt,
-            classification,
-            elapsed,
-        } => json!({
-            "event": event.name(),
-            "task_id": task_id,
-            "attempt": attempt,
-            "classification": classification.as_str(),
-            "elapsed_s": elapsed.as_secs_f64(),
-        }),
-        RetryEvent::BudgetExhausted {
-            task_id,
-            attempt,
-            elapsed,
-            reason,
-        } => json!({
-            "event": event.name(),
-            "task_id": task_id,
-            "attempt": attempt,
-            "elapsed_s": elapsed.as_secs_f64(),
-            "reason": reason.as_str(),
-        }),
-        _ => {
-            json!({ "event": event.name(), "task_id": event.task_id(), "attempt": event.attempt() })
-        }
-    }
+    let mut map = Map::new();
+    map.insert("event".into(), Value::from(event.name()));
+    event.visit(|name, value| {
+        let v = match value {
+            EventValue::Str(s) => Value::from(s),
+            EventValue::U32(n) => Value::from(n),
+            EventValue::Seconds(d) => Value::from(d.as_secs_f64()),
+            EventValue::Bool(b) => Value::from(b),
+            _ => Value::from(value.to_string()),
+        };
+        map.insert(name.into(), v);
+    });
+    Value::Object(map)
 }
 
 /// The event as one human-readable line (the `--log-format text` line).

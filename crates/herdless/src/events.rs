@@ -134,6 +134,68 @@ impl RetryEvent<'_> {
         }
     }
 
+    /// Visits the event's fields in their documented order (without the name),
+    /// for writing events in a format of one's own (the CLI's JSON lines use it).
+    ///
+    /// ```
+    /// use herdless::{EventValue, RetryEvent};
+    /// let e = RetryEvent::Succeeded { task_id: "t", attempt: 2, elapsed: std::time::Duration::from_millis(1500) };
+    /// let mut out = Vec::new();
+    /// e.visit(|name, value| out.push(format!("{name}={value}")));
+    /// assert_eq!(out, ["task_id=t", "attempt=2", "elapsed_s=1.5"]);
+    /// ```
+    pub fn visit(&self, mut f: impl FnMut(&'static str, EventValue<'_>)) {
+        use EventValue::{Bool, Seconds, Str, U32};
+        match *self {
+            RetryEvent::Scheduled {
+                task_id,
+                attempt,
+                computed_jitter,
+                sleep,
+                honored_retry_after,
+                elapsed,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("computed_jitter_s", Seconds(computed_jitter));
+                f("sleep_s", Seconds(sleep));
+                f("honored_retry_after", Bool(honored_retry_after));
+                f("elapsed_s", Seconds(elapsed));
+            }
+            RetryEvent::Succeeded {
+                task_id,
+                attempt,
+                elapsed,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("elapsed_s", Seconds(elapsed));
+            }
+            RetryEvent::AbandonedTerminal {
+                task_id,
+                attempt,
+                classification,
+                elapsed,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("classification", Str(classification.as_str()));
+                f("elapsed_s", Seconds(elapsed));
+            }
+            RetryEvent::BudgetExhausted {
+                task_id,
+                attempt,
+                elapsed,
+                reason,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("elapsed_s", Seconds(elapsed));
+                f("reason", Str(reason.as_str()));
+            }
+        }
+    }
+
     /// Emits the event through `tracing` (target `herdless`).
     pub(crate) fn trace(&self) {
         match *self {
@@ -195,6 +257,37 @@ impl RetryEvent<'_> {
                 reason = reason.as_str(),
                 "retry_budget_exhausted"
             ),
+        }
+    }
+}
+
+/// One field value of a [`RetryEvent`], as passed to [`RetryEvent::visit`].
+///
+/// ```
+/// use herdless::EventValue;
+/// assert_eq!(EventValue::Seconds(std::time::Duration::from_millis(250)).to_string(), "0.25");
+/// assert_eq!(EventValue::Bool(true).to_string(), "true");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum EventValue<'a> {
+    /// A string (task id, classification, reason).
+    Str(&'a str),
+    /// A count (attempt).
+    U32(u32),
+    /// A duration, reported in seconds (fields ending in `_s`).
+    Seconds(Duration),
+    /// A flag (honored_retry_after).
+    Bool(bool),
+}
+
+impl std::fmt::Display for EventValue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            EventValue::Str(s) => f.write_str(s),
+            EventValue::U32(n) => write!(f, "{n}"),
+            EventValue::Seconds(d) => write!(f, "{}", d.as_secs_f64()),
+            EventValue::Bool(b) => write!(f, "{b}"),
         }
     }
 }

@@ -86,7 +86,7 @@ pub use backoff::{Backoff, ResetPolicy};
 pub use budget::GiveUp;
 pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, Retryable};
 pub use error::RetryError;
-pub use events::{NoNotify, Notify, RetryEvent};
+pub use events::{EventValue, NoNotify, Notify, RetryEvent};
 pub use jitter::{Jitter, ParseJitterError, Schedule};
 pub use policy::{Policy, PolicyBuilder, PolicyError, PolicyField, MAX_DURATION};
 pub use retry::{Attempt, Retry};
