@@ -51,6 +51,7 @@
 //! | shared retry budget (token bucket, gRPC / AWS semantics) | [`retry_budget`] |
 //! | half-open probe breaker | [`breaker`] |
 //! | escape lane for urgent calls | [`escape_lane`] |
+//! | server-guided pushback: admission and Retry-After slots | [`pushback`] |
 //! | the shared decision engine, `Retry`, `Attempt` | [`retry`] |
 //! | blocking executor | [`blocking`] |
 //! | async executor | [`asynchronous`] |
@@ -82,6 +83,7 @@ pub mod escape_lane;
 pub mod events;
 pub mod jitter;
 pub mod policy;
+pub mod pushback;
 pub mod retry;
 pub mod retry_budget;
 pub mod rng;
