@@ -52,6 +52,7 @@
 //! | half-open probe breaker | [`breaker`] |
 //! | escape lane for urgent calls | [`escape_lane`] |
 //! | server-guided pushback: admission and Retry-After slots | [`pushback`] |
+//! | the same as a tower `Layer` for axum / hyper (feature `tower`) | `pushback_layer` |
 //! | the shared decision engine, `Retry`, `Attempt` | [`retry`] |
 //! | blocking executor | [`blocking`] |
 //! | async executor | [`asynchronous`] |
@@ -65,6 +66,9 @@
 //! * `tokio`: the default [`SystemTimer`] reads tokio's clock and sleeps with
 //!   `tokio::time::sleep` in [`Retry::call_async`], so `tokio::time::pause`
 //!   makes async tests instant.
+//!
+//! * `tower`: `pushback_layer::PushbackLayer`, the server side of [`pushback`]
+//!   as a tower `Layer` (adds `tower`'s traits, `http`, `pin-project-lite`).
 //!
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 
@@ -84,6 +88,9 @@ pub mod events;
 pub mod jitter;
 pub mod policy;
 pub mod pushback;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod pushback_layer;
 pub mod retry;
 pub mod retry_budget;
 pub mod rng;
