@@ -418,6 +418,14 @@ impl<C, T, N> Retry<C, T, N> {
     }
 }
 
+impl<C, T, N> Drop for Engine<'_, C, T, N> {
+    fn drop(&mut self) {
+        if let (Some(budget), Some(spent)) = (&self.retry.budget, self.pending.take()) {
+            budget.refund(spent);
+        }
+    }
+}
+
 /// What the engine decided after a failed attempt.
 pub(crate) enum Step<E> {
     /// Sleep, then (after [`Engine::gate`]) retry; the error is kept in case the
@@ -444,6 +452,9 @@ pub(crate) struct Engine<'r, C, T, N> {
     level: Option<f64>,
     /// What the call's last admitted retry withdrew from the budget.
     last_spent: Option<Spent>,
+    /// An admitted retry not yet started: refunded if the call ends first
+    /// (breaker wait past the budget, cancelled future).
+    pending: Option<Spent>,
     /// Retries that went through the escape lane.
     bypassed: u32,
     /// Whether the upcoming retry goes through the escape lane.
@@ -462,6 +473,7 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
             rng: None,
             level: None,
             last_spent: None,
+            pending: None,
             bypassed: 0,
             bypassing: false,
             probe: None,
@@ -489,6 +501,7 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
     /// Starts the next attempt.
     #[inline]
     pub(crate) fn begin(&mut self) -> Attempt {
+        self.pending = None;
         self.attempts = self.attempts.saturating_add(1);
         Attempt {
             number: self.attempts,
@@ -591,7 +604,10 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
                 RetryCause::Error
             };
             match budget.try_retry(cause, level) {
-                Ok(spent) => self.last_spent = Some(spent),
+                Ok(spent) => {
+                    self.last_spent = Some(spent);
+                    self.pending = Some(spent);
+                }
                 Err(_) => return Step::Stop(self.exhausted(GiveUp::RetryBudget, elapsed, error)),
             }
         }

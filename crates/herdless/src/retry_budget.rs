@@ -22,7 +22,9 @@
 //! cost is then withdrawn. Otherwise the call ends with
 //! [`GiveUp::RetryBudget`](crate::GiveUp::RetryBudget) (`retry_budget` in the
 //! error and in the `retry_budget_exhausted` event). Successes refund. The level
-//! never leaves `[0, max_tokens]`.
+//! never leaves `[0, max_tokens]`. In the executors, a retry that was admitted
+//! but never started (the call gave up waiting behind a breaker probe, or its
+//! future was dropped during the backoff sleep) is refunded in full.
 //!
 //! ## Concurrency
 //!

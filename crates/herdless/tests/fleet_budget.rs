@@ -304,3 +304,61 @@ fn each_call_draws_its_own_level() {
         "{denied} denied, {admitted} admitted"
     );
 }
+
+#[test]
+fn an_admitted_retry_that_never_runs_is_refunded() {
+    // The budget admits the retry, then the call gives up waiting behind a
+    // breaker probe: the withdrawn tokens come back.
+    let budget = Arc::new(RetryBudget::builder().aws().spread(0.0).build().unwrap());
+    let breaker = Arc::new(herdless::Breaker::new(1));
+    breaker.record_failure();
+    let held = breaker.admit();
+    assert!(matches!(held, herdless::breaker::Admission::Probe(_)));
+    let err = Retry::new(
+        Policy::builder()
+            .max_elapsed(std::time::Duration::from_secs(5))
+            .build()
+            .unwrap(),
+        AlwaysRetry,
+    )
+    .timer(ManualTimer::new())
+    .budget(budget.clone())
+    .breaker(breaker)
+    .call(|_| Err::<(), _>("503"))
+    .unwrap_err();
+    assert_eq!(err.reason(), GiveUp::MaxElapsed);
+    assert_eq!(err.attempts(), 1);
+    assert_eq!(budget.tokens(), 500.0);
+    drop(held);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_call_returns_its_unused_retry() {
+    #[derive(Debug, Clone, Copy)]
+    struct Tokio;
+    impl herdless::Clock for Tokio {
+        fn now(&self) -> std::time::Instant {
+            tokio::time::Instant::now().into_std()
+        }
+    }
+    impl herdless::AsyncSleep for Tokio {
+        type Sleep = tokio::time::Sleep;
+        fn sleep(&self, d: std::time::Duration) -> Self::Sleep {
+            tokio::time::sleep(d)
+        }
+    }
+    let budget = Arc::new(RetryBudget::builder().aws().spread(0.0).build().unwrap());
+    let policy = Policy::builder()
+        .base(std::time::Duration::from_secs(10))
+        .jitter(herdless::Jitter::None)
+        .build()
+        .unwrap();
+    let retry = Retry::new(policy, AlwaysRetry)
+        .timer(Tokio)
+        .budget(budget.clone());
+    let call = retry.call_async(|_| async { Err::<(), _>("503") });
+    // Cancelled during the 10 s backoff sleep, after the retry was admitted.
+    let out = tokio::time::timeout(std::time::Duration::from_secs(1), call).await;
+    assert!(out.is_err(), "timed out");
+    assert_eq!(budget.tokens(), 500.0);
+}
