@@ -362,3 +362,93 @@ async fn a_cancelled_call_returns_its_unused_retry() {
     assert!(out.is_err(), "timed out");
     assert_eq!(budget.tokens(), 500.0);
 }
+
+mod model {
+    //! The bucket against a sequential reference model, in exact thousandths.
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Retry { timeout: bool, level: f64 },
+        Failure,
+        Success { refund_last: bool },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (any::<bool>(), 0.0f64..1.0).prop_map(|(timeout, level)| Op::Retry { timeout, level }),
+            Just(Op::Failure),
+            any::<bool>().prop_map(|refund_last| Op::Success { refund_last }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn matches_the_reference_model(
+            max in 1u64..2_000,          // tokens
+            initial_pct in 0u64..=100,
+            failure_cost in 0u64..3_000, // thousandths
+            retry_cost in 0u64..10_000,
+            timeout_cost in 0u64..20_000,
+            refund in 0u64..2_000,
+            refund_retry_cost: bool,
+            threshold_pct in 0u64..100,
+            spread_pct in 0u64..100,
+            ops in prop::collection::vec(op(), 1..200),
+        ) {
+            let max_m = max * 1000;
+            let initial = max_m * initial_pct / 100;
+            let threshold = max_m * threshold_pct / 100;
+            let spread = (max_m - threshold) * spread_pct / 100;
+            let t = |m: u64| m as f64 / 1000.0;
+            let b = RetryBudget::builder()
+                .max_tokens(t(max_m))
+                .initial_tokens(t(initial))
+                .failure_cost(t(failure_cost))
+                .retry_cost(t(retry_cost))
+                .timeout_cost(t(timeout_cost))
+                .success_refund(t(refund))
+                .refund_retry_cost(refund_retry_cost)
+                .threshold(t(threshold))
+                .spread(t(spread))
+                .build()
+                .unwrap();
+            let mut level = initial;
+            let mut last: Option<(herdless::Spent, u64)> = None;
+            for op in ops {
+                match op {
+                    Op::Retry { timeout, level: u } => {
+                        let cost = if timeout { timeout_cost } else { retry_cost };
+                        let after = level.saturating_sub(failure_cost);
+                        let floor = threshold + (spread as f64 * u) as u64;
+                        let admit = after > floor && after >= cost;
+                        level = if admit { after - cost } else { after };
+                        let cause = if timeout { RetryCause::Timeout } else { RetryCause::Error };
+                        let got = b.try_retry(cause, u);
+                        prop_assert_eq!(got.is_ok(), admit);
+                        if let Ok(s) = got {
+                            prop_assert_eq!(s.tokens(), t(cost));
+                            last = Some((s, cost));
+                        }
+                    }
+                    Op::Failure => {
+                        level = level.saturating_sub(failure_cost);
+                        b.record_failure();
+                    }
+                    Op::Success { refund_last } => {
+                        let spent = if refund_last { last.take() } else { None };
+                        let amount = match spent {
+                            Some((_, cost)) if refund_retry_cost => cost,
+                            _ => refund,
+                        };
+                        level = (level + amount).min(max_m);
+                        b.record_success(spent.map(|(s, _)| s));
+                    }
+                }
+                prop_assert_eq!(b.tokens(), t(level));
+                prop_assert!(level <= max_m);
+            }
+        }
+    }
+}
