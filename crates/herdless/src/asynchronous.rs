@@ -13,7 +13,7 @@ use std::future::Future;
 use crate::classify::Classify;
 use crate::error::RetryError;
 use crate::events::Notify;
-use crate::retry::{Attempt, Engine, Retry, Step};
+use crate::retry::{Attempt, Engine, Gate, Retry, Step};
 use crate::timer::AsyncSleep;
 
 impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
@@ -61,7 +61,16 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
                     return Ok(value);
                 }
                 Err(error) => match engine.failed(error) {
-                    Step::Sleep(d) => self.timer.sleep(d).await,
+                    Step::Sleep(d, error) => {
+                        self.timer.sleep(d).await;
+                        loop {
+                            match engine.gate() {
+                                Gate::Go => break,
+                                Gate::Wait(d) => self.timer.sleep(d).await,
+                                Gate::Stop(reason) => return Err(engine.gave_up(reason, error)),
+                            }
+                        }
+                    }
                     Step::Stop(e) => return Err(e),
                 },
             }

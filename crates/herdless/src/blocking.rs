@@ -8,7 +8,7 @@
 use crate::classify::Classify;
 use crate::error::RetryError;
 use crate::events::Notify;
-use crate::retry::{Attempt, Engine, Retry, Step};
+use crate::retry::{Attempt, Engine, Gate, Retry, Step};
 use crate::timer::Sleep;
 
 impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
@@ -46,7 +46,16 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
                     return Ok(value);
                 }
                 Err(error) => match engine.failed(error) {
-                    Step::Sleep(d) => self.timer.sleep(d),
+                    Step::Sleep(d, error) => {
+                        self.timer.sleep(d);
+                        loop {
+                            match engine.gate() {
+                                Gate::Go => break,
+                                Gate::Wait(d) => self.timer.sleep(d),
+                                Gate::Stop(reason) => return Err(engine.gave_up(reason, error)),
+                            }
+                        }
+                    }
                     Step::Stop(e) => return Err(e),
                 },
             }

@@ -146,6 +146,57 @@ impl Classification {
 pub trait Classify<E: ?Sized> {
     /// The verdict on `error`.
     fn classify(&self, error: &E) -> Classification;
+
+    /// Whether `error` is a timeout. Only a shared
+    /// [`RetryBudget`](crate::RetryBudget) asks: a retry after a timeout may
+    /// cost more ([`RetryCause::Timeout`](crate::RetryCause)). Default: `false`;
+    /// wrap a closure with [`WithTimeouts`] to answer it.
+    fn is_timeout(&self, error: &E) -> bool {
+        let _ = error;
+        false
+    }
+}
+
+/// A classifier plus a timeout detector, for retry budgets that charge more
+/// for retries after timeouts (the AWS quota).
+///
+/// ```
+/// use herdless::{Classification, Classify, classify::WithTimeouts};
+/// #[derive(Debug)]
+/// enum E { Timeout, Busy }
+/// let c = WithTimeouts::new(|_: &E| Classification::retryable(), |e: &E| matches!(e, E::Timeout));
+/// assert!(c.is_timeout(&E::Timeout));
+/// assert!(!c.is_timeout(&E::Busy));
+/// assert!(c.classify(&E::Busy).is_retryable());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WithTimeouts<C, F> {
+    classifier: C,
+    is_timeout: F,
+}
+
+impl<C, F> WithTimeouts<C, F> {
+    /// Classifies with `classifier`; `is_timeout` says which errors are timeouts.
+    ///
+    /// ```
+    /// let _ = herdless::classify::WithTimeouts::new(herdless::AlwaysRetry, |_: &()| true);
+    /// ```
+    pub fn new(classifier: C, is_timeout: F) -> Self {
+        WithTimeouts {
+            classifier,
+            is_timeout,
+        }
+    }
+}
+
+impl<E: ?Sized, C: Classify<E>, F: Fn(&E) -> bool> Classify<E> for WithTimeouts<C, F> {
+    fn classify(&self, error: &E) -> Classification {
+        self.classifier.classify(error)
+    }
+
+    fn is_timeout(&self, error: &E) -> bool {
+        (self.is_timeout)(error)
+    }
 }
 
 impl<E: ?Sized, F> Classify<E> for F
@@ -179,6 +230,12 @@ where
 pub trait Retryable {
     /// This error's verdict.
     fn classification(&self) -> Classification;
+
+    /// Whether this error is a timeout (see [`Classify::is_timeout`]). Default:
+    /// `false`; `std::io::Error` answers `true` for `TimedOut`.
+    fn is_timeout(&self) -> bool {
+        false
+    }
 }
 
 impl Retryable for std::io::Error {
@@ -198,6 +255,10 @@ impl Retryable for std::io::Error {
             _ => Classification::terminal(),
         }
     }
+
+    fn is_timeout(&self) -> bool {
+        self.kind() == std::io::ErrorKind::TimedOut
+    }
 }
 
 /// Classifies with the error type's own [`Retryable`] implementation.
@@ -213,6 +274,10 @@ pub struct ByTrait;
 impl<E: Retryable + ?Sized> Classify<E> for ByTrait {
     fn classify(&self, error: &E) -> Classification {
         error.classification()
+    }
+
+    fn is_timeout(&self, error: &E) -> bool {
+        error.is_timeout()
     }
 }
 

@@ -48,6 +48,11 @@
 //! | retryable / terminal classification | [`classify`] |
 //! | server-supplied delays: clamp and spread | [`server_delay`] |
 //! | attempt and elapsed budgets | [`budget`] |
+//! | shared retry budget (token bucket, gRPC / AWS semantics) | [`retry_budget`] |
+//! | half-open probe breaker | [`breaker`] |
+//! | escape lane for urgent calls | [`escape_lane`] |
+//! | server-guided pushback: admission and Retry-After slots | [`pushback`] |
+//! | the same as a tower `Layer` for axum / hyper (feature `tower`) | `pushback_layer` |
 //! | the shared decision engine, `Retry`, `Attempt` | [`retry`] |
 //! | blocking executor | [`blocking`] |
 //! | async executor | [`asynchronous`] |
@@ -62,6 +67,9 @@
 //!   `tokio::time::sleep` in [`Retry::call_async`], so `tokio::time::pause`
 //!   makes async tests instant.
 //!
+//! * `tower`: `pushback_layer::PushbackLayer`, the server side of [`pushback`]
+//!   as a tower `Layer` (adds `tower`'s traits, `http`, `pin-project-lite`).
+//!
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 
 #![forbid(unsafe_code)]
@@ -71,24 +79,36 @@
 pub mod asynchronous;
 pub mod backoff;
 pub mod blocking;
+pub mod breaker;
 pub mod budget;
 pub mod classify;
 pub mod error;
+pub mod escape_lane;
 pub mod events;
 pub mod jitter;
 pub mod policy;
+pub mod pushback;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod pushback_layer;
 pub mod retry;
+pub mod retry_budget;
 pub mod rng;
 pub mod server_delay;
 pub mod timer;
 
 pub use backoff::{Backoff, ResetPolicy};
+pub use breaker::Breaker;
 pub use budget::GiveUp;
-pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, Retryable};
+pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, Retryable, WithTimeouts};
 pub use error::RetryError;
+pub use escape_lane::Urgent;
 pub use events::{EventValue, NoNotify, Notify, RetryEvent};
 pub use jitter::{Jitter, ParseJitterError, Schedule};
 pub use policy::{Policy, PolicyBuilder, PolicyError, PolicyField, MAX_DURATION};
 pub use retry::{Attempt, Retry};
+pub use retry_budget::{
+    Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent,
+};
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};

@@ -10,9 +10,21 @@
 //! 3. on error, classify it; terminal or unknown: give up (`retry_abandoned_terminal`);
 //! 4. draw the computed jitter (this advances the schedule), then replace it by
 //!    the server-supplied delay when there is one (clamped, spread);
-//! 5. check the budget (attempts, then `elapsed + sleep ≤ max_elapsed`); give up
-//!    before sleeping if it fails (`retry_budget_exhausted`);
-//! 6. emit `retry_scheduled`, sleep, go to 1.
+//! 5. check the budget (attempts, then `elapsed + sleep ≤ max_elapsed`, or the
+//!    tighter deadline of an [`Urgent`] call); give up before sleeping if it
+//!    fails (`retry_budget_exhausted`);
+//! 6. ask the shared [`RetryBudget`], if any, for the retry (an urgent call
+//!    within its quota skips this); a denial gives up with
+//!    [`GiveUp::RetryBudget`] (`retry_budget_exhausted`, reason `retry_budget`);
+//! 7. emit `retry_scheduled`, sleep;
+//! 8. with a shared [`Breaker`] that is open, wait (jittered) until this call
+//!    may probe or the breaker closes — never past the elapsed budget or the
+//!    deadline; go to 1.
+//!
+//! Outcomes feed the fleet-level pieces: every success refunds the budget and
+//! closes the breaker, every retryable failure charges the budget's failure
+//! cost and counts toward opening the breaker. Terminal errors touch neither
+//! (the endpoint answered).
 //!
 //! The success path allocates nothing and draws no randomness except the
 //! idempotency key (a few nanoseconds): each call's generator is created lazily
@@ -21,14 +33,18 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::breaker::{Admission, Breaker, Probe};
 use crate::budget::GiveUp;
 use crate::classify::{Classification, Classify};
 use crate::error::RetryError;
+use crate::escape_lane::Urgent;
 use crate::events::{NoNotify, Notify, RetryEvent};
 use crate::jitter::Schedule;
 use crate::policy::Policy;
+use crate::retry_budget::{RetryBudget, RetryCause, Spent};
 use crate::rng::{splitmix64, IdempotencyKey, Rng};
 use crate::timer::{Clock, SystemTimer};
 
@@ -147,6 +163,9 @@ pub struct Retry<C, T = SystemTimer, N = NoNotify> {
     pub(crate) seed: Option<u64>,
     pub(crate) key: Option<IdempotencyKey>,
     pub(crate) calls: AtomicU64,
+    pub(crate) budget: Option<Arc<RetryBudget>>,
+    pub(crate) breaker: Option<Arc<Breaker>>,
+    pub(crate) urgent: Option<Urgent>,
 }
 
 impl<C, T, N> fmt::Debug for Retry<C, T, N> {
@@ -155,6 +174,9 @@ impl<C, T, N> fmt::Debug for Retry<C, T, N> {
             .field("policy", &self.policy)
             .field("task_id", &self.task_id)
             .field("seed", &self.seed)
+            .field("budget", &self.budget)
+            .field("breaker", &self.breaker)
+            .field("urgent", &self.urgent)
             .finish_non_exhaustive()
     }
 }
@@ -176,6 +198,9 @@ impl<C> Retry<C> {
             seed: None,
             key: None,
             calls: AtomicU64::new(0),
+            budget: None,
+            breaker: None,
+            urgent: None,
         }
     }
 }
@@ -265,6 +290,9 @@ impl<C, T, N> Retry<C, T, N> {
             seed: self.seed,
             key: self.key,
             calls: self.calls,
+            budget: self.budget,
+            breaker: self.breaker,
+            urgent: self.urgent,
         }
     }
 
@@ -293,14 +321,124 @@ impl<C, T, N> Retry<C, T, N> {
             seed: self.seed,
             key: self.key,
             calls: self.calls,
+            budget: self.budget,
+            breaker: self.breaker,
+            urgent: self.urgent,
+        }
+    }
+}
+
+impl<C, T, N> Retry<C, T, N> {
+    /// Shares a [`RetryBudget`] with every other retrier holding the same
+    /// `Arc`: each retry must be admitted by it, successes refund it. A denied
+    /// retry ends the call with [`GiveUp::RetryBudget`]. See
+    /// [`retry_budget`](crate::retry_budget).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::{AlwaysRetry, GiveUp, ManualTimer, Policy, Retry, RetryBudget};
+    /// let budget = Arc::new(RetryBudget::builder().aws().max_tokens(12.0).spread(0.0).build()?);
+    /// let retry = Retry::new(Policy::default(), AlwaysRetry)
+    ///     .timer(ManualTimer::new())
+    ///     .budget(budget.clone());
+    /// let err = retry.call(|_| Err::<(), _>("503")).unwrap_err();
+    /// assert_eq!(err.reason(), GiveUp::RetryBudget);
+    /// assert_eq!(err.attempts(), 3); // two retries at 5 tokens each, then 2 < 5
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Shares a half-open probe [`Breaker`]: while it is open, this retrier's
+    /// retries wait (jittered) until they may probe or it closes. See
+    /// [`breaker`](crate::breaker).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::{AlwaysRetry, Breaker, ManualTimer, Policy, Retry};
+    /// let breaker = Arc::new(Breaker::new(3));
+    /// let retry = Retry::new(Policy::default(), AlwaysRetry)
+    ///     .timer(ManualTimer::new())
+    ///     .breaker(breaker.clone());
+    /// let _ = retry.call(|a| if a.number() < 3 { Err("503") } else { Ok(()) });
+    /// assert_eq!(breaker.consecutive_failures(), 0); // the success closed it
+    /// ```
+    pub fn breaker(mut self, breaker: Arc<Breaker>) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// Marks this retrier's calls urgent: the escape lane. See
+    /// [`escape_lane`](crate::escape_lane).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{AlwaysRetry, GiveUp, ManualTimer, Policy, Retry, Urgent};
+    /// let timer = ManualTimer::new();
+    /// let err = Retry::new(Policy::default(), AlwaysRetry)
+    ///     .timer(timer.clone())
+    ///     .urgent(Urgent::new(Duration::from_millis(800)))
+    ///     .call(|_| Err::<(), _>("503"))
+    ///     .unwrap_err();
+    /// assert_eq!(err.reason(), GiveUp::MaxElapsed);
+    /// assert!(timer.elapsed() <= Duration::from_millis(800));
+    /// ```
+    pub fn urgent(mut self, urgent: Urgent) -> Self {
+        self.urgent = Some(urgent);
+        self
+    }
+
+    /// The shared retry budget, if any.
+    ///
+    /// ```
+    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).get_budget().is_none());
+    /// ```
+    pub fn get_budget(&self) -> Option<&Arc<RetryBudget>> {
+        self.budget.as_ref()
+    }
+
+    /// The shared breaker, if any.
+    ///
+    /// ```
+    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).get_breaker().is_none());
+    /// ```
+    pub fn get_breaker(&self) -> Option<&Arc<Breaker>> {
+        self.breaker.as_ref()
+    }
+
+    /// The urgency, if the calls are urgent.
+    ///
+    /// ```
+    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).get_urgent().is_none());
+    /// ```
+    pub fn get_urgent(&self) -> Option<Urgent> {
+        self.urgent
+    }
+}
+
+impl<C, T, N> Drop for Engine<'_, C, T, N> {
+    fn drop(&mut self) {
+        if let (Some(budget), Some(spent)) = (&self.retry.budget, self.pending.take()) {
+            budget.refund(spent);
         }
     }
 }
 
 /// What the engine decided after a failed attempt.
 pub(crate) enum Step<E> {
-    Sleep(Duration),
+    /// Sleep, then (after [`Engine::gate`]) retry; the error is kept in case the
+    /// gate gives up.
+    Sleep(Duration, E),
     Stop(RetryError<E>),
+}
+
+/// What the engine decided before a retry.
+pub(crate) enum Gate {
+    Go,
+    Wait(Duration),
+    Stop(GiveUp),
 }
 
 /// The per-call state machine shared by the blocking and the async executor.
@@ -310,6 +448,19 @@ pub(crate) struct Engine<'r, C, T, N> {
     attempts: u32,
     key: IdempotencyKey,
     rng: Option<(Schedule, Rng)>,
+    /// This call's uniform draw for the budget's spread (drawn at first use).
+    level: Option<f64>,
+    /// What the call's last admitted retry withdrew from the budget.
+    last_spent: Option<Spent>,
+    /// An admitted retry not yet started: refunded if the call ends first
+    /// (breaker wait past the budget, cancelled future).
+    pending: Option<Spent>,
+    /// Retries that went through the escape lane.
+    bypassed: u32,
+    /// Whether the upcoming retry goes through the escape lane.
+    bypassing: bool,
+    /// The breaker probe this call holds, if its current attempt is the probe.
+    probe: Option<Probe>,
 }
 
 impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
@@ -320,6 +471,21 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
             attempts: 0,
             key: retry.key.unwrap_or_else(IdempotencyKey::random),
             rng: None,
+            level: None,
+            last_spent: None,
+            pending: None,
+            bypassed: 0,
+            bypassing: false,
+            probe: None,
+        }
+    }
+
+    /// The elapsed budget: `max_elapsed`, or the urgent deadline if tighter.
+    fn max_elapsed(&self) -> Duration {
+        let max = self.retry.policy.max_elapsed;
+        match self.retry.urgent {
+            Some(u) => max.min(u.deadline()),
+            None => max,
         }
     }
 
@@ -335,6 +501,7 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
     /// Starts the next attempt.
     #[inline]
     pub(crate) fn begin(&mut self) -> Attempt {
+        self.pending = None;
         self.attempts = self.attempts.saturating_add(1);
         Attempt {
             number: self.attempts,
@@ -349,7 +516,15 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
 
     /// Records a success.
     #[inline]
-    pub(crate) fn succeeded(&self) {
+    pub(crate) fn succeeded(&mut self) {
+        if let Some(budget) = &self.retry.budget {
+            budget.record_success(self.last_spent);
+        }
+        if let Some(probe) = self.probe.take() {
+            probe.succeeded();
+        } else if let Some(breaker) = &self.retry.breaker {
+            breaker.record_success();
+        }
         if self.attempts > 1 {
             self.emit(RetryEvent::Succeeded {
                 task_id: &self.retry.task_id,
@@ -369,6 +544,8 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
         let elapsed = self.elapsed();
         let task_id: &str = &retry.task_id;
         if !classification.is_retryable() {
+            // The endpoint answered: neither a breaker failure nor a success.
+            self.probe = None;
             self.emit(RetryEvent::AbandonedTerminal {
                 task_id,
                 attempt: self.attempts,
@@ -377,8 +554,13 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
             });
             return Step::Stop(self.stop(GiveUp::Terminal, elapsed, error));
         }
+        if let Some(probe) = self.probe.take() {
+            probe.failed();
+        } else if let Some(breaker) = &retry.breaker {
+            breaker.record_failure();
+        }
         if self.attempts >= retry.policy.max_attempts {
-            return self.exhausted(GiveUp::MaxAttempts, elapsed, error);
+            return self.denied(GiveUp::MaxAttempts, elapsed, error);
         }
         let (schedule, rng) = self.rng.get_or_insert_with(|| {
             let rng = match retry.seed {
@@ -397,9 +579,37 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
             }
             _ => (computed_ns, false),
         };
+        let level = match retry.budget {
+            Some(_) => Some(*self.level.get_or_insert_with(|| rng.unit_f64())),
+            None => None,
+        };
         let sleep = Duration::from_nanos(sleep_ns);
         if let Err(reason) = retry.policy.may_retry(self.attempts, elapsed, sleep) {
-            return self.exhausted(reason, elapsed, error);
+            return self.denied(reason, elapsed, error);
+        }
+        if elapsed.saturating_add(sleep) > self.max_elapsed() {
+            return self.denied(GiveUp::MaxElapsed, elapsed, error);
+        }
+        self.bypassing = match retry.urgent {
+            Some(u) if self.bypassed < u.get_quota() => {
+                self.bypassed += 1;
+                true
+            }
+            _ => false,
+        };
+        if let (Some(budget), Some(level), false) = (&retry.budget, level, self.bypassing) {
+            let cause = if retry.classifier.is_timeout(&error) {
+                RetryCause::Timeout
+            } else {
+                RetryCause::Error
+            };
+            match budget.try_retry(cause, level) {
+                Ok(spent) => {
+                    self.last_spent = Some(spent);
+                    self.pending = Some(spent);
+                }
+                Err(_) => return Step::Stop(self.exhausted(GiveUp::RetryBudget, elapsed, error)),
+            }
         }
         self.emit(RetryEvent::Scheduled {
             task_id,
@@ -409,17 +619,61 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
             honored_retry_after: honored,
             elapsed,
         });
-        Step::Sleep(sleep)
+        Step::Sleep(sleep, error)
     }
 
-    fn exhausted<E>(&self, reason: GiveUp, elapsed: Duration, error: E) -> Step<E> {
+    /// Decides whether the next retry may start now: with an open breaker,
+    /// wait until this call may probe (or give up if the wait would pass the
+    /// elapsed budget). Call after the backoff sleep, before [`begin`](Self::begin).
+    pub(crate) fn gate(&mut self) -> Gate {
+        let Some(breaker) = &self.retry.breaker else {
+            return Gate::Go;
+        };
+        if self.bypassing {
+            return Gate::Go;
+        }
+        match breaker.admit() {
+            Admission::Closed => Gate::Go,
+            Admission::Probe(probe) => {
+                self.probe = Some(probe);
+                Gate::Go
+            }
+            Admission::Wait => {
+                let wait = match &mut self.rng {
+                    Some((_, rng)) => breaker.wait_for(rng),
+                    None => breaker.wait_for(&mut Rng::from_entropy()),
+                };
+                if self.elapsed().saturating_add(wait) > self.max_elapsed() {
+                    Gate::Stop(GiveUp::MaxElapsed)
+                } else {
+                    Gate::Wait(wait)
+                }
+            }
+        }
+    }
+
+    /// Ends the call after [`gate`](Self::gate) gave up.
+    pub(crate) fn gave_up<E>(&self, reason: GiveUp, error: E) -> RetryError<E> {
+        self.exhausted(reason, self.elapsed(), error)
+    }
+
+    /// Gives up for a reason other than the shared budget: the failure still
+    /// charges the budget's failure cost (it is news about the endpoint).
+    fn denied<E>(&self, reason: GiveUp, elapsed: Duration, error: E) -> Step<E> {
+        if let Some(budget) = &self.retry.budget {
+            budget.record_failure();
+        }
+        Step::Stop(self.exhausted(reason, elapsed, error))
+    }
+
+    fn exhausted<E>(&self, reason: GiveUp, elapsed: Duration, error: E) -> RetryError<E> {
         self.emit(RetryEvent::BudgetExhausted {
             task_id: &self.retry.task_id,
             attempt: self.attempts,
             elapsed,
             reason,
         });
-        Step::Stop(self.stop(reason, elapsed, error))
+        self.stop(reason, elapsed, error)
     }
 
     fn stop<E>(&self, reason: GiveUp, elapsed: Duration, last: E) -> RetryError<E> {

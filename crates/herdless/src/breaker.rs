@@ -1,0 +1,342 @@
+//! A half-open probe breaker: when the endpoint looks down, one caller probes
+//! and the rest wait.
+//!
+//! Backoff spreads a fleet's retries in time but every caller still probes the
+//! endpoint on its own schedule, so a long outage is met by a steady drizzle of
+//! retries that cannot succeed. The "Half-Open Circuit Probe" sibling of
+//! backoff detects recovery with *one* request instead: after `threshold`
+//! consecutive failures the [`Breaker`] opens; from then on it admits exactly
+//! one probe at a time, and every other caller waits a jittered
+//! [`probe_wait`](Breaker::probe_wait) and asks again. The first probe that
+//! succeeds closes the breaker and the waiting callers go through on their
+//! next check, spread by their own jitter.
+//!
+//! Design choices:
+//!
+//! * **No timer inside.** The breaker is two atomics (a failure counter and a
+//!   probe flag); it never sleeps and never reads a clock. Callers own their
+//!   waiting, so the same type serves the executors, the simulator and
+//!   hand-written loops alike.
+//! * **The probe is a guard.** [`Admission::Probe`] carries a [`Probe`] that
+//!   must be resolved with [`Probe::succeeded`] or [`Probe::failed`]; dropping
+//!   it unresolved (a cancelled future, a panic) frees the probe slot without
+//!   changing the count, so a lost probe can never wedge the breaker.
+//! * **Waits are jittered** uniformly in `[probe_wait / 2, probe_wait]`, so the
+//!   callers parked behind a probe do not all re-check at one instant.
+//! * **No wall-clock "open for N seconds" state.** A fixed open interval
+//!   synchronizes every caller's re-check; probing continuously (one at a time)
+//!   detects recovery as soon as one request can see it.
+//!
+//! In the executors ([`Retry::breaker`](crate::Retry::breaker)) the breaker
+//! gates *retries*: a call's first attempt always goes out (herdless decides
+//! whether to retry, not whether to call), and its outcome feeds the breaker.
+//! Waiting counts against the call's elapsed budget; a call whose wait would
+//! pass `max_elapsed` gives up with [`GiveUp::MaxElapsed`](crate::GiveUp).
+//! Code that wants to gate first attempts too can use [`Breaker::admit`]
+//! directly.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use herdless::breaker::{Admission, Breaker};
+//!
+//! let breaker = Arc::new(Breaker::new(2));
+//! breaker.record_failure();
+//! breaker.record_failure(); // two consecutive failures: open
+//! let Admission::Probe(probe) = breaker.admit() else { panic!("the first caller probes") };
+//! assert!(matches!(breaker.admit(), Admission::Wait)); // the others wait
+//! probe.succeeded();
+//! assert!(matches!(breaker.admit(), Admission::Closed));
+//! ```
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::rng::Rng;
+
+/// A shared half-open probe breaker. See the [module documentation](crate::breaker).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// let breaker = Arc::new(herdless::Breaker::new(5).probe_wait(Duration::from_millis(200)));
+/// assert!(!breaker.is_open());
+/// ```
+pub struct Breaker {
+    threshold: u32,
+    wait: Duration,
+    failures: AtomicU32,
+    probing: AtomicBool,
+}
+
+impl fmt::Debug for Breaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Breaker")
+            .field("threshold", &self.threshold)
+            .field("probe_wait", &self.wait)
+            .field("consecutive_failures", &self.consecutive_failures())
+            .field("probing", &self.probing.load(Ordering::Acquire))
+            .finish()
+    }
+}
+
+/// What [`Breaker::admit`] decided.
+///
+/// ```
+/// let b = std::sync::Arc::new(herdless::Breaker::new(1));
+/// assert!(matches!(b.admit(), herdless::breaker::Admission::Closed));
+/// ```
+#[derive(Debug)]
+#[must_use = "a probe must be resolved, or dropped to release it"]
+pub enum Admission {
+    /// The breaker is closed: go ahead (and report the outcome with
+    /// [`Breaker::record_success`] / [`Breaker::record_failure`]).
+    Closed,
+    /// The breaker is open and this caller is the one probe: go ahead and
+    /// resolve the guard.
+    Probe(Probe),
+    /// The breaker is open and another caller is probing: wait
+    /// ([`Breaker::wait_for`]) and ask again.
+    Wait,
+}
+
+/// The single in-flight probe of an open [`Breaker`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use herdless::breaker::{Admission, Breaker};
+/// let b = Arc::new(Breaker::new(1));
+/// b.record_failure();
+/// if let Admission::Probe(p) = b.admit() { p.failed(); }
+/// assert_eq!(b.consecutive_failures(), 2);
+/// ```
+#[must_use = "dropping a probe releases it without recording an outcome"]
+pub struct Probe {
+    breaker: Arc<Breaker>,
+}
+
+impl fmt::Debug for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Probe { .. }")
+    }
+}
+
+impl Probe {
+    /// The probe succeeded: the breaker closes.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::breaker::{Admission, Breaker};
+    /// let b = Arc::new(Breaker::new(1));
+    /// b.record_failure();
+    /// let Admission::Probe(p) = b.admit() else { unreachable!() };
+    /// p.succeeded();
+    /// assert!(!b.is_open());
+    /// ```
+    pub fn succeeded(self) {
+        self.breaker.record_success();
+        // Drop releases the probe slot.
+    }
+
+    /// The probe failed: the breaker stays open, the next caller may probe.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::breaker::{Admission, Breaker};
+    /// let b = Arc::new(Breaker::new(1));
+    /// b.record_failure();
+    /// let Admission::Probe(p) = b.admit() else { unreachable!() };
+    /// p.failed();
+    /// assert!(matches!(b.admit(), Admission::Probe(_)));
+    /// ```
+    pub fn failed(self) {
+        self.breaker.record_failure();
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        self.breaker.probing.store(false, Ordering::Release);
+    }
+}
+
+impl Breaker {
+    /// A closed breaker that opens after `threshold` consecutive failures (0 is
+    /// taken as 1), with a probe wait of 1 s.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Breaker::new(0).threshold(), 1);
+    /// ```
+    pub fn new(threshold: u32) -> Self {
+        Breaker {
+            threshold: threshold.max(1),
+            wait: Duration::from_secs(1),
+            failures: AtomicU32::new(0),
+            probing: AtomicBool::new(false),
+        }
+    }
+
+    /// How long callers wait behind a probe before asking again: each wait is
+    /// uniform in `[wait / 2, wait]`.
+    ///
+    /// ```
+    /// let b = herdless::Breaker::new(3).probe_wait(std::time::Duration::from_millis(50));
+    /// assert_eq!(b.get_probe_wait().as_millis(), 50);
+    /// ```
+    pub fn probe_wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// The configured probe wait.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Breaker::new(3).get_probe_wait().as_secs(), 1);
+    /// ```
+    pub fn get_probe_wait(&self) -> Duration {
+        self.wait
+    }
+
+    /// The consecutive failures that open the breaker.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Breaker::new(4).threshold(), 4);
+    /// ```
+    pub fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
+    /// The current run of consecutive failures.
+    ///
+    /// ```
+    /// let b = herdless::Breaker::new(4);
+    /// b.record_failure();
+    /// assert_eq!(b.consecutive_failures(), 1);
+    /// ```
+    pub fn consecutive_failures(&self) -> u32 {
+        self.failures.load(Ordering::Acquire)
+    }
+
+    /// Whether the breaker is open (the run of failures reached the threshold).
+    ///
+    /// ```
+    /// let b = herdless::Breaker::new(1);
+    /// b.record_failure();
+    /// assert!(b.is_open());
+    /// ```
+    pub fn is_open(&self) -> bool {
+        self.consecutive_failures() >= self.threshold
+    }
+
+    /// Asks to make a request: [`Closed`](Admission::Closed) (go),
+    /// [`Probe`](Admission::Probe) (go, as the one probe) or
+    /// [`Wait`](Admission::Wait). At most one [`Probe`] exists at any time.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::breaker::{Admission, Breaker};
+    /// let b = Arc::new(Breaker::new(1));
+    /// b.record_failure();
+    /// let first = b.admit();
+    /// assert!(matches!(first, Admission::Probe(_)));
+    /// assert!(matches!(b.admit(), Admission::Wait));
+    /// drop(first); // released without an outcome
+    /// assert!(matches!(b.admit(), Admission::Probe(_)));
+    /// ```
+    pub fn admit(self: &Arc<Self>) -> Admission {
+        if !self.is_open() {
+            return Admission::Closed;
+        }
+        match self
+            .probing
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Admission::Probe(Probe {
+                breaker: Arc::clone(self),
+            }),
+            Err(_) => Admission::Wait,
+        }
+    }
+
+    /// Records a successful request made while closed: the run of failures
+    /// resets and the breaker is closed.
+    ///
+    /// ```
+    /// let b = herdless::Breaker::new(1);
+    /// b.record_failure();
+    /// b.record_success();
+    /// assert!(!b.is_open());
+    /// ```
+    pub fn record_success(&self) {
+        self.failures.store(0, Ordering::Release);
+    }
+
+    /// Records a failed request made while closed (saturating).
+    ///
+    /// ```
+    /// let b = herdless::Breaker::new(2);
+    /// b.record_failure();
+    /// assert!(!b.is_open());
+    /// ```
+    pub fn record_failure(&self) {
+        let _ = self
+            .failures
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_add(1))
+            });
+    }
+
+    /// A jittered wait before asking again: uniform in `[probe_wait / 2,
+    /// probe_wait]`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = herdless::Breaker::new(1).probe_wait(Duration::from_secs(2));
+    /// let w = b.wait_for(&mut herdless::Rng::with_seed(1));
+    /// assert!(w >= Duration::from_secs(1) && w <= Duration::from_secs(2));
+    /// ```
+    pub fn wait_for(&self, rng: &mut Rng) -> Duration {
+        let hi = u64::try_from(self.wait.as_nanos()).unwrap_or(u64::MAX);
+        Duration::from_nanos(rng.between(hi / 2, hi))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_at_threshold_and_closes_on_probe_success() {
+        let b = Arc::new(Breaker::new(3));
+        for _ in 0..2 {
+            b.record_failure();
+            assert!(matches!(b.admit(), Admission::Closed));
+        }
+        b.record_failure();
+        let Admission::Probe(p) = b.admit() else {
+            panic!("open breaker admits a probe")
+        };
+        assert!(matches!(b.admit(), Admission::Wait));
+        p.failed();
+        assert_eq!(b.consecutive_failures(), 4);
+        let Admission::Probe(p) = b.admit() else {
+            panic!("a failed probe frees the slot")
+        };
+        p.succeeded();
+        assert_eq!(b.consecutive_failures(), 0);
+        assert!(matches!(b.admit(), Admission::Closed));
+    }
+
+    #[test]
+    fn waits_are_jittered_within_bounds() {
+        let b = Breaker::new(1).probe_wait(Duration::from_millis(100));
+        let mut rng = Rng::with_seed(9);
+        let waits: std::collections::HashSet<Duration> =
+            (0..1000).map(|_| b.wait_for(&mut rng)).collect();
+        assert!(waits.len() > 900, "waits differ");
+        assert!(waits
+            .iter()
+            .all(|w| *w >= Duration::from_millis(50) && *w <= Duration::from_millis(100)));
+    }
+}

@@ -1,0 +1,500 @@
+//! Server-guided pushback: admit at most the capacity, and tell each rejected
+//! caller *when* to come back so that the returns arrive at a rate the server
+//! can serve.
+//!
+//! Client-side jitter can only guess how much capacity the server has; the
+//! server knows. A [`SlotAllocator`] is the server's half of the "Capacity-Aware
+//! Reconnect Queue": it admits requests up to a configured rate and answers
+//! the excess with a delay that is a **slot** in the capacity to come.
+//!
+//! * **Admission** is a GCRA (generic cell rate algorithm, the continuous form
+//!   of a token bucket): at most `capacity` requests per second on average,
+//!   with a `burst` of back-to-back admissions tolerated (default: 100 ms worth
+//!   of capacity, at least 1). In any window of length `T`, at most
+//!   `burst + capacity · T` requests are admitted.
+//! * **Rejection** books the next free slot: slots are `1 / capacity` apart,
+//!   start after the capacity already promised to admitted requests, and each
+//!   rejection gets a slot strictly later than the previous one. A rejected
+//!   caller is told `slot − now`. A fleet of `N` rejected callers is thus spread
+//!   evenly over the next `N / capacity` seconds — exactly the rate the server
+//!   can serve — instead of all being told the same number. Callers that add a
+//!   small *positive* spread (herdless clients do, see
+//!   [`Policy::retry_after_spread`](crate::Policy::retry_after_spread)) arrive a
+//!   little later than their slot, never earlier, so the arrival rate stays at
+//!   or below the capacity.
+//! * **Horizon.** No delay exceeds the configured horizon. When more callers
+//!   are rejected than `horizon · capacity` slots can hold, the schedule is
+//!   full and the allocator *overbooks*: it makes another pass over the
+//!   horizon, each pass offset by a fraction of a slot (golden-ratio steps),
+//!   so extra load is spread evenly over the window instead of piling onto its
+//!   end. Slots are strictly increasing until the horizon is full.
+//! * **Outage mode** sheds everything. With a known end
+//!   ([`outage_until`](SlotAllocator::outage_until)) the slots start at the end
+//!   of the outage, so the whole fleet is booked onto the recovered server at
+//!   its capacity — a drain at the physical limit (outage + N / capacity). With
+//!   an unknown end ([`outage`](SlotAllocator::outage)) the slots start now and
+//!   are spread the same way; callers that return during the outage are
+//!   rebooked behind the others.
+//! * **Time is a parameter.** Every method takes `now` as a [`Duration`] since
+//!   an epoch the caller chooses (process start, simulation start), so the
+//!   allocator has no clock, no lock and no async runtime: the simulator drives
+//!   it with virtual time, the tower layer
+//!   ([`PushbackLayer`](crate::pushback_layer::PushbackLayer), feature `tower`)
+//!   with a [`Clock`](crate::Clock) behind a mutex.
+//!
+//! ## On the wire
+//!
+//! HTTP's `Retry-After` carries whole seconds (RFC 9110 `delay-seconds`), far
+//! coarser than slots `1 / capacity` apart. [`Decision::retry_after_secs`]
+//! rounds **up** (a caller is never told to come before its slot; at least 1),
+//! and the layer also sends `Retry-After-Ms` ([`RETRY_AFTER_MS`]) with the
+//! slot in whole milliseconds, rounded up, which clients should prefer when
+//! present (the same header name Azure services use). A client that reads only
+//! `Retry-After` still never comes early; it loses only the sub-second spread.
+//!
+//! ```
+//! use std::time::Duration;
+//! use herdless::pushback::{Decision, SlotAllocator};
+//!
+//! // 1000 requests/s, no delay beyond 30 s, 10 admitted back to back.
+//! let mut alloc = SlotAllocator::new(1000.0, Duration::from_secs(30))?.burst(10);
+//! let now = Duration::from_secs(1);
+//! let decisions: Vec<Decision> = (0..13).map(|_| alloc.decide(now)).collect();
+//! assert!(decisions[..10].iter().all(|d| d.is_admit()));
+//! let delays: Vec<Duration> = decisions[10..].iter().filter_map(|d| d.retry_after()).collect();
+//! assert!(delays.windows(2).all(|w| w[0] < w[1])); // each rejection gets the next slot
+//! assert!(delays[1] - delays[0] == Duration::from_millis(1)); // 1 / capacity apart
+//! # Ok::<(), herdless::pushback::PushbackError>(())
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+/// The header carrying the slot in milliseconds, beside `Retry-After`.
+pub const RETRY_AFTER_MS: &str = "retry-after-ms";
+
+/// Parses a `Retry-After-Ms` value (whole milliseconds, surrounding spaces
+/// allowed). `None` for anything else, including values that do not fit.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::parse_retry_after_ms;
+/// assert_eq!(parse_retry_after_ms(" 5100 "), Some(Duration::from_millis(5100)));
+/// assert_eq!(parse_retry_after_ms("5.1"), None);
+/// assert_eq!(parse_retry_after_ms("-3"), None);
+/// ```
+pub fn parse_retry_after_ms(value: &str) -> Option<Duration> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse::<u64>().ok().map(Duration::from_millis)
+}
+
+/// The golden ratio's fractional part, for evenly offset overbooking passes.
+const GOLDEN: f64 = 0.618_033_988_749_894_9;
+
+/// What the allocator decided for one request.
+///
+/// ```
+/// use std::time::Duration;
+/// let d = herdless::pushback::Decision::Reject { retry_after: Duration::from_millis(1200) };
+/// assert_eq!(d.retry_after_secs(), Some(2));
+/// assert_eq!(d.retry_after_ms(), Some(1200));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// Serve the request.
+    Admit,
+    /// Reject it (503) and tell the caller to come back after `retry_after`.
+    Reject {
+        /// The delay until the caller's slot (positive, at most the horizon).
+        retry_after: Duration,
+    },
+}
+
+impl Decision {
+    /// Whether the request is admitted.
+    ///
+    /// ```
+    /// assert!(herdless::pushback::Decision::Admit.is_admit());
+    /// ```
+    pub fn is_admit(&self) -> bool {
+        matches!(self, Decision::Admit)
+    }
+
+    /// The delay of a rejection.
+    ///
+    /// ```
+    /// assert_eq!(herdless::pushback::Decision::Admit.retry_after(), None);
+    /// ```
+    pub fn retry_after(&self) -> Option<Duration> {
+        match *self {
+            Decision::Admit => None,
+            Decision::Reject { retry_after } => Some(retry_after),
+        }
+    }
+
+    /// The `Retry-After` value: whole seconds, rounded up, at least 1.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let d = herdless::pushback::Decision::Reject { retry_after: Duration::from_millis(1) };
+    /// assert_eq!(d.retry_after_secs(), Some(1));
+    /// ```
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        self.retry_after().map(|d| {
+            let ceil = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+            ceil.max(1)
+        })
+    }
+
+    /// The `Retry-After-Ms` value: whole milliseconds, rounded up, at least 1.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let d = herdless::pushback::Decision::Reject { retry_after: Duration::from_micros(2_001) };
+    /// assert_eq!(d.retry_after_ms(), Some(3));
+    /// ```
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        self.retry_after().map(|d| {
+            let ns = d.as_nanos();
+            let ms = ns.div_ceil(1_000_000);
+            u64::try_from(ms).unwrap_or(u64::MAX).max(1)
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Normal,
+    /// Shed everything until `until` (`None`: until [`SlotAllocator::recover`]).
+    Outage {
+        /// Nanoseconds since the epoch.
+        until: Option<u64>,
+    },
+}
+
+/// Admits up to a capacity and books rejected callers into the capacity to
+/// come. See the [module documentation](crate::pushback).
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::SlotAllocator;
+/// // 10 000 requests/s, the first 5 s an outage: 40 000 callers are booked
+/// // between 5 s and 9 s, the physical limit.
+/// let mut alloc = SlotAllocator::new(10_000.0, Duration::from_secs(60))?
+///     .outage_until(Duration::from_secs(5));
+/// let last = (0..40_000).map(|_| alloc.decide(Duration::ZERO).retry_after().unwrap()).last().unwrap();
+/// assert!(last <= Duration::from_secs(9));
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// ```
+#[derive(Clone)]
+pub struct SlotAllocator {
+    interval_ns: u64,
+    capacity: f64,
+    burst: u32,
+    horizon_ns: u64,
+    mode: Mode,
+    /// GCRA theoretical arrival time of the next admission.
+    admit_tat: u64,
+    /// The last booked slot (0: none yet).
+    last_slot: u64,
+    /// Overbooking: the pass number and the last slot of the current pass.
+    pass: u64,
+    last_overbooked: u64,
+    admitted: u64,
+    rejected: u64,
+}
+
+impl fmt::Debug for SlotAllocator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlotAllocator")
+            .field("capacity", &self.capacity)
+            .field("burst", &self.burst)
+            .field("horizon", &Duration::from_nanos(self.horizon_ns))
+            .field("mode", &self.mode)
+            .field("admitted", &self.admitted)
+            .field("rejected", &self.rejected)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl SlotAllocator {
+    /// An allocator admitting `capacity` requests per second and never telling
+    /// a caller to wait longer than `horizon`.
+    ///
+    /// # Errors
+    ///
+    /// [`PushbackError`] when the capacity is not a positive finite number of
+    /// requests per second (at most 10⁹), or the horizon is shorter than one
+    /// slot (`1 / capacity`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::pushback::SlotAllocator;
+    /// assert!(SlotAllocator::new(0.0, Duration::from_secs(1)).is_err());
+    /// assert!(SlotAllocator::new(1.0, Duration::from_millis(10)).is_err());
+    /// assert!(SlotAllocator::new(0.5, Duration::from_secs(60)).is_ok());
+    /// ```
+    pub fn new(capacity: f64, horizon: Duration) -> Result<Self, PushbackError> {
+        if !(capacity.is_finite() && capacity > 0.0 && capacity <= 1e9) {
+            return Err(PushbackError::Capacity);
+        }
+        let interval_ns = ((1e9 / capacity).round() as u64).max(1);
+        let horizon_ns = ns(horizon);
+        if horizon_ns < interval_ns {
+            return Err(PushbackError::Horizon);
+        }
+        Ok(SlotAllocator {
+            interval_ns,
+            capacity,
+            burst: ((capacity * 0.1) as u32).max(1),
+            horizon_ns,
+            mode: Mode::Normal,
+            admit_tat: 0,
+            last_slot: 0,
+            pass: 0,
+            last_overbooked: 0,
+            admitted: 0,
+            rejected: 0,
+        })
+    }
+
+    /// How many requests may be admitted back to back (at least 1). Default:
+    /// 100 ms worth of capacity.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let a = herdless::pushback::SlotAllocator::new(100.0, Duration::from_secs(9))?.burst(0);
+    /// assert_eq!(a.get_burst(), 1);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn burst(mut self, burst: u32) -> Self {
+        self.burst = burst.max(1);
+        self
+    }
+
+    /// Starts in outage mode until `until` (since the epoch): everything is
+    /// shed, slots start at `until`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::pushback::SlotAllocator;
+    /// let mut a = SlotAllocator::new(10.0, Duration::from_secs(60))?.outage_until(Duration::from_secs(5));
+    /// assert_eq!(a.decide(Duration::from_secs(1)).retry_after(), Some(Duration::from_secs(4)));
+    /// assert!(a.decide(Duration::from_secs(6)).is_admit()); // the outage ended
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn outage_until(mut self, until: Duration) -> Self {
+        self.start_outage(Some(until));
+        self
+    }
+
+    /// Starts in outage mode with an unknown end (until [`recover`](Self::recover)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?.outage();
+    /// assert!(!a.decide(Duration::ZERO).is_admit());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn outage(mut self) -> Self {
+        self.start_outage(None);
+        self
+    }
+
+    /// Switches to outage mode now: shed everything until `until` (since the
+    /// epoch) or, with `None`, until [`recover`](Self::recover).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?;
+    /// a.start_outage(None);
+    /// assert!(a.in_outage(Duration::from_secs(100)));
+    /// a.recover();
+    /// assert!(!a.in_outage(Duration::from_secs(100)));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn start_outage(&mut self, until: Option<Duration>) {
+        self.mode = Mode::Outage {
+            until: until.map(ns),
+        };
+    }
+
+    /// Leaves outage mode.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?.outage();
+    /// a.recover();
+    /// assert!(a.decide(Duration::ZERO).is_admit());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn recover(&mut self) {
+        self.mode = Mode::Normal;
+    }
+
+    /// Whether the allocator sheds everything at `now`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let a = herdless::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?
+    ///     .outage_until(Duration::from_secs(2));
+    /// assert!(a.in_outage(Duration::from_secs(1)));
+    /// assert!(!a.in_outage(Duration::from_secs(2)));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn in_outage(&self, now: Duration) -> bool {
+        match self.mode {
+            Mode::Normal => false,
+            Mode::Outage { until: None } => true,
+            Mode::Outage { until: Some(u) } => ns(now) < u,
+        }
+    }
+
+    /// The capacity, in requests per second.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(herdless::pushback::SlotAllocator::new(250.0, Duration::from_secs(1))?.capacity(), 250.0);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn capacity(&self) -> f64 {
+        self.capacity
+    }
+
+    /// The burst of back-to-back admissions.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(herdless::pushback::SlotAllocator::new(250.0, Duration::from_secs(1))?.get_burst(), 25);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn get_burst(&self) -> u32 {
+        self.burst
+    }
+
+    /// The longest delay ever handed out.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(herdless::pushback::SlotAllocator::new(1.0, Duration::from_secs(7))?.horizon().as_secs(), 7);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn horizon(&self) -> Duration {
+        Duration::from_nanos(self.horizon_ns)
+    }
+
+    /// Requests admitted and rejected so far.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::SlotAllocator::new(1.0, Duration::from_secs(7))?;
+    /// let _ = a.decide(Duration::ZERO);
+    /// let _ = a.decide(Duration::ZERO);
+    /// assert_eq!(a.counts(), (1, 1));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn counts(&self) -> (u64, u64) {
+        (self.admitted, self.rejected)
+    }
+
+    /// Decides one request arriving at `now` (since the epoch). Times should
+    /// not decrease from call to call; an earlier `now` still gets a valid
+    /// answer (an admission, or a positive delay within the horizon).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::SlotAllocator::new(2.0, Duration::from_secs(10))?.burst(1);
+    /// assert!(a.decide(Duration::ZERO).is_admit());
+    /// assert_eq!(a.decide(Duration::ZERO).retry_after(), Some(Duration::from_millis(500)));
+    /// assert_eq!(a.decide(Duration::ZERO).retry_after(), Some(Duration::from_millis(1000)));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn decide(&mut self, now: Duration) -> Decision {
+        let now_ns = ns(now);
+        let i = self.interval_ns;
+        let outage_end = match self.mode {
+            Mode::Normal => None,
+            Mode::Outage { until: None } => Some(now_ns),
+            Mode::Outage { until: Some(u) } if now_ns < u => Some(u),
+            Mode::Outage { until: Some(_) } => {
+                self.mode = Mode::Normal;
+                None
+            }
+        };
+        if outage_end.is_none() {
+            // GCRA: admit while the promised capacity is within `burst` slots of now.
+            let tolerance = i.saturating_mul(u64::from(self.burst - 1));
+            if self.admit_tat <= now_ns.saturating_add(tolerance) {
+                self.admit_tat = self.admit_tat.max(now_ns).saturating_add(i);
+                self.admitted += 1;
+                return Decision::Admit;
+            }
+        }
+        self.rejected += 1;
+        // The earliest a rejected caller may come back: after the capacity
+        // already promised (admissions and earlier bookings) and, in an
+        // outage, not before its end (or a slot from now when the end is
+        // unknown).
+        let earliest = match outage_end {
+            Some(end) if end > now_ns => end,
+            Some(_) => now_ns.saturating_add(i),
+            None => self.admit_tat.max(now_ns.saturating_add(i)),
+        };
+        let limit = now_ns.saturating_add(self.horizon_ns);
+        let slot = self.last_slot.saturating_add(i).max(earliest);
+        if slot <= limit {
+            self.last_slot = slot;
+            return Decision::Reject {
+                retry_after: Duration::from_nanos(slot - now_ns),
+            };
+        }
+        // The horizon is full: overbook, one evenly offset pass at a time.
+        let lo = earliest.min(limit);
+        let mut next = self.last_overbooked.saturating_add(i);
+        if next > limit || next < lo {
+            self.pass += 1;
+            let offset = ((self.pass as f64 * GOLDEN).fract() * i as f64) as u64;
+            next = lo.saturating_add(offset).min(limit);
+        }
+        self.last_overbooked = next;
+        Decision::Reject {
+            retry_after: Duration::from_nanos(next.saturating_sub(now_ns).max(1)),
+        }
+    }
+}
+
+/// An invalid [`SlotAllocator`] configuration.
+///
+/// ```
+/// use std::time::Duration;
+/// let err = herdless::pushback::SlotAllocator::new(f64::NAN, Duration::from_secs(1)).unwrap_err();
+/// assert_eq!(err.to_string(), "capacity must be a positive number of requests per second (at most 1e9)");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PushbackError {
+    /// The capacity is not in `(0, 1e9]` requests per second.
+    Capacity,
+    /// The horizon is shorter than one slot.
+    Horizon,
+}
+
+impl fmt::Display for PushbackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PushbackError::Capacity => {
+                "capacity must be a positive number of requests per second (at most 1e9)"
+            }
+            PushbackError::Horizon => "horizon must be at least one slot (1 / capacity)",
+        })
+    }
+}
+
+impl std::error::Error for PushbackError {}

@@ -1,0 +1,356 @@
+//! Server-guided pushback as a tower [`Layer`]: usable with axum, hyper and any
+//! `tower::Service<http::Request<_>>` (feature `tower`).
+//!
+//! [`PushbackLayer`] puts a [`SlotAllocator`] in front of a service. Admitted
+//! requests go to the inner service untouched; the others are answered at once
+//! with `503 Service Unavailable` and two headers:
+//!
+//! | header | value |
+//! |---|---|
+//! | `Retry-After` | the caller's slot in whole seconds, rounded up (RFC 9110 `delay-seconds`, at least 1) |
+//! | `Retry-After-Ms` | the same slot in whole milliseconds, rounded up — clients should prefer it |
+//!
+//! The allocator sits behind a `std::sync::Mutex` shared by every clone of the
+//! layer and its services; the critical section is a few comparisons and
+//! additions (no allocation, no I/O), so the lock is held for nanoseconds. A
+//! poisoned lock is recovered, never propagated as a panic.
+//!
+//! Time comes from a [`Clock`] (default [`SystemTimer`], which follows tokio's
+//! clock with the `tokio` feature); the allocator's epoch is the layer's
+//! creation, so `SlotAllocator::outage_until(5 s)` means "the first five
+//! seconds after the layer was built". [`PushbackLayer::start_outage`] and
+//! [`PushbackLayer::recover`] switch outage mode at run time.
+//!
+//! The service forwards `poll_ready` to the inner service and rejects without
+//! calling it, which is how tower's own load-shedding middleware behaves; it is
+//! meant for services that are always ready (axum routers, hyper services).
+//!
+//! ```
+//! use std::time::Duration;
+//! use axum::{routing::get, Router};
+//! use herdless::pushback::SlotAllocator;
+//! use herdless::pushback_layer::PushbackLayer;
+//!
+//! let pushback = PushbackLayer::new(
+//!     SlotAllocator::new(10_000.0, Duration::from_secs(60))?.outage_until(Duration::from_secs(5)),
+//! );
+//! let app: Router = Router::new().route("/", get(|| async { "ok" })).layer(pushback.clone());
+//! // later: pushback.start_outage(None); pushback.recover(); pushback.counts()
+//! # Ok::<(), herdless::pushback::PushbackError>(())
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use tower::{Layer, Service};
+
+use crate::pushback::{Decision, SlotAllocator, RETRY_AFTER_MS};
+use crate::timer::{Clock, SystemTimer};
+
+struct Shared<K> {
+    alloc: Mutex<SlotAllocator>,
+    clock: K,
+    epoch: Instant,
+}
+
+impl<K: Clock> Shared<K> {
+    fn lock(&self) -> MutexGuard<'_, SlotAllocator> {
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self) -> Duration {
+        self.clock.now().saturating_duration_since(self.epoch)
+    }
+}
+
+/// A tower layer admitting up to a capacity and answering the excess `503`
+/// with spread `Retry-After` slots. See the [module
+/// documentation](crate::pushback_layer). Clones share one allocator.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::SlotAllocator;
+/// use herdless::pushback_layer::PushbackLayer;
+/// let layer = PushbackLayer::new(SlotAllocator::new(100.0, Duration::from_secs(30))?);
+/// assert_eq!(layer.counts(), (0, 0));
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// ```
+pub struct PushbackLayer<K = SystemTimer> {
+    shared: Arc<Shared<K>>,
+}
+
+impl<K> Clone for PushbackLayer<K> {
+    fn clone(&self) -> Self {
+        PushbackLayer {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<K> fmt::Debug for PushbackLayer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("PushbackLayer");
+        if let Ok(a) = self.shared.alloc.try_lock() {
+            d.field("allocator", &*a);
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+impl PushbackLayer<SystemTimer> {
+    /// A layer on the system clock; its epoch is now.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let _ = herdless::pushback_layer::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?,
+    /// );
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn new(allocator: SlotAllocator) -> Self {
+        Self::with_clock(allocator, SystemTimer)
+    }
+}
+
+impl<K: Clock> PushbackLayer<K> {
+    /// A layer reading time from `clock` (e.g. [`ManualTimer`](crate::ManualTimer)
+    /// in tests); its epoch is the clock's current time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{ManualTimer, pushback::SlotAllocator, pushback_layer::PushbackLayer};
+    /// let t = ManualTimer::new();
+    /// let layer = PushbackLayer::with_clock(SlotAllocator::new(5.0, Duration::from_secs(10))?, t.clone());
+    /// t.advance(Duration::from_secs(2));
+    /// assert_eq!(layer.elapsed(), Duration::from_secs(2));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn with_clock(allocator: SlotAllocator, clock: K) -> Self {
+        let epoch = clock.now();
+        PushbackLayer {
+            shared: Arc::new(Shared {
+                alloc: Mutex::new(allocator),
+                clock,
+                epoch,
+            }),
+        }
+    }
+
+    /// Time since the layer's epoch (the allocator's `now`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::pushback_layer::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// assert!(l.elapsed() < Duration::from_secs(60));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn elapsed(&self) -> Duration {
+        self.shared.now()
+    }
+
+    /// Decides one request now (what the service does for each request).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::pushback_layer::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?.outage());
+    /// assert!(!l.decide().is_admit());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn decide(&self) -> Decision {
+        let now = self.shared.now();
+        self.shared.lock().decide(now)
+    }
+
+    /// Sheds everything from now for `duration` (or, with `None`, until
+    /// [`recover`](Self::recover)); the rejected callers are booked from the
+    /// outage's end.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::pushback_layer::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// l.start_outage(Some(Duration::from_secs(3)));
+    /// assert!(l.decide().retry_after().unwrap() >= Duration::from_secs(2));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn start_outage(&self, duration: Option<Duration>) {
+        let now = self.shared.now();
+        self.shared
+            .lock()
+            .start_outage(duration.map(|d| now.saturating_add(d)));
+    }
+
+    /// Leaves outage mode.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::pushback_layer::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?.outage());
+    /// l.recover();
+    /// assert!(l.decide().is_admit());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn recover(&self) {
+        self.shared.lock().recover();
+    }
+
+    /// Requests admitted and rejected so far.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::pushback_layer::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// let _ = l.decide();
+    /// assert_eq!(l.counts(), (1, 0));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn counts(&self) -> (u64, u64) {
+        self.shared.lock().counts()
+    }
+}
+
+impl<S, K> Layer<S> for PushbackLayer<K> {
+    type Service = PushbackService<S, K>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        PushbackService {
+            inner,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// The service [`PushbackLayer`] wraps around an inner service.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::{pushback::SlotAllocator, pushback_layer::PushbackLayer};
+/// use tower::{Layer, ServiceExt, service_fn};
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// # rt.block_on(async {
+/// let layer = PushbackLayer::new(SlotAllocator::new(1.0, Duration::from_secs(30))?.burst(1));
+/// let svc = layer.layer(service_fn(|_req: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+/// }));
+/// let first = svc.clone().oneshot(http::Request::new(())).await.unwrap();
+/// assert_eq!(first.status(), 200);
+/// let second = svc.oneshot(http::Request::new(())).await.unwrap();
+/// assert_eq!(second.status(), 503);
+/// assert_eq!(second.headers()["retry-after"], "1");
+/// assert_eq!(second.headers()["retry-after-ms"], "1000");
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// # }).unwrap();
+/// ```
+pub struct PushbackService<S, K = SystemTimer> {
+    inner: S,
+    shared: Arc<Shared<K>>,
+}
+
+impl<S: Clone, K> Clone for PushbackService<S, K> {
+    fn clone(&self) -> Self {
+        PushbackService {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: fmt::Debug, K> fmt::Debug for PushbackService<S, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PushbackService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `503` answer for a rejected request.
+fn rejection<B: Default>(decision: Decision) -> Response<B> {
+    let mut response = Response::new(B::default());
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    if let Some(secs) = decision.retry_after_secs() {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    if let Some(ms) = decision.retry_after_ms() {
+        headers.insert(RETRY_AFTER_MS, HeaderValue::from(ms));
+    }
+    response
+}
+
+impl<S, K, ReqB, ResB> Service<Request<ReqB>> for PushbackService<S, K>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>>,
+    ResB: Default,
+    K: Clock,
+{
+    type Response = Response<ResB>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResB>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqB>) -> Self::Future {
+        let now = self.shared.now();
+        let decision = self.shared.lock().decide(now);
+        match decision {
+            Decision::Admit => ResponseFuture {
+                kind: Kind::Inner {
+                    future: self.inner.call(request),
+                },
+            },
+            rejected => ResponseFuture {
+                kind: Kind::Rejected {
+                    response: Some(rejection(rejected)),
+                },
+            },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`PushbackService`]: the inner service's, or a ready `503`.
+    pub struct ResponseFuture<F, B> {
+        #[pin]
+        kind: Kind<F, B>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = KindProj]
+    enum Kind<F, B> {
+        Inner { #[pin] future: F },
+        Rejected { response: Option<Response<B>> },
+    }
+}
+
+impl<F, B> fmt::Debug for ResponseFuture<F, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ResponseFuture { .. }")
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<B>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().kind.project() {
+            KindProj::Inner { future } => future.poll(cx),
+            KindProj::Rejected { response } => match response.take() {
+                Some(r) => Poll::Ready(Ok(r)),
+                None => panic!("ResponseFuture polled after completion"),
+            },
+        }
+    }
+}

@@ -1,0 +1,843 @@
+//! A shared retry budget: one token bucket for every call in a process.
+//!
+//! Per-call backoff decorrelates a fleet but does not bound it: during an
+//! outage every call keeps retrying until its own attempts or time run out. A
+//! retry budget caps the *process's* retry traffic instead. It is the
+//! mechanism behind gRPC's retry throttling and the AWS SDKs' retry quota, and
+//! [`RetryBudget`] expresses both (and anything in between) with one set of
+//! knobs, in tokens:
+//!
+//! | knob | gRPC retry throttling | AWS SDK retry quota |
+//! |---|---|---|
+//! | [`max_tokens`](RetryBudgetBuilder::max_tokens) (also the initial level) | `maxTokens` (≤ 1000) | 500 |
+//! | [`failure_cost`](RetryBudgetBuilder::failure_cost): charged on every retryable failure | 1 | 0 |
+//! | [`retry_cost`](RetryBudgetBuilder::retry_cost): charged when a retry is admitted | 0 | 5 |
+//! | [`timeout_cost`](RetryBudgetBuilder::timeout_cost): instead of `retry_cost` after a timeout | 0 | 10 |
+//! | [`success_refund`](RetryBudgetBuilder::success_refund): added on a success | `tokenRatio` | 1 (first-try successes) |
+//! | [`refund_retry_cost`](RetryBudgetBuilder::refund_retry_cost): a success after a retry returns that retry's cost instead | no | yes |
+//! | [`threshold`](RetryBudgetBuilder::threshold): a retry is admitted only while the level (after the failure cost) exceeds it | `maxTokens / 2` | 0 |
+//!
+//! A retry is admitted when, after charging the failure cost, the level is
+//! **strictly above** the call's threshold and covers the retry's cost; the
+//! cost is then withdrawn. Otherwise the call ends with
+//! [`GiveUp::RetryBudget`](crate::GiveUp::RetryBudget) (`retry_budget` in the
+//! error and in the `retry_budget_exhausted` event). Successes refund. The level
+//! never leaves `[0, max_tokens]`. In the executors, a retry that was admitted
+//! but never started (the call gave up waiting behind a breaker probe, or its
+//! future was dropped during the backoff sleep) is refunded in full.
+//!
+//! ## Concurrency
+//!
+//! The level is one `AtomicU64` in thousandths of a token (gRPC specifies
+//! `tokenRatio` to three decimals, so the arithmetic is exact), updated with a
+//! compare-and-swap loop: every admission is a single atomic read-decide-write,
+//! so two calls can never both spend the last tokens (no overdraw) and a
+//! refund is never overwritten by a concurrent withdrawal (no lost refunds).
+//! There is no lock; `tests/fleetguard_budget.rs` hammers one bucket from many
+//! threads and checks both properties exactly.
+//!
+//! ## Avoiding a synchronized give-up
+//!
+//! A plain threshold is a cliff: while the level is above it every call
+//! retries, and the instant it crosses, *every* call in flight gives up at its
+//! next failure. Across a fleet whose processes drain their buckets at similar
+//! rates during one outage, that is a synchronized give-up — and a synchronized
+//! wave of re-submissions from whatever sits above the callers.
+//!
+//! herdless turns the cliff into a ramp. Each call draws, once, a **level**
+//! `u` uniform in `[0, 1)` from its own generator (OS entropy, or the
+//! retrier's seed), and its personal threshold is `threshold + u · spread`
+//! tokens. As the bucket drains through the `spread` band, calls drop out one
+//! by one instead of all at once; the give-ups are spread over the time the
+//! fleet takes to burn `spread` tokens. The draw is per *call*, not per
+//! decision, on purpose: a call that is admitted keeps being admitted while the
+//! level holds, so the tokens go to calls that can finish rather than to many
+//! partial chains that all give up later. The guarantee of the plain
+//! threshold is kept — no retry is ever admitted at or below `threshold` — the
+//! ramp only gives up *earlier*, never later. With `spread(0.0)` the budget is
+//! exactly gRPC's or AWS's cliff. The presets use `spread = (max_tokens −
+//! threshold) / 2`.
+//!
+//! The give-ups then spread over about `spread / (failures per second ×
+//! failure cost)` seconds, on top of the spread the calls' own jittered
+//! backoff already gives their failure times; a wider band spreads them more
+//! at the price of giving up earlier.
+//!
+//! While the endpoint is healthy, successes keep the bucket full (every
+//! success refunds, failures are rare), so the budget never denies a retry.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use herdless::{AlwaysRetry, GiveUp, ManualTimer, Policy, Retry, RetryBudget};
+//!
+//! // gRPC-style: 4 tokens, each failure costs 1, retries only while > 2 remain.
+//! let budget = Arc::new(RetryBudget::builder().grpc(4.0, 0.1).spread(0.0).build()?);
+//! let retry = Retry::new(Policy::default(), AlwaysRetry)
+//!     .timer(ManualTimer::new())
+//!     .budget(budget.clone());
+//! let err = retry.call(|_| Err::<(), _>("503")).unwrap_err();
+//! assert_eq!(err.reason(), GiveUp::RetryBudget);
+//! assert_eq!(err.attempts(), 2); // 4 → 3 admitted, 3 → 2 denied
+//! assert_eq!(budget.tokens(), 2.0);
+//! # Ok::<(), herdless::RetryBudgetError>(())
+//! ```
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Thousandths of a token per token.
+const SCALE: f64 = 1000.0;
+
+/// The largest `max_tokens` accepted (keeps every sum far from `u64::MAX`).
+pub const MAX_TOKENS: f64 = 1e12;
+
+/// Why a call's failure happened, for the cost of the retry it asks for.
+///
+/// ```
+/// assert_ne!(herdless::RetryCause::Error, herdless::RetryCause::Timeout);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RetryCause {
+    /// Any retryable error except a timeout: costs [`RetryBudgetBuilder::retry_cost`].
+    #[default]
+    Error,
+    /// A timeout: costs [`RetryBudgetBuilder::timeout_cost`].
+    Timeout,
+}
+
+/// Tokens withdrawn for one admitted retry (returned on success when
+/// [`refund_retry_cost`](RetryBudgetBuilder::refund_retry_cost) is set).
+///
+/// ```
+/// let b = herdless::RetryBudget::aws();
+/// let spent = b.try_retry(herdless::RetryCause::Timeout, 0.0).unwrap();
+/// assert_eq!(spent.tokens(), 10.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Spent(u64);
+
+impl Spent {
+    /// The amount, in tokens.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Spent::default().tokens(), 0.0);
+    /// ```
+    pub fn tokens(self) -> f64 {
+        self.0 as f64 / SCALE
+    }
+}
+
+/// The budget denied a retry.
+///
+/// ```
+/// let b = herdless::RetryBudget::builder().aws().max_tokens(5.0).spread(0.0).build()?;
+/// assert!(b.try_retry(herdless::RetryCause::Error, 0.0).is_ok());
+/// assert_eq!(b.try_retry(herdless::RetryCause::Error, 0.0), Err(herdless::Denied));
+/// # Ok::<(), herdless::RetryBudgetError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Denied;
+
+impl fmt::Display for Denied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the retry budget denied the retry")
+    }
+}
+
+impl std::error::Error for Denied {}
+
+/// A token bucket shared (through `Arc`) by every call of a process. See the
+/// [module documentation](crate::retry_budget).
+///
+/// ```
+/// use std::sync::Arc;
+/// use herdless::{RetryBudget, RetryCause};
+/// let budget = Arc::new(RetryBudget::aws()); // 500 tokens, retry 5, timeout 10
+/// let spent = budget.try_retry(RetryCause::Error, 0.3).expect("full bucket admits");
+/// assert_eq!(budget.tokens(), 495.0);
+/// budget.record_success(Some(spent)); // AWS: a success after a retry returns its cost
+/// assert_eq!(budget.tokens(), 500.0);
+/// ```
+pub struct RetryBudget {
+    level: AtomicU64,
+    cfg: Config,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Config {
+    max: u64,
+    failure_cost: u64,
+    retry_cost: u64,
+    timeout_cost: u64,
+    success_refund: u64,
+    refund_retry_cost: bool,
+    threshold: u64,
+    spread: u64,
+}
+
+impl fmt::Debug for RetryBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryBudget")
+            .field("tokens", &self.tokens())
+            .field("max_tokens", &self.max_tokens())
+            .field("threshold", &(self.cfg.threshold as f64 / SCALE))
+            .field("spread", &(self.cfg.spread as f64 / SCALE))
+            .finish_non_exhaustive()
+    }
+}
+
+impl RetryBudget {
+    /// A builder with gRPC's defaults for 10 tokens and a 0.1 ratio (see
+    /// [`RetryBudgetBuilder::grpc`]).
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().build()?;
+    /// assert_eq!(b.max_tokens(), 10.0);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn builder() -> RetryBudgetBuilder {
+        RetryBudgetBuilder::new()
+    }
+
+    /// gRPC retry throttling: `max_tokens` tokens, a failure costs 1, a success
+    /// refunds `token_ratio`, retries only while more than half remain (with the
+    /// default anti-synchronization spread; see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`RetryBudgetError`] when `max_tokens` is not in `(0, 1e12]` or the ratio is
+    /// negative or not finite.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::grpc(100.0, 0.1)?;
+    /// assert_eq!(b.tokens(), 100.0);
+    /// assert!(herdless::RetryBudget::grpc(-1.0, 0.1).is_err());
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn grpc(max_tokens: f64, token_ratio: f64) -> Result<Self, RetryBudgetError> {
+        RetryBudgetBuilder::new()
+            .grpc(max_tokens, token_ratio)
+            .build()
+    }
+
+    /// The AWS SDKs' standard retry quota: 500 tokens, a retry costs 5, a retry
+    /// after a timeout 10, a first-try success refunds 1 and a success after a
+    /// retry returns that retry's cost (with the default anti-synchronization
+    /// spread; see the module docs).
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::aws();
+    /// assert_eq!(b.max_tokens(), 500.0);
+    /// ```
+    pub fn aws() -> Self {
+        RetryBudgetBuilder::new()
+            .aws()
+            .build()
+            .expect("the AWS preset is valid")
+    }
+
+    /// The current level, in tokens.
+    ///
+    /// ```
+    /// assert_eq!(herdless::RetryBudget::aws().tokens(), 500.0);
+    /// ```
+    pub fn tokens(&self) -> f64 {
+        self.level.load(Ordering::Acquire) as f64 / SCALE
+    }
+
+    /// The capacity, in tokens.
+    ///
+    /// ```
+    /// assert_eq!(herdless::RetryBudget::grpc(8.0, 0.5).unwrap().max_tokens(), 8.0);
+    /// ```
+    pub fn max_tokens(&self) -> f64 {
+        self.cfg.max as f64 / SCALE
+    }
+
+    /// After a retryable failure, asks for one retry: charges the failure cost,
+    /// then admits the retry if the level is strictly above this call's
+    /// threshold (`threshold + level · spread`, `level` clamped to `[0, 1]`; pass
+    /// the call's own uniform draw, or `0.0` for the plain threshold) and
+    /// covers the retry's cost, which is withdrawn. One atomic update.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] when the retry is not admitted (the failure cost is still
+    /// charged, as in gRPC).
+    ///
+    /// ```
+    /// use herdless::{RetryBudget, RetryCause};
+    /// let b = RetryBudget::builder().grpc(10.0, 0.1).spread(0.0).build()?;
+    /// let admitted = (0..10).filter(|_| b.try_retry(RetryCause::Error, 0.0).is_ok()).count();
+    /// assert_eq!(admitted, 4); // 9, 8, 7, 6 are above half; 5 is not
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn try_retry(&self, cause: RetryCause, level: f64) -> Result<Spent, Denied> {
+        let c = &self.cfg;
+        let cost = match cause {
+            RetryCause::Error => c.retry_cost,
+            RetryCause::Timeout => c.timeout_cost,
+        };
+        let level = if level.is_nan() {
+            0.0
+        } else {
+            level.clamp(0.0, 1.0)
+        };
+        let floor = c.threshold + (c.spread as f64 * level) as u64;
+        let mut admitted = false;
+        let _ = self
+            .level
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                let after = cur.saturating_sub(c.failure_cost);
+                admitted = after > floor && after >= cost;
+                Some(if admitted { after - cost } else { after })
+            });
+        if admitted {
+            Ok(Spent(cost))
+        } else {
+            Err(Denied)
+        }
+    }
+
+    /// Charges the failure cost for a retryable failure that will not be
+    /// retried anyway (e.g. the call's last attempt): the bucket still learns
+    /// that the endpoint failed.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::grpc(10.0, 0.1)?;
+    /// b.record_failure();
+    /// assert_eq!(b.tokens(), 9.0);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn record_failure(&self) {
+        let cost = self.cfg.failure_cost;
+        if cost > 0 {
+            let _ = self
+                .level
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                    Some(cur.saturating_sub(cost))
+                });
+        }
+    }
+
+    /// Records a successful call. `last_retry` is what the call's last admitted
+    /// retry spent (`None` for a first-try success): with
+    /// [`refund_retry_cost`](RetryBudgetBuilder::refund_retry_cost) that amount
+    /// is returned, otherwise [`success_refund`](RetryBudgetBuilder::success_refund)
+    /// is added. The level never exceeds the capacity.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::grpc(10.0, 0.5)?;
+    /// b.record_failure();
+    /// b.record_success(None);
+    /// assert_eq!(b.tokens(), 9.5);
+    /// b.record_success(None);
+    /// b.record_success(None);
+    /// assert_eq!(b.tokens(), 10.0); // capped
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn record_success(&self, last_retry: Option<Spent>) {
+        let amount = match last_retry {
+            Some(spent) if self.cfg.refund_retry_cost => spent.0,
+            _ => self.cfg.success_refund,
+        };
+        self.deposit(amount);
+    }
+
+    /// Returns `spent` to the bucket unconditionally (capped at the capacity):
+    /// for a retry that was admitted but never made (e.g. cancelled).
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::aws();
+    /// let s = b.try_retry(herdless::RetryCause::Error, 0.0).unwrap();
+    /// b.refund(s);
+    /// assert_eq!(b.tokens(), 500.0);
+    /// ```
+    pub fn refund(&self, spent: Spent) {
+        self.deposit(spent.0);
+    }
+
+    fn deposit(&self, amount: u64) {
+        if amount == 0 {
+            return;
+        }
+        let max = self.cfg.max;
+        let _ = self
+            .level
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                Some(cur.saturating_add(amount).min(max))
+            });
+    }
+}
+
+/// Configures a [`RetryBudget`]. Starts from the gRPC preset for 10 tokens and a
+/// 0.1 ratio; [`grpc`](Self::grpc) and [`aws`](Self::aws) reset every knob to a
+/// preset, the other methods then adjust one knob each. Amounts are in tokens,
+/// kept to three decimals.
+///
+/// ```
+/// use herdless::RetryBudget;
+/// let b = RetryBudget::builder()
+///     .aws()
+///     .max_tokens(50.0)   // a smaller quota
+///     .spread(0.0)        // AWS's exact cliff
+///     .build()?;
+/// assert_eq!(b.max_tokens(), 50.0);
+/// # Ok::<(), herdless::RetryBudgetError>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct RetryBudgetBuilder {
+    max_tokens: f64,
+    initial: Option<f64>,
+    failure_cost: f64,
+    retry_cost: f64,
+    timeout_cost: f64,
+    success_refund: f64,
+    refund_retry_cost: bool,
+    threshold: Threshold,
+    spread: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Threshold {
+    HalfOfMax,
+    Tokens(f64),
+}
+
+impl Default for RetryBudgetBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RetryBudgetBuilder {
+    /// The gRPC preset for 10 tokens and a 0.1 ratio.
+    ///
+    /// ```
+    /// assert!(herdless::RetryBudgetBuilder::new().build().is_ok());
+    /// ```
+    pub fn new() -> Self {
+        RetryBudgetBuilder {
+            max_tokens: 10.0,
+            initial: None,
+            failure_cost: 0.0,
+            retry_cost: 0.0,
+            timeout_cost: 0.0,
+            success_refund: 0.0,
+            refund_retry_cost: false,
+            threshold: Threshold::HalfOfMax,
+            spread: None,
+        }
+        .grpc(10.0, 0.1)
+    }
+
+    /// gRPC retry throttling: capacity `max_tokens`, failure cost 1, no retry
+    /// cost, success refund `token_ratio`, threshold half the capacity.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().grpc(6.0, 0.2).spread(0.0).build()?;
+    /// assert!(b.try_retry(herdless::RetryCause::Timeout, 0.0).is_ok()); // 5 > 3
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn grpc(self, max_tokens: f64, token_ratio: f64) -> Self {
+        RetryBudgetBuilder {
+            max_tokens,
+            initial: None,
+            failure_cost: 1.0,
+            retry_cost: 0.0,
+            timeout_cost: 0.0,
+            success_refund: token_ratio,
+            refund_retry_cost: false,
+            threshold: Threshold::HalfOfMax,
+            spread: None,
+        }
+    }
+
+    /// The AWS SDKs' standard retry quota: capacity 500, retry cost 5, timeout
+    /// cost 10, first-try success refund 1, retry cost returned on success,
+    /// threshold 0.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().aws().build()?;
+    /// assert_eq!(b.max_tokens(), 500.0);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn aws(self) -> Self {
+        RetryBudgetBuilder {
+            max_tokens: 500.0,
+            initial: None,
+            failure_cost: 0.0,
+            retry_cost: 5.0,
+            timeout_cost: 10.0,
+            success_refund: 1.0,
+            refund_retry_cost: true,
+            threshold: Threshold::Tokens(0.0),
+            spread: None,
+        }
+    }
+
+    /// The capacity (and, unless [`initial_tokens`](Self::initial_tokens) is
+    /// set, the starting level). In `(0, 1e12]`.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().max_tokens(3.0).build()?;
+    /// assert_eq!(b.tokens(), 3.0);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn max_tokens(mut self, max_tokens: f64) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// The starting level (default: full). In `[0, max_tokens]`.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().initial_tokens(1.5).build()?;
+    /// assert_eq!(b.tokens(), 1.5);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn initial_tokens(mut self, tokens: f64) -> Self {
+        self.initial = Some(tokens);
+        self
+    }
+
+    /// Charged on every retryable failure, admitted or not (gRPC: 1).
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().failure_cost(2.0).build()?;
+    /// b.record_failure();
+    /// assert_eq!(b.tokens(), 8.0);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn failure_cost(mut self, tokens: f64) -> Self {
+        self.failure_cost = tokens;
+        self
+    }
+
+    /// Withdrawn when a retry is admitted after a non-timeout error (AWS: 5).
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().aws().retry_cost(2.0).build()?;
+    /// assert_eq!(b.try_retry(herdless::RetryCause::Error, 0.0).unwrap().tokens(), 2.0);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn retry_cost(mut self, tokens: f64) -> Self {
+        self.retry_cost = tokens;
+        self
+    }
+
+    /// Withdrawn when a retry is admitted after a timeout (AWS: 10).
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().aws().timeout_cost(7.0).build()?;
+    /// assert_eq!(b.try_retry(herdless::RetryCause::Timeout, 0.0).unwrap().tokens(), 7.0);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn timeout_cost(mut self, tokens: f64) -> Self {
+        self.timeout_cost = tokens;
+        self
+    }
+
+    /// Added on a success (gRPC: `tokenRatio` on every success; AWS: 1 on a
+    /// first-try success).
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().initial_tokens(0.0).success_refund(0.25).build()?;
+    /// b.record_success(None);
+    /// assert_eq!(b.tokens(), 0.25);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn success_refund(mut self, tokens: f64) -> Self {
+        self.success_refund = tokens;
+        self
+    }
+
+    /// Whether a success after an admitted retry returns that retry's cost
+    /// (instead of [`success_refund`](Self::success_refund)), as the AWS quota
+    /// does.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().aws().refund_retry_cost(false).build()?;
+    /// let s = b.try_retry(herdless::RetryCause::Error, 0.0).unwrap();
+    /// b.record_success(Some(s));
+    /// assert_eq!(b.tokens(), 496.0); // 500 - 5 + 1
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn refund_retry_cost(mut self, yes: bool) -> Self {
+        self.refund_retry_cost = yes;
+        self
+    }
+
+    /// Retries are admitted only while the level (after the failure cost) is
+    /// strictly above this many tokens (gRPC: half the capacity; AWS: 0). In
+    /// `[0, max_tokens)`.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().threshold(9.5).spread(0.0).build()?;
+    /// assert!(b.try_retry(herdless::RetryCause::Error, 0.0).is_err()); // 9 ≤ 9.5
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn threshold(mut self, tokens: f64) -> Self {
+        self.threshold = Threshold::Tokens(tokens);
+        self
+    }
+
+    /// The width, in tokens, of the band above the threshold over which calls
+    /// drop out one by one (each call's threshold is `threshold + u · spread`
+    /// for its own uniform `u`). Default: half of `max_tokens − threshold`;
+    /// `0.0` gives the exact gRPC/AWS cliff. See the [module
+    /// documentation](crate::retry_budget).
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().grpc(10.0, 0.1).spread(4.0).build()?;
+    /// // the level after the failure is 9: u = 0.9 gives a threshold of 8.6, u = 1.0 of 9
+    /// assert!(b.try_retry(herdless::RetryCause::Error, 0.9).is_ok());
+    /// assert!(b.try_retry(herdless::RetryCause::Error, 1.0).is_err()); // 9 - 1 = 8 ≤ 9
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    pub fn spread(mut self, tokens: f64) -> Self {
+        self.spread = Some(tokens);
+        self
+    }
+
+    /// Validates and builds.
+    ///
+    /// # Errors
+    ///
+    /// [`RetryBudgetError`] naming the first invalid knob: a negative or
+    /// non-finite amount, a capacity outside `(0, 1e12]`, an initial level above
+    /// the capacity, or a threshold at or above the capacity.
+    ///
+    /// ```
+    /// let err = herdless::RetryBudget::builder().retry_cost(f64::NAN).build().unwrap_err();
+    /// assert_eq!(err.field(), "retry_cost");
+    /// ```
+    pub fn build(self) -> Result<RetryBudget, RetryBudgetError> {
+        let tokens = |field: &'static str, v: f64| -> Result<u64, RetryBudgetError> {
+            if v.is_finite() && (0.0..=MAX_TOKENS).contains(&v) {
+                Ok((v * SCALE).round() as u64)
+            } else {
+                Err(RetryBudgetError {
+                    field,
+                    reason: "must be a finite number of tokens in [0, 1e12]",
+                })
+            }
+        };
+        let max = tokens("max_tokens", self.max_tokens)?;
+        if max == 0 {
+            return Err(RetryBudgetError {
+                field: "max_tokens",
+                reason: "must be positive",
+            });
+        }
+        let initial = match self.initial {
+            Some(v) => tokens("initial_tokens", v)?,
+            None => max,
+        };
+        if initial > max {
+            return Err(RetryBudgetError {
+                field: "initial_tokens",
+                reason: "must not exceed max_tokens",
+            });
+        }
+        let threshold = match self.threshold {
+            Threshold::HalfOfMax => max / 2,
+            Threshold::Tokens(v) => tokens("threshold", v)?,
+        };
+        if threshold >= max {
+            return Err(RetryBudgetError {
+                field: "threshold",
+                reason: "must be below max_tokens",
+            });
+        }
+        let spread = match self.spread {
+            Some(v) => tokens("spread", v)?,
+            None => (max - threshold) / 2,
+        };
+        let cfg = Config {
+            max,
+            failure_cost: tokens("failure_cost", self.failure_cost)?,
+            retry_cost: tokens("retry_cost", self.retry_cost)?,
+            timeout_cost: tokens("timeout_cost", self.timeout_cost)?,
+            success_refund: tokens("success_refund", self.success_refund)?,
+            refund_retry_cost: self.refund_retry_cost,
+            threshold,
+            spread,
+        };
+        Ok(RetryBudget {
+            level: AtomicU64::new(initial),
+            cfg,
+        })
+    }
+}
+
+/// An invalid [`RetryBudgetBuilder`] knob.
+///
+/// ```
+/// let err = herdless::RetryBudget::builder().max_tokens(0.0).build().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid retry budget max_tokens: must be positive");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryBudgetError {
+    field: &'static str,
+    reason: &'static str,
+}
+
+impl RetryBudgetError {
+    /// The knob's name (`max_tokens`, `initial_tokens`, `failure_cost`,
+    /// `retry_cost`, `timeout_cost`, `success_refund`, `threshold`, `spread`).
+    ///
+    /// ```
+    /// let err = herdless::RetryBudget::builder().spread(-1.0).build().unwrap_err();
+    /// assert_eq!(err.field(), "spread");
+    /// ```
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+}
+
+impl fmt::Display for RetryBudgetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid retry budget {}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for RetryBudgetError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_arithmetic_matches_the_spec() {
+        // maxTokens 10, ratio 0.1: failures 10→9..→6 admit, 5 does not.
+        let b = RetryBudget::builder()
+            .grpc(10.0, 0.1)
+            .spread(0.0)
+            .build()
+            .unwrap();
+        let admitted: Vec<bool> = (0..6)
+            .map(|_| b.try_retry(RetryCause::Error, 0.0).is_ok())
+            .collect();
+        assert_eq!(admitted, [true, true, true, true, false, false]);
+        assert_eq!(b.tokens(), 4.0);
+        for _ in 0..10 {
+            b.record_success(None);
+        }
+        assert_eq!(b.tokens(), 5.0); // ten successes at 0.1 refund one token, exactly
+        assert!(b.try_retry(RetryCause::Error, 0.0).is_err()); // 4 ≤ 5
+        for _ in 0..1000 {
+            b.record_success(None);
+        }
+        assert_eq!(b.tokens(), 10.0);
+    }
+
+    #[test]
+    fn aws_arithmetic_matches_the_sdks() {
+        let b = RetryBudget::builder()
+            .aws()
+            .max_tokens(20.0)
+            .spread(0.0)
+            .build()
+            .unwrap();
+        let t = b.try_retry(RetryCause::Timeout, 0.0).unwrap();
+        assert_eq!(t.tokens(), 10.0);
+        let e = b.try_retry(RetryCause::Error, 0.0).unwrap();
+        assert_eq!(e.tokens(), 5.0);
+        assert_eq!(b.tokens(), 5.0);
+        assert_eq!(b.try_retry(RetryCause::Timeout, 0.0), Err(Denied)); // 5 < 10
+        assert_eq!(
+            b.tokens(),
+            5.0,
+            "a denial charges nothing without a failure cost"
+        );
+        assert!(b.try_retry(RetryCause::Error, 0.0).is_ok()); // exactly 5 covers 5
+        assert_eq!(b.tokens(), 0.0);
+        assert_eq!(b.try_retry(RetryCause::Error, 0.0), Err(Denied));
+        b.record_success(Some(e));
+        assert_eq!(b.tokens(), 5.0);
+        b.record_success(None);
+        assert_eq!(b.tokens(), 6.0);
+    }
+
+    #[test]
+    fn spread_never_admits_below_the_plain_threshold() {
+        for level in [0.0, 0.25, 0.5, 0.99, 1.0, f64::NAN, -3.0, 7.0] {
+            let b = RetryBudget::builder()
+                .grpc(10.0, 0.1)
+                .spread(2.0)
+                .build()
+                .unwrap();
+            let mut last_admitted_level = None;
+            while b.try_retry(RetryCause::Error, level).is_ok() {
+                last_admitted_level = Some(b.tokens());
+            }
+            let floor = 5.0
+                + 2.0
+                    * if level.is_nan() {
+                        0.0
+                    } else {
+                        level.clamp(0.0, 1.0)
+                    };
+            let l = last_admitted_level.unwrap_or(10.0);
+            assert!(l > 5.0, "level {level}: admitted at {l}");
+            assert!(l > floor, "level {level}: admitted at {l} ≤ {floor}");
+        }
+    }
+
+    #[test]
+    fn higher_levels_give_up_earlier() {
+        // Each call's threshold is ordered by its level: calls drop out one by one.
+        let give_up_at = |level: f64| {
+            let b = RetryBudget::builder()
+                .grpc(100.0, 0.1)
+                .spread(40.0)
+                .build()
+                .unwrap();
+            let mut n = 0;
+            while b.try_retry(RetryCause::Error, level).is_ok() {
+                n += 1;
+            }
+            n
+        };
+        let counts: Vec<u32> = [0.0, 0.25, 0.5, 0.75, 0.999]
+            .iter()
+            .map(|&l| give_up_at(l))
+            .collect();
+        assert!(counts.windows(2).all(|w| w[0] > w[1]), "{counts:?}");
+        assert_eq!(counts[0], 49);
+    }
+
+    #[test]
+    fn invalid_knobs_are_named() {
+        let b = || RetryBudget::builder();
+        assert_eq!(
+            b().max_tokens(0.0).build().unwrap_err().field(),
+            "max_tokens"
+        );
+        assert_eq!(
+            b().max_tokens(2e12).build().unwrap_err().field(),
+            "max_tokens"
+        );
+        assert_eq!(
+            b().initial_tokens(11.0).build().unwrap_err().field(),
+            "initial_tokens"
+        );
+        assert_eq!(
+            b().threshold(10.0).build().unwrap_err().field(),
+            "threshold"
+        );
+        assert_eq!(
+            b().failure_cost(f64::INFINITY).build().unwrap_err().field(),
+            "failure_cost"
+        );
+        assert_eq!(
+            b().success_refund(-0.1).build().unwrap_err().field(),
+            "success_refund"
+        );
+        assert_eq!(
+            b().timeout_cost(f64::NAN).build().unwrap_err().field(),
+            "timeout_cost"
+        );
+    }
+}
