@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{exit, policy_args};
+use crate::{exec, exit, policy_args};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -18,13 +18,33 @@ pub struct Cli {
 pub enum Command {
     /// Show the delay envelope of a retry policy (a short demonstration).
     Demo(policy_args::PolicyArgs),
+    /// Run a command, retrying failures with backoff and jitter (default jitter: equal).
+    Exec(exec::ExecArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit code.
 pub fn run() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_error(&e),
+    };
     match cli.command {
         Command::Demo(args) => demo(&args),
+        Command::Exec(args) => exec::run(&args),
+    }
+}
+
+/// Prints a parse error (or `--help` / `--version`) and returns its exit code:
+/// clap's own (0 for help, 2 for usage errors), except that usage errors of
+/// `exec` exit 125 so they cannot be mistaken for the wrapped command's status.
+fn parse_error(e: &clap::Error) -> i32 {
+    let _ = e.print();
+    let code = e.exit_code();
+    let is_exec = std::env::args_os().nth(1).is_some_and(|a| a == "exec");
+    if code != exit::SUCCESS && is_exec {
+        exit::EXEC_USAGE
+    } else {
+        code
     }
 }
 

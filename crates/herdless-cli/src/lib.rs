@@ -8,7 +8,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
+pub mod check;
 pub mod cli;
+pub mod codes;
+pub mod config;
 pub mod events_out;
+pub mod exec;
 pub mod exit;
 pub mod policy_args;

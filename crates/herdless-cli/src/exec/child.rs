@@ -1,0 +1,119 @@
+//! One attempt: the child in its own process group, its timeout, its signals.
+//!
+//! # Why a process group
+//!
+//! A command is rarely one process: `sh -c 'scanimage | convert …'` forks. To end
+//! an attempt (timeout, interrupt) without leaving grandchildren behind, the child
+//! is started as the leader of a new process group
+//! ([`CommandExt::process_group`](std::os::unix::process::CommandExt::process_group))
+//! and every signal herdless sends goes to the whole group (`killpg`).
+//!
+//! # Ending a group
+//!
+//! [`end_group`] sends `SIGTERM` (and `SIGCONT`, so a stopped process can act on
+//! it) to the group, waits up to the grace period (`--kill-after`) for the child
+//! *and every other member* to be gone, then sends `SIGKILL` to whatever is left
+//! and reaps the child. Members other than the child are not herdless's children,
+//! so "gone" is polled with `killpg(pgid, 0)` every 20 ms during the grace period.
+//!
+//! # The terminal
+//!
+//! A process group that is not the terminal's foreground group is stopped
+//! (`SIGTTIN`) when it reads the terminal. When the attempt's stdin is the
+//! terminal and herdless's group is in the foreground, herdless hands the
+//! foreground to the child's group for the attempt (`tcsetpgrp`, then `SIGCONT` in
+//! case the child already tried to read) and takes it back afterwards, with
+//! `SIGTTOU` blocked in its own thread for that call as POSIX requires of a
+//! background caller. While the child holds the terminal, Ctrl-C reaches the
+//! child's group directly rather than herdless; a child that dies of `SIGINT` or
+//! `SIGQUIT` then is taken as the user's interrupt (as shells do), not as a
+//! retryable failure.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, SigSet, SigmaskHow, Signal};
+use nix::unistd::{getpgrp, tcgetpgrp, tcsetpgrp, Pid};
+use tokio::process::Child;
+use tokio::time::Instant;
+
+/// How often the rest of a group is checked during the grace period.
+const GROUP_POLL: Duration = Duration::from_millis(20);
+
+/// Whether any process of group `pgid` still exists (zombies included).
+pub fn group_alive(pgid: Pid) -> bool {
+    killpg(pgid, None).is_ok()
+}
+
+/// Sends `signal` to the group, ignoring a group that is already gone.
+pub fn signal_group(pgid: Pid, signal: Signal) {
+    let _ = killpg(pgid, signal);
+}
+
+/// Ends the group led by `child`: `SIGTERM`, up to `grace` for every member to
+/// exit, then `SIGKILL`. Returns the child's status (reaped).
+pub async fn end_group(pgid: Pid, child: &mut Child, grace: Duration) -> io::Result<ExitStatus> {
+    signal_group(pgid, Signal::SIGTERM);
+    signal_group(pgid, Signal::SIGCONT);
+    let deadline = Instant::now() + grace;
+    let mut status = tokio::time::timeout_at(deadline, child.wait())
+        .await
+        .ok()
+        .transpose()?;
+    // The child is reaped (or the grace is over): wait for the rest of the group.
+    while status.is_some() && group_alive(pgid) && Instant::now() < deadline {
+        tokio::time::sleep(GROUP_POLL).await;
+    }
+    if status.is_none() || group_alive(pgid) {
+        signal_group(pgid, Signal::SIGKILL);
+    }
+    if status.is_none() {
+        status = Some(child.wait().await?);
+    }
+    Ok(status.unwrap_or_else(|| ExitStatus::from_raw(0)))
+}
+
+/// The exit status as a shell shows it: the code, or 128 + the signal number.
+pub fn shell_status(status: ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 128,
+    }
+}
+
+/// The terminal's foreground, handed to an attempt's group and taken back.
+#[derive(Debug)]
+pub struct Foreground {
+    ours: Pid,
+}
+
+impl Foreground {
+    /// When stdin is a terminal whose foreground group is herdless's: hands the
+    /// terminal to `pgid`, and wakes the group in case it already read it.
+    pub fn hand_to(pgid: Pid) -> Option<Foreground> {
+        let stdin = io::stdin();
+        let ours = getpgrp();
+        match tcgetpgrp(stdin.as_fd()) {
+            Ok(fg) if fg == ours => {}
+            _ => return None,
+        }
+        tcsetpgrp(stdin.as_fd(), pgid).ok()?;
+        signal_group(pgid, Signal::SIGCONT);
+        Some(Foreground { ours })
+    }
+
+    /// Takes the terminal back for herdless's group.
+    pub fn restore(self) {
+        let mut ttou = SigSet::empty();
+        ttou.add(Signal::SIGTTOU);
+        let old = ttou.thread_swap_mask(SigmaskHow::SIG_BLOCK);
+        let _ = tcsetpgrp(io::stdin().as_fd(), self.ours);
+        if let Ok(old) = old {
+            let _ = old.thread_set_mask();
+        }
+    }
+}
