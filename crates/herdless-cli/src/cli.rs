@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{exec, exit, policy_args};
+use crate::{check, exec, exit, policy_args};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -20,6 +20,8 @@ pub enum Command {
     Demo(policy_args::PolicyArgs),
     /// Run a command, retrying failures with backoff and jitter (default jitter: equal).
     Exec(exec::ExecArgs),
+    /// Show a policy's delay envelope and check it against the seed's gotchas.
+    Check(check::CheckArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit code.
@@ -31,6 +33,7 @@ pub fn run() -> i32 {
     match cli.command {
         Command::Demo(args) => demo(&args),
         Command::Exec(args) => exec::run(&args),
+        Command::Check(args) => check::run(&args),
     }
 }
 
