@@ -27,8 +27,9 @@
 //!   which cancels the sleep at once (no child exists then).
 //! * **Exit status** is the child's last status on terminal or exhausted (so
 //!   scripts see the real error), 124 when the last attempt timed out, 128+N
-//!   when herdless was interrupted by signal N, and 125/126/127 for herdless's
-//!   own failures (see [`exit`](crate::exit)).
+//!   when herdless was interrupted by signal N (0 if the attempt that received
+//!   the forwarded signal still succeeded: its work is done), and 125/126/127 for
+//!   herdless's own failures (see [`exit`](crate::exit)).
 
 mod child;
 pub mod stdin;
@@ -64,6 +65,7 @@ pub const DEFAULT_JITTER: Jitter = Jitter::Equal;
 /// `herdless exec` arguments.
 #[derive(Debug, Clone, Args)]
 #[command(
+    override_usage = "herdless exec [POLICY FLAGS] [OPTIONS] -- CMD [ARGS]...",
     about = "Run a command, retrying failures with backoff and jitter (default jitter: equal)",
     long_about = "Run CMD; when it fails, classify its exit status and retry it with the policy.\n\n\
 Default jitter is EQUAL, not full: a lone cron job gains nothing from randomness and wants a \
@@ -404,6 +406,9 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
             result = &mut call => return finish(result),
             () = state.stop.notified() => {
                 let sig = state.interrupted.get().unwrap_or(Signal::SIGTERM);
+                if plan.format == LogFormat::Text {
+                    eprintln!("herdless exec: interrupted by {sig}; no further attempt");
+                }
                 return exit::SIGNAL_BASE + sig as i32;
             }
             sig = signals.next() => {

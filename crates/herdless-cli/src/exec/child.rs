@@ -58,7 +58,10 @@ pub fn signal_group(pgid: Pid, signal: Signal) {
 pub async fn end_group(pgid: Pid, child: &mut Child, grace: Duration) -> io::Result<ExitStatus> {
     signal_group(pgid, Signal::SIGTERM);
     signal_group(pgid, Signal::SIGCONT);
-    let deadline = Instant::now() + grace;
+    // A grace too large to add to the clock is as good as "wait for the child".
+    let deadline = Instant::now()
+        .checked_add(grace)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
     let mut status = tokio::time::timeout_at(deadline, child.wait())
         .await
         .ok()
