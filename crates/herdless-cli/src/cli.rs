@@ -42,6 +42,9 @@ pub fn run() -> i32 {
 /// `exec` exit 125 so they cannot be mistaken for the wrapped command's status.
 fn parse_error(e: &clap::Error) -> i32 {
     let _ = e.print();
+    if let Some(var) = env_source(e) {
+        eprintln!("herdless: (that value came from the environment variable {var})");
+    }
     let code = e.exit_code();
     let is_exec = std::env::args_os().nth(1).is_some_and(|a| a == "exec");
     if code != exit::SUCCESS && is_exec {
@@ -80,4 +83,21 @@ fn demo(args: &policy_args::PolicyArgs) -> i32 {
         );
     }
     exit::SUCCESS
+}
+
+/// The `HERDLESS_*` variable an invalid value came from, when the flag it feeds
+/// was not on the command line (clap's message names only the flag).
+fn env_source(e: &clap::Error) -> Option<String> {
+    let message = e.to_string();
+    let args: Vec<String> = std::env::args().collect();
+    std::env::vars().map(|(k, _)| k).find(|var| {
+        let Some(name) = var.strip_prefix("HERDLESS_") else {
+            return false;
+        };
+        let flag = format!("--{}", name.to_lowercase().replace('_', "-"));
+        message.contains(&format!("'{flag} "))
+            && !args
+                .iter()
+                .any(|a| a == &flag || a.starts_with(&format!("{flag}=")))
+    })
 }

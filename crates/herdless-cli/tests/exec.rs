@@ -522,4 +522,10 @@ fn usage_errors_exit_125() {
         let out = run(c);
         assert_eq!(out.status.code(), Some(125), "{args:?}: {out:?}");
     }
+    // An invalid variable is named, not only the flag it feeds.
+    let mut c = dir.herdless();
+    c.env("HERDLESS_CAP", "soon").args(["exec", "--", "true"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HERDLESS_CAP"));
 }
