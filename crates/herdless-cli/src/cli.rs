@@ -55,8 +55,8 @@ fn parse_error(e: &clap::Error) -> i32 {
 }
 
 fn demo(args: &policy_args::PolicyArgs) -> i32 {
-    let policy = match args.resolve(herdless::Jitter::Full) {
-        Ok(p) => p,
+    let policy = match args.resolve_layered(herdless::Jitter::Full) {
+        Ok(r) => r.policy,
         Err(e) => {
             eprintln!("herdless: {e}");
             return exit::USAGE;

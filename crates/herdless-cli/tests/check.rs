@@ -125,3 +125,35 @@ fn check_reports_bad_files_with_usage_status() {
         "{err}"
     );
 }
+
+/// The README's example policy file parses and passes as the README says.
+#[test]
+fn the_readme_example_file_checks_as_documented() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let section = readme
+        .split("## Policy files")
+        .nth(1)
+        .expect("a policy-file section");
+    let toml = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("a toml block");
+    let dir = tempfile::tempdir().unwrap();
+    for policy in ["nightly-mount", "ingest"] {
+        let out = check(
+            &dir,
+            toml,
+            &["--policy", policy, "--strict", "--format", "json"],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{policy}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let out = check(&dir, toml, &["--policy", "ingest", "--max-elapsed", "10m"]);
+    assert_eq!(out.status.code(), Some(1));
+}
