@@ -378,6 +378,7 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
             return exit::EXEC_USAGE;
         }
     };
+    child::adopt_orphans();
     let state = Rc::new(State::default());
     let classes = plan.classes;
     let classify = move |f: &Failure| match f {
@@ -515,8 +516,10 @@ async fn run_child(
     };
     let (status, timed_out) = match waited {
         Some(Ok(status)) => {
-            if state.interrupted.get().is_some() && child::group_alive(pgid) {
-                // Interrupted: leave no member of the group behind.
+            let failed_or_interrupted = !status.success() || state.interrupted.get().is_some();
+            if failed_or_interrupted && child::group_remains(pgid) {
+                // Leave no member of a failed or interrupted attempt behind: the
+                // retry must not race it, and herdless must not orphan it.
                 let _ = child::end_group(pgid, &mut child, plan.kill_after).await;
             }
             (Ok(status), false)

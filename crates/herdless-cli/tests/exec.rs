@@ -314,6 +314,84 @@ fn the_per_attempt_timeout_ends_a_child_ignoring_sigterm_and_its_grandchildren()
     assert!(took < Duration::from_secs(30), "{took:?}");
 }
 
+#[test]
+fn a_failed_attempts_leftovers_are_ended_before_the_retry() {
+    let dir = Scratch::new();
+    // Each attempt leaves a background process behind and fails.
+    let script = dir.write(
+        "leaky.sh",
+        "sleep 1000 </dev/null >/dev/null 2>&1 &\n\
+         echo $! >> leftovers\n\
+         exit 1\n",
+    );
+    let started = Instant::now();
+    let mut c = dir.herdless();
+    c.args([
+        "exec",
+        "--base",
+        "1ms",
+        "--max-attempts",
+        "2",
+        "--kill-after",
+        "20s",
+        "--",
+        "sh",
+    ])
+    .arg(&script);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(1));
+    let pids: Vec<i32> = dir
+        .read("leftovers")
+        .lines()
+        .map(|l| l.trim().parse().expect("a pid"))
+        .collect();
+    assert_eq!(pids.len(), 2);
+    let survivors: Vec<i32> = pids
+        .into_iter()
+        .filter(|p| !dies_within(*p, Duration::from_secs(5)))
+        .collect();
+    for pid in &survivors {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    assert!(survivors.is_empty(), "leftovers {survivors:?} survived");
+    // They took SIGTERM: no need to sit out the 20 s grace.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_timed_out_group_whose_other_members_already_exited_does_not_wait_the_grace() {
+    let dir = Scratch::new();
+    // The short-lived subshell becomes a zombie member of the group once its
+    // parent is gone; herdless adopts and reaps it instead of waiting 20 s for
+    // the group to empty.
+    let started = Instant::now();
+    let mut c = dir.herdless();
+    c.args([
+        "exec",
+        "--max-attempts",
+        "1",
+        "--timeout",
+        "300ms",
+        "--kill-after",
+        "20s",
+        "--",
+        "sh",
+        "-c",
+        "(exit 0) & sleep 1000",
+    ]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(124));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// Starts herdless with piped stderr and returns it with a line reader.
 fn spawn_with_events(
     mut c: Command,

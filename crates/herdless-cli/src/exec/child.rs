@@ -13,8 +13,22 @@
 //! [`end_group`] sends `SIGTERM` (and `SIGCONT`, so a stopped process can act on
 //! it) to the group, waits up to the grace period (`--kill-after`) for the child
 //! *and every other member* to be gone, then sends `SIGKILL` to whatever is left
-//! and reaps the child. Members other than the child are not herdless's children,
-//! so "gone" is polled with `killpg(pgid, 0)` every 20 ms during the grace period.
+//! and reaps the child. Members other than the child cannot be awaited, so "gone"
+//! is polled with `killpg(pgid, 0)` every 20 ms during the grace period.
+//!
+//! A group is ended on timeout, on interrupt, and after a *failed* attempt that
+//! left members behind (`sh -c 'work & exit 1'`): a retry re-runs the command from
+//! scratch and must not race a leftover of the previous attempt. After a
+//! successful attempt the group is left alone (a command may start a daemon).
+//!
+//! # Orphans
+//!
+//! On Linux herdless makes itself a *child subreaper* ([`adopt_orphans`]): a
+//! grandchild whose parent exits is re-parented to herdless rather than to PID 1,
+//! and herdless reaps the exited members of an attempt's group ([`reap_group`]).
+//! Without it, a dead grandchild stays a zombie member of the group wherever PID 1
+//! does not reap (containers without an init), and the group would look alive for
+//! the whole grace period.
 //!
 //! # The terminal
 //!
@@ -43,9 +57,39 @@ use tokio::time::Instant;
 /// How often the rest of a group is checked during the grace period.
 const GROUP_POLL: Duration = Duration::from_millis(20);
 
+/// How long a group killed with `SIGKILL` is given to be reaped.
+const KILL_REAP: Duration = Duration::from_secs(1);
+
+/// Makes herdless the reaper of its descendants' orphans (Linux; elsewhere a
+/// no-op), so that [`reap_group`] can empty an attempt's group.
+pub fn adopt_orphans() {
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+}
+
+/// Reaps every exited member of group `pgid` that is herdless's child (adopted
+/// orphans). Call only once the group's leader has been reaped by tokio, so its
+/// status is not taken from it.
+pub fn reap_group(pgid: Pid) {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    loop {
+        match waitid(Id::PGid(pgid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG) {
+            Ok(WaitStatus::StillAlive) | Err(_) => break,
+            Ok(_) => continue,
+        }
+    }
+}
+
 /// Whether any process of group `pgid` still exists (zombies included).
 pub fn group_alive(pgid: Pid) -> bool {
     killpg(pgid, None).is_ok()
+}
+
+/// Whether the group still has members once its exited members are reaped.
+/// Only after the leader has been reaped.
+pub fn group_remains(pgid: Pid) -> bool {
+    reap_group(pgid);
+    group_alive(pgid)
 }
 
 /// Sends `signal` to the group, ignoring a group that is already gone.
@@ -67,7 +111,7 @@ pub async fn end_group(pgid: Pid, child: &mut Child, grace: Duration) -> io::Res
         .ok()
         .transpose()?;
     // The child is reaped (or the grace is over): wait for the rest of the group.
-    while status.is_some() && group_alive(pgid) && Instant::now() < deadline {
+    while status.is_some() && group_remains(pgid) && Instant::now() < deadline {
         tokio::time::sleep(GROUP_POLL).await;
     }
     if status.is_none() || group_alive(pgid) {
@@ -75,6 +119,12 @@ pub async fn end_group(pgid: Pid, child: &mut Child, grace: Duration) -> io::Res
     }
     if status.is_none() {
         status = Some(child.wait().await?);
+    }
+    // SIGKILL cannot be ignored; reap what it ended (bounded, in case a member
+    // is not ours to reap).
+    let killed = Instant::now() + KILL_REAP;
+    while group_remains(pgid) && Instant::now() < killed {
+        tokio::time::sleep(GROUP_POLL).await;
     }
     Ok(status.unwrap_or_else(|| ExitStatus::from_raw(0)))
 }
