@@ -563,3 +563,55 @@ async fn run_child(
         Err(Failure::Exit(shell))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes(s: &str) -> Option<CodeSet> {
+        Some(s.parse().unwrap())
+    }
+
+    #[test]
+    fn default_retries_every_failure_but_126_and_127() {
+        let c = Classes::new(None, None).unwrap();
+        for s in [1, 2, 75, 125, 128, 137, 143, 255] {
+            assert!(c.classify(s).is_retryable(), "{s}");
+        }
+        for s in [126, 127] {
+            assert!(!c.classify(s).is_retryable(), "{s}");
+        }
+    }
+
+    #[test]
+    fn allowlist_denylist_and_their_validation() {
+        let allow = Classes::new(codes("75,111,200-210"), None).unwrap();
+        assert!(allow.classify(205).is_retryable());
+        assert!(!allow.classify(1).is_retryable());
+        let deny = Classes::new(None, codes("2,64-78")).unwrap();
+        assert!(!deny.classify(70).is_retryable());
+        assert!(deny.classify(1).is_retryable());
+        let both = Classes::new(codes("1-10"), codes("20")).unwrap();
+        assert!(both.classify(5).is_retryable() && !both.classify(20).is_retryable());
+        assert!(Classes::new(codes("0,1"), None)
+            .unwrap_err()
+            .contains("0 is success"));
+        assert!(Classes::new(codes("120-130"), None)
+            .unwrap_err()
+            .contains("126-127"));
+        assert!(Classes::new(codes("1-5"), codes("5"))
+            .unwrap_err()
+            .contains("both list 5"));
+    }
+
+    #[test]
+    fn the_reported_status_of_each_failure() {
+        assert_eq!(Failure::Exit(9).exit_status(), 9);
+        assert_eq!(Failure::TimedOut(143).exit_status(), exit::EXEC_TIMED_OUT);
+        let start = Failure::Start {
+            status: exit::EXEC_NOT_FOUND,
+            error: io::Error::from(io::ErrorKind::NotFound),
+        };
+        assert_eq!(start.exit_status(), 127);
+    }
+}

@@ -277,6 +277,68 @@ mod tests {
     }
 
     #[test]
+    fn flags_override_the_file_and_policy_errors_point_at_the_line() {
+        let file = crate::config::ConfigFile::parse(
+            std::path::Path::new("h.toml"),
+            "[policy.p]\njitter = \"none\"\nbase = \"2s\"\ncap = \"8s\"\n",
+        )
+        .unwrap();
+        let table = file.policy("p").unwrap().clone();
+        let flags = PolicyArgs {
+            cap: Some(Duration::from_secs(20)),
+            ..Default::default()
+        };
+        let r = flags
+            .layer(Jitter::Equal, Some("h.toml".into()), Some(table.clone()))
+            .unwrap();
+        assert_eq!(r.policy.base(), Duration::from_secs(2), "from the file");
+        assert_eq!(r.policy.cap(), Duration::from_secs(20), "the flag wins");
+        assert_eq!(
+            r.policy.jitter(),
+            Jitter::None,
+            "the file beats the default"
+        );
+        assert!(r.jitter_declared && !r.max_retry_after_declared);
+
+        let none = PolicyArgs::default()
+            .layer(Jitter::Equal, None, None)
+            .unwrap();
+        assert_eq!(
+            none.policy.jitter(),
+            Jitter::Equal,
+            "the subcommand's default"
+        );
+        assert!(!none.jitter_declared);
+
+        // A file base above a flag cap: the error blames the flag, not the file.
+        let low_cap = PolicyArgs {
+            cap: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        let err = low_cap
+            .layer(Jitter::Full, Some("h.toml".into()), Some(table.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid cap") && err.contains("--cap or HERDLESS_CAP"),
+            "{err}"
+        );
+        // A flag base above the file's cap: the error points at the file's cap line.
+        let high_base = PolicyArgs {
+            base: Some(Duration::from_secs(10)),
+            ..Default::default()
+        };
+        let err = high_base
+            .layer(Jitter::Full, Some("h.toml".into()), Some(table))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("h.toml:4: policy.p.cap: invalid cap"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn flags_override_defaults_and_errors_name_the_field() {
         let args = PolicyArgs {
             cap: Some(Duration::from_secs(5)),
