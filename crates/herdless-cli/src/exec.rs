@@ -453,6 +453,31 @@ async fn attempt_once(
     result
 }
 
+/// Waits for the child; while it holds the terminal, follows job control
+/// (Ctrl-Z stops herdless with it, see [`child::Foreground::suspend`]).
+async fn wait_child(
+    child: &mut tokio::process::Child,
+    pgid: Pid,
+    foreground: Option<&child::Foreground>,
+) -> io::Result<std::process::ExitStatus> {
+    let Some(fg) = foreground else {
+        return child.wait().await;
+    };
+    let Ok(mut sigchld) = signal(SignalKind::child()) else {
+        return child.wait().await;
+    };
+    loop {
+        tokio::select! {
+            status = child.wait() => return status,
+            _ = sigchld.recv() => {
+                if child::Foreground::child_stopped(pgid) {
+                    fg.suspend(pgid);
+                }
+            }
+        }
+    }
+}
+
 fn start_failure(program: &OsString, error: io::Error) -> Failure {
     let name = program.to_string_lossy();
     let status = match error.kind() {
@@ -510,9 +535,10 @@ async fn run_child(
     } else {
         None
     };
+    let wait = wait_child(&mut child, pgid, foreground.as_ref());
     let waited = match plan.timeout {
-        Some(limit) => tokio::time::timeout(limit, child.wait()).await.ok(),
-        None => Some(child.wait().await),
+        Some(limit) => tokio::time::timeout(limit, wait).await.ok(),
+        None => Some(wait.await),
     };
     let (status, timed_out) = match waited {
         Some(Ok(status)) => {

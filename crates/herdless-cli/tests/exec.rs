@@ -607,3 +607,36 @@ fn usage_errors_exit_125() {
     assert_eq!(out.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&out.stderr).contains("HERDLESS_CAP"));
 }
+
+#[test]
+fn a_terminal_on_stdin_reaches_every_attempt() {
+    // util-linux `script` (Debian's essential bsdutils) runs herdless on a
+    // pseudo-terminal fed from our pipe. The child runs in its own process group;
+    // without the terminal's foreground it would be stopped by SIGTTIN on its
+    // first read, and the attempt would time out instead of reading a line.
+    let dir = Scratch::new();
+    let inner = format!(
+        "{BIN} exec --timeout 5s --max-attempts 2 --base 1ms -- sh -c 'read x; echo got:$x; exit 1'"
+    );
+    let mut c = Command::new("script");
+    c.current_dir(dir.0.path())
+        .env("XDG_CONFIG_HOME", dir.path("no-config"))
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for v in VARS {
+        c.env_remove(v);
+    }
+    let mut child = c.spawn().expect("util-linux script");
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(b"first\nsecond\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("got:first"), "{text}");
+    assert!(text.contains("got:second"), "{text}");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+}

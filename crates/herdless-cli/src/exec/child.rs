@@ -42,6 +42,11 @@
 //! child's group directly rather than herdless; a child that dies of `SIGINT` or
 //! `SIGQUIT` then is taken as the user's interrupt (as shells do), not as a
 //! retryable failure.
+//!
+//! Job control follows the terminal: when Ctrl-Z stops the child's group,
+//! herdless ([`Foreground::suspend`]) takes the terminal back and stops itself, so
+//! the shell regains control; on `fg` it hands the terminal to the child's group
+//! again and continues it.
 
 use std::io;
 use std::os::fd::AsFd;
@@ -159,8 +164,44 @@ impl Foreground {
         Some(Foreground { ours })
     }
 
+    /// Whether the child `pid` is stopped (Ctrl-Z, `SIGTTIN`…), without reaping
+    /// or consuming anything (`WNOWAIT`).
+    pub fn child_stopped(pid: Pid) -> bool {
+        use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+        matches!(
+            waitid(
+                Id::Pid(pid),
+                WaitPidFlag::WSTOPPED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT
+            ),
+            Ok(WaitStatus::Stopped(..))
+        )
+    }
+
+    /// The child's group was stopped while holding the terminal: take the
+    /// terminal back, stop herdless too (the shell sees the job stopped), and on
+    /// `SIGCONT` give the terminal back to the group and continue it.
+    pub fn suspend(&self, pgid: Pid) {
+        self.take_back();
+        // Consume the stop report so the next stop is seen afresh.
+        {
+            use nix::sys::wait::{waitid, Id, WaitPidFlag};
+            let _ = waitid(Id::PGid(pgid), WaitPidFlag::WSTOPPED | WaitPidFlag::WNOHANG);
+        }
+        let _ = nix::sys::signal::raise(Signal::SIGTSTP);
+        // Continued (`fg` or `bg`): give the terminal back only if ours again.
+        let stdin = io::stdin();
+        if tcgetpgrp(stdin.as_fd()).is_ok_and(|fg| fg == self.ours) {
+            let _ = tcsetpgrp(stdin.as_fd(), pgid);
+        }
+        signal_group(pgid, Signal::SIGCONT);
+    }
+
     /// Takes the terminal back for herdless's group.
     pub fn restore(self) {
+        self.take_back();
+    }
+
+    fn take_back(&self) {
         let mut ttou = SigSet::empty();
         ttou.add(Signal::SIGTTOU);
         let old = ttou.thread_swap_mask(SigmaskHow::SIG_BLOCK);
