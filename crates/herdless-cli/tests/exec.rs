@@ -640,3 +640,41 @@ fn a_terminal_on_stdin_reaches_every_attempt() {
     assert!(text.contains("got:second"), "{text}");
     assert_eq!(out.status.code(), Some(1), "{text}");
 }
+
+#[test]
+fn a_file_on_stdin_is_rewound_for_every_attempt_and_first_passes_a_pipe_once() {
+    let dir = Scratch::new();
+    let input = dir.write("input.txt", "from-file\n");
+    let script = counting_script(&dir, "cat >> seen; exit 1");
+    let mut c = dir.herdless();
+    c.args(["exec", "--base", "1ms", "--max-attempts", "3", "--", "sh"])
+        .arg(&script)
+        .stdin(std::fs::File::open(&input).unwrap());
+    assert_eq!(run(c).status.code(), Some(1));
+    assert_eq!(dir.read("seen"), "from-file\n".repeat(3));
+
+    std::fs::remove_file(dir.path("seen")).unwrap();
+    let mut c = dir.herdless();
+    c.args([
+        "exec",
+        "--stdin",
+        "first",
+        "--base",
+        "1ms",
+        "--max-attempts",
+        "3",
+        "--",
+        "sh",
+    ])
+    .arg(&script)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"once\n").unwrap();
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    assert_eq!(dir.read("seen"), "once\n", "later attempts read /dev/null");
+}
