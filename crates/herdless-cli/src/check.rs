@@ -522,6 +522,25 @@ fn source(r: &Resolved) -> String {
     }
 }
 
+/// The file's `exec` keys, as `key value` strings.
+fn exec_settings(r: &Resolved) -> Vec<String> {
+    let t = &r.table;
+    let mut out = Vec::new();
+    if let Some(a) = &t.retry_on {
+        out.push(format!("retry_on {}", a.value));
+    }
+    if let Some(a) = &t.terminal_on {
+        out.push(format!("terminal_on {}", a.value));
+    }
+    if let Some(a) = &t.timeout {
+        out.push(format!("timeout {}", human(a.value)));
+    }
+    if let Some(a) = &t.kill_after {
+        out.push(format!("kill_after {}", human(a.value)));
+    }
+    out
+}
+
 fn report_text(
     r: &Resolved,
     rows: &[Row],
@@ -545,6 +564,10 @@ fn report_text(
         human(p.max_elapsed()),
         human(p.max_retry_after())
     );
+    let exec = exec_settings(r);
+    if !exec.is_empty() {
+        let _ = writeln!(s, "  exec: {}", exec.join(", "));
+    }
     let sampled = matches!(
         p.jitter(),
         Jitter::Decorrelated | Jitter::DecorrelatedWindow
@@ -618,6 +641,7 @@ fn report_json(
             "max_attempts": p.max_attempts(),
             "max_elapsed_s": p.max_elapsed().as_secs_f64(),
             "max_retry_after_s": p.max_retry_after().as_secs_f64(),
+            "exec": exec_settings(r),
         },
         "envelope": rows.iter().map(|r| json!({
             "retry": r.retry,
