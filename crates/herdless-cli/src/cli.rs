@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{exit, policy_args};
+use crate::{check, exec, exit, policy_args};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -18,19 +18,45 @@ pub struct Cli {
 pub enum Command {
     /// Show the delay envelope of a retry policy (a short demonstration).
     Demo(policy_args::PolicyArgs),
+    /// Run a command, retrying failures with backoff and jitter (default jitter: equal).
+    Exec(exec::ExecArgs),
+    /// Show a policy's delay envelope and check it against the seed's gotchas.
+    Check(check::CheckArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit code.
 pub fn run() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_error(&e),
+    };
     match cli.command {
         Command::Demo(args) => demo(&args),
+        Command::Exec(args) => exec::run(&args),
+        Command::Check(args) => check::run(&args),
+    }
+}
+
+/// Prints a parse error (or `--help` / `--version`) and returns its exit code:
+/// clap's own (0 for help, 2 for usage errors), except that usage errors of
+/// `exec` exit 125 so they cannot be mistaken for the wrapped command's status.
+fn parse_error(e: &clap::Error) -> i32 {
+    let _ = e.print();
+    if let Some(var) = env_source(e) {
+        eprintln!("herdless: (that value came from the environment variable {var})");
+    }
+    let code = e.exit_code();
+    let is_exec = std::env::args_os().nth(1).is_some_and(|a| a == "exec");
+    if code != exit::SUCCESS && is_exec {
+        exit::EXEC_USAGE
+    } else {
+        code
     }
 }
 
 fn demo(args: &policy_args::PolicyArgs) -> i32 {
-    let policy = match args.resolve(herdless::Jitter::Full) {
-        Ok(p) => p,
+    let policy = match args.resolve_layered(herdless::Jitter::Full) {
+        Ok(r) => r.policy,
         Err(e) => {
             eprintln!("herdless: {e}");
             return exit::USAGE;
@@ -57,4 +83,21 @@ fn demo(args: &policy_args::PolicyArgs) -> i32 {
         );
     }
     exit::SUCCESS
+}
+
+/// The `HERDLESS_*` variable an invalid value came from, when the flag it feeds
+/// was not on the command line (clap's message names only the flag).
+fn env_source(e: &clap::Error) -> Option<String> {
+    let message = e.to_string();
+    let args: Vec<String> = std::env::args().collect();
+    std::env::vars().map(|(k, _)| k).find(|var| {
+        let Some(name) = var.strip_prefix("HERDLESS_") else {
+            return false;
+        };
+        let flag = format!("--{}", name.to_lowercase().replace('_', "-"));
+        message.contains(&format!("'{flag} "))
+            && !args
+                .iter()
+                .any(|a| a == &flag || a.starts_with(&format!("{flag}=")))
+    })
 }

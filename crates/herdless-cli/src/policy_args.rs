@@ -1,14 +1,27 @@
-//! The policy flags shared by every retrying subcommand.
+//! The policy flags shared by every retrying subcommand, and their layering.
 //!
-//! Every field is optional so that values can be layered: a policy file, then
-//! `HERDLESS_*` environment variables, then these flags (the last wins). A
-//! subcommand passes its own default jitter (`exec` uses equal, fleet-facing
-//! subcommands full).
+//! A policy is resolved in layers, the last wins:
+//!
+//! 1. the library defaults (and the subcommand's default jitter: `exec` uses
+//!    equal, fleet-facing subcommands full);
+//! 2. the selected table of the policy file (`--policy NAME`, `--config PATH`,
+//!    see [`config`](crate::config));
+//! 3. `HERDLESS_*` environment variables (`HERDLESS_CAP=1m`, one per flag);
+//! 4. command-line flags.
+//!
+//! Layers 3 and 4 are clap's own (`#[arg(env = ...)]`: a flag beats its variable,
+//! and `--help` lists the variable next to the flag); [`PolicyArgs::resolve_layered`]
+//! puts them over the file. [`PolicyArgs::resolve`] is the flags-and-environment
+//! resolver without a file, kept for callers that want no file.
 
 use std::time::Duration;
 
+use std::path::PathBuf;
+
 use clap::{Args, ValueEnum};
 use herdless::{Jitter, Policy, PolicyError};
+
+use crate::config::{self, ConfigError, ConfigFile, FilePolicy};
 
 /// A duration in human form: `500ms`, `2s`, `1m`, `1h 30m`; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -42,35 +55,41 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Default, Args)]
 pub struct PolicyArgs {
     /// Jitter mode: none, full, equal, decorrelated, decorrelated-window.
-    #[arg(long, value_parser = parse_jitter, value_name = "MODE")]
+    #[arg(long, env = "HERDLESS_JITTER", value_parser = parse_jitter, value_name = "MODE")]
     pub jitter: Option<Jitter>,
     /// Base delay: the first retry's ceiling [default: 500ms].
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    #[arg(long, env = "HERDLESS_BASE", value_parser = parse_duration, value_name = "DUR")]
     pub base: Option<Duration>,
     /// Growth factor of the ceiling per retry [default: 2].
-    #[arg(long, value_name = "X")]
+    #[arg(long, env = "HERDLESS_MULTIPLIER", value_name = "X")]
     pub multiplier: Option<f64>,
     /// Cap on any single computed delay [default: 30s].
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    #[arg(long, env = "HERDLESS_CAP", value_parser = parse_duration, value_name = "DUR")]
     pub cap: Option<Duration>,
     /// Maximum attempts, counting the first [default: 6].
-    #[arg(long, value_name = "N")]
+    #[arg(long, env = "HERDLESS_MAX_ATTEMPTS", value_name = "N")]
     pub max_attempts: Option<u32>,
     /// Total time budget across attempts [default: 120s].
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    #[arg(long, env = "HERDLESS_MAX_ELAPSED", value_parser = parse_duration, value_name = "DUR")]
     pub max_elapsed: Option<Duration>,
     /// Clamp on server-supplied delays (Retry-After) [default: 60s].
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    #[arg(long, env = "HERDLESS_MAX_RETRY_AFTER", value_parser = parse_duration, value_name = "DUR")]
     pub max_retry_after: Option<Duration>,
     /// Seed for reproducible delays (default: OS entropy per retrier).
-    #[arg(long, value_name = "N")]
+    #[arg(long, env = "HERDLESS_SEED", value_name = "N")]
     pub seed: Option<u64>,
     /// Task id carried by every retry event.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, env = "HERDLESS_TASK_ID", value_name = "ID")]
     pub task_id: Option<String>,
     /// Retry event format on stderr.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, env = "HERDLESS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Named policy from the policy file (default: its [policy.default], if any).
+    #[arg(long, env = "HERDLESS_POLICY", value_name = "NAME")]
+    pub policy: Option<String>,
+    /// Policy file [default: ./herdless.toml, then <config dir>/herdless/herdless.toml].
+    #[arg(long, env = "HERDLESS_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
 }
 
 impl PolicyArgs {
@@ -98,6 +117,147 @@ impl PolicyArgs {
         }
         b.build()
     }
+
+    /// Resolves the full stack: library defaults (with `default_jitter`), the
+    /// policy file's selected table, then `HERDLESS_*` variables and flags.
+    ///
+    /// # Errors
+    ///
+    /// The policy file cannot be found, read or parsed, the named policy does not
+    /// exist, or the layered values do not make a valid policy; each error names
+    /// the file, line and key (or the flag) responsible.
+    pub fn resolve_layered(&self, default_jitter: Jitter) -> Result<Resolved, ConfigError> {
+        let path = config::locate(self.config.as_deref())?;
+        let file = path.as_deref().map(ConfigFile::read).transpose()?;
+        let table = match (&self.policy, &file) {
+            (Some(name), Some(f)) => Some(f.policy(name)?.clone()),
+            (Some(name), None) => return Err(config::no_file_for(name)),
+            (None, Some(f)) => f.policies.get(config::DEFAULT_POLICY).cloned(),
+            (None, None) => None,
+        };
+        self.layer(default_jitter, file.map(|f| f.path), table)
+    }
+
+    /// Layers these flags over `table` (read from `file`) over the defaults.
+    ///
+    /// # Errors
+    ///
+    /// The layered values do not make a valid policy.
+    pub fn layer(
+        &self,
+        default_jitter: Jitter,
+        file: Option<PathBuf>,
+        table: Option<FilePolicy>,
+    ) -> Result<Resolved, ConfigError> {
+        let t = table.clone().unwrap_or_default();
+        let jitter = self
+            .jitter
+            .or(t.jitter.as_ref().map(|a| a.value))
+            .unwrap_or(default_jitter);
+        let mut b = Policy::builder().jitter(jitter);
+        if let Some(v) = self.base.or(t.base.as_ref().map(|a| a.value)) {
+            b = b.base(v);
+        }
+        if let Some(v) = self.multiplier.or(t.multiplier.as_ref().map(|a| a.value)) {
+            b = b.multiplier(v);
+        }
+        if let Some(v) = self.cap.or(t.cap.as_ref().map(|a| a.value)) {
+            b = b.cap(v);
+        }
+        if let Some(v) = self
+            .max_attempts
+            .or(t.max_attempts.as_ref().map(|a| a.value))
+        {
+            b = b.max_attempts(v);
+        }
+        if let Some(v) = self.max_elapsed.or(t.max_elapsed.as_ref().map(|a| a.value)) {
+            b = b.max_elapsed(v);
+        }
+        let max_retry_after = self
+            .max_retry_after
+            .or(t.max_retry_after.as_ref().map(|a| a.value));
+        if let Some(v) = max_retry_after {
+            b = b.max_retry_after(v);
+        }
+        if let Some(v) = t.retry_after_spread.as_ref().map(|a| a.value) {
+            b = b.retry_after_spread(v);
+        }
+        let policy = b
+            .build()
+            .map_err(|e| self.blame(e, file.as_ref(), table.as_ref()))?;
+        Ok(Resolved {
+            policy,
+            name: table.as_ref().map(|t| t.name.clone()),
+            file,
+            jitter_declared: self.jitter.is_some() || t.jitter.is_some(),
+            max_retry_after_declared: max_retry_after.is_some(),
+            seed: self.seed.or(t.seed.as_ref().map(|a| a.value)),
+            task_id: self
+                .task_id
+                .clone()
+                .or(t.task_id.as_ref().map(|a| a.value.clone())),
+            table: t,
+        })
+    }
+
+    /// Points a policy error at the flag or the file line that set the field.
+    fn blame(
+        &self,
+        e: PolicyError,
+        file: Option<&PathBuf>,
+        table: Option<&FilePolicy>,
+    ) -> ConfigError {
+        let key = e.field().as_str();
+        let from_flag = match key {
+            "base" => self.base.is_some(),
+            "multiplier" => self.multiplier.is_some(),
+            "cap" => self.cap.is_some(),
+            "max_attempts" => self.max_attempts.is_some(),
+            "max_elapsed" => self.max_elapsed.is_some(),
+            "max_retry_after" => self.max_retry_after.is_some(),
+            _ => false,
+        };
+        match table.and_then(|t| t.line_of(key).map(|l| (t, l))) {
+            Some((t, line)) if !from_flag => ConfigError {
+                file: file.cloned(),
+                line: Some(line),
+                key: Some(format!("policy.{}.{key}", t.name)),
+                message: e.to_string(),
+            },
+            _ => ConfigError {
+                file: None,
+                line: None,
+                key: None,
+                message: format!(
+                    "{e} (from --{} or HERDLESS_{}, or the default)",
+                    key.replace('_', "-"),
+                    key.to_uppercase()
+                ),
+            },
+        }
+    }
+}
+
+/// A policy resolved from defaults, file, environment and flags, with what the
+/// file declared beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// The validated policy.
+    pub policy: Policy,
+    /// The policy table's name, when one was used.
+    pub name: Option<String>,
+    /// The policy file, when one was read.
+    pub file: Option<PathBuf>,
+    /// Whether the jitter mode was set (file, env or flag) rather than defaulted.
+    pub jitter_declared: bool,
+    /// Whether `max_retry_after` was set rather than defaulted.
+    pub max_retry_after_declared: bool,
+    /// The seed (file, env or flag).
+    pub seed: Option<u64>,
+    /// The task id (file, env or flag).
+    pub task_id: Option<String>,
+    /// The file's table (empty when none): declared facts and `exec` keys.
+    pub table: FilePolicy,
 }
 
 #[cfg(test)]
@@ -114,6 +274,68 @@ mod tests {
         assert!(parse_duration("NaN").is_err());
         assert!(parse_duration("1e400").is_err());
         assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn flags_override_the_file_and_policy_errors_point_at_the_line() {
+        let file = crate::config::ConfigFile::parse(
+            std::path::Path::new("h.toml"),
+            "[policy.p]\njitter = \"none\"\nbase = \"2s\"\ncap = \"8s\"\n",
+        )
+        .unwrap();
+        let table = file.policy("p").unwrap().clone();
+        let flags = PolicyArgs {
+            cap: Some(Duration::from_secs(20)),
+            ..Default::default()
+        };
+        let r = flags
+            .layer(Jitter::Equal, Some("h.toml".into()), Some(table.clone()))
+            .unwrap();
+        assert_eq!(r.policy.base(), Duration::from_secs(2), "from the file");
+        assert_eq!(r.policy.cap(), Duration::from_secs(20), "the flag wins");
+        assert_eq!(
+            r.policy.jitter(),
+            Jitter::None,
+            "the file beats the default"
+        );
+        assert!(r.jitter_declared && !r.max_retry_after_declared);
+
+        let none = PolicyArgs::default()
+            .layer(Jitter::Equal, None, None)
+            .unwrap();
+        assert_eq!(
+            none.policy.jitter(),
+            Jitter::Equal,
+            "the subcommand's default"
+        );
+        assert!(!none.jitter_declared);
+
+        // A file base above a flag cap: the error blames the flag, not the file.
+        let low_cap = PolicyArgs {
+            cap: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        let err = low_cap
+            .layer(Jitter::Full, Some("h.toml".into()), Some(table.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid cap") && err.contains("--cap or HERDLESS_CAP"),
+            "{err}"
+        );
+        // A flag base above the file's cap: the error points at the file's cap line.
+        let high_base = PolicyArgs {
+            base: Some(Duration::from_secs(10)),
+            ..Default::default()
+        };
+        let err = high_base
+            .layer(Jitter::Full, Some("h.toml".into()), Some(table))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("h.toml:4: policy.p.cap: invalid cap"),
+            "{err}"
+        );
     }
 
     #[test]

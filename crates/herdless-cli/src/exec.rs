@@ -1,0 +1,643 @@
+//! `herdless exec [policy flags] [options] -- CMD [ARGS...]`: retry any command.
+//!
+//! Operators wrap a flaky mount, scanner tool or checksum step in a shell loop
+//! with `sleep 5`, the fixed-interval storm the seeds warn about. `exec` runs the
+//! command, classifies a failure by its exit status, and retries it with the
+//! policy (same flags, policy files and JSON events as the other subcommands).
+//!
+//! # Design
+//!
+//! * **Default jitter: equal.** The first seed: a lone cron job gains nothing
+//!   from randomness and wants a predictable minimum gap, which equal jitter keeps
+//!   (each delay is at least half its ceiling) while still de-synchronizing when
+//!   the same job runs on many hosts. Fleet-facing subcommands keep full jitter.
+//! * **Classification by exit status** ([`Classes`]): an exit status carries no
+//!   standard meaning beyond "126: found but not executable", "127: not found"
+//!   and "128+N: killed by signal N", so by default every failure is retried
+//!   except 126 and 127, which no retry can fix and which are never retried.
+//!   `--retry-on` turns that into an allowlist (fail closed: every other status is
+//!   terminal), recommended when the command documents its codes (sysexits'
+//!   `EX_TEMPFAIL` 75, qmail's 111); `--terminal-on` is a denylist.
+//! * **One attempt = one process group**, ended as a whole on timeout or
+//!   interrupt (see [`child`]).
+//! * **The engine is the library's** [`Retry::call_async`] on a current-thread
+//!   tokio runtime: the same budget, jitter and events as every executor. Signals
+//!   are handled beside it in one `select!`: while a child runs they are
+//!   forwarded to its group; while herdless sleeps they drop the call future,
+//!   which cancels the sleep at once (no child exists then).
+//! * **Exit status** is the child's last status on terminal or exhausted (so
+//!   scripts see the real error), 124 when the last attempt timed out, 128+N
+//!   when herdless was interrupted by signal N (0 if the attempt that received
+//!   the forwarded signal still succeeded: its work is done), and 125/126/127 for
+//!   herdless's own failures (see [`exit`](crate::exit)).
+
+mod child;
+pub mod stdin;
+
+use std::cell::{Cell, RefCell};
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::rc::Rc;
+use std::time::Duration;
+
+use clap::Args;
+use herdless::{
+    Attempt, Classification, IdempotencyKey, Jitter, Notify, Retry, RetryError, RetryEvent,
+};
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use serde_json::Value;
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::codes::{parse_codes, CodeSet};
+use crate::events_out::to_json;
+use crate::exit;
+use crate::policy_args::{parse_duration, LogFormat, PolicyArgs};
+use stdin::{StdinMode, StdinSource};
+
+/// The grace between `SIGTERM` and `SIGKILL` when ending an attempt (as
+/// `docker stop`).
+pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(10);
+
+/// The default jitter for `exec`.
+pub const DEFAULT_JITTER: Jitter = Jitter::Equal;
+
+/// `herdless exec` arguments.
+#[derive(Debug, Clone, Args)]
+#[command(
+    override_usage = "herdless exec [POLICY FLAGS] [OPTIONS] -- CMD [ARGS]...",
+    about = "Run a command, retrying failures with backoff and jitter (default jitter: equal)",
+    long_about = "Run CMD; when it fails, classify its exit status and retry it with the policy.\n\n\
+Default jitter is EQUAL, not full: a lone cron job gains nothing from randomness and wants a \
+predictable minimum gap between attempts (each delay is at least half its ceiling), while the \
+random half still spreads the same job running on many hosts. Fleet-facing subcommands keep full \
+jitter. Pass --jitter to choose.\n\n\
+Classification: every non-zero status is retried except 126 (not executable) and 127 (not found), \
+which are never retried. --retry-on makes an allowlist (every other status is terminal); \
+--terminal-on a denylist. A child killed by signal N has status 128+N.\n\n\
+The child runs in its own process group with HERDLESS_ATTEMPT (1, 2, ...) and \
+HERDLESS_IDEMPOTENCY_KEY (the same on every attempt) in its environment. SIGINT, SIGTERM, SIGHUP \
+and SIGQUIT are forwarded to that group while it runs (no further attempt follows); between \
+attempts they stop herdless at once.\n\n\
+Exit status: 0 on success; the child's last status when it failed terminally or the budget ran \
+out; 124 when the last attempt timed out; 128+N when interrupted by signal N; 125 for usage or \
+policy-file errors; 126/127 when CMD cannot be executed / is not found."
+)]
+pub struct ExecArgs {
+    /// Policy flags (files, env, flags; default jitter for exec: equal).
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Retry only these exit statuses (e.g. 75,111,200-210); every other failure is terminal.
+    #[arg(long, value_parser = parse_codes, value_name = "CODES")]
+    pub retry_on: Option<CodeSet>,
+    /// Never retry these exit statuses (126 and 127 never are).
+    #[arg(long, value_parser = parse_codes, value_name = "CODES")]
+    pub terminal_on: Option<CodeSet>,
+    /// Per-attempt time limit; the attempt's process group is then ended and the attempt counts as a retryable timeout.
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub timeout: Option<Duration>,
+    /// Grace between SIGTERM and SIGKILL when ending an attempt's process group [default: 10s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub kill_after: Option<Duration>,
+    /// What each attempt reads on stdin: auto (terminal, empty input or a file: as is; a pipe: read to the end, then replayed to every attempt), first (as is to the first attempt, /dev/null after), null.
+    #[arg(long, value_enum, default_value_t = StdinMode::Auto, value_name = "MODE")]
+    pub stdin: StdinMode,
+    /// Idempotency key for HERDLESS_IDEMPOTENCY_KEY (e.g. a redelivered task's) instead of a fresh one.
+    #[arg(long, value_name = "UUID")]
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// The command and its arguments (after --).
+    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Which exit statuses are retried.
+///
+/// ```
+/// use herdless_cli::exec::Classes;
+/// let default = Classes::new(None, None)?;
+/// assert!(default.classify(1).is_retryable());
+/// assert!(!default.classify(127).is_retryable()); // never retried
+/// let allow = Classes::new(Some("75,111".parse()?), None)?;
+/// assert!(allow.classify(75).is_retryable() && !allow.classify(1).is_retryable());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Classes {
+    retry_on: Option<CodeSet>,
+    terminal_on: CodeSet,
+}
+
+/// Statuses no retry can fix: 126 (not executable) and 127 (not found).
+fn never_retried() -> CodeSet {
+    let mut s = CodeSet::empty();
+    s.insert(126);
+    s.insert(127);
+    s
+}
+
+impl Classes {
+    /// Validates the lists: neither may retry 0, 126 or 127, and they may not
+    /// overlap.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the offending statuses.
+    pub fn new(retry_on: Option<CodeSet>, terminal_on: Option<CodeSet>) -> Result<Self, String> {
+        let terminal_on = terminal_on.unwrap_or_default();
+        if let Some(r) = retry_on {
+            if r.contains(0) {
+                return Err("--retry-on: 0 is success, not a failure to retry".into());
+            }
+            let never = r.intersection(&never_retried());
+            if !never.is_empty() {
+                return Err(format!(
+                    "--retry-on: {never} can never be retried (126: not executable, 127: not found)"
+                ));
+            }
+            let both = r.intersection(&terminal_on);
+            if !both.is_empty() {
+                return Err(format!("--retry-on and --terminal-on both list {both}"));
+            }
+        }
+        Ok(Classes {
+            retry_on,
+            terminal_on,
+        })
+    }
+
+    /// The verdict on a non-zero shell status.
+    pub fn classify(&self, status: i32) -> Classification {
+        if never_retried().contains(status) || self.terminal_on.contains(status) {
+            return Classification::terminal();
+        }
+        match &self.retry_on {
+            Some(allow) if allow.contains(status) => Classification::retryable(),
+            Some(_) => Classification::terminal(),
+            None => Classification::retryable(),
+        }
+    }
+}
+
+/// Why an attempt failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// The child exited with this non-zero shell status (128+N for signal N).
+    Exit(i32),
+    /// `--timeout` ended the attempt; the child's status after being ended.
+    TimedOut(i32),
+    /// The command could not be started (status 126 or 127) or herdless failed
+    /// to run it (125).
+    Start {
+        /// The exit status herdless reports.
+        status: i32,
+        /// What went wrong.
+        error: io::Error,
+    },
+}
+
+impl Failure {
+    /// The exit status herdless reports when this is the last failure.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            Failure::Exit(s) => *s,
+            Failure::TimedOut(_) => exit::EXEC_TIMED_OUT,
+            Failure::Start { status, .. } => *status,
+        }
+    }
+}
+
+/// What an `exec` run needs, resolved and validated.
+#[derive(Debug)]
+struct Plan {
+    policy: herdless::Policy,
+    task_id: Option<String>,
+    seed: Option<u64>,
+    classes: Classes,
+    timeout: Option<Duration>,
+    kill_after: Duration,
+    key: Option<IdempotencyKey>,
+    format: LogFormat,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+fn plan(args: &ExecArgs) -> Result<Plan, String> {
+    let resolved = args
+        .policy
+        .resolve_layered(DEFAULT_JITTER)
+        .map_err(|e| e.to_string())?;
+    let t = &resolved.table;
+    let classes = Classes::new(
+        args.retry_on.or(t.retry_on.as_ref().map(|a| a.value)),
+        args.terminal_on.or(t.terminal_on.as_ref().map(|a| a.value)),
+    )?;
+    let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
+    if timeout.is_some_and(|d| d.is_zero()) {
+        return Err("--timeout must be greater than zero".into());
+    }
+    let mut command = args.command.iter().cloned();
+    let program = command
+        .next()
+        .ok_or("no command given (usage: herdless exec [OPTIONS] -- CMD [ARGS...])")?;
+    Ok(Plan {
+        policy: resolved.policy,
+        task_id: resolved.task_id,
+        seed: resolved.seed,
+        classes,
+        timeout,
+        kill_after: args
+            .kill_after
+            .or(t.kill_after.as_ref().map(|a| a.value))
+            .unwrap_or(DEFAULT_KILL_AFTER),
+        key: args.idempotency_key,
+        format: args.policy.log_format,
+        program,
+        args: command.collect(),
+    })
+}
+
+/// Runs `herdless exec`; returns the exit status.
+pub fn run(args: &ExecArgs) -> i32 {
+    let plan = match plan(args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("herdless exec: {e}");
+            return exit::EXEC_USAGE;
+        }
+    };
+    let stdin = match StdinSource::open(args.stdin) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("herdless exec: cannot read stdin: {e}");
+            return exit::EXEC_USAGE;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("herdless exec: cannot start the runtime: {e}");
+            return exit::EXEC_USAGE;
+        }
+    };
+    rt.block_on(execute(plan, stdin))
+}
+
+/// Shared between the attempt future, the signal loop and the event hook.
+#[derive(Debug, Default)]
+struct State {
+    /// The running attempt's process group.
+    running: Cell<Option<Pid>>,
+    /// The signal that interrupted herdless, if any.
+    interrupted: Cell<Option<Signal>>,
+    /// Raised by an attempt that ended after an interrupt.
+    stop: tokio::sync::Notify,
+    /// The last failed attempt's exit status and whether it timed out (for events).
+    last: Cell<Option<(i32, bool)>>,
+}
+
+/// The retry events of `--log-format`, with the failed attempt's `exit_status`
+/// (and `timed_out`) added to `retry_scheduled`, `retry_abandoned_terminal` and
+/// `retry_budget_exhausted`.
+#[derive(Debug)]
+struct ExecEvents {
+    format: LogFormat,
+    state: Rc<State>,
+}
+
+impl Notify for ExecEvents {
+    fn notify(&self, event: &RetryEvent<'_>) {
+        let mut v = to_json(event);
+        if let (Some((status, timed_out)), Value::Object(map)) = (self.state.last.get(), &mut v) {
+            if event.name() != "retry_succeeded" {
+                map.insert("exit_status".into(), status.into());
+                map.insert("timed_out".into(), timed_out.into());
+            }
+        }
+        let line = match self.format {
+            LogFormat::Json => v.to_string(),
+            LogFormat::Text => text_line(&v),
+        };
+        let _ = writeln!(io::stderr().lock(), "{line}");
+    }
+}
+
+fn text_line(v: &Value) -> String {
+    let mut line = format!("herdless: {}", v["event"].as_str().unwrap_or("event"));
+    if let Value::Object(map) = v {
+        for (k, val) in map.iter().filter(|(k, _)| k.as_str() != "event") {
+            match val {
+                Value::String(s) if s.is_empty() => {}
+                Value::Bool(false) if k == "timed_out" => {}
+                Value::String(s) => line.push_str(&format!(" {k}={s}")),
+                Value::Number(n) if k.ends_with("_s") => {
+                    line.push_str(&format!(" {k}={:.3}", n.as_f64().unwrap_or(0.0)))
+                }
+                other => line.push_str(&format!(" {k}={other}")),
+            }
+        }
+    }
+    line
+}
+
+/// The signals herdless forwards or stops on.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> io::Result<Self> {
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+            quit: signal(SignalKind::quit())?,
+        })
+    }
+
+    async fn next(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.int.recv() => Signal::SIGINT,
+            _ = self.term.recv() => Signal::SIGTERM,
+            _ = self.hup.recv() => Signal::SIGHUP,
+            _ = self.quit.recv() => Signal::SIGQUIT,
+        }
+    }
+}
+
+async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
+    let mut signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("herdless exec: cannot handle signals: {e}");
+            return exit::EXEC_USAGE;
+        }
+    };
+    child::adopt_orphans();
+    let state = Rc::new(State::default());
+    let classes = plan.classes;
+    let classify = move |f: &Failure| match f {
+        Failure::Exit(status) => classes.classify(*status),
+        Failure::TimedOut(_) => Classification::retryable(),
+        Failure::Start { .. } => Classification::terminal(),
+    };
+    let mut retry = Retry::new(plan.policy, classify)
+        .notify(ExecEvents {
+            format: plan.format,
+            state: Rc::clone(&state),
+        })
+        .task_id(plan.task_id.clone().unwrap_or_default());
+    if let Some(seed) = plan.seed {
+        retry = retry.seed(seed);
+    }
+    if let Some(key) = plan.key {
+        retry = retry.idempotency_key(key);
+    }
+    let stdin = RefCell::new(stdin);
+    let call = retry.call_async(|attempt| attempt_once(&plan, attempt, &state, &stdin));
+    tokio::pin!(call);
+    loop {
+        tokio::select! {
+            biased;
+            result = &mut call => return finish(result),
+            () = state.stop.notified() => {
+                let sig = state.interrupted.get().unwrap_or(Signal::SIGTERM);
+                if plan.format == LogFormat::Text {
+                    eprintln!("herdless exec: interrupted by {sig}; no further attempt");
+                }
+                return exit::SIGNAL_BASE + sig as i32;
+            }
+            sig = signals.next() => {
+                state.interrupted.set(Some(sig));
+                match state.running.get() {
+                    Some(pgid) => child::signal_group(pgid, sig),
+                    // Between attempts: no child exists; dropping `call` cancels the sleep.
+                    None => return exit::SIGNAL_BASE + sig as i32,
+                }
+            }
+        }
+    }
+}
+
+fn finish(result: Result<(), RetryError<Failure>>) -> i32 {
+    match result {
+        Ok(()) => exit::SUCCESS,
+        Err(e) => e.last_error().exit_status(),
+    }
+}
+
+/// Runs one attempt to its end (exit, timeout or interrupt).
+async fn attempt_once(
+    plan: &Plan,
+    attempt: Attempt,
+    state: &State,
+    stdin: &RefCell<StdinSource>,
+) -> Result<(), Failure> {
+    let result = run_child(plan, attempt, state, stdin).await;
+    if let Err(f) = &result {
+        state
+            .last
+            .set(Some((f.exit_status(), matches!(f, Failure::TimedOut(_)))));
+    }
+    if state.interrupted.get().is_some() && result.is_err() {
+        // Interrupted while the child ran: no further attempt. The signal loop
+        // exits with 128 + signal.
+        state.stop.notify_one();
+        std::future::pending::<()>().await;
+    }
+    result
+}
+
+/// Waits for the child; while it holds the terminal, follows job control
+/// (Ctrl-Z stops herdless with it, see [`child::Foreground::suspend`]).
+async fn wait_child(
+    child: &mut tokio::process::Child,
+    pgid: Pid,
+    foreground: Option<&child::Foreground>,
+) -> io::Result<std::process::ExitStatus> {
+    let Some(fg) = foreground else {
+        return child.wait().await;
+    };
+    let Ok(mut sigchld) = signal(SignalKind::child()) else {
+        return child.wait().await;
+    };
+    loop {
+        tokio::select! {
+            status = child.wait() => return status,
+            _ = sigchld.recv() => {
+                if child::Foreground::child_stopped(pgid) {
+                    fg.suspend(pgid);
+                }
+            }
+        }
+    }
+}
+
+fn start_failure(program: &OsString, error: io::Error) -> Failure {
+    let name = program.to_string_lossy();
+    let status = match error.kind() {
+        io::ErrorKind::NotFound => {
+            eprintln!("herdless exec: {name}: command not found");
+            exit::EXEC_NOT_FOUND
+        }
+        io::ErrorKind::PermissionDenied => {
+            eprintln!("herdless exec: {name}: permission denied");
+            exit::EXEC_NOT_EXECUTABLE
+        }
+        _ => {
+            eprintln!("herdless exec: {name}: cannot execute: {error}");
+            exit::EXEC_NOT_EXECUTABLE
+        }
+    };
+    Failure::Start { status, error }
+}
+
+async fn run_child(
+    plan: &Plan,
+    attempt: Attempt,
+    state: &State,
+    stdin: &RefCell<StdinSource>,
+) -> Result<(), Failure> {
+    let n = attempt.number();
+    let (input, terminal) = stdin.borrow_mut().for_attempt(n).map_err(|error| {
+        eprintln!("herdless exec: cannot prepare stdin: {error}");
+        Failure::Start {
+            status: exit::EXEC_USAGE,
+            error,
+        }
+    })?;
+    let mut cmd = tokio::process::Command::new(&plan.program);
+    cmd.args(&plan.args)
+        .env("HERDLESS_ATTEMPT", n.to_string())
+        .env(
+            "HERDLESS_IDEMPOTENCY_KEY",
+            attempt.idempotency_key().to_string(),
+        )
+        .stdin(input)
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| start_failure(&plan.program, e))?;
+    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+        return Err(Failure::Start {
+            status: exit::EXEC_USAGE,
+            error: io::Error::other("the child has no process id"),
+        });
+    };
+    let pgid = Pid::from_raw(pid);
+    state.running.set(Some(pgid));
+    let foreground = if terminal {
+        child::Foreground::hand_to(pgid)
+    } else {
+        None
+    };
+    let wait = wait_child(&mut child, pgid, foreground.as_ref());
+    let waited = match plan.timeout {
+        Some(limit) => tokio::time::timeout(limit, wait).await.ok(),
+        None => Some(wait.await),
+    };
+    let (status, timed_out) = match waited {
+        Some(Ok(status)) => {
+            let failed_or_interrupted = !status.success() || state.interrupted.get().is_some();
+            if failed_or_interrupted && child::group_remains(pgid) {
+                // Leave no member of a failed or interrupted attempt behind: the
+                // retry must not race it, and herdless must not orphan it.
+                let _ = child::end_group(pgid, &mut child, plan.kill_after).await;
+            }
+            (Ok(status), false)
+        }
+        Some(Err(e)) => {
+            let _ = child::end_group(pgid, &mut child, plan.kill_after).await;
+            (Err(e), false)
+        }
+        None => (
+            child::end_group(pgid, &mut child, plan.kill_after).await,
+            true,
+        ),
+    };
+    let had_terminal = foreground.is_some();
+    if let Some(fg) = foreground {
+        fg.restore();
+    }
+    state.running.set(None);
+    let status = status.map_err(|error| {
+        eprintln!("herdless exec: waiting for the command failed: {error}");
+        Failure::Start {
+            status: exit::EXEC_USAGE,
+            error,
+        }
+    })?;
+    let shell = child::shell_status(status);
+    if had_terminal && !timed_out && state.interrupted.get().is_none() {
+        // Ctrl-C / Ctrl-\ went to the child's group, which held the terminal.
+        use std::os::unix::process::ExitStatusExt;
+        match status.signal() {
+            Some(s) if s == Signal::SIGINT as i32 => state.interrupted.set(Some(Signal::SIGINT)),
+            Some(s) if s == Signal::SIGQUIT as i32 => state.interrupted.set(Some(Signal::SIGQUIT)),
+            _ => {}
+        }
+    }
+    if timed_out {
+        Err(Failure::TimedOut(shell))
+    } else if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::Exit(shell))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes(s: &str) -> Option<CodeSet> {
+        Some(s.parse().unwrap())
+    }
+
+    #[test]
+    fn default_retries_every_failure_but_126_and_127() {
+        let c = Classes::new(None, None).unwrap();
+        for s in [1, 2, 75, 125, 128, 137, 143, 255] {
+            assert!(c.classify(s).is_retryable(), "{s}");
+        }
+        for s in [126, 127] {
+            assert!(!c.classify(s).is_retryable(), "{s}");
+        }
+    }
+
+    #[test]
+    fn allowlist_denylist_and_their_validation() {
+        let allow = Classes::new(codes("75,111,200-210"), None).unwrap();
+        assert!(allow.classify(205).is_retryable());
+        assert!(!allow.classify(1).is_retryable());
+        let deny = Classes::new(None, codes("2,64-78")).unwrap();
+        assert!(!deny.classify(70).is_retryable());
+        assert!(deny.classify(1).is_retryable());
+        let both = Classes::new(codes("1-10"), codes("20")).unwrap();
+        assert!(both.classify(5).is_retryable() && !both.classify(20).is_retryable());
+        assert!(Classes::new(codes("0,1"), None)
+            .unwrap_err()
+            .contains("0 is success"));
+        assert!(Classes::new(codes("120-130"), None)
+            .unwrap_err()
+            .contains("126-127"));
+        assert!(Classes::new(codes("1-5"), codes("5"))
+            .unwrap_err()
+            .contains("both list 5"));
+    }
+
+    #[test]
+    fn the_reported_status_of_each_failure() {
+        assert_eq!(Failure::Exit(9).exit_status(), 9);
+        assert_eq!(Failure::TimedOut(143).exit_status(), exit::EXEC_TIMED_OUT);
+        let start = Failure::Start {
+            status: exit::EXEC_NOT_FOUND,
+            error: io::Error::from(io::ErrorKind::NotFound),
+        };
+        assert_eq!(start.exit_status(), 127);
+    }
+}
