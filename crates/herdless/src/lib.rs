@@ -62,6 +62,12 @@
 //!   `tokio::time::sleep` in [`Retry::call_async`], so `tokio::time::pause`
 //!   makes async tests instant.
 //!
+//! * `http`: [`http`] — the HTTP status classifier (the first seed's sets,
+//!   fail closed) and a hostile-input-safe `Retry-After` parser (adds `httpdate`).
+//! * `reqwest`: `http::client` — a retrying `reqwest` sender: idempotent
+//!   methods only by default, refuses bodies it cannot clone, optional
+//!   `Idempotency-Key` (adds `reqwest`; implies `http` and `tokio`).
+//!
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 
 #![forbid(unsafe_code)]
@@ -75,6 +81,9 @@ pub mod budget;
 pub mod classify;
 pub mod error;
 pub mod events;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 pub mod jitter;
 pub mod policy;
 pub mod retry;
