@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{exit, policy_args};
+use crate::{exit, fleet, get, policy_args, stub};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -18,6 +18,12 @@ pub struct Cli {
 pub enum Command {
     /// Show the delay envelope of a retry policy (a short demonstration).
     Demo(policy_args::PolicyArgs),
+    /// One logical GET with retries; the body on stdout.
+    Get(get::GetArgs),
+    /// A real HTTP stub controller on 127.0.0.1 (fail-first, outage, capacity).
+    Stub(stub::StubArgs),
+    /// N concurrent workers, one logical GET each; counts, peak share, histogram.
+    Fleet(fleet::FleetArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit code.
@@ -25,6 +31,9 @@ pub fn run() -> i32 {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo(args) => demo(&args),
+        Command::Get(args) => get::run(&args),
+        Command::Stub(args) => stub::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
     }
 }
 

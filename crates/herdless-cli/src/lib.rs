@@ -11,4 +11,8 @@
 pub mod cli;
 pub mod events_out;
 pub mod exit;
+pub mod fleet;
+pub mod get;
+pub mod limits;
 pub mod policy_args;
+pub mod stub;
