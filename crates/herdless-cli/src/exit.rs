@@ -6,7 +6,7 @@
 /// The operation succeeded.
 pub const SUCCESS: i32 = 0;
 /// A failure outside the retry outcome: cannot bind a port, cannot start the
-/// runtime, the response body broke after a success status.
+/// runtime, cannot write stdout.
 pub const FAILURE: i32 = 1;
 /// A terminal (or unclassified) error ended the call after one attempt.
 pub const TERMINAL: i32 = 3;

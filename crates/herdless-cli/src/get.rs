@@ -6,10 +6,10 @@
 //!
 //! Statuses are classified by the seed's sets (fail closed), `Retry-After` is
 //! honored but clamped (`--max-retry-after`) and spread; connection errors and
-//! per-attempt timeouts (`--timeout`, default 10 s) are retried. Retry events go
-//! to stderr (`--log-format text|json`). Exit codes: 0 success, 2 usage, 3
-//! terminal status or error, 4 budget exhausted, 1 the body broke after a
-//! success status.
+//! per-attempt timeouts (`--timeout`, default 10 s) are retried, and so is a
+//! body that breaks off (it is read inside the attempt). Retry events go to
+//! stderr (`--log-format text|json`). Exit codes: 0 success, 2 usage, 3
+//! terminal status or error, 4 budget exhausted, 1 stdout or runtime failure.
 
 use std::io::Write;
 use std::time::Duration;
@@ -123,20 +123,19 @@ pub fn run(args: &GetArgs) -> i32 {
         }
         let http = HttpRetry::from_retry(retry).idempotency_key_header(args.idempotency_key);
         let request = client.get(url).headers(headers).timeout(args.timeout);
-        match http.send(request).await {
-            Ok(response) => match response.bytes().await {
-                Ok(body) => {
-                    let mut out = std::io::stdout().lock();
-                    if out.write_all(&body).and_then(|()| out.flush()).is_err() {
-                        return exit::FAILURE;
-                    }
-                    exit::SUCCESS
+        // The body is read inside each attempt: a reset or stall mid-body is retried.
+        match http.send_buffered(request).await {
+            Ok(response) => {
+                let mut out = std::io::stdout().lock();
+                if out
+                    .write_all(&response.body)
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    return exit::FAILURE;
                 }
-                Err(e) => {
-                    eprintln!("herdless get: the body broke after a success status: {e}");
-                    exit::FAILURE
-                }
-            },
+                exit::SUCCESS
+            }
             Err(SendError::Retry(e)) => {
                 eprintln!("herdless get: {e}");
                 if e.is_terminal() {

@@ -24,6 +24,9 @@ impl Seen {
     }
 }
 
+/// A script entry whose response body breaks off mid-way.
+const TRUNCATE: &str = "truncate";
+
 /// A server answering the n-th request with `script[n]` (the last entry
 /// repeats): (status, extra header lines).
 async fn scripted(script: Vec<(u16, &'static str)>) -> (String, Arc<Mutex<Vec<Seen>>>) {
@@ -75,6 +78,16 @@ async fn scripted(script: Vec<(u16, &'static str)>) -> (String, Arc<Mutex<Vec<Se
                         log.len() - 1
                     };
                     let (status, extra) = script[n.min(script.len() - 1)];
+                    if extra == TRUNCATE {
+                        // Promise 10 bytes, send 2, close our side (FIN), then
+                        // drain until the client hangs up.
+                        let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 10\r\n\r\nok");
+                        let _ = w.write_all(reply.as_bytes()).await;
+                        let _ = w.shutdown().await;
+                        let mut rest = Vec::new();
+                        let _ = r.read_to_end(&mut rest).await;
+                        return;
+                    }
                     let reply =
                         format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n{extra}\r\nok");
                     if w.write_all(reply.as_bytes()).await.is_err() {
@@ -270,4 +283,25 @@ async fn an_invalid_url_is_a_build_error() {
         .await
         .unwrap_err();
     assert!(matches!(err, SendError::Build(_)), "{err}");
+}
+
+#[tokio::test]
+async fn a_body_that_breaks_is_retried_when_buffered() {
+    let (url, seen) = scripted(vec![(200, TRUNCATE), (200, "")]).await;
+    let client = reqwest::Client::new();
+    let mut statuses = Vec::new();
+    let got = HttpRetry::new(fast())
+        .send_buffered_observed(client.get(&url), |a| statuses.push(a.status))
+        .await
+        .unwrap();
+    assert_eq!(got.status, 200);
+    assert_eq!(&got.body[..], b"ok");
+    assert_eq!(statuses, vec![Some(200), Some(200)]);
+    assert_eq!(seen.lock().unwrap().len(), 2);
+
+    // Unbuffered, the headers are the success; the broken body is the caller's.
+    let (url, seen) = scripted(vec![(200, TRUNCATE), (200, "")]).await;
+    let response = HttpRetry::new(fast()).send(client.get(&url)).await.unwrap();
+    assert!(response.bytes().await.is_err());
+    assert_eq!(seen.lock().unwrap().len(), 1);
 }

@@ -154,27 +154,33 @@ impl Classify<HttpError> for HttpClassifier {
 
 /// Classifies a transport-level `reqwest` error (no response).
 ///
-/// * builder, redirect and decode errors: terminal (retrying cannot help);
+/// * builder and redirect errors: terminal (retrying cannot help);
 /// * timeouts: retryable (per-attempt timeout);
 /// * an `io::Error` in the source chain decides by its kind (refused, reset,
-///   aborted, broken pipe, unexpected EOF: retryable; e.g. invalid data from a
-///   TLS failure: terminal);
+///   aborted, broken pipe, unexpected EOF such as a body cut short: retryable;
+///   e.g. invalid data from a TLS failure: terminal);
+/// * other decode errors (a body that is not what it claims): terminal;
 /// * other connect, request and body errors (e.g. "connection closed before
 ///   message completed"): retryable;
 /// * anything else: unknown (fails closed).
 pub fn classify_transport(error: &reqwest::Error) -> Classification {
-    if error.is_builder() || error.is_redirect() || error.is_decode() {
+    if error.is_builder() || error.is_redirect() {
         return Classification::Terminal;
     }
     if error.is_timeout() {
         return Classification::retryable();
     }
+    // Before `is_decode`: reqwest reports a body cut short while reading it
+    // (`bytes()`, `text()`) as a decode error whose cause is an io::Error.
     let mut source = std::error::Error::source(error);
     while let Some(e) = source {
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             return io.classification();
         }
         source = e.source();
+    }
+    if error.is_decode() {
+        return Classification::Terminal;
     }
     if error.is_connect() || error.is_request() || error.is_body() {
         return Classification::retryable();
@@ -463,8 +469,48 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
     pub async fn send_observed(
         &self,
         request: RequestBuilder,
-        observe: impl FnMut(&AttemptRecord),
+        observe: impl FnMut(&AttemptRecord) + Send,
     ) -> Result<Response, SendError> {
+        match self.run(request, observe, false).await? {
+            Got::Response(r) => Ok(r),
+            Got::Buffered(_) => unreachable_attempt(),
+        }
+    }
+
+    /// Sends the request and reads the whole body **inside** each attempt, so
+    /// a connection that breaks or stalls mid-body (per-attempt timeout) is
+    /// retried like any other transport error.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](Self::send).
+    pub async fn send_buffered(&self, request: RequestBuilder) -> Result<Buffered, SendError> {
+        self.send_buffered_observed(request, |_| {}).await
+    }
+
+    /// Like [`send_buffered`](Self::send_buffered), calling `observe` after
+    /// every attempt.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](Self::send).
+    pub async fn send_buffered_observed(
+        &self,
+        request: RequestBuilder,
+        observe: impl FnMut(&AttemptRecord) + Send,
+    ) -> Result<Buffered, SendError> {
+        match self.run(request, observe, true).await? {
+            Got::Buffered(b) => Ok(b),
+            Got::Response(_) => unreachable_attempt(),
+        }
+    }
+
+    async fn run(
+        &self,
+        request: RequestBuilder,
+        observe: impl FnMut(&AttemptRecord) + Send,
+        read_body: bool,
+    ) -> Result<Got, SendError> {
         // Each attempt's future borrows the hook; a Mutex keeps that Send.
         let observe = Mutex::new(observe);
         let (client, request) = request.build_split();
@@ -511,28 +557,39 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
                         }
                     }
                     let started = timer.now();
-                    let outcome = client.execute(req).await;
-                    let status = outcome.as_ref().ok().map(|r| r.status().as_u16());
+                    let outcome = match client.execute(req).await {
+                        Ok(r) if read_body && r.status().as_u16() < 400 => {
+                            let (status, version) = (r.status(), r.version());
+                            let (headers, url) = (r.headers().clone(), r.url().clone());
+                            match r.bytes().await {
+                                Ok(body) => Ok(Got::Buffered(Buffered {
+                                    status,
+                                    version,
+                                    headers,
+                                    url,
+                                    body,
+                                })),
+                                Err(e) => Err((Some(status.as_u16()), Kind::Transport(e))),
+                            }
+                        }
+                        Ok(r) if r.status().as_u16() < 400 => Ok(Got::Response(r)),
+                        Ok(r) => Err((Some(r.status().as_u16()), Kind::Status(r))),
+                        Err(e) => Err((None, Kind::Transport(e))),
+                    };
                     let record = AttemptRecord {
                         number: attempt.number(),
                         started,
                         finished: timer.now(),
-                        status,
+                        status: match &outcome {
+                            Ok(Got::Response(r)) => Some(r.status().as_u16()),
+                            Ok(Got::Buffered(b)) => Some(b.status.as_u16()),
+                            Err((status, _)) => *status,
+                        },
                     };
                     if let Ok(mut hook) = observe.lock() {
                         (*hook)(&record);
                     }
-                    match outcome {
-                        Ok(r) if r.status().as_u16() < 400 => Ok(r),
-                        Ok(r) => Err(HttpError {
-                            kind: Kind::Status(r),
-                            replayable,
-                        }),
-                        Err(e) => Err(HttpError {
-                            kind: Kind::Transport(e),
-                            replayable,
-                        }),
-                    }
+                    outcome.map_err(|(_, kind)| HttpError { kind, replayable })
                 }
             })
             .await;
@@ -540,8 +597,31 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
     }
 }
 
+enum Got {
+    Response(Response),
+    Buffered(Buffered),
+}
+
+/// A successful response whose body was read inside the attempt
+/// ([`HttpRetry::send_buffered`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Buffered {
+    /// The status (below 400).
+    pub status: StatusCode,
+    /// The HTTP version.
+    pub version: reqwest::Version,
+    /// The response headers.
+    pub headers: reqwest::header::HeaderMap,
+    /// The final URL (after redirects).
+    pub url: reqwest::Url,
+    /// The whole body.
+    pub body: bytes::Bytes,
+}
+
 /// The attempt closure is called again only after a retryable failure, which a
-/// non-replayable request never has (its failures are terminal).
+/// non-replayable request never has (its failures are terminal); and `run`
+/// returns the shape its caller asked for.
 #[cold]
 fn unreachable_attempt() -> ! {
     unreachable!("a non-replayable request is attempted once")

@@ -39,7 +39,7 @@ pub mod retry_after;
 pub mod status;
 
 #[cfg(feature = "reqwest")]
-pub use client::{AttemptRecord, HttpError, HttpRetry, SendError};
+pub use client::{AttemptRecord, Buffered, HttpError, HttpRetry, SendError};
 pub use retry_after::{parse_retry_after, RetryAfterError};
 pub use status::{StatusClass, StatusClassifier, StatusSet};
 
