@@ -94,6 +94,9 @@ pub fn run(args: &GetArgs) -> i32 {
         Ok(h) => h,
         Err(e) => return usage(e),
     };
+    if args.timeout.is_zero() {
+        return usage("--timeout must be positive".into());
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

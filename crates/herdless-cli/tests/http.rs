@@ -496,3 +496,67 @@ async fn stub_rejects_bad_flags_with_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stub_outage_fails_everything_until_it_ends() {
+    let (stub, url) = start_stub(&["--outage", "1s", "--retry-after", "soon"]);
+    let out = herdless(&[
+        "get",
+        "--base",
+        "50ms",
+        "--cap",
+        "100ms",
+        "--max-attempts",
+        "50",
+        "--log-format",
+        "json",
+        &url,
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let a = stub.stats().arrivals;
+    let (last, rest) = a.split_last().unwrap();
+    assert_eq!(last.status, 200);
+    assert!(last.t_s >= 0.4, "served only after the outage: {last:?}");
+    assert!(!rest.is_empty());
+    assert!(
+        rest.iter().all(|x| x.status == 503 && x.t_s < 0.4),
+        "{rest:?}"
+    );
+    // An unusable Retry-After ("soon") falls back to the jitter.
+    assert!(events(&out)
+        .iter()
+        .filter(|e| e["event"] == "retry_scheduled")
+        .all(|e| e["honored_retry_after"] == false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stub_capacity_admits_at_most_n_per_second() {
+    let (stub, url) = start_stub(&["--capacity", "5"]);
+    let out = herdless(&[
+        "fleet",
+        "--workers",
+        "20",
+        "--max-attempts",
+        "1",
+        "--json",
+        "--log-format",
+        "json",
+        &url,
+    ])
+    .await;
+    let r = fleet_json(&out);
+    assert_eq!(r["calls"], 20, "{r}");
+    assert_eq!(
+        r["succeeded"].as_u64().unwrap() + r["exhausted"].as_u64().unwrap(),
+        20,
+        "{r}"
+    );
+    // Per one-second window since the stub started, at most 5 were admitted.
+    let mut per_second: BTreeMap<u64, u32> = BTreeMap::new();
+    for a in stub.stats().arrivals.iter().filter(|a| a.status == 200) {
+        *per_second.entry(a.t_s as u64).or_default() += 1;
+    }
+    assert!(per_second.values().all(|n| *n <= 5), "{per_second:?}");
+    assert!(r["succeeded"].as_u64().unwrap() >= 5, "{r}");
+}

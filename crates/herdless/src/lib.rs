@@ -55,6 +55,7 @@
 //! | per-retrier randomness, idempotency keys | [`rng`] |
 //! | injectable clock and sleep | [`timer`] |
 //! | `tracing` events and the notify hook | [`events`] |
+//! | HTTP statuses, `Retry-After`, `reqwest` (features `http`, `reqwest`) | `http` |
 //!
 //! ## Features
 //!
