@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{check, exec, exit, policy_args};
+use crate::{check, exec, exit, fleet, get, policy_args, stub};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -22,6 +22,12 @@ pub enum Command {
     Exec(exec::ExecArgs),
     /// Show a policy's delay envelope and check it against the seed's gotchas.
     Check(check::CheckArgs),
+    /// One logical GET with retries; the body on stdout.
+    Get(get::GetArgs),
+    /// A real HTTP stub controller on 127.0.0.1 (fail-first, outage, capacity).
+    Stub(stub::StubArgs),
+    /// N concurrent workers, one logical GET each; counts, peak share, histogram.
+    Fleet(fleet::FleetArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit code.
@@ -34,6 +40,9 @@ pub fn run() -> i32 {
         Command::Demo(args) => demo(&args),
         Command::Exec(args) => exec::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Get(args) => get::run(&args),
+        Command::Stub(args) => stub::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
     }
 }
 

@@ -10,6 +10,9 @@
 pub const SUCCESS: i32 = 0;
 /// `check`: a check failed (an error, or a warning under `--strict`).
 pub const CHECK_FAILED: i32 = 1;
+/// A failure outside the retry outcome: cannot bind a port, cannot start the
+/// runtime, cannot write stdout.
+pub const FAILURE: i32 = 1;
 /// A terminal (or unclassified) error ended the call after one attempt.
 pub const TERMINAL: i32 = 3;
 /// The retry budget (attempts, elapsed time or shared budget) ran out.

@@ -17,4 +17,8 @@ pub mod config;
 pub mod events_out;
 pub mod exec;
 pub mod exit;
+pub mod fleet;
+pub mod get;
+pub mod limits;
 pub mod policy_args;
+pub mod stub;

@@ -93,29 +93,24 @@ pub struct PolicyArgs {
 }
 
 impl PolicyArgs {
-    /// Builds the policy from the flags over the library defaults, with
-    /// `default_jitter` when `--jitter` is absent.
-    pub fn resolve(&self, default_jitter: Jitter) -> Result<Policy, PolicyError> {
-        let mut b = Policy::builder().jitter(self.jitter.unwrap_or(default_jitter));
-        if let Some(v) = self.base {
-            b = b.base(v);
+    /// The policy from the full stack (defaults, policy file, `HERDLESS_*`
+    /// variables, flags): [`resolve_layered`](Self::resolve_layered)'s policy.
+    ///
+    /// # Errors
+    ///
+    /// As [`resolve_layered`](Self::resolve_layered).
+    pub fn resolve(&self, default_jitter: Jitter) -> Result<Policy, ConfigError> {
+        self.resolve_layered(default_jitter).map(|r| r.policy)
+    }
+
+    /// These flags with the seed and task id that the layers resolved (a policy
+    /// file may set them), for subcommands that read them from `PolicyArgs`.
+    pub fn with_resolved(&self, resolved: &Resolved) -> PolicyArgs {
+        PolicyArgs {
+            seed: resolved.seed,
+            task_id: resolved.task_id.clone(),
+            ..self.clone()
         }
-        if let Some(v) = self.multiplier {
-            b = b.multiplier(v);
-        }
-        if let Some(v) = self.cap {
-            b = b.cap(v);
-        }
-        if let Some(v) = self.max_attempts {
-            b = b.max_attempts(v);
-        }
-        if let Some(v) = self.max_elapsed {
-            b = b.max_elapsed(v);
-        }
-        if let Some(v) = self.max_retry_after {
-            b = b.max_retry_after(v);
-        }
-        b.build()
     }
 
     /// Resolves the full stack: library defaults (with `default_jitter`), the

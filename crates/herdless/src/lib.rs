@@ -60,6 +60,7 @@
 //! | per-retrier randomness, idempotency keys | [`rng`] |
 //! | injectable clock and sleep | [`timer`] |
 //! | `tracing` events and the notify hook | [`events`] |
+//! | HTTP statuses, `Retry-After`, `reqwest` (features `http`, `reqwest`) | `http` |
 //!
 //! ## Features
 //!
@@ -69,6 +70,11 @@
 //!
 //! * `tower`: `pushback_layer::PushbackLayer`, the server side of [`pushback`]
 //!   as a tower `Layer` (adds `tower`'s traits, `http`, `pin-project-lite`).
+//! * `http`: [`http`] — the HTTP status classifier (the first seed's sets,
+//!   fail closed) and a hostile-input-safe `Retry-After` parser (adds `httpdate`).
+//! * `reqwest`: `http::client` — a retrying `reqwest` sender: idempotent
+//!   methods only by default, refuses bodies it cannot clone, optional
+//!   `Idempotency-Key` (adds `reqwest`; implies `http` and `tokio`).
 //!
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 
@@ -85,6 +91,9 @@ pub mod classify;
 pub mod error;
 pub mod escape_lane;
 pub mod events;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 pub mod jitter;
 pub mod policy;
 pub mod pushback;

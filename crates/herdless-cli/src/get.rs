@@ -1,0 +1,172 @@
+//! `herdless get URL`: one logical GET with retries; the body on stdout.
+//!
+//! ```text
+//! herdless get URL [--header 'K: V']... [--timeout DUR] [--idempotency-key] [policy flags]
+//! ```
+//!
+//! Statuses are classified by the seed's sets (fail closed), `Retry-After` is
+//! honored but clamped (`--max-retry-after`) and spread; connection errors and
+//! per-attempt timeouts (`--timeout`, default 10 s) are retried, and so is a
+//! body that breaks off (it is read inside the attempt). Retry events go to
+//! stderr (`--log-format text|json`). Exit codes: 0 success, 2 usage, 3
+//! terminal status or error, 4 budget exhausted, 1 stdout or runtime failure.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Args;
+use herdless::http::client::HttpClassifier;
+use herdless::http::{HttpRetry, SendError};
+use herdless::{Jitter, Retry};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::events_out::StderrEvents;
+use crate::exit;
+use crate::policy_args::{parse_duration, PolicyArgs};
+
+/// `herdless get` flags.
+#[derive(Debug, Clone, Args)]
+pub struct GetArgs {
+    /// The URL (http:// or https://).
+    pub url: String,
+    /// A request header, 'Name: value' (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "K: V")]
+    pub headers: Vec<String>,
+    /// Per-attempt timeout (connect to end of body).
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "10s")]
+    pub timeout: Duration,
+    /// Send an Idempotency-Key header, the same on every attempt.
+    #[arg(long)]
+    pub idempotency_key: bool,
+    /// Retry policy.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// Parses `--header` values into a map.
+///
+/// # Errors
+///
+/// A message naming the bad header.
+pub fn parse_headers(raw: &[String]) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    for h in raw {
+        let (k, v) = h
+            .split_once(':')
+            .ok_or_else(|| format!("--header {h:?}: expected 'Name: value'"))?;
+        let name = HeaderName::from_bytes(k.trim().as_bytes())
+            .map_err(|_| format!("--header {h:?}: invalid header name {:?}", k.trim()))?;
+        let value = HeaderValue::from_str(v.trim())
+            .map_err(|_| format!("--header {h:?}: invalid header value"))?;
+        map.append(name, value);
+    }
+    Ok(map)
+}
+
+/// Validates a URL for `get` and `fleet`.
+///
+/// # Errors
+///
+/// A message when it is not an http(s) URL.
+pub fn parse_url(url: &str) -> Result<reqwest::Url, String> {
+    let u = reqwest::Url::parse(url).map_err(|e| format!("{url:?}: {e}"))?;
+    match u.scheme() {
+        "http" | "https" => Ok(u),
+        s => Err(format!("{url:?}: unsupported scheme {s:?} (http or https)")),
+    }
+}
+
+/// Runs `herdless get`; returns the exit code.
+pub fn run(args: &GetArgs) -> i32 {
+    let usage = |e: String| {
+        eprintln!("herdless get: {e}");
+        exit::USAGE
+    };
+    let (policy, policy_args) = match args.policy.resolve_layered(Jitter::Full) {
+        Ok(r) => (r.policy, args.policy.with_resolved(&r)),
+        Err(e) => return usage(e.to_string()),
+    };
+    let url = match parse_url(&args.url) {
+        Ok(u) => u,
+        Err(e) => return usage(e),
+    };
+    let headers = match parse_headers(&args.headers) {
+        Ok(h) => h,
+        Err(e) => return usage(e),
+    };
+    if args.timeout.is_zero() {
+        return usage("--timeout must be positive".into());
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("herdless get: cannot start the runtime: {e}");
+            return exit::FAILURE;
+        }
+    };
+    rt.block_on(async {
+        let client = match reqwest::Client::builder().build() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("herdless get: cannot build the HTTP client: {e}");
+                return exit::FAILURE;
+            }
+        };
+        let mut retry = Retry::new(policy, HttpClassifier::default()).notify(StderrEvents {
+            format: policy_args.log_format,
+        });
+        if let Some(id) = &policy_args.task_id {
+            retry = retry.task_id(id.clone());
+        }
+        if let Some(seed) = policy_args.seed {
+            retry = retry.seed(seed);
+        }
+        let http = HttpRetry::from_retry(retry).idempotency_key_header(args.idempotency_key);
+        let request = client.get(url).headers(headers).timeout(args.timeout);
+        // The body is read inside each attempt: a reset or stall mid-body is retried.
+        match http.send_buffered(request).await {
+            Ok(response) => {
+                let mut out = std::io::stdout().lock();
+                if out
+                    .write_all(&response.body)
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    return exit::FAILURE;
+                }
+                exit::SUCCESS
+            }
+            Err(SendError::Retry(e)) => {
+                eprintln!("herdless get: {e}");
+                if e.is_terminal() {
+                    exit::TERMINAL
+                } else {
+                    exit::EXHAUSTED
+                }
+            }
+            Err(e) => usage(e.to_string()),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_and_urls_are_validated() {
+        let h = parse_headers(&["X-Worker-Id: 7".into(), "Accept:text/plain".into()]).unwrap();
+        assert_eq!(h["x-worker-id"], "7");
+        assert_eq!(h["accept"], "text/plain");
+        assert!(parse_headers(&["no colon".into()])
+            .unwrap_err()
+            .contains("Name: value"));
+        assert!(parse_headers(&["bad name: v".into()]).is_err());
+        assert!(parse_url("ftp://x/").unwrap_err().contains("scheme"));
+        assert!(parse_url("not a url").is_err());
+        assert!(parse_url("http://127.0.0.1:1/").is_ok());
+    }
+}

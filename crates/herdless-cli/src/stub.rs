@@ -1,0 +1,548 @@
+//! `herdless stub`: a real HTTP stub controller on 127.0.0.1, to point a fleet at.
+//!
+//! ```text
+//! herdless stub [--port P] [--fail-first K] [--outage DUR] [--capacity N]
+//!               [--retry-after VALUE] [--fail-status CODE]
+//! ```
+//!
+//! Every path except `/stats` is "the device". Each arrival is recorded (time
+//! since start, `X-Worker-Id`, status returned) and `GET /stats` returns them
+//! all as JSON. The first stdout line is `listening on 127.0.0.1:PORT` (port 0,
+//! the default, picks a free one); SIGINT or SIGTERM shut it down cleanly.
+//!
+//! # Admission is a replaceable component
+//!
+//! Whether a request is served or rejected is decided by an [`Admission`]
+//! implementation, nothing else: the handler records the arrival, asks the
+//! admission, answers. The stub chains three ([`Chain`], first rejection wins):
+//!
+//! 1. [`Outage`]: rejects everything for `--outage` after start;
+//! 2. [`FailFirst`]: rejects each client's first `--fail-first` requests (the
+//!    client is named by `X-Worker-Id`; requests without it share one name);
+//! 3. [`Capacity`]: admits at most `--capacity` requests per one-second window
+//!    since start and answers the rest 503.
+//!
+//! Rejections by 1 and 2 use `--fail-status` (default 503); every rejection
+//! carries `--retry-after VALUE` verbatim when given (hostile values included,
+//! that is the point). A smarter admission (e.g. pushback that gives each
+//! rejected caller its own `Retry-After` slot) replaces [`Capacity`] by
+//! implementing [`Admission`]: its [`Verdict::Reject`] carries a per-request
+//! `Retry-After`.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use clap::Args;
+use serde::Serialize;
+
+use crate::policy_args::parse_duration;
+use crate::{exit, limits};
+
+/// `herdless stub` flags.
+#[derive(Debug, Clone, Args)]
+pub struct StubArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Fail each client's first K requests (client = X-Worker-Id header).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub fail_first: u32,
+    /// Fail every request for this long after start (e.g. 5s).
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub outage: Option<Duration>,
+    /// Admit at most N requests per second; answer the rest 503.
+    #[arg(long, value_name = "N")]
+    pub capacity: Option<u32>,
+    /// Retry-After value sent with every rejection, verbatim (e.g. 2, or an HTTP-date).
+    #[arg(long, value_name = "VALUE")]
+    pub retry_after: Option<String>,
+    /// Status for --fail-first and --outage rejections (400-599).
+    #[arg(long, value_name = "CODE", default_value_t = 503)]
+    pub fail_status: u16,
+}
+
+/// What the admission sees of one arrival.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival<'a> {
+    /// Time since the stub started.
+    pub since_start: Duration,
+    /// The `X-Worker-Id` header, if any.
+    pub worker: Option<&'a str>,
+    /// This client's request count, this one included (1-based).
+    pub nth_for_worker: u64,
+}
+
+/// An admission decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Serve it (200).
+    Admit,
+    /// Reject it with `status`, and `Retry-After` when given.
+    Reject {
+        /// The status to answer.
+        status: StatusCode,
+        /// The `Retry-After` header value, if any.
+        retry_after: Option<HeaderValue>,
+    },
+}
+
+/// Decides whether the stub serves an arrival. See the [module docs](self).
+pub trait Admission: Send + Sync + 'static {
+    /// The verdict on `arrival`.
+    fn admit(&self, arrival: &Arrival<'_>) -> Verdict;
+}
+
+/// Rejects every request during the first `duration` after start.
+#[derive(Debug, Clone)]
+pub struct Outage {
+    /// How long the outage lasts.
+    pub duration: Duration,
+    /// The rejection.
+    pub status: StatusCode,
+    /// Its `Retry-After`.
+    pub retry_after: Option<HeaderValue>,
+}
+
+impl Admission for Outage {
+    fn admit(&self, a: &Arrival<'_>) -> Verdict {
+        if a.since_start < self.duration {
+            Verdict::Reject {
+                status: self.status,
+                retry_after: self.retry_after.clone(),
+            }
+        } else {
+            Verdict::Admit
+        }
+    }
+}
+
+/// Rejects each client's first `k` requests.
+#[derive(Debug, Clone)]
+pub struct FailFirst {
+    /// How many requests of each client fail.
+    pub k: u64,
+    /// The rejection.
+    pub status: StatusCode,
+    /// Its `Retry-After`.
+    pub retry_after: Option<HeaderValue>,
+}
+
+impl Admission for FailFirst {
+    fn admit(&self, a: &Arrival<'_>) -> Verdict {
+        if a.nth_for_worker <= self.k {
+            Verdict::Reject {
+                status: self.status,
+                retry_after: self.retry_after.clone(),
+            }
+        } else {
+            Verdict::Admit
+        }
+    }
+}
+
+/// Admits at most `per_second` requests in each one-second window since start
+/// (fixed windows); answers the rest 503.
+#[derive(Debug)]
+pub struct Capacity {
+    per_second: u64,
+    retry_after: Option<HeaderValue>,
+    window: Mutex<(u64, u64)>,
+}
+
+impl Capacity {
+    /// A capacity of `per_second` (at least 1).
+    pub fn new(per_second: u64, retry_after: Option<HeaderValue>) -> Self {
+        Self {
+            per_second: per_second.max(1),
+            retry_after,
+            window: Mutex::new((0, 0)),
+        }
+    }
+}
+
+impl Admission for Capacity {
+    fn admit(&self, a: &Arrival<'_>) -> Verdict {
+        let second = a.since_start.as_secs();
+        let mut w = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        if w.0 != second {
+            *w = (second, 0);
+        }
+        if w.1 < self.per_second {
+            w.1 += 1;
+            Verdict::Admit
+        } else {
+            Verdict::Reject {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                retry_after: self.retry_after.clone(),
+            }
+        }
+    }
+}
+
+/// Asks each admission in order; the first rejection wins.
+#[derive(Default)]
+pub struct Chain(pub Vec<Box<dyn Admission>>);
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Chain({} admissions)", self.0.len())
+    }
+}
+
+impl Admission for Chain {
+    fn admit(&self, a: &Arrival<'_>) -> Verdict {
+        for admission in &self.0 {
+            let v = admission.admit(a);
+            if v != Verdict::Admit {
+                return v;
+            }
+        }
+        Verdict::Admit
+    }
+}
+
+/// One recorded arrival (an element of `/stats`'s `arrivals`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ArrivalRecord {
+    /// Seconds since the stub started.
+    pub t_s: f64,
+    /// The `X-Worker-Id` header, if any.
+    pub worker: Option<String>,
+    /// The status returned.
+    pub status: u16,
+}
+
+/// The `/stats` document.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    /// Number of arrivals.
+    pub total: usize,
+    /// Every arrival, in order.
+    pub arrivals: Vec<ArrivalRecord>,
+}
+
+#[derive(Default)]
+struct Book {
+    per_worker: std::collections::HashMap<Option<String>, u64>,
+    arrivals: Vec<ArrivalRecord>,
+}
+
+struct Shared {
+    start: Instant,
+    admission: Box<dyn Admission>,
+    book: Mutex<Book>,
+}
+
+/// Builds the admission chain the flags describe.
+///
+/// # Errors
+///
+/// A message for an invalid `--fail-status`, `--capacity` or `--retry-after`.
+pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
+    let status = StatusCode::from_u16(args.fail_status)
+        .ok()
+        .filter(|s| s.is_client_error() || s.is_server_error())
+        .ok_or_else(|| format!("--fail-status {}: must be 400-599", args.fail_status))?;
+    let retry_after = match &args.retry_after {
+        Some(v) => Some(HeaderValue::from_bytes(v.as_bytes()).map_err(|_| {
+            format!("--retry-after {v:?}: not a valid header value (control characters)")
+        })?),
+        None => None,
+    };
+    let mut chain: Vec<Box<dyn Admission>> = Vec::new();
+    if let Some(duration) = args.outage {
+        chain.push(Box::new(Outage {
+            duration,
+            status,
+            retry_after: retry_after.clone(),
+        }));
+    }
+    if args.fail_first > 0 {
+        chain.push(Box::new(FailFirst {
+            k: u64::from(args.fail_first),
+            status,
+            retry_after: retry_after.clone(),
+        }));
+    }
+    if let Some(n) = args.capacity {
+        if n == 0 {
+            return Err("--capacity 0: must be at least 1 request per second".into());
+        }
+        chain.push(Box::new(Capacity::new(u64::from(n), retry_after)));
+    }
+    Ok(Chain(chain))
+}
+
+/// A running stub: its address and its arrivals.
+#[derive(Clone)]
+pub struct Stub {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Stub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stub").field("addr", &self.addr).finish()
+    }
+}
+
+impl Stub {
+    /// Binds 127.0.0.1:`port` (0: a free port) with a deep accept backlog.
+    ///
+    /// # Errors
+    ///
+    /// The bind error.
+    pub fn bind(port: u16) -> io::Result<tokio::net::TcpListener> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_reuseaddr(true)?;
+        socket.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+        // The kernel caps this at net.core.somaxconn; a fleet connects all at once.
+        socket.listen(65_535)
+    }
+
+    /// Starts serving on `listener` with `admission` until `shutdown` completes.
+    /// Returns the stub and the server task (which ends after shutdown).
+    ///
+    /// # Errors
+    ///
+    /// The listener's address error.
+    pub fn start(
+        listener: tokio::net::TcpListener,
+        admission: impl Admission,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            start: Instant::now(),
+            admission: Box::new(admission),
+            book: Mutex::new(Book::default()),
+        });
+        let app = Router::new()
+            .route("/stats", get(stats))
+            .fallback(device)
+            .with_state(shared.clone());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        });
+        Ok((Stub { addr, shared }, task))
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A copy of the arrivals so far (what `/stats` returns).
+    pub fn stats(&self) -> Stats {
+        stats_of(&self.shared)
+    }
+}
+
+fn stats_of(shared: &Shared) -> Stats {
+    let book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
+    Stats {
+        total: book.arrivals.len(),
+        arrivals: book.arrivals.clone(),
+    }
+}
+
+async fn stats(State(shared): State<Arc<Shared>>) -> Json<Stats> {
+    Json(stats_of(&shared))
+}
+
+async fn device(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let since_start = shared.start.elapsed();
+    let worker = headers
+        .get("x-worker-id")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let mut book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
+    let n = book.per_worker.entry(worker.clone()).or_insert(0);
+    *n += 1;
+    let verdict = shared.admission.admit(&Arrival {
+        since_start,
+        worker: worker.as_deref(),
+        nth_for_worker: *n,
+    });
+    let status = match &verdict {
+        Verdict::Admit => StatusCode::OK,
+        Verdict::Reject { status, .. } => *status,
+    };
+    book.arrivals.push(ArrivalRecord {
+        t_s: since_start.as_secs_f64(),
+        worker,
+        status: status.as_u16(),
+    });
+    drop(book);
+    match verdict {
+        Verdict::Admit => (StatusCode::OK, "ok\n").into_response(),
+        Verdict::Reject {
+            status,
+            retry_after,
+        } => {
+            let mut r = (status, "unavailable\n").into_response();
+            if let Some(v) = retry_after {
+                r.headers_mut().insert(axum::http::header::RETRY_AFTER, v);
+            }
+            r
+        }
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+/// Runs `herdless stub`; returns the exit code.
+pub fn run(args: &StubArgs) -> i32 {
+    let admission = match admission_from_args(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("herdless stub: {e}");
+            return exit::USAGE;
+        }
+    };
+    limits::raise_nofile_limit();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("herdless stub: cannot start the runtime: {e}");
+            return exit::FAILURE;
+        }
+    };
+    rt.block_on(async {
+        let listener = match Stub::bind(args.port) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!(
+                    "herdless stub: cannot listen on 127.0.0.1:{}: {e}",
+                    args.port
+                );
+                return exit::FAILURE;
+            }
+        };
+        let (stub, task) = match Stub::start(listener, admission, shutdown_signal()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("herdless stub: {e}");
+                return exit::FAILURE;
+            }
+        };
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "listening on {}", stub.addr());
+            let _ = out.flush();
+        }
+        match task.await {
+            Ok(Ok(())) => {
+                eprintln!(
+                    "herdless stub: shut down after {} arrivals",
+                    stub.stats().total
+                );
+                exit::SUCCESS
+            }
+            Ok(Err(e)) => {
+                eprintln!("herdless stub: {e}");
+                exit::FAILURE
+            }
+            Err(e) => {
+                eprintln!("herdless stub: server task failed: {e}");
+                exit::FAILURE
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64, nth: u64) -> Arrival<'static> {
+        Arrival {
+            since_start: Duration::from_millis(ms),
+            worker: Some("1"),
+            nth_for_worker: nth,
+        }
+    }
+
+    #[test]
+    fn chain_order_outage_then_fail_first_then_capacity() {
+        let args = StubArgs {
+            port: 0,
+            fail_first: 2,
+            outage: Some(Duration::from_secs(1)),
+            capacity: Some(2),
+            retry_after: Some("7".into()),
+            fail_status: 502,
+        };
+        let chain = admission_from_args(&args).unwrap();
+        let reject = |s: u16| Verdict::Reject {
+            status: StatusCode::from_u16(s).unwrap(),
+            retry_after: Some(HeaderValue::from_static("7")),
+        };
+        assert_eq!(chain.admit(&at(500, 9)), reject(502)); // outage
+        assert_eq!(chain.admit(&at(1500, 2)), reject(502)); // fail-first
+        assert_eq!(chain.admit(&at(1500, 3)), Verdict::Admit); // capacity 1/2
+        assert_eq!(chain.admit(&at(1600, 4)), Verdict::Admit); // capacity 2/2
+        assert_eq!(chain.admit(&at(1700, 5)), reject(503)); // over capacity
+        assert_eq!(chain.admit(&at(2000, 6)), Verdict::Admit); // next window
+    }
+
+    #[test]
+    fn bad_flags_are_clear_errors() {
+        let base = StubArgs {
+            port: 0,
+            fail_first: 0,
+            outage: None,
+            capacity: None,
+            retry_after: None,
+            fail_status: 503,
+        };
+        let e = admission_from_args(&StubArgs {
+            fail_status: 200,
+            ..base.clone()
+        })
+        .unwrap_err();
+        assert!(e.contains("400-599"), "{e}");
+        let e = admission_from_args(&StubArgs {
+            capacity: Some(0),
+            ..base.clone()
+        })
+        .unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
+        let e = admission_from_args(&StubArgs {
+            retry_after: Some("a\nb".into()),
+            ..base
+        })
+        .unwrap_err();
+        assert!(e.contains("header value"), "{e}");
+    }
+}

@@ -1,0 +1,307 @@
+//! The reqwest integration against a scripted HTTP/1.1 server on 127.0.0.1.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use herdless::http::{HttpRetry, SendError};
+use herdless::{GiveUp, Policy, Retry, RetryEvent};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+/// One received request: method and lower-cased headers.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A script entry whose response body breaks off mid-way.
+const TRUNCATE: &str = "truncate";
+
+/// A server answering the n-th request with `script[n]` (the last entry
+/// repeats): (status, extra header lines).
+async fn scripted(script: Vec<(u16, &'static str)>) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let (log, script) = (log.clone(), script.clone());
+            tokio::spawn(async move {
+                let (r, mut w) = stream.into_split();
+                let mut r = BufReader::new(r);
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let method = line.split(' ').next().unwrap_or("").to_string();
+                    let mut headers = Vec::new();
+                    let mut len = 0usize;
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let h = h.trim_end();
+                        if h.is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = h.split_once(':') {
+                            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
+                            if k == "content-length" {
+                                len = v.parse().unwrap_or(0);
+                            }
+                            headers.push((k, v));
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    if r.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    let n = {
+                        let mut log = log.lock().unwrap();
+                        log.push(Seen { method, headers });
+                        log.len() - 1
+                    };
+                    let (status, extra) = script[n.min(script.len() - 1)];
+                    if extra == TRUNCATE {
+                        // Promise 10 bytes, send 2, close our side (FIN), then
+                        // drain until the client hangs up.
+                        let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 10\r\n\r\nok");
+                        let _ = w.write_all(reply.as_bytes()).await;
+                        let _ = w.shutdown().await;
+                        let mut rest = Vec::new();
+                        let _ = r.read_to_end(&mut rest).await;
+                        return;
+                    }
+                    let reply =
+                        format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n{extra}\r\nok");
+                    if w.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn fast() -> Policy {
+    Policy::builder()
+        .base(Duration::from_millis(5))
+        .cap(Duration::from_millis(20))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn retries_get_and_keeps_one_idempotency_key() {
+    let (url, seen) = scripted(vec![(503, ""), (503, ""), (200, "")]).await;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let log = events.clone();
+    let retry = Retry::new(fast(), Default::default())
+        .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name()));
+    let http = HttpRetry::from_retry(retry).idempotency_key_header(true);
+    let client = reqwest::Client::new();
+    let mut attempts = Vec::new();
+    let response = http
+        .send_observed(client.get(&url), |a| attempts.push((a.number, a.status)))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        attempts,
+        vec![(1, Some(503)), (2, Some(503)), (3, Some(200))]
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    let key = seen[0]
+        .header("idempotency-key")
+        .expect("key sent")
+        .to_string();
+    assert_eq!(key.len(), 36);
+    assert!(seen
+        .iter()
+        .all(|s| s.header("idempotency-key") == Some(&key)));
+    assert_eq!(
+        *events.lock().unwrap(),
+        vec!["retry_scheduled", "retry_scheduled", "retry_succeeded"]
+    );
+}
+
+#[tokio::test]
+async fn each_call_has_its_own_key_and_a_callers_key_is_kept() {
+    let (url, seen) = scripted(vec![(200, "")]).await;
+    let http = HttpRetry::new(fast()).idempotency_key_header(true);
+    let client = reqwest::Client::new();
+    http.send(client.get(&url)).await.unwrap();
+    http.send(client.get(&url)).await.unwrap();
+    http.send(client.get(&url).header("Idempotency-Key", "mine"))
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_ne!(
+        seen[0].header("idempotency-key"),
+        seen[1].header("idempotency-key")
+    );
+    assert_eq!(seen[2].header("idempotency-key"), Some("mine"));
+    // Off by default.
+    let (url, seen) = scripted(vec![(200, "")]).await;
+    HttpRetry::new(fast()).send(client.get(&url)).await.unwrap();
+    assert_eq!(seen.lock().unwrap()[0].header("idempotency-key"), None);
+}
+
+#[tokio::test]
+async fn post_is_sent_once_unless_opted_in() {
+    let (url, seen) = scripted(vec![(503, ""), (200, "")]).await;
+    let client = reqwest::Client::new();
+    let err = HttpRetry::new(fast())
+        .send(client.post(&url).body("capture"))
+        .await
+        .unwrap_err();
+    let SendError::Retry(e) = err else {
+        panic!("expected a retry outcome, got {err}")
+    };
+    assert_eq!(e.reason(), GiveUp::Terminal);
+    assert_eq!(e.attempts(), 1);
+    assert!(!e.last_error().is_replayable());
+    assert_eq!(e.last_error().status().map(|s| s.as_u16()), Some(503));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    let ok = HttpRetry::new(fast())
+        .retry_non_idempotent(true)
+        .send(client.post(&url).body("capture"))
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|s| s.method == "POST"));
+}
+
+#[tokio::test]
+async fn a_body_that_cannot_be_cloned_is_refused_before_sending() {
+    let (url, seen) = scripted(vec![(200, "")]).await;
+    let client = reqwest::Client::new();
+    let stream = || {
+        reqwest::Body::wrap(http_body_util::Full::new(bytes::Bytes::from_static(
+            b"page",
+        )))
+    };
+    let err = HttpRetry::new(fast())
+        .send(client.put(&url).body(stream()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SendError::BodyNotCloneable { .. }), "{err}");
+    assert!(err.to_string().contains("cannot be cloned"), "{err}");
+    assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
+    // A non-retried method needs no clone: sent once.
+    let ok = HttpRetry::new(fast())
+        .send(client.post(&url).body(stream()))
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn terminal_status_is_one_request_and_retry_after_is_honored() {
+    let (url, seen) = scripted(vec![(401, "")]).await;
+    let client = reqwest::Client::new();
+    let err = HttpRetry::new(fast())
+        .send(client.get(&url))
+        .await
+        .unwrap_err();
+    assert_eq!(err.retry_error().unwrap().reason(), GiveUp::Terminal);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    // Retry-After: 1 on a 429, clamped to 50 ms by the policy.
+    let (url, _) = scripted(vec![(429, "retry-after: 1\r\n"), (200, "")]).await;
+    let sleeps = Arc::new(Mutex::new(Vec::new()));
+    let log = sleeps.clone();
+    let policy = fast()
+        .to_builder()
+        .max_retry_after(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let retry = Retry::new(policy, Default::default()).notify(move |e: &RetryEvent<'_>| {
+        if let RetryEvent::Scheduled {
+            sleep,
+            honored_retry_after,
+            ..
+        } = *e
+        {
+            log.lock().unwrap().push((sleep, honored_retry_after));
+        }
+    });
+    HttpRetry::from_retry(retry)
+        .send(client.get(&url))
+        .await
+        .unwrap();
+    let sleeps = sleeps.lock().unwrap();
+    assert_eq!(sleeps.len(), 1);
+    assert!(sleeps[0].1, "honored");
+    assert!(sleeps[0].0 <= Duration::from_millis(50), "{:?}", sleeps[0]);
+}
+
+#[tokio::test]
+async fn refused_connections_are_retried_until_the_budget_ends() {
+    // Bind then drop: nothing listens on the port.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let policy = fast().to_builder().max_attempts(3).build().unwrap();
+    let err = HttpRetry::new(policy)
+        .send(reqwest::Client::new().get(format!("http://127.0.0.1:{port}/")))
+        .await
+        .unwrap_err();
+    let e = err.retry_error().unwrap();
+    assert_eq!(e.reason(), GiveUp::MaxAttempts);
+    assert_eq!(e.attempts(), 3);
+    assert!(e.last_error().transport().is_some());
+}
+
+#[tokio::test]
+async fn an_invalid_url_is_a_build_error() {
+    let err = HttpRetry::new(fast())
+        .send(reqwest::Client::new().get("not a url"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SendError::Build(_)), "{err}");
+}
+
+#[tokio::test]
+async fn a_body_that_breaks_is_retried_when_buffered() {
+    let (url, seen) = scripted(vec![(200, TRUNCATE), (200, "")]).await;
+    let client = reqwest::Client::new();
+    let mut statuses = Vec::new();
+    let got = HttpRetry::new(fast())
+        .send_buffered_observed(client.get(&url), |a| statuses.push(a.status))
+        .await
+        .unwrap();
+    assert_eq!(got.status, 200);
+    assert_eq!(&got.body[..], b"ok");
+    assert_eq!(statuses, vec![Some(200), Some(200)]);
+    assert_eq!(seen.lock().unwrap().len(), 2);
+
+    // Unbuffered, the headers are the success; the broken body is the caller's.
+    let (url, seen) = scripted(vec![(200, TRUNCATE), (200, "")]).await;
+    let response = HttpRetry::new(fast()).send(client.get(&url)).await.unwrap();
+    assert!(response.bytes().await.is_err());
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
