@@ -6,12 +6,16 @@
 //! * `delay/*`: one delay computation per jitter mode (herdless) against backon's
 //!   exponential backoff with jitter (its only jitter).
 //!
-//! Run: `cargo bench -p herdless --features tokio --bench core`
+//! Run: `cargo bench -p herdless --bench core` (blocking and delay groups), and
+//! `cargo bench -p herdless --features tokio --bench core -- async` (the async
+//! pair). The blocking group runs without the `tokio` feature on purpose: the
+//! crate's dev-dependencies enable tokio's `test-util`, whose clock indirection
+//! (`tokio::time::Instant::now`) production builds do not pay.
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder, Retryable};
+use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder};
 use criterion::{criterion_group, criterion_main, Criterion};
 use herdless::{AlwaysRetry, Jitter, Policy, Retry, Rng, Schedule};
 
@@ -19,6 +23,7 @@ fn op() -> Result<u64, std::io::Error> {
     Ok(black_box(42))
 }
 
+#[cfg(feature = "tokio")]
 async fn op_async() -> Result<u64, std::io::Error> {
     Ok(black_box(42))
 }
@@ -42,6 +47,14 @@ fn success_first_try(c: &mut Criterion) {
     g.bench_function("backon_blocking", |b| {
         b.iter(|| black_box(op.retry(ExponentialBuilder::default().with_jitter()).call()))
     });
+    g.finish();
+}
+
+#[cfg(feature = "tokio")]
+fn success_first_try_async(c: &mut Criterion) {
+    use backon::Retryable;
+    let mut g = c.benchmark_group("async_success_first_try");
+    let policy = Policy::default();
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -95,5 +108,8 @@ fn delay(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, success_first_try, delay);
+#[cfg(not(feature = "tokio"))]
+fn success_first_try_async(_: &mut Criterion) {}
+
+criterion_group!(benches, success_first_try, success_first_try_async, delay);
 criterion_main!(benches);
