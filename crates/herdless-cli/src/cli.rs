@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{exit, policy_args};
+use crate::{exit, policy_args, simulate};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Show the delay envelope of a retry policy (a short demonstration).
     Demo(policy_args::PolicyArgs),
+    /// Simulate a fleet's retries in virtual time: see the storm and its cure.
+    Simulate(simulate::SimulateArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit code.
@@ -25,6 +27,7 @@ pub fn run() -> i32 {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo(args) => demo(&args),
+        Command::Simulate(args) => simulate::run(&args),
     }
 }
 

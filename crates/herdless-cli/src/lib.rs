@@ -12,3 +12,4 @@ pub mod cli;
 pub mod events_out;
 pub mod exit;
 pub mod policy_args;
+pub mod simulate;
