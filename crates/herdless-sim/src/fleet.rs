@@ -59,6 +59,8 @@ pub struct FleetOutcome {
     pub gave_up: u64,
     /// Virtual time at which the last client succeeded or gave up (ns).
     pub last_done_ns: u64,
+    /// Virtual time of the last successful call (ns; 0 when none succeeded).
+    pub last_success_ns: u64,
     /// Every call, per 100 ms bucket.
     pub arrivals: Histogram,
     /// Calls after the first (retries), per 100 ms bucket.
@@ -119,6 +121,7 @@ pub fn run_fleet<E: Endpoint>(
             retrier.on_success();
             out.succeeded += 1;
             out.last_done_ns = out.last_done_ns.max(now);
+            out.last_success_ns = out.last_success_ns.max(now);
             continue;
         }
         let elapsed = now - c.start_ns;

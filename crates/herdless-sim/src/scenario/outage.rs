@@ -152,6 +152,8 @@ pub struct OutageFigures {
     pub calls_total: u64,
     /// Virtual time when the last client succeeded or gave up, in seconds.
     pub completion_s: f64,
+    /// Virtual time of the last successful call, in seconds (0 when none).
+    pub last_success_s: f64,
     /// `completion_s` divided by the physical limit.
     pub vs_limit: f64,
     /// Clients that succeeded.
@@ -219,6 +221,7 @@ pub fn run(
         calls: out.calls as f64 / n,
         calls_total: out.calls,
         completion_s,
+        last_success_s: out.last_success_ns as f64 / 1e9,
         vs_limit: completion_s / params.physical_limit_s(),
         succeeded: out.succeeded,
         gave_up: out.gave_up,
