@@ -6,7 +6,7 @@
 //!   clients) on the calling thread; throughput = simulated calls.
 //! * `outage/all-strategies-1-thread`: the whole default run on one thread.
 //! * `contention/full-200-clients`: one contention trial at 200 clients.
-//! * `queue/*`: the radix heap against `std::collections::BinaryHeap` on the
+//! * `queue/*`: the timing wheel against `std::collections::BinaryHeap` on the
 //!   same hold workload (40,000 pending events; pop one, push it back later).
 
 use std::cmp::Reverse;
@@ -63,7 +63,7 @@ const OPS: u64 = 1_000_000;
 fn queue_benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("queue");
     g.throughput(Throughput::Elements(OPS));
-    g.bench_function("radix-heap-hold-40k", |b| {
+    g.bench_function("timing-wheel-hold-40k", |b| {
         b.iter(|| {
             let mut rng = Rng::with_seed(1);
             let mut q = EventQueue::new();

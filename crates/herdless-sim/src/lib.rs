@@ -30,7 +30,7 @@
 //!
 //! | concept | module |
 //! |---|---|
-//! | the event queue (monotone radix heap) | [`queue`] |
+//! | the event queue (timing wheel) | [`queue`] |
 //! | retry strategies, built on `herdless::Policy` | [`strategy`] |
 //! | simulated endpoints (stub controller, outage + capacity) | [`endpoint`] |
 //! | the event loop of independent clients | [`fleet`] |

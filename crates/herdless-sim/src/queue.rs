@@ -1,50 +1,51 @@
-//! The event queue: a monotone radix heap of `(time, client)` events.
+//! The event queue: a timing wheel of `(time, payload)` events.
 //!
-//! # Why a radix heap
+//! # Why a timing wheel
 //!
 //! A discrete-event simulation only ever schedules events at or after the
-//! current virtual time, so its priority queue is *monotone*: the key popped
-//! never decreases. A radix heap exploits that: it never compares two events.
-//! This one works on bytes. An event is filed under the highest byte `L` in
-//! which its time differs from the last time popped (its *level*) and the value
-//! `d` of that byte (its *digit*): 8 levels × 256 buckets. Then:
+//! current virtual time (the queue is *monotone*), and the events of a retry
+//! storm are dense: tens of thousands of clients within a few seconds. A
+//! timing wheel exploits both. Time is cut into slots of 2²¹ ns (about
+//! 2.1 ms); a ring of 2¹⁴ slots covers the next 35 s (more than the default
+//! 30 s cap). A push appends the event
+//! to its slot's `Vec` (one write, no comparison); when the clock reaches a
+//! slot, the whole `Vec` is swapped out and sorted once by time, and pops take
+//! from its end. Events beyond the ring's horizon wait in an overflow list that
+//! is folded into the ring every half turn. Times stay exact to the
+//! nanosecond: slots only batch the sorting.
 //!
-//! * the level-0 buckets hold times equal to the last one but for the lowest
-//!   byte, so each holds one distinct time and pops directly;
-//! * when level 0 is empty, the lowest non-empty bucket of the lowest level
-//!   holds the minimum; it becomes the new "last" and that bucket's events are
-//!   re-filed, each to a strictly lower level.
+//! The first version was a byte-wise radix heap: every event moved through
+//! three or four levels of 256 buckets, and that movement was a third of the
+//! run time. The bench (`cargo bench -p herdless-sim --bench sim -- queue`)
+//! compares this queue with `std::collections::BinaryHeap` on the same hold
+//! workload.
 //!
-//! An event therefore moves at most once per level below the one it was filed
-//! at: at most 7 times, and 3 or 4 times for the delays of these scenarios
-//! (milliseconds to a minute span bytes 2 to 4 of a nanosecond count); a
-//! bitmap per level finds the next non-empty bucket with a few
-//! `trailing_zeros`. The bench
-//! (`cargo bench -p herdless-sim --bench sim -- queue`) compares it with
-//! `std::collections::BinaryHeap` on the same workload.
-//!
-//! * **No per-event allocation.** Buckets are `Vec`s that keep their capacity;
-//!   after warm-up the queue allocates nothing.
-//! * **Compact entries.** An entry is a `u64` time in nanoseconds and a `u32`
-//!   client index (16 bytes with padding). Each simulated client has at most
-//!   one pending event, so the queue never holds more entries than clients.
+//! * **No per-event allocation.** Slots are `Vec`s that keep their capacity
+//!   (the swapped-out `Vec` is handed back empty to the slot it came from).
+//! * **The event carries its client.** An entry is a `u64` time and a payload
+//!   `T`. The fleet loop stores each client's whole state (32 bytes) in its one
+//!   pending event, so handling an event touches no per-client array: a random
+//!   access into megabytes of client state costs a cache miss per call. The
+//!   queue never holds more entries than clients.
 //! * **Deterministic.** Ties (equal times) pop in an order fixed by the
-//!   sequence of pushes and pops alone, so a run is reproducible bit for bit.
+//!   sequence of pushes and pops alone (the sort is deterministic), so a run
+//!   is reproducible bit for bit.
 
-/// One pending event: a virtual time in nanoseconds and the client it wakes.
+/// One pending event: a virtual time in nanoseconds and what it wakes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Event {
+pub struct Event<T = u32> {
     /// Virtual time of the event, in nanoseconds since the start of the run.
     pub at_ns: u64,
-    /// Index of the client (or worker) the event belongs to.
-    pub client: u32,
+    /// What the event wakes (a client index, or a client's whole state).
+    pub client: T,
 }
 
-const LEVELS: usize = 8;
-const DIGITS: usize = 256;
+const SLOT_BITS: u32 = 21;
+const SLOTS: u64 = 1 << 14;
+const MASK: u64 = SLOTS - 1;
 
-/// A monotone priority queue of [`Event`]s (byte-wise radix heap). See the
-/// [module documentation](self).
+/// A monotone priority queue of [`Event`]s (timing wheel). See the [module
+/// documentation](self).
 ///
 /// Pushing an event earlier than the last one popped is a logic error; the
 /// queue then clamps it to that time (it never panics and never reorders the
@@ -62,49 +63,55 @@ const DIGITS: usize = 256;
 /// assert_eq!(order, vec![3, 2, 0]);
 /// ```
 #[derive(Debug, Clone)]
-pub struct EventQueue {
+pub struct EventQueue<T = u32> {
+    /// Time of the last event popped.
     last: u64,
+    /// Absolute index (`time >> SLOT_BITS`) of the current slot.
+    current: u64,
     len: usize,
-    buckets: Vec<Vec<Event>>,
-    /// One bit per non-empty bucket, 4 words per level.
-    nonempty: [[u64; 4]; LEVELS],
+    /// Events in the ring (not counting `ready` and `overflow`).
+    in_ring: usize,
+    /// The current slot's events, sorted by time, latest first.
+    ready: Vec<Event<T>>,
+    ring: Vec<Vec<Event<T>>>,
+    /// Events at or beyond `current + SLOTS` when pushed.
+    overflow: Vec<Event<T>>,
 }
 
-impl Default for EventQueue {
+impl<T> Default for EventQueue<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl EventQueue {
+impl<T> EventQueue<T> {
     /// An empty queue at time 0.
     ///
     /// ```
-    /// assert!(herdless_sim::queue::EventQueue::new().is_empty());
+    /// assert!(herdless_sim::queue::EventQueue::<u32>::new().is_empty());
     /// ```
     pub fn new() -> Self {
         Self {
             last: 0,
+            current: 0,
             len: 0,
-            buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
-            nonempty: [[0; 4]; LEVELS],
+            in_ring: 0,
+            ready: Vec::new(),
+            ring: (0..SLOTS).map(|_| Vec::new()).collect(),
+            overflow: Vec::new(),
         }
     }
 
-    /// An empty queue (`n` is a hint of how many events will be pending; the
-    /// buckets grow on demand either way).
+    /// An empty queue (`n`, the number of events expected to be pending at
+    /// once, sizes the sorted batch).
     ///
     /// ```
-    /// let q = herdless_sim::queue::EventQueue::with_capacity(1_000);
+    /// let q = herdless_sim::queue::EventQueue::<u32>::with_capacity(1_000);
     /// assert_eq!(q.len(), 0);
     /// ```
     pub fn with_capacity(n: usize) -> Self {
         let mut q = Self::new();
-        // Initial events typically share the top bytes: reserve where the
-        // first refill will put them.
-        for b in q.buckets[DIGITS..2 * DIGITS].iter_mut() {
-            b.reserve(n / DIGITS);
-        }
+        q.ready.reserve(n.min(1 << 16));
         q
     }
 
@@ -131,91 +138,93 @@ impl EventQueue {
         self.len == 0
     }
 
-    #[inline]
-    fn slot(&self, at_ns: u64) -> (usize, usize) {
-        let diff = at_ns ^ self.last;
-        let level = if diff == 0 {
-            0
-        } else {
-            (63 - diff.leading_zeros() as usize) / 8
-        };
-        let digit = ((at_ns >> (8 * level)) & 0xFF) as usize;
-        (level, digit)
-    }
-
-    #[inline]
-    fn file(&mut self, e: Event) {
-        let (level, digit) = self.slot(e.at_ns);
-        self.buckets[level * DIGITS + digit].push(e);
-        self.nonempty[level][digit / 64] |= 1 << (digit % 64);
-    }
-
-    /// The lowest non-empty digit of `level`.
-    #[inline]
-    fn lowest(&self, level: usize) -> Option<usize> {
-        let words = &self.nonempty[level];
-        (0..4)
-            .find(|&w| words[w] != 0)
-            .map(|w| w * 64 + words[w].trailing_zeros() as usize)
-    }
-
     /// Schedules `client` at `at_ns` (clamped to the last popped time).
     ///
     /// ```
     /// let mut q = herdless_sim::queue::EventQueue::new();
     /// q.push(u64::MAX, 7);
+    /// q.push(3, 8);
+    /// assert_eq!(q.pop().unwrap().client, 8);
     /// assert_eq!(q.pop().unwrap().at_ns, u64::MAX);
     /// ```
     #[inline]
-    pub fn push(&mut self, at_ns: u64, client: u32) {
+    pub fn push(&mut self, at_ns: u64, client: T) {
         let at_ns = at_ns.max(self.last);
-        self.file(Event { at_ns, client });
+        let e = Event { at_ns, client };
         self.len += 1;
+        let slot = at_ns >> SLOT_BITS;
+        if slot == self.current {
+            // Into the sorted batch (latest first), after every later event.
+            let i = self.ready.partition_point(|x| x.at_ns > at_ns);
+            self.ready.insert(i, e);
+        } else if slot - self.current < SLOTS {
+            self.ring[(slot & MASK) as usize].push(e);
+            self.in_ring += 1;
+        } else {
+            self.overflow.push(e);
+        }
     }
 
     /// Removes and returns the earliest event, or `None` when empty.
     ///
     /// ```
-    /// let mut q = herdless_sim::queue::EventQueue::new();
+    /// let mut q = herdless_sim::queue::EventQueue::<u32>::new();
     /// assert_eq!(q.pop(), None);
     /// ```
     #[inline]
-    pub fn pop(&mut self) -> Option<Event> {
-        if self.len == 0 {
-            return None;
+    pub fn pop(&mut self) -> Option<Event<T>> {
+        loop {
+            if let Some(e) = self.ready.pop() {
+                self.last = e.at_ns;
+                self.len -= 1;
+                return Some(e);
+            }
+            if self.len == 0 {
+                return None;
+            }
+            self.advance();
         }
-        let digit = match self.lowest(0) {
-            Some(d) => d,
-            None => self.refill(),
-        };
-        let bucket = &mut self.buckets[digit];
-        let e = bucket.pop()?;
-        if bucket.is_empty() {
-            self.nonempty[0][digit / 64] &= !(1 << (digit % 64));
-        }
-        self.last = e.at_ns;
-        self.len -= 1;
-        Some(e)
     }
 
-    /// Level 0 is empty: re-files the lowest non-empty bucket around its
-    /// minimum and returns the level-0 digit now holding the minimum.
+    /// Moves the clock to the next slot (or straight to the earliest overflow
+    /// event when the ring is empty) and sorts that slot into `ready`.
     #[cold]
-    fn refill(&mut self) -> usize {
-        let Some((level, digit)) = (1..LEVELS).find_map(|l| self.lowest(l).map(|d| (l, d))) else {
-            return 0; // unreachable while len > 0
-        };
-        let index = level * DIGITS + digit;
-        let mut moving = std::mem::take(&mut self.buckets[index]);
-        self.nonempty[level][digit / 64] &= !(1 << (digit % 64));
-        self.last = moving.iter().map(|e| e.at_ns).min().unwrap_or(self.last);
-        for e in moving.drain(..) {
-            // Every event of this bucket shares bytes >= level with the new
-            // minimum, so it lands on a strictly lower level.
-            self.file(e);
+    fn advance(&mut self) {
+        if self.in_ring == 0 {
+            let Some(first) = self.overflow.iter().map(|e| e.at_ns >> SLOT_BITS).min() else {
+                return;
+            };
+            self.current = first;
+            self.fold_overflow();
+        } else {
+            self.current += 1;
+            if self.current % (SLOTS / 2) == 0 {
+                self.fold_overflow();
+            }
         }
-        self.buckets[index] = moving;
-        (self.last & 0xFF) as usize
+        let slot = &mut self.ring[(self.current & MASK) as usize];
+        if !slot.is_empty() {
+            std::mem::swap(&mut self.ready, slot);
+            self.in_ring -= self.ready.len();
+            self.ready
+                .sort_unstable_by_key(|e| std::cmp::Reverse(e.at_ns));
+        }
+    }
+
+    /// Moves the overflow events now within the ring's horizon into the ring.
+    fn fold_overflow(&mut self) {
+        let horizon = self.current + SLOTS;
+        let mut i = 0;
+        while i < self.overflow.len() {
+            let slot = self.overflow[i].at_ns >> SLOT_BITS;
+            if slot < horizon {
+                let e = self.overflow.swap_remove(i);
+                self.ring[(slot & MASK) as usize].push(e);
+                self.in_ring += 1;
+            } else {
+                i += 1;
+            }
+        }
     }
 }
 
