@@ -9,8 +9,8 @@
 //! 2.1 ms); a ring of 2¹⁴ slots covers the next 35 s (more than the default
 //! 30 s cap). A push appends the event
 //! to its slot's `Vec` (one write, no comparison); when the clock reaches a
-//! slot, the whole `Vec` is swapped out and sorted once by time, and pops take
-//! from its end. Events beyond the ring's horizon wait in an overflow list that
+//! slot, its events are moved into one batch, sorted once by time, and pops
+//! take from the batch's end. Events beyond the ring's horizon wait in an overflow list that
 //! is folded into the ring every half turn. Times stay exact to the
 //! nanosecond: slots only batch the sorting.
 //!
@@ -20,8 +20,11 @@
 //! compares this queue with `std::collections::BinaryHeap` on the same hold
 //! workload.
 //!
-//! * **No per-event allocation.** Slots are `Vec`s that keep their capacity
-//!   (the swapped-out `Vec` is handed back empty to the slot it came from).
+//! * **Memory follows the pending events.** Slots are `Vec`s; a slot reached
+//!   by the clock is copied into the sorted batch and keeps room for at most
+//!   64 events, so a slot that once held a synchronized wave of a million
+//!   clients does not keep that memory. Small slots never reallocate; a large
+//!   wave costs a few `Vec` doublings per slot, not an allocation per event.
 //! * **The event carries its client.** An entry is a `u64` time and a payload
 //!   `T`. The fleet loop stores each client's whole state (32 bytes) in its one
 //!   pending event, so handling an event touches no per-client array: a random
@@ -43,6 +46,8 @@ pub struct Event<T = u32> {
 const SLOT_BITS: u32 = 21;
 const SLOTS: u64 = 1 << 14;
 const MASK: u64 = SLOTS - 1;
+/// The most events a drained slot keeps room for.
+const KEEP: usize = 64;
 
 /// A monotone priority queue of [`Event`]s (timing wheel). See the [module
 /// documentation](self).
@@ -204,8 +209,15 @@ impl<T> EventQueue<T> {
         }
         let slot = &mut self.ring[(self.current & MASK) as usize];
         if !slot.is_empty() {
-            std::mem::swap(&mut self.ready, slot);
-            self.in_ring -= self.ready.len();
+            // Copy rather than swap the `Vec`s, and let a slot keep only a
+            // small capacity: otherwise every slot a large wave ever passed
+            // through would keep that wave's memory (gigabytes at a million
+            // synchronized clients).
+            self.in_ring -= slot.len();
+            self.ready.extend(slot.drain(..));
+            if slot.capacity() > KEEP {
+                *slot = Vec::new();
+            }
             self.ready
                 .sort_unstable_by_key(|e| std::cmp::Reverse(e.at_ns));
         }
