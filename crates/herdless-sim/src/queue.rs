@@ -214,7 +214,7 @@ impl<T> EventQueue<T> {
             // through would keep that wave's memory (gigabytes at a million
             // synchronized clients).
             self.in_ring -= slot.len();
-            self.ready.extend(slot.drain(..));
+            self.ready.append(slot);
             if slot.capacity() > KEEP {
                 *slot = Vec::new();
             }
