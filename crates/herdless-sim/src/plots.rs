@@ -206,6 +206,7 @@ where
             .configure_mesh()
             .x_desc("time (s)")
             .y_desc(y_desc)
+            .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))
             .label_style(("sans-serif", 12))
             .max_light_lines(2)
@@ -338,6 +339,14 @@ impl Figure for Contention<'_> {
             .configure_mesh()
             .x_desc("clients")
             .y_desc(y_desc)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| {
+                if calls {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.1}")
+                }
+            })
             .label_style(("sans-serif", 13))
             .draw()?;
         for (i, s) in r.strategies.iter().enumerate() {
