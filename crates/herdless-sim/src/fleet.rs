@@ -33,7 +33,7 @@ use crate::endpoint::Endpoint;
 use crate::error::SimError;
 use crate::metrics::Histogram;
 use crate::queue::EventQueue;
-use crate::strategy::{Decision, Reply, Strategy};
+use crate::strategy::{Decision, Failure, Reply, Strategy};
 
 /// The most calls one run may simulate before it is stopped with
 /// [`SimError::TooManyCalls`] (a guard against parameter combinations that
@@ -70,6 +70,8 @@ pub struct FleetOutcome {
     pub arrivals: Histogram,
     /// Calls after the first (retries), per 100 ms bucket.
     pub retries: Histogram,
+    /// Give-ups per 100 ms bucket (a synchronized give-up shows as a spike).
+    pub give_ups: Histogram,
 }
 
 /// Runs a fleet whose client `i` first calls at `starts[i]` (nanoseconds)
@@ -121,17 +123,24 @@ pub fn run_fleet<E: Endpoint>(
         }
         let reply = endpoint.call(now, c.id, c.attempts);
         if reply == Reply::Ok {
-            retrier.on_success();
+            retrier.on_success(now);
             out.succeeded += 1;
             out.last_done_ns = out.last_done_ns.max(now);
             out.last_success_ns = out.last_success_ns.max(now);
             continue;
         }
         let elapsed = now - c.start_ns;
-        match retrier.on_failure(&mut c.schedule, &mut rng, c.attempts, elapsed, reply) {
+        let failure = Failure {
+            now_ns: now,
+            attempts: c.attempts,
+            elapsed_ns: elapsed,
+            reply,
+        };
+        match retrier.on_failure(&mut c.schedule, &mut rng, failure) {
             Decision::RetryAfter(d) => queue.push(now.saturating_add(d), c),
             Decision::GiveUp(_) => {
                 out.gave_up += 1;
+                out.give_ups.add(now);
                 out.last_done_ns = out.last_done_ns.max(now);
             }
         }

@@ -69,7 +69,7 @@ pub use scenario::contention::ContentionParams;
 pub use scenario::outage::OutageParams;
 pub use scenario::spread::SpreadParams;
 pub use scenario::Scenario;
-pub use strategy::{Decision, ParseStrategyError, Reply, Retrier, Strategy, StrategyKind};
+pub use strategy::{Decision, Failure, ParseStrategyError, Reply, Retrier, Strategy, StrategyKind};
 
 use std::fmt;
 

@@ -26,8 +26,8 @@
 //! Fleet-level strategies (a shared retry budget, a breaker, server pushback)
 //! are new [`StrategyKind`] variants. Their shared state (a token bucket, a
 //! breaker) lives in the [`Retrier`], which is built once per run and sees
-//! every failure and success of the fleet ([`Retrier::on_failure`],
-//! [`Retrier::on_success`]); server pushback is an endpoint that answers
+//! every failure and success of the fleet, with its virtual time
+//! ([`Retrier::on_failure`] with a [`Failure`], [`Retrier::on_success`]); server pushback is an endpoint that answers
 //! [`Reply::Rejected`] with a `retry_after`, which step 2 already honors. The
 //! event loop, the queue, the metrics and the report do not change.
 
@@ -221,12 +221,13 @@ impl Strategy {
     /// A fresh per-run decision maker.
     ///
     /// ```
-    /// use herdless_sim::{Decision, Reply, StrategyKind};
+    /// use herdless_sim::{Decision, Failure, Reply, StrategyKind};
     /// use herdless::{Rng, Schedule};
     /// let s = StrategyKind::Backoff(herdless::Jitter::None).resolve(&herdless::Policy::default());
     /// let mut r = s.retrier();
     /// let mut sched = Schedule::new();
-    /// let d = r.on_failure(&mut sched, &mut Rng::with_seed(1), 1, 0, Reply::Rejected { retry_after: None });
+    /// let failed = Failure { now_ns: 0, attempts: 1, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
+    /// let d = r.on_failure(&mut sched, &mut Rng::with_seed(1), failed);
     /// assert_eq!(d, Decision::RetryAfter(500_000_000)); // the default base, 0.5 s
     /// ```
     pub fn retrier(&self) -> Retrier {
@@ -250,6 +251,20 @@ pub enum Reply {
     },
 }
 
+/// What the event loop knows about a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    /// Virtual time of the failure, in nanoseconds (for fleet-level state
+    /// that depends on time: token refills, breaker timeouts).
+    pub now_ns: u64,
+    /// Calls made so far by this client, the failed one included.
+    pub attempts: u32,
+    /// Time since this client's first call, in nanoseconds.
+    pub elapsed_ns: u64,
+    /// The endpoint's answer.
+    pub reply: Reply,
+}
+
 /// What a client does after a failed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -268,16 +283,17 @@ pub struct Retrier {
 }
 
 impl Retrier {
-    /// Decides after a failed call: `attempts` calls made so far by this client,
-    /// `elapsed_ns` since its first call, `reply` the endpoint's answer.
-    /// Advances `schedule` and draws from `rng` exactly as `herdless::Retry` does.
+    /// Decides after a failed call of a client whose per-retrier state is
+    /// `schedule`. Advances `schedule` and draws from `rng` exactly as
+    /// `herdless::Retry` does.
     ///
     /// ```
-    /// use herdless_sim::{Decision, Reply, StrategyKind};
+    /// use herdless_sim::{Decision, Failure, Reply, StrategyKind};
     /// use herdless::{GiveUp, Rng, Schedule};
     /// let s = StrategyKind::Backoff(herdless::Jitter::Full).resolve(&herdless::Policy::default());
     /// let mut r = s.retrier();
-    /// let d = r.on_failure(&mut Schedule::new(), &mut Rng::with_seed(1), 6, 0, Reply::Rejected { retry_after: None });
+    /// let failed = Failure { now_ns: 0, attempts: 6, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
+    /// let d = r.on_failure(&mut Schedule::new(), &mut Rng::with_seed(1), failed);
     /// assert_eq!(d, Decision::GiveUp(GiveUp::MaxAttempts)); // the default allows 6 attempts
     /// ```
     #[inline]
@@ -285,10 +301,14 @@ impl Retrier {
         &mut self,
         schedule: &mut Schedule,
         rng: &mut Rng,
-        attempts: u32,
-        elapsed_ns: u64,
-        reply: Reply,
+        failure: Failure,
     ) -> Decision {
+        let Failure {
+            attempts,
+            elapsed_ns,
+            reply,
+            ..
+        } = failure;
         let retry_after = match reply {
             Reply::Ok => None,
             Reply::Rejected { retry_after } => retry_after,
@@ -312,19 +332,31 @@ impl Retrier {
         }
     }
 
-    /// Records a success (no fleet-level state yet: a hook for shared budgets).
+    /// Records a success at `now_ns` (no fleet-level state yet: the hook for
+    /// shared budgets that refund on success and breakers that close).
     ///
     /// ```
     /// let s = herdless_sim::StrategyKind::NoBackoff.resolve(&herdless::Policy::default());
-    /// s.retrier().on_success();
+    /// s.retrier().on_success(0);
     /// ```
     #[inline]
-    pub fn on_success(&mut self) {}
+    pub fn on_success(&mut self, now_ns: u64) {
+        let _ = now_ns;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn failed(attempts: u32, elapsed_ns: u64, reply: Reply) -> Failure {
+        Failure {
+            now_ns: elapsed_ns,
+            attempts,
+            elapsed_ns,
+            reply,
+        }
+    }
 
     #[test]
     fn names_round_trip() {
@@ -350,12 +382,12 @@ mod tests {
         for n in 1..=9u32 {
             let elapsed = u64::from(n - 1) * 1_000_000_000;
             assert_eq!(
-                r.on_failure(&mut s, &mut rng, n, elapsed, fail),
+                r.on_failure(&mut s, &mut rng, failed(n, elapsed, fail)),
                 Decision::RetryAfter(1_000_000_000)
             );
         }
         assert_eq!(
-            r.on_failure(&mut s, &mut rng, 10, 9_500_000_000, fail),
+            r.on_failure(&mut s, &mut rng, failed(10, 9_500_000_000, fail)),
             Decision::GiveUp(GiveUp::MaxElapsed)
         );
     }
@@ -368,7 +400,11 @@ mod tests {
         let reply = Reply::Rejected {
             retry_after: Some(Duration::from_secs(3)),
         };
-        let d = r.on_failure(&mut Schedule::new(), &mut Rng::with_seed(2), 1, 0, reply);
+        let d = r.on_failure(
+            &mut Schedule::new(),
+            &mut Rng::with_seed(2),
+            failed(1, 0, reply),
+        );
         let Decision::RetryAfter(ns) = d else {
             panic!("{d:?}")
         };

@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use crate::error::SimError;
 use crate::queue::EventQueue;
-use crate::strategy::{Decision, Reply, Strategy, StrategyKind};
+use crate::strategy::{Decision, Failure, Reply, Strategy, StrategyKind};
 
 /// Parameters of the contention scenario.
 ///
@@ -237,12 +237,17 @@ pub fn run_trial(
         let answered = now + hops.draw(&mut rng);
         if w.seen == version {
             version += 1;
-            retrier.on_success();
+            retrier.on_success(now);
             out.completion_ns = out.completion_ns.max(answered);
             continue;
         }
-        let failure = Reply::Rejected { retry_after: None };
-        match retrier.on_failure(&mut w.schedule, &mut rng, w.writes, answered, failure) {
+        let failure = Failure {
+            now_ns: answered,
+            attempts: w.writes,
+            elapsed_ns: answered,
+            reply: Reply::Rejected { retry_after: None },
+        };
+        match retrier.on_failure(&mut w.schedule, &mut rng, failure) {
             Decision::RetryAfter(d) => {
                 w.reading = true;
                 let arrive = answered
