@@ -269,7 +269,7 @@ pub(crate) fn trial_seed(seed: u64, n: u32, trial: u32) -> u64 {
 }
 
 /// Runs the sweep for one strategy on the calling thread (the CLI spreads
-/// strategies and trials over threads through [`crate::run`]).
+/// strategies and trials over threads through [`Simulation`](crate::Simulation)).
 ///
 /// ```
 /// use herdless_sim::{scenario::contention, ContentionParams, StrategyKind};
