@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{check, exec, exit, fleet, get, policy_args, stub};
+use crate::{check, exec, exit, fleet, get, policy_args, simulate, stub};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Show the delay envelope of a retry policy (a short demonstration).
     Demo(policy_args::PolicyArgs),
+    /// Simulate a fleet's retries in virtual time: see the storm and its cure.
+    Simulate(simulate::SimulateArgs),
     /// Run a command, retrying failures with backoff and jitter (default jitter: equal).
     Exec(exec::ExecArgs),
     /// Show a policy's delay envelope and check it against the seed's gotchas.
@@ -38,6 +40,7 @@ pub fn run() -> i32 {
     };
     match cli.command {
         Command::Demo(args) => demo(&args),
+        Command::Simulate(args) => simulate::run(&args),
         Command::Exec(args) => exec::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Get(args) => get::run(&args),

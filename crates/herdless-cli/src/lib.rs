@@ -21,4 +21,5 @@ pub mod fleet;
 pub mod get;
 pub mod limits;
 pub mod policy_args;
+pub mod simulate;
 pub mod stub;

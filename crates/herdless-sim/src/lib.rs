@@ -1,1 +1,347 @@
-//! sim
+//! # herdless-sim: see the storm and its cure
+//!
+//! A discrete-event simulator of fleets of retrying clients, in virtual time
+//! (nothing sleeps), that draws every delay from the herdless library itself:
+//! [`Policy::next_delay`](herdless::Policy::next_delay) on each client's
+//! 16-byte [`Schedule`](herdless::Schedule), [`Policy::server_delay`](herdless::Policy::server_delay)
+//! for server-supplied delays and [`Policy::may_retry`](herdless::Policy::may_retry)
+//! for the budget, with the library's [`Rng`](herdless::Rng). It measures what
+//! ships, not a copy of the math. A run is deterministic for a given seed.
+//!
+//! ```
+//! use herdless_sim::{Config, OutageParams, Simulation, StrategyKind, Report};
+//! use herdless::Jitter;
+//!
+//! let config = Config::Outage(OutageParams { clients: 4_000, capacity: 1_000, burst: 100, ..Default::default() });
+//! let report = Simulation::new(config)
+//!     .strategies(vec![StrategyKind::Backoff(Jitter::None), StrategyKind::Backoff(Jitter::Full)])
+//!     .seed(42)
+//!     .run()?;
+//! let Report::Outage(outage) = &report else { unreachable!() };
+//! for s in &outage.strategies {
+//!     // nobody beats the physical limit T + N / C
+//!     assert!(s.completion_s >= outage.physical_limit_s || s.gave_up > 0);
+//! }
+//! println!("{}", report.table());
+//! # Ok::<(), herdless_sim::SimError>(())
+//! ```
+//!
+//! ## Where things are
+//!
+//! | concept | module |
+//! |---|---|
+//! | the event queue (timing wheel) | [`queue`] |
+//! | retry strategies, built on `herdless::Policy` | [`strategy`] |
+//! | simulated endpoints (stub controller, outage + capacity) | [`endpoint`] |
+//! | the event loop of independent clients | [`fleet`] |
+//! | the scenarios: spread, outage, contention | [`scenario`] |
+//! | histograms in 100 ms buckets | [`metrics`] |
+//! | the report: JSON and the terminal table | [`report`] |
+//! | SVG and PNG figures (feature `plots`) | [`plots`] |
+//! | deterministic parallel runs | [`parallel`] |
+//!
+//! ## Determinism
+//!
+//! Every generator is seeded from the run's seed and the identity of what it
+//! drives (the scenario's fleet, a contention trial), never from a thread or a
+//! clock, and every strategy faces the same fleet (common random numbers). The
+//! same seed and parameters give the same report, byte for byte, whatever the
+//! number of threads.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+
+pub mod endpoint;
+pub mod error;
+pub mod fleet;
+pub mod metrics;
+pub mod parallel;
+#[cfg(feature = "plots")]
+pub mod plots;
+pub mod queue;
+pub mod report;
+pub mod scenario;
+pub mod strategy;
+
+pub use error::SimError;
+pub use report::Report;
+pub use scenario::contention::ContentionParams;
+pub use scenario::outage::OutageParams;
+pub use scenario::spread::SpreadParams;
+pub use scenario::Scenario;
+pub use strategy::{Decision, Failure, ParseStrategyError, Reply, Retrier, Strategy, StrategyKind};
+
+use std::fmt;
+
+/// A scenario with its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Config {
+    /// The spread scenario.
+    Spread(SpreadParams),
+    /// The outage scenario.
+    Outage(OutageParams),
+    /// The contention scenario.
+    Contention(ContentionParams),
+}
+
+impl Config {
+    /// The default parameters of a scenario.
+    ///
+    /// ```
+    /// use herdless_sim::{Config, Scenario};
+    /// assert_eq!(Config::default_for(Scenario::Outage).scenario(), Scenario::Outage);
+    /// ```
+    pub fn default_for(scenario: Scenario) -> Self {
+        match scenario {
+            Scenario::Spread => Config::Spread(SpreadParams::default()),
+            Scenario::Outage => Config::Outage(OutageParams::default()),
+            Scenario::Contention => Config::Contention(ContentionParams::default()),
+        }
+    }
+
+    /// Which scenario this is.
+    ///
+    /// ```
+    /// use herdless_sim::{Config, Scenario, SpreadParams};
+    /// assert_eq!(Config::Spread(SpreadParams::default()).scenario(), Scenario::Spread);
+    /// ```
+    pub fn scenario(&self) -> Scenario {
+        match self {
+            Config::Spread(_) => Scenario::Spread,
+            Config::Outage(_) => Scenario::Outage,
+            Config::Contention(_) => Scenario::Contention,
+        }
+    }
+}
+
+/// Receives progress of a long run (the CLI draws a progress bar with it).
+/// Units are independent runs: one per strategy in spread and outage, one per
+/// trial in contention.
+pub trait Progress: Sync {
+    /// The run is about to do `total` units.
+    fn start(&self, total: u64);
+    /// `n` more units are done.
+    fn advance(&self, n: u64);
+}
+
+/// A [`Progress`] that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _total: u64) {}
+    fn advance(&self, _n: u64) {}
+}
+
+/// A configured simulation: a scenario, the strategies to compare, a seed.
+///
+/// ```
+/// use herdless_sim::{Config, Scenario, Simulation};
+/// let sim = Simulation::new(Config::default_for(Scenario::Spread)).seed(3).threads(1);
+/// let a = sim.run()?.to_json();
+/// let b = sim.threads(2).run()?.to_json();
+/// assert_eq!(a, b); // deterministic, whatever the threads
+/// # Ok::<(), herdless_sim::SimError>(())
+/// ```
+#[derive(Clone)]
+pub struct Simulation {
+    config: Config,
+    strategies: Vec<StrategyKind>,
+    seed: u64,
+    threads: usize,
+}
+
+impl fmt::Debug for Simulation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Simulation")
+            .field("config", &self.config)
+            .field("strategies", &self.strategies)
+            .field("seed", &self.seed)
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+impl Simulation {
+    /// The default seed.
+    pub const DEFAULT_SEED: u64 = 1;
+
+    /// A simulation of `config` comparing the scenario's default strategies,
+    /// seed [`DEFAULT_SEED`](Self::DEFAULT_SEED), on every available core.
+    ///
+    /// ```
+    /// use herdless_sim::{Config, Scenario, Simulation};
+    /// let sim = Simulation::new(Config::default_for(Scenario::Outage));
+    /// assert_eq!(sim.strategy_kinds().len(), 6);
+    /// ```
+    pub fn new(config: Config) -> Self {
+        let strategies = config.scenario().default_strategies();
+        Self {
+            config,
+            strategies,
+            seed: Self::DEFAULT_SEED,
+            threads: parallel::default_threads(),
+        }
+    }
+
+    /// The strategies to compare, in table order.
+    ///
+    /// ```
+    /// use herdless_sim::{Config, Scenario, Simulation, StrategyKind};
+    /// let sim = Simulation::new(Config::default_for(Scenario::Spread)).strategies(vec![StrategyKind::FixedInterval]);
+    /// assert_eq!(sim.strategy_kinds(), &[StrategyKind::FixedInterval]);
+    /// ```
+    pub fn strategies(mut self, strategies: Vec<StrategyKind>) -> Self {
+        self.strategies = strategies;
+        self
+    }
+
+    /// The seed.
+    ///
+    /// ```
+    /// # use herdless_sim::{Config, Scenario, Simulation};
+    /// let _ = Simulation::new(Config::default_for(Scenario::Spread)).seed(7);
+    /// ```
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// The number of threads (at least 1). The result does not depend on it.
+    ///
+    /// ```
+    /// # use herdless_sim::{Config, Scenario, Simulation};
+    /// let _ = Simulation::new(Config::default_for(Scenario::Spread)).threads(1);
+    /// ```
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
+    }
+
+    /// The strategies this simulation compares.
+    pub fn strategy_kinds(&self) -> &[StrategyKind] {
+        &self.strategies
+    }
+
+    /// The scenario and its parameters.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The number of progress units a run reports (see [`Progress`]).
+    ///
+    /// ```
+    /// use herdless_sim::{Config, Scenario, Simulation};
+    /// assert_eq!(Simulation::new(Config::default_for(Scenario::Contention)).work_units(), 6 * 20 * 100);
+    /// ```
+    pub fn work_units(&self) -> u64 {
+        let s = self.strategies.len() as u64;
+        match &self.config {
+            Config::Contention(p) => s * p.clients.len() as u64 * u64::from(p.trials),
+            _ => s,
+        }
+    }
+
+    /// Runs the simulation.
+    ///
+    /// ```
+    /// use herdless_sim::{Config, Scenario, Simulation};
+    /// let report = Simulation::new(Config::default_for(Scenario::Spread)).run()?;
+    /// assert_eq!(report.scenario(), Scenario::Spread);
+    /// # Ok::<(), herdless_sim::SimError>(())
+    /// ```
+    pub fn run(&self) -> Result<Report, SimError> {
+        self.run_with_progress(&NoProgress)
+    }
+
+    /// Runs the simulation, reporting progress.
+    ///
+    /// ```
+    /// use herdless_sim::{Config, NoProgress, Scenario, Simulation};
+    /// let report = Simulation::new(Config::default_for(Scenario::Spread)).run_with_progress(&NoProgress)?;
+    /// assert!(!report.to_json().is_empty());
+    /// # Ok::<(), herdless_sim::SimError>(())
+    /// ```
+    pub fn run_with_progress(&self, progress: &dyn Progress) -> Result<Report, SimError> {
+        if self.strategies.is_empty() {
+            return Err(SimError::Invalid("no strategy to simulate".into()));
+        }
+        progress.start(self.work_units());
+        let seed = self.seed;
+        match &self.config {
+            Config::Spread(p) => {
+                p.validate()?;
+                let figures = parallel::par_map(&self.strategies, self.threads, |&k| {
+                    let r = scenario::spread::run(p, k, seed);
+                    progress.advance(1);
+                    r
+                });
+                let strategies = figures.into_iter().collect::<Result<_, _>>()?;
+                Ok(Report::Spread(report::SpreadReport::new(
+                    p, seed, strategies,
+                )))
+            }
+            Config::Outage(p) => {
+                p.validate()?;
+                let figures = parallel::par_map(&self.strategies, self.threads, |&k| {
+                    let r = scenario::outage::run(p, k, seed);
+                    progress.advance(1);
+                    r
+                });
+                let strategies = figures.into_iter().collect::<Result<_, _>>()?;
+                Ok(Report::Outage(report::OutageReport::new(
+                    p, seed, strategies,
+                )))
+            }
+            Config::Contention(p) => {
+                p.validate()?;
+                let resolved: Vec<Strategy> = self
+                    .strategies
+                    .iter()
+                    .map(|k| k.resolve(&p.policy))
+                    .collect();
+                let tasks: Vec<(usize, usize, u32)> = (0..resolved.len())
+                    .flat_map(|s| {
+                        (0..p.clients.len())
+                            .flat_map(move |c| (0..p.trials).map(move |t| (s, c, t)))
+                    })
+                    .collect();
+                let outcomes = parallel::par_map(&tasks, self.threads, |&(s, c, t)| {
+                    let n = p.clients[c];
+                    let o = scenario::contention::run_trial(
+                        p,
+                        n,
+                        &resolved[s],
+                        scenario::contention::trial_seed(seed, n, t),
+                    );
+                    progress.advance(1);
+                    o
+                });
+                let trials = p.trials as usize;
+                let per_strategy = p.clients.len() * trials;
+                let strategies = self
+                    .strategies
+                    .iter()
+                    .enumerate()
+                    .map(|(s, &k)| {
+                        let mine = &outcomes[s * per_strategy..(s + 1) * per_strategy];
+                        let grouped: Vec<Vec<_>> = mine.chunks(trials).map(<[_]>::to_vec).collect();
+                        scenario::contention::summarize(p, k, &grouped)
+                    })
+                    .collect();
+                Ok(Report::Contention(report::ContentionReport::new(
+                    p, seed, strategies,
+                )))
+            }
+        }
+    }
+}
+
+/// Derives the seed of an independent random stream from a run's seed.
+pub(crate) fn stream_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,296 @@
+//! `herdless simulate`: the fleet simulator (the README's main job).
+//!
+//! Runs a scenario of `herdless-sim` (spread, outage by default, contention),
+//! prints an aligned table with the strategies side by side (or one JSON
+//! object with `--json`) and writes SVG and PNG figures into `--out DIR`
+//! (default `./herdless-report/`), saying where. A progress bar is drawn on
+//! stderr for long runs, only when stderr is a terminal and not with `--json`.
+//!
+//! Flags that do not apply to the chosen scenario are refused (exit 2) rather
+//! than silently ignored. With `--json`, figures are written only when `--out`
+//! is given, so a script's working directory is not filled unasked.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use herdless::Policy;
+use herdless_sim::{
+    Config, ContentionParams, OutageParams, Progress, Scenario, Simulation, SpreadParams,
+    StrategyKind,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::exit;
+use crate::policy_args::parse_duration;
+
+/// Exit code when the figures could not be written (the table or JSON was
+/// printed before).
+pub const FIGURES_FAILED: i32 = 1;
+
+/// The default directory of the figures.
+pub const DEFAULT_OUT: &str = "herdless-report";
+
+/// Flags of `herdless simulate`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SimulateArgs {
+    /// Scenario: spread, outage or contention.
+    #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
+    pub scenario: Scenario,
+    /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
+    /// decorrelated-window, fixed-1s, no-backoff [default: every jitter mode
+    /// plus the scenario's baseline].
+    #[arg(long, value_delimiter = ',', value_parser = parse_strategy, value_name = "LIST")]
+    pub jitter: Vec<StrategyKind>,
+    /// Seed: the same seed gives the same output.
+    #[arg(long, default_value_t = Simulation::DEFAULT_SEED, value_name = "N")]
+    pub seed: u64,
+    /// Outage: number of clients [default: 40000]. Contention: the largest
+    /// number of clients; the sweep has 20 evenly spaced sizes up to it [default: 200].
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
+    /// Outage: how long the endpoint fails everything [default: 5s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub outage: Option<Duration>,
+    /// Outage: calls per second served after the outage [default: 10000].
+    #[arg(long, value_name = "PER_S")]
+    pub capacity: Option<u32>,
+    /// Outage: the endpoint's token bucket size [default: capacity / 10].
+    #[arg(long, value_name = "N")]
+    pub burst: Option<u32>,
+    /// Spread: number of workers [default: 200].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// Spread: calls the controller fails per worker [default: 3].
+    #[arg(long, value_name = "K")]
+    pub failures: Option<u32>,
+    /// Contention: trials averaged per number of clients [default: 100].
+    #[arg(long, value_name = "N")]
+    pub trials: Option<u32>,
+    /// Base delay [default: 500ms spread, 1s outage, 5ms contention].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub base: Option<Duration>,
+    /// Growth factor per retry [default: 2].
+    #[arg(long, value_name = "X")]
+    pub multiplier: Option<f64>,
+    /// Cap on one delay [default: 30s; contention 2s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub cap: Option<Duration>,
+    /// Attempt limit, counting the first call [default: 6; contention unlimited].
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u32>,
+    /// Elapsed-time budget per client [default: 120s; contention unlimited].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub max_elapsed: Option<Duration>,
+    /// Directory for the SVG and PNG figures [default: ./herdless-report/].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object instead of the table (figures only with --out).
+    #[arg(long)]
+    pub json: bool,
+    /// Do not write figures.
+    #[arg(long)]
+    pub no_plots: bool,
+    /// Worker threads [default: available cores]; the output does not depend on it.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+fn parse_scenario(s: &str) -> Result<Scenario, String> {
+    s.parse()
+}
+
+fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
+    s.parse::<StrategyKind>().map_err(|e| e.to_string())
+}
+
+impl SimulateArgs {
+    /// Builds the simulation the flags describe, or explains what is wrong.
+    pub fn simulation(&self) -> Result<Simulation, String> {
+        let scenario = self.scenario;
+        let refuse = |flag: &str, set: bool, wanted: &str| {
+            if set {
+                Err(format!(
+                    "{flag} applies to --scenario {wanted}, not {}",
+                    scenario.name()
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let not_outage = scenario != Scenario::Outage;
+        refuse("--outage", not_outage && self.outage.is_some(), "outage")?;
+        refuse(
+            "--capacity",
+            not_outage && self.capacity.is_some(),
+            "outage",
+        )?;
+        refuse("--burst", not_outage && self.burst.is_some(), "outage")?;
+        let not_spread = scenario != Scenario::Spread;
+        refuse("--workers", not_spread && self.workers.is_some(), "spread")?;
+        refuse(
+            "--failures",
+            not_spread && self.failures.is_some(),
+            "spread",
+        )?;
+        let not_contention = scenario != Scenario::Contention;
+        refuse(
+            "--trials",
+            not_contention && self.trials.is_some(),
+            "contention",
+        )?;
+        refuse(
+            "--clients",
+            scenario == Scenario::Spread && self.clients.is_some(),
+            "outage or contention (spread has --workers)",
+        )?;
+
+        let config = match scenario {
+            Scenario::Spread => {
+                let d = SpreadParams::default();
+                Config::Spread(SpreadParams {
+                    workers: self.workers.unwrap_or(d.workers),
+                    failures: self.failures.unwrap_or(d.failures),
+                    policy: self.policy(&d.policy)?,
+                })
+            }
+            Scenario::Outage => {
+                let d = OutageParams::default();
+                let capacity = self.capacity.unwrap_or(d.capacity);
+                Config::Outage(OutageParams {
+                    clients: self.clients.unwrap_or(d.clients),
+                    outage: self.outage.unwrap_or(d.outage),
+                    capacity,
+                    burst: self.burst.unwrap_or((capacity / 10).max(1)),
+                    first_call_window: d.first_call_window,
+                    policy: self.policy(&d.policy)?,
+                })
+            }
+            Scenario::Contention => {
+                let d = ContentionParams::default();
+                Config::Contention(ContentionParams {
+                    clients: self
+                        .clients
+                        .map_or(d.clients.clone(), ContentionParams::sweep),
+                    trials: self.trials.unwrap_or(d.trials),
+                    policy: self.policy(&d.policy)?,
+                    ..d
+                })
+            }
+        };
+        let mut sim = Simulation::new(config).seed(self.seed);
+        if !self.jitter.is_empty() {
+            sim = sim.strategies(self.jitter.clone());
+        }
+        if let Some(t) = self.threads {
+            if t == 0 {
+                return Err("--threads must be at least 1".into());
+            }
+            sim = sim.threads(t);
+        }
+        Ok(sim)
+    }
+
+    /// The scenario's policy with the policy flags applied.
+    fn policy(&self, base: &Policy) -> Result<Policy, String> {
+        let mut b = base.to_builder();
+        if let Some(v) = self.base {
+            b = b.base(v);
+        }
+        if let Some(v) = self.multiplier {
+            b = b.multiplier(v);
+        }
+        if let Some(v) = self.cap {
+            b = b.cap(v);
+        }
+        if let Some(v) = self.max_attempts {
+            b = b.max_attempts(v);
+        }
+        if let Some(v) = self.max_elapsed {
+            b = b.max_elapsed(v);
+        }
+        b.build().map_err(|e| e.to_string())
+    }
+}
+
+/// A progress bar on stderr (indicatif).
+#[derive(Debug)]
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn start(&self, total: u64) {
+        self.0.set_length(total);
+    }
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+/// Whether a run is long enough to deserve a progress bar: every contention
+/// sweep, and outage runs of more than a few million simulated calls.
+fn is_long(sim: &Simulation) -> bool {
+    match sim.config() {
+        Config::Contention(_) => true,
+        Config::Outage(p) => u64::from(p.clients) * sim.strategy_kinds().len() as u64 >= 500_000,
+        Config::Spread(p) => u64::from(p.workers) * sim.strategy_kinds().len() as u64 >= 5_000_000,
+    }
+}
+
+/// Runs `herdless simulate`; returns the exit code.
+pub fn run(args: &SimulateArgs) -> i32 {
+    let sim = match args.simulation() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("herdless simulate: {e}");
+            return exit::USAGE;
+        }
+    };
+    let show_bar = !args.json && std::io::stderr().is_terminal() && is_long(&sim);
+    let result = if show_bar {
+        let bar = ProgressBar::new(sim.work_units());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} simulating {wide_bar} {pos}/{len} runs, {elapsed} (eta {eta})",
+        ) {
+            bar.set_style(style);
+        }
+        let r = sim.run_with_progress(&Bar(bar.clone()));
+        bar.finish_and_clear();
+        r
+    } else {
+        sim.run()
+    };
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("herdless simulate: {e}");
+            return exit::USAGE;
+        }
+    };
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.table());
+    }
+    let out = match (&args.out, args.json, args.no_plots) {
+        (_, _, true) | (None, true, _) => return exit::SUCCESS,
+        (Some(dir), _, _) => dir.clone(),
+        (None, false, false) => PathBuf::from(DEFAULT_OUT),
+    };
+    match herdless_sim::plots::write_all(&report, &out) {
+        Ok(files) => {
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            let msg = format!("figures written to {}: {}", out.display(), names.join(", "));
+            if args.json {
+                eprintln!("{msg}");
+            } else {
+                println!("\n{msg}");
+            }
+            exit::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("herdless simulate: {e}");
+            FIGURES_FAILED
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! `herdless simulate` end to end: the real binary, in a temporary directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn herdless(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herdless"))
+        .arg("simulate")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("herdless-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+}
+
+#[test]
+fn no_arguments_runs_the_outage_table_and_writes_figures_where_it_says() {
+    let dir = temp_dir("default");
+    let out = herdless(&dir, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("outage: 40000 clients"), "{text}");
+    assert!(text.contains("physical limit: T + N/C = 5 s + 40000 / 10000 per s = 9.000 s"));
+    let header = text
+        .lines()
+        .find(|l| l.contains("decorrelated-window"))
+        .unwrap();
+    for name in [
+        "none",
+        "full",
+        "equal",
+        "decorrelated",
+        "fixed-1s",
+        "physical limit",
+    ] {
+        assert!(header.contains(name), "{header}");
+    }
+    assert!(
+        text.contains("figures written to herdless-report"),
+        "{text}"
+    );
+    for f in ["outage-arrivals.svg", "outage-arrivals.png"] {
+        let path = dir.join("herdless-report").join(f);
+        assert!(text.contains(&format!("herdless-report/{f}")), "{text}");
+        assert!(std::fs::metadata(&path).unwrap().len() > 1000, "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn json_is_one_object_with_the_documented_fields() {
+    let dir = temp_dir("json");
+    let v = json(&herdless(
+        &dir,
+        &[
+            "--json",
+            "--clients",
+            "4000",
+            "--capacity",
+            "1000",
+            "--seed",
+            "5",
+        ],
+    ));
+    assert_eq!(v["scenario"], "outage");
+    assert_eq!(v["seed"], 5);
+    assert_eq!(v["parameters"]["clients"], 4000);
+    assert_eq!(v["parameters"]["capacity_per_s"], 1000);
+    assert_eq!(v["parameters"]["burst"], 100);
+    assert_eq!(v["physical_limit_s"], 9.0);
+    let strategies = v["strategies"].as_array().unwrap();
+    assert_eq!(strategies.len(), 6);
+    for s in strategies {
+        for field in [
+            "strategy",
+            "calls",
+            "calls_total",
+            "completion_s",
+            "last_success_s",
+            "vs_limit",
+            "succeeded",
+            "gave_up",
+            "peak_over_capacity",
+            "max_bucket_share",
+            "arrivals_per_100ms",
+        ] {
+            assert!(!s[field].is_null(), "missing {field} in {s}");
+        }
+    }
+    assert!(
+        !dir.join("herdless-report").exists(),
+        "--json writes figures only with --out"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn same_seed_same_json_for_every_scenario() {
+    let dir = temp_dir("seed");
+    for args in [
+        &["--scenario", "spread", "--json"][..],
+        &[
+            "--scenario",
+            "contention",
+            "--json",
+            "--clients",
+            "40",
+            "--trials",
+            "3",
+        ][..],
+        &[
+            "--json",
+            "--clients",
+            "2000",
+            "--capacity",
+            "500",
+            "--jitter",
+            "none,full",
+        ][..],
+    ] {
+        let a = herdless(&dir, args);
+        let b = herdless(&dir, args);
+        assert_eq!(json(&a), json(&b), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn contention_and_spread_figures_go_to_out() {
+    let dir = temp_dir("out");
+    let out_dir = dir.join("figs");
+    let out = herdless(
+        &dir,
+        &[
+            "--scenario",
+            "contention",
+            "--clients",
+            "20",
+            "--trials",
+            "2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("write calls (mean over trials)"), "{text}");
+    for f in ["contention-calls", "contention-time"] {
+        let svg = std::fs::read_to_string(out_dir.join(format!("{f}.svg"))).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.contains("no-backoff"),
+            "{f}.svg"
+        );
+        let png = std::fs::read(out_dir.join(format!("{f}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{f}.png");
+    }
+    let spread = herdless(
+        &dir,
+        &["--scenario", "spread", "--out", out_dir.to_str().unwrap()],
+    );
+    assert!(spread.status.success());
+    assert!(out_dir.join("spread-retries.png").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_is_a_clear_usage_error() {
+    let dir = temp_dir("bad");
+    for (args, needle) in [
+        (&["--scenario", "storm"][..], "unknown scenario"),
+        (&["--jitter", "sometimes"][..], "unknown strategy"),
+        (
+            &["--workers", "10"][..],
+            "--workers applies to --scenario spread",
+        ),
+        (
+            &["--scenario", "spread", "--capacity", "5"][..],
+            "--capacity applies",
+        ),
+        (&["--capacity", "0"][..], "capacity must be at least 1"),
+        (&["--clients", "0"][..], "clients must be in"),
+        (
+            &["--jitter", "no-backoff"][..],
+            "no-backoff cannot run in the outage",
+        ),
+        (&["--cap", "1ms"][..], "invalid cap"),
+        (
+            &["--scenario", "contention", "--trials", "0"][..],
+            "trials must be in",
+        ),
+        (&["--threads", "0"][..], "--threads must be at least 1"),
+    ] {
+        let out = herdless(&dir, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unwritable_out_dir_fails_with_its_own_code_after_the_table() {
+    let dir = temp_dir("unwritable");
+    let blocker = dir.join("file");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let out = herdless(
+        &dir,
+        &[
+            "--scenario",
+            "spread",
+            "--out",
+            blocker.join("sub").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("spread: 200 workers"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

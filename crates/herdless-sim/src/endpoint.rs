@@ -1,0 +1,184 @@
+//! Simulated endpoints: what answers a call, and when it says 503.
+//!
+//! An [`Endpoint`] sees each call's virtual time, client and attempt number and
+//! answers with a [`Reply`]. Calls take no virtual time (the answer is
+//! immediate): in the spread and outage scenarios what matters is *when* the
+//! fleet calls, and adding a constant latency would only shift every curve.
+//!
+//! * [`FailFirst`] is the first seed's stub controller: it fails each worker's
+//!   first `k` calls and answers the rest.
+//! * [`OutageEndpoint`] is the second seed's card-authorization endpoint: it
+//!   fails everything until the outage ends at `T`, then serves at most `C`
+//!   calls per second and answers the rest 503 (no Retry-After).
+//!
+//! # The capacity model
+//!
+//! After the outage the endpoint admits calls through a token bucket that
+//! refills at `C` tokens per second, holds at most `burst` tokens (default
+//! `C / 10`, one 100 ms bucket's worth: the slack a real server's accept queue
+//! gives) and **starts empty at `T`**. A call is served when a whole token is
+//! available, otherwise answered 503. Because the bucket starts empty, the
+//! number of calls served by time `t ≥ T` is at most `C · (t − T)`, so `N`
+//! clients cannot all be served before `T + N / C`: the physical limit is a
+//! hard bound of the model, not an approximation (a fixed per-second window
+//! would let the last window's calls finish early and "beat" the limit).
+//!
+//! Tokens are counted in integer units of `1 / 10⁹` token, so refills are
+//! exact and a run is the same on every platform.
+
+use std::time::Duration;
+
+use crate::strategy::Reply;
+
+/// Something that answers simulated calls.
+pub trait Endpoint {
+    /// Answers call number `attempt` (1-based) of `client` at `now_ns`.
+    fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply;
+}
+
+const REJECT: Reply = Reply::Rejected { retry_after: None };
+
+/// Fails each client's first `k` calls (the first seed's stub controller).
+///
+/// ```
+/// use herdless_sim::endpoint::{Endpoint, FailFirst};
+/// use herdless_sim::Reply;
+/// let mut c = FailFirst::new(3);
+/// assert!(matches!(c.call(0, 0, 3), Reply::Rejected { .. }));
+/// assert_eq!(c.call(0, 0, 4), Reply::Ok);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct FailFirst {
+    k: u32,
+}
+
+impl FailFirst {
+    /// A controller failing each client's first `k` calls.
+    ///
+    /// ```
+    /// let _ = herdless_sim::endpoint::FailFirst::new(0); // never fails
+    /// ```
+    pub fn new(k: u32) -> Self {
+        Self { k }
+    }
+}
+
+impl Endpoint for FailFirst {
+    #[inline]
+    fn call(&mut self, _now_ns: u64, _client: u32, attempt: u32) -> Reply {
+        if attempt <= self.k {
+            REJECT
+        } else {
+            Reply::Ok
+        }
+    }
+}
+
+const UNIT: u64 = 1_000_000_000;
+
+/// Down until `T`, then at most `C` calls per second (see the [module
+/// documentation](self)).
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless_sim::endpoint::{Endpoint, OutageEndpoint};
+/// use herdless_sim::Reply;
+/// let mut e = OutageEndpoint::new(Duration::from_secs(5), 10, 1);
+/// assert!(matches!(e.call(4_000_000_000, 0, 1), Reply::Rejected { .. })); // down
+/// assert!(matches!(e.call(5_000_000_000, 0, 2), Reply::Rejected { .. })); // bucket empty at T
+/// assert_eq!(e.call(5_100_000_000, 0, 3), Reply::Ok);                     // 1 token after 0.1 s
+/// assert!(matches!(e.call(5_100_000_000, 1, 1), Reply::Rejected { .. })); // spent
+/// ```
+#[derive(Debug, Clone)]
+pub struct OutageEndpoint {
+    recovery_ns: u64,
+    rate: u64,
+    max_units: u64,
+    units: u64,
+    last_ns: u64,
+    served: u64,
+}
+
+impl OutageEndpoint {
+    /// An endpoint down for `outage`, then serving `capacity` calls per second
+    /// with a bucket of `burst` calls (both at least 1).
+    ///
+    /// ```
+    /// let e = herdless_sim::endpoint::OutageEndpoint::new(std::time::Duration::ZERO, 100, 10);
+    /// assert_eq!(e.served(), 0);
+    /// ```
+    pub fn new(outage: Duration, capacity: u32, burst: u32) -> Self {
+        let recovery_ns = u64::try_from(outage.as_nanos()).unwrap_or(u64::MAX);
+        Self {
+            recovery_ns,
+            rate: u64::from(capacity.max(1)),
+            max_units: u64::from(burst.max(1)).saturating_mul(UNIT),
+            units: 0,
+            last_ns: recovery_ns,
+            served: 0,
+        }
+    }
+
+    /// How many calls were served so far.
+    ///
+    /// ```
+    /// use herdless_sim::endpoint::{Endpoint, OutageEndpoint};
+    /// let mut e = OutageEndpoint::new(std::time::Duration::ZERO, 1_000, 5);
+    /// e.call(1_000_000_000, 0, 1);
+    /// assert_eq!(e.served(), 1);
+    /// ```
+    pub fn served(&self) -> u64 {
+        self.served
+    }
+}
+
+impl Endpoint for OutageEndpoint {
+    #[inline]
+    fn call(&mut self, now_ns: u64, _client: u32, _attempt: u32) -> Reply {
+        if now_ns < self.recovery_ns {
+            return REJECT;
+        }
+        if now_ns > self.last_ns {
+            let refill = (now_ns - self.last_ns).saturating_mul(self.rate);
+            self.units = self.units.saturating_add(refill).min(self.max_units);
+            self.last_ns = now_ns;
+        }
+        if self.units >= UNIT {
+            self.units -= UNIT;
+            self.served += 1;
+            Reply::Ok
+        } else {
+            REJECT
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_serves_more_than_capacity_times_time_since_recovery() {
+        let mut e = OutageEndpoint::new(Duration::from_secs(5), 10_000, 1_000);
+        let mut rng = herdless::Rng::with_seed(9);
+        let mut t = 0u64;
+        for _ in 0..200_000 {
+            t += rng.next_u64() % 200_000; // mean 0.1 ms between calls: 10k/s offered
+            e.call(t, 0, 1);
+            if t >= 5_000_000_000 {
+                let bound = (t - 5_000_000_000) as u128 * 10_000 / 1_000_000_000;
+                assert!(u128::from(e.served()) <= bound, "t={t}");
+            }
+        }
+        assert!(e.served() > 0);
+    }
+
+    #[test]
+    fn an_idle_bucket_holds_at_most_the_burst() {
+        let mut e = OutageEndpoint::new(Duration::ZERO, 100, 3);
+        let served = (0..10)
+            .filter(|_| e.call(60_000_000_000, 0, 1) == Reply::Ok)
+            .count();
+        assert_eq!(served, 3);
+    }
+}

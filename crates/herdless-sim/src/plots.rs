@@ -1,0 +1,373 @@
+//! Figures (feature `plots`): SVG and PNG, drawn with plotters.
+//!
+//! * spread and outage: **arrivals over time**, one panel per strategy on a
+//!   shared time axis and a shared vertical scale, calls per 100 ms bucket
+//!   (retries only in spread, every call in outage, with the endpoint's
+//!   capacity per 100 ms and the end of the outage marked). A storm shows as
+//!   spikes, its cure as a smear.
+//! * contention: **write calls** and **completion time** against the number of
+//!   clients, one line per strategy.
+//!
+//! # Fonts
+//!
+//! plotters' default text rendering (`ttf` feature) loads system fonts through
+//! fontconfig and FreeType, which a fresh CI machine or a minimal container may
+//! not have. This crate instead enables plotters' `ab_glyph` backend (pure
+//! Rust) and registers DejaVu Sans, bundled in `assets/` (Bitstream Vera
+//! licence, in `assets/DejaVuSans-LICENSE.txt`), as `sans-serif`. The PNG needs
+//! no system library at all; the SVG writes `<text>` elements that a viewer
+//! renders with its own sans-serif font.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::report::{ContentionReport, OutageReport, Report, SpreadReport};
+
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static REGISTER: Once = Once::new();
+
+fn register_font() {
+    REGISTER.call_once(|| {
+        // The bundled font is a valid TrueType file; if registration failed
+        // anyway, drawing text reports an error that names the file.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+/// A figure could not be written (the message names the file).
+///
+/// ```
+/// let e = herdless_sim::plots::PlotError::new("x.svg: permission denied");
+/// assert!(e.to_string().contains("x.svg"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlotError(String);
+
+impl PlotError {
+    /// An error with this message.
+    pub fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}
+
+impl fmt::Display for PlotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PlotError {}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+const WIDTH: u32 = 1000;
+const COLORS: [RGBColor; 7] = [
+    RGBColor(200, 40, 40),
+    RGBColor(30, 110, 200),
+    RGBColor(40, 150, 70),
+    RGBColor(150, 80, 180),
+    RGBColor(220, 130, 20),
+    RGBColor(90, 90, 90),
+    RGBColor(0, 150, 150),
+];
+
+/// Writes the report's figures into `dir` (created if missing), each as SVG
+/// and PNG; returns the files written.
+///
+/// ```
+/// use herdless_sim::{Config, Scenario, Simulation};
+/// let dir = std::env::temp_dir().join(format!("herdless-plots-doc-{}", std::process::id()));
+/// let report = Simulation::new(Config::default_for(Scenario::Spread)).run()?;
+/// let files = herdless_sim::plots::write_all(&report, &dir)?;
+/// assert!(files.iter().any(|f| f.extension().is_some_and(|e| e == "png")));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    register_font();
+    std::fs::create_dir_all(dir)
+        .map_err(|e| PlotError(format!("cannot create {}: {e}", dir.display())))?;
+    let mut files = Vec::new();
+    match report {
+        Report::Spread(r) => {
+            let h = panel_height(r.strategies.len());
+            both(dir, "spread-retries", h, &mut files, &Spread(r))?;
+        }
+        Report::Outage(r) => {
+            let h = panel_height(r.strategies.len());
+            both(dir, "outage-arrivals", h, &mut files, &Outage(r))?;
+        }
+        Report::Contention(r) => {
+            both(
+                dir,
+                "contention-calls",
+                600,
+                &mut files,
+                &Contention(r, true),
+            )?;
+            both(
+                dir,
+                "contention-time",
+                600,
+                &mut files,
+                &Contention(r, false),
+            )?;
+        }
+    }
+    Ok(files)
+}
+
+fn panel_height(panels: usize) -> u32 {
+    (70 + 160 * panels as u32).min(4000)
+}
+
+/// A figure that can be drawn on any plotters backend.
+trait Figure {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static;
+}
+
+/// Draws one figure twice, as `stem.svg` and `stem.png`.
+fn both<F: Figure>(
+    dir: &Path,
+    stem: &str,
+    height: u32,
+    files: &mut Vec<PathBuf>,
+    fig: &F,
+) -> Result<(), PlotError> {
+    let svg = dir.join(format!("{stem}.svg"));
+    let png = dir.join(format!("{stem}.png"));
+    let fail = |path: &Path, e: Box<dyn std::error::Error>| {
+        PlotError(format!("cannot write {}: {e}", path.display()))
+    };
+    {
+        let root = SVGBackend::new(&svg, (WIDTH, height)).into_drawing_area();
+        fig.draw(&root).map_err(|e| fail(&svg, e))?;
+        root.present().map_err(|e| fail(&svg, e.into()))?;
+    }
+    files.push(svg);
+    {
+        let root = BitMapBackend::new(&png, (WIDTH, height)).into_drawing_area();
+        fig.draw(&root).map_err(|e| fail(&png, e))?;
+        root.present().map_err(|e| fail(&png, e.into()))?;
+    }
+    files.push(png);
+    Ok(())
+}
+
+/// Small multiples: one bar chart of counts per 100 ms per panel.
+fn histograms<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    y_desc: &str,
+    series: &[(&str, &[u32])],
+    marks: Marks,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    let (top, body) = root.split_vertically(40);
+    top.titled(title, ("sans-serif", 20))?;
+    let buckets = series
+        .iter()
+        .map(|(_, c)| c.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let x_max = buckets as f64 * 0.1;
+    let y_max = series
+        .iter()
+        .flat_map(|(_, c)| c.iter().copied())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64
+        * 1.05;
+    let y_max = marks.capacity.map_or(y_max, |c| y_max.max(c * 1.2));
+    for (i, (panel, (name, counts))) in body
+        .split_evenly((series.len().max(1), 1))
+        .iter()
+        .zip(series)
+        .enumerate()
+    {
+        let color = COLORS[i % COLORS.len()];
+        let mut chart = ChartBuilder::on(panel)
+            .margin(6)
+            .caption(*name, ("sans-serif", 15))
+            .x_label_area_size(28)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc(y_desc)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .label_style(("sans-serif", 12))
+            .max_light_lines(2)
+            .draw()?;
+        chart.draw_series(
+            counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c > 0)
+                .map(|(b, &c)| {
+                    let x0 = b as f64 * 0.1;
+                    Rectangle::new([(x0, 0.0), (x0 + 0.1, f64::from(c))], color.filled())
+                }),
+        )?;
+        if let Some(cap) = marks.capacity {
+            let from = marks.recovery_s.unwrap_or(0.0);
+            chart.draw_series(LineSeries::new(
+                [(from, cap), (x_max, cap)],
+                BLACK.stroke_width(1),
+            ))?;
+        }
+        if let Some(t) = marks.recovery_s {
+            chart.draw_series(LineSeries::new(
+                [(t, 0.0), (t, y_max)],
+                BLACK.mix(0.5).stroke_width(1),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Marks {
+    capacity: Option<f64>,
+    recovery_s: Option<f64>,
+}
+
+struct Spread<'a>(&'a SpreadReport);
+
+impl Figure for Spread<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        let r = self.0;
+        let series: Vec<(&str, &[u32])> = r
+            .strategies
+            .iter()
+            .map(|s| (s.strategy.as_str(), s.retries_per_100ms.as_slice()))
+            .collect();
+        let title = format!(
+            "spread: retries per 100 ms, {} workers, first {} calls fail (seed {})",
+            r.parameters.workers, r.parameters.failures, r.seed
+        );
+        histograms(root, &title, "retries / 100 ms", &series, Marks::default())
+    }
+}
+
+struct Outage<'a>(&'a OutageReport);
+
+impl Figure for Outage<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        let r = self.0;
+        let p = &r.parameters;
+        let series: Vec<(&str, &[u32])> = r
+            .strategies
+            .iter()
+            .map(|s| (s.strategy.as_str(), s.arrivals_per_100ms.as_slice()))
+            .collect();
+        let title = format!(
+            "outage: calls per 100 ms, {} clients, down {} s, then {} calls/s (line: capacity; physical limit {:.1} s)",
+            p.clients, p.outage_s, p.capacity_per_s, r.physical_limit_s
+        );
+        let marks = Marks {
+            capacity: Some(f64::from(p.capacity_per_s) * 0.1),
+            recovery_s: Some(p.outage_s),
+        };
+        histograms(root, &title, "calls / 100 ms", &series, marks)
+    }
+}
+
+struct Contention<'a>(&'a ContentionReport, bool);
+
+impl Figure for Contention<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        let (r, calls) = (self.0, self.1);
+        root.fill(&WHITE)?;
+        let value = |p: &crate::scenario::contention::ContentionPoint| {
+            if calls {
+                p.calls
+            } else {
+                p.completion_s
+            }
+        };
+        let x_max = r.parameters.clients.iter().copied().max().unwrap_or(1) as f64;
+        let y_max = r
+            .strategies
+            .iter()
+            .flat_map(|s| s.points.iter().map(value))
+            .fold(0.0f64, f64::max)
+            .max(1e-9)
+            * 1.05;
+        let (title, y_desc) = if calls {
+            (
+                "contention: write calls against clients",
+                "write calls (mean)",
+            )
+        } else {
+            (
+                "contention: completion time against clients",
+                "completion (s, mean)",
+            )
+        };
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .caption(
+                format!("{title} ({} trials, seed {})", r.parameters.trials, r.seed),
+                ("sans-serif", 18),
+            )
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc("clients")
+            .y_desc(y_desc)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| {
+                if calls {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.1}")
+                }
+            })
+            .label_style(("sans-serif", 13))
+            .draw()?;
+        for (i, s) in r.strategies.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().map(|p| (f64::from(p.clients), value(p))),
+                    color.stroke_width(2),
+                ))?
+                .label(s.strategy.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        Ok(())
+    }
+}

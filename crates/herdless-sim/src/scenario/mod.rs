@@ -1,0 +1,99 @@
+//! The scenarios: what the fleet faces. One module each.
+//!
+//! | name | module | what it shows |
+//! |---|---|---|
+//! | `spread` | [`spread`] | retry waves in 100 ms buckets: spikes without jitter, a smear with it |
+//! | `outage` (default) | [`outage`] | a 5 s failover in front of 40,000 clients, against the physical limit |
+//! | `contention` | [`contention`] | the AWS optimistic-concurrency experiment: write calls and time against clients |
+
+use std::fmt;
+use std::str::FromStr;
+
+use herdless::Jitter;
+
+use crate::strategy::StrategyKind;
+
+pub mod contention;
+pub mod outage;
+pub mod spread;
+
+/// A scenario by name (`spread`, `outage`, `contention`).
+///
+/// ```
+/// use herdless_sim::Scenario;
+/// assert_eq!("outage".parse::<Scenario>(), Ok(Scenario::Outage));
+/// assert_eq!(Scenario::default(), Scenario::Outage);
+/// assert!("storm".parse::<Scenario>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Scenario {
+    /// W workers, a controller failing each one's first K calls.
+    Spread,
+    /// N clients, T seconds of outage, then C calls per second.
+    #[default]
+    Outage,
+    /// N clients doing optimistic-concurrency writes to one record.
+    Contention,
+}
+
+impl Scenario {
+    /// Every scenario.
+    pub const ALL: [Scenario; 3] = [Scenario::Spread, Scenario::Outage, Scenario::Contention];
+
+    /// The scenario's name.
+    ///
+    /// ```
+    /// assert_eq!(herdless_sim::Scenario::Contention.name(), "contention");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Spread => "spread",
+            Scenario::Outage => "outage",
+            Scenario::Contention => "contention",
+        }
+    }
+
+    /// The strategies compared when none are named: every jitter mode, plus
+    /// the scenario's baseline (`fixed-1s` for spread and outage, `no-backoff`
+    /// first for contention).
+    ///
+    /// ```
+    /// use herdless_sim::{Scenario, StrategyKind};
+    /// assert_eq!(Scenario::Outage.default_strategies().len(), 6);
+    /// assert_eq!(Scenario::Contention.default_strategies()[0], StrategyKind::NoBackoff);
+    /// ```
+    pub fn default_strategies(self) -> Vec<StrategyKind> {
+        let jitters = Jitter::ALL.into_iter().map(StrategyKind::Backoff);
+        match self {
+            Scenario::Spread | Scenario::Outage => {
+                jitters.chain([StrategyKind::FixedInterval]).collect()
+            }
+            Scenario::Contention => [StrategyKind::NoBackoff]
+                .into_iter()
+                .chain(jitters)
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Scenario {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Scenario::ALL
+            .into_iter()
+            .find(|sc| sc.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!(
+                    "unknown scenario {:?} (expected spread, outage or contention)",
+                    s.chars().take(64).collect::<String>()
+                )
+            })
+    }
+}

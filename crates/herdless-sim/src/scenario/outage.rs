@@ -1,0 +1,232 @@
+//! The **outage** scenario (second seed's example; the default).
+//!
+//! `N` clients (default 40,000 point-of-sale terminals) each send one request
+//! early, at a uniform time in the first 100 ms. The endpoint fails everything
+//! for `T` seconds (default 5, a database failover), then serves at most `C`
+//! requests per second (default 10,000) and answers the rest 503. Each
+//! strategy is run on the same fleet (the same first-call times).
+//!
+//! Per strategy: calls per client, the time until every client has succeeded
+//! or given up, give-ups, the peak of arrivals per 100 ms at or after `T`
+//! relative to what the endpoint can serve in 100 ms (`C / 10`), and the
+//! largest 100 ms bucket of retries as a share of the fleet. Beside them, the
+//! **physical limit**: every client needs at least one call after `T`, and the
+//! endpoint serves at most `C` per second, so no strategy can finish before
+//! `T + N / C` (9 s by default). The endpoint model makes this a hard bound
+//! (see [`endpoint`](crate::endpoint)).
+//!
+//! Modelling choices:
+//!
+//! * calls take no time; a 503 is answered at once, without Retry-After;
+//! * the endpoint's token bucket starts empty at `T`, refills at `C` per
+//!   second and holds at most `burst` tokens (default `C / 10`);
+//! * the policy is the library's default (×2, cap 30 s, 6 attempts, 120 s
+//!   budget) with the seed's base of 1 s ("after its first failure a terminal
+//!   waits a random time in [0, 1 s], then [0, 2 s], [0, 4 s]…");
+//! * the naive baseline `fixed-1s` retries every second with no attempt limit
+//!   (the seed's "fixed one-second loop"), within the same 120 s budget;
+//! * `no-backoff` is refused here: during the outage it would retry forever in
+//!   zero virtual time.
+
+use std::time::Duration;
+
+use herdless::{Policy, Rng};
+use serde::Serialize;
+
+use crate::endpoint::OutageEndpoint;
+use crate::error::SimError;
+use crate::fleet::run_fleet;
+use crate::metrics::{first_bucket_at_or_after, BUCKET};
+use crate::strategy::StrategyKind;
+
+/// Parameters of the outage scenario.
+///
+/// ```
+/// let p = herdless_sim::OutageParams::default();
+/// assert_eq!((p.clients, p.capacity), (40_000, 10_000));
+/// assert_eq!(p.physical_limit_s(), 9.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutageParams {
+    /// Number of clients (N).
+    pub clients: u32,
+    /// How long the endpoint fails everything (T).
+    pub outage: Duration,
+    /// Calls per second the endpoint serves after the outage (C).
+    pub capacity: u32,
+    /// Most calls the endpoint can serve at once after a quiet spell (token bucket size).
+    pub burst: u32,
+    /// The first calls are spread uniformly over this window.
+    pub first_call_window: Duration,
+    /// The base policy; each strategy sets its own jitter.
+    pub policy: Policy,
+}
+
+impl Default for OutageParams {
+    fn default() -> Self {
+        Self {
+            clients: 40_000,
+            outage: Duration::from_secs(5),
+            capacity: 10_000,
+            burst: 1_000,
+            first_call_window: Duration::from_millis(100),
+            policy: Policy::builder()
+                .base(Duration::from_secs(1))
+                .build()
+                .expect("1 s is a valid base"),
+        }
+    }
+}
+
+impl OutageParams {
+    /// The physical limit `T + N / C`, in seconds.
+    ///
+    /// ```
+    /// let p = herdless_sim::OutageParams { clients: 1_000_000, ..Default::default() };
+    /// assert_eq!(p.physical_limit_s(), 105.0);
+    /// ```
+    pub fn physical_limit_s(&self) -> f64 {
+        self.outage.as_secs_f64() + f64::from(self.clients) / f64::from(self.capacity.max(1))
+    }
+
+    /// The fewest calls per client any strategy can make: the first call
+    /// (which fails if it falls inside the outage) plus one after `T`.
+    ///
+    /// ```
+    /// assert_eq!(herdless_sim::OutageParams::default().min_calls_per_client(), 2.0);
+    /// ```
+    pub fn min_calls_per_client(&self) -> f64 {
+        let w = self.first_call_window.as_secs_f64();
+        let t = self.outage.as_secs_f64();
+        let failing_first = if w <= 0.0 {
+            f64::from(u8::from(t > 0.0))
+        } else {
+            (t / w).min(1.0)
+        };
+        1.0 + failing_first
+    }
+
+    /// Checks the ranges (clients 1..=10⁷, capacity ≥ 1, burst ≥ 1, outage
+    /// ≤ 1 day, window ≤ 1 hour).
+    ///
+    /// ```
+    /// let p = herdless_sim::OutageParams { capacity: 0, ..Default::default() };
+    /// assert!(p.validate().unwrap_err().to_string().contains("capacity"));
+    /// ```
+    pub fn validate(&self) -> Result<(), SimError> {
+        let bad = |m: String| Err(SimError::Invalid(m));
+        if !(1..=10_000_000).contains(&self.clients) {
+            return bad(format!(
+                "clients must be in 1..=10000000 (got {})",
+                self.clients
+            ));
+        }
+        if self.capacity == 0 {
+            return bad("capacity must be at least 1 call per second".into());
+        }
+        if self.burst == 0 {
+            return bad("burst must be at least 1 call".into());
+        }
+        if self.outage > Duration::from_secs(86_400) {
+            return bad(format!(
+                "outage must be at most 1 day (got {:?})",
+                self.outage
+            ));
+        }
+        if self.first_call_window > Duration::from_secs(3_600) {
+            return bad("the first-call window must be at most 1 hour".into());
+        }
+        Ok(())
+    }
+}
+
+/// One strategy's figures in the outage scenario (JSON field names are the
+/// README's contract).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutageFigures {
+    /// Strategy name.
+    pub strategy: String,
+    /// Mean calls per client.
+    pub calls: f64,
+    /// Total calls of the fleet.
+    pub calls_total: u64,
+    /// Virtual time when the last client succeeded or gave up, in seconds.
+    pub completion_s: f64,
+    /// Virtual time of the last successful call, in seconds (0 when none).
+    pub last_success_s: f64,
+    /// `completion_s` divided by the physical limit.
+    pub vs_limit: f64,
+    /// Clients that succeeded.
+    pub succeeded: u64,
+    /// Clients that gave up.
+    pub gave_up: u64,
+    /// The largest 100 ms bucket of arrivals at or after `T`, divided by what
+    /// the endpoint serves in 100 ms (`C / 10`).
+    pub peak_over_capacity: f64,
+    /// The largest 100 ms bucket of retries, as a share of the fleet (0 to 1).
+    pub max_bucket_share: f64,
+    /// Every call per 100 ms bucket, from time 0.
+    pub arrivals_per_100ms: Vec<u32>,
+}
+
+/// The first-call times of the fleet: uniform over the window, from `seed`.
+fn first_calls(params: &OutageParams, seed: u64) -> Vec<u64> {
+    let mut rng = Rng::with_seed(crate::stream_seed(seed, 0));
+    let window = params.first_call_window.as_secs_f64() * 1e9;
+    (0..params.clients)
+        .map(|_| (rng.unit_f64() * window) as u64)
+        .collect()
+}
+
+/// Runs one strategy of the outage scenario.
+///
+/// ```
+/// use herdless_sim::{scenario::outage, OutageParams, StrategyKind};
+/// let p = OutageParams { clients: 2_000, capacity: 500, burst: 50, ..Default::default() };
+/// let f = outage::run(&p, StrategyKind::Backoff(herdless::Jitter::Full), 1)?;
+/// assert!(f.completion_s >= p.physical_limit_s() || f.gave_up > 0);
+/// # Ok::<(), herdless_sim::SimError>(())
+/// ```
+pub fn run(
+    params: &OutageParams,
+    kind: StrategyKind,
+    seed: u64,
+) -> Result<OutageFigures, SimError> {
+    params.validate()?;
+    if kind == StrategyKind::NoBackoff {
+        return Err(SimError::Invalid(
+            "no-backoff cannot run in the outage scenario: it would retry forever in zero \
+             virtual time while the endpoint is down (use it with --scenario contention)"
+                .into(),
+        ));
+    }
+    let strategy = kind.resolve(&params.policy);
+    let starts = first_calls(params, seed);
+    let mut endpoint = OutageEndpoint::new(params.outage, params.capacity, params.burst);
+    let out = run_fleet(
+        &starts,
+        &mut endpoint,
+        &strategy,
+        crate::stream_seed(seed, 1),
+    )?;
+    let n = f64::from(params.clients);
+    let per_bucket = f64::from(params.capacity) * BUCKET.as_secs_f64();
+    let peak = out
+        .arrivals
+        .max_bucket_from(first_bucket_at_or_after(params.outage))
+        .map_or(0, |(_, c)| c);
+    let completion_s = out.last_done_ns as f64 / 1e9;
+    Ok(OutageFigures {
+        strategy: kind.name().to_owned(),
+        calls: out.calls as f64 / n,
+        calls_total: out.calls,
+        completion_s,
+        last_success_s: out.last_success_ns as f64 / 1e9,
+        vs_limit: completion_s / params.physical_limit_s(),
+        succeeded: out.succeeded,
+        gave_up: out.gave_up,
+        peak_over_capacity: f64::from(peak) / per_bucket,
+        max_bucket_share: f64::from(out.retries.max_bucket().map_or(0, |(_, c)| c)) / n,
+        arrivals_per_100ms: out.arrivals.counts().to_vec(),
+    })
+}

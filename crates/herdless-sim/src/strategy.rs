@@ -1,0 +1,413 @@
+//! Retry strategies: what a simulated client does after a failed call.
+//!
+//! A [`StrategyKind`] names a strategy (its CLI name is what `--jitter`
+//! accepts); a [`Strategy`] is a kind resolved against a scenario's base
+//! [`Policy`]; a [`Retrier`] is the per-run decision maker built from it.
+//!
+//! # Every delay comes from the library
+//!
+//! The simulator does not re-implement backoff. A failed call is decided
+//! exactly as `herdless::Retry` decides it (see `herdless::retry`):
+//!
+//! 1. draw the computed delay with [`Policy::next_delay`] (this advances the
+//!    client's 16-byte [`Schedule`]);
+//! 2. if the endpoint supplied a delay (Retry-After), replace it with
+//!    [`Policy::server_delay`] (clamped, spread);
+//! 3. check the budget with [`Policy::may_retry`] (attempts, then elapsed time
+//!    plus the next sleep), and give up before sleeping if it fails.
+//!
+//! The baselines are policies too: "retry every second" is a policy with no
+//! jitter, base = cap = 1 s and multiplier 1 (no attempt limit, the same elapsed
+//! budget as the others); "no backoff" retries after zero delay (no attempt
+//! limit, the same elapsed budget).
+//!
+//! # Adding a strategy kind
+//!
+//! Fleet-level strategies (a shared retry budget, a breaker, server pushback)
+//! are new [`StrategyKind`] variants. Their shared state (a token bucket, a
+//! breaker) lives in the [`Retrier`], which is built once per run and sees
+//! every failure and success of the fleet, with its virtual time
+//! ([`Retrier::on_failure`] with a [`Failure`], [`Retrier::on_success`]); server pushback is an endpoint that answers
+//! [`Reply::Rejected`] with a `retry_after`, which step 2 already honors. The
+//! event loop, the queue, the metrics and the report do not change.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use herdless::{GiveUp, Jitter, Policy, Rng, Schedule};
+
+/// The interval of the naive "retry every second" baseline.
+pub const FIXED_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A strategy by name. [`FromStr`] accepts the jitter mode names (`none`,
+/// `full`, `equal`, `decorrelated`, `decorrelated-window`) and the baselines
+/// `fixed-1s` and `no-backoff`.
+///
+/// ```
+/// use herdless_sim::StrategyKind;
+/// let s: StrategyKind = "full".parse()?;
+/// assert_eq!(s, StrategyKind::Backoff(herdless::Jitter::Full));
+/// assert_eq!("fixed-1s".parse::<StrategyKind>()?, StrategyKind::FixedInterval);
+/// assert_eq!(StrategyKind::NoBackoff.name(), "no-backoff");
+/// # Ok::<(), herdless_sim::ParseStrategyError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StrategyKind {
+    /// Capped exponential backoff with this jitter mode (`none` is exponential
+    /// without jitter).
+    Backoff(Jitter),
+    /// Retry every second, whatever happens: the second seed's naive loop.
+    FixedInterval,
+    /// Retry at once (the contention experiment's first baseline).
+    NoBackoff,
+}
+
+impl StrategyKind {
+    /// Every jitter mode, in the library's documentation order.
+    ///
+    /// ```
+    /// assert_eq!(herdless_sim::StrategyKind::JITTERS.len(), 5);
+    /// ```
+    pub const JITTERS: [StrategyKind; 5] = [
+        StrategyKind::Backoff(Jitter::None),
+        StrategyKind::Backoff(Jitter::Full),
+        StrategyKind::Backoff(Jitter::Equal),
+        StrategyKind::Backoff(Jitter::Decorrelated),
+        StrategyKind::Backoff(Jitter::DecorrelatedWindow),
+    ];
+
+    /// The strategy's name (CLI, table and JSON).
+    ///
+    /// ```
+    /// use herdless_sim::StrategyKind;
+    /// assert_eq!(StrategyKind::Backoff(herdless::Jitter::None).name(), "none");
+    /// assert_eq!(StrategyKind::FixedInterval.name(), "fixed-1s");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyKind::Backoff(j) => j.name(),
+            StrategyKind::FixedInterval => "fixed-1s",
+            StrategyKind::NoBackoff => "no-backoff",
+        }
+    }
+
+    /// Resolves this kind against a scenario's base policy: the jitter modes
+    /// take the base policy with their jitter; the baselines keep its elapsed
+    /// budget and drop its attempt limit.
+    ///
+    /// ```
+    /// use herdless_sim::StrategyKind;
+    /// let s = StrategyKind::FixedInterval.resolve(&herdless::Policy::default());
+    /// assert_eq!(s.policy().cap(), std::time::Duration::from_secs(1));
+    /// ```
+    pub fn resolve(self, base: &Policy) -> Strategy {
+        let policy = match self {
+            StrategyKind::Backoff(j) => base.to_builder().jitter(j).build(),
+            StrategyKind::FixedInterval => base
+                .to_builder()
+                .jitter(Jitter::None)
+                .base(FIXED_INTERVAL)
+                .cap(FIXED_INTERVAL)
+                .multiplier(1.0)
+                .max_attempts(u32::MAX)
+                .build(),
+            StrategyKind::NoBackoff => base.to_builder().max_attempts(u32::MAX).build(),
+        }
+        // Only the jitter, base = cap and the attempt limit change: every
+        // combination of a valid policy with these is valid.
+        .unwrap_or(*base);
+        Strategy { kind: self, policy }
+    }
+}
+
+impl fmt::Display for StrategyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for StrategyKind {
+    type Err = ParseStrategyError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("fixed-1s") || t.eq_ignore_ascii_case("fixed") {
+            return Ok(StrategyKind::FixedInterval);
+        }
+        if t.eq_ignore_ascii_case("no-backoff") {
+            return Ok(StrategyKind::NoBackoff);
+        }
+        t.parse::<Jitter>()
+            .map(StrategyKind::Backoff)
+            .map_err(|_| ParseStrategyError {
+                input: t.chars().take(64).collect(),
+            })
+    }
+}
+
+/// An unknown strategy name.
+///
+/// ```
+/// let err = "fuzzy".parse::<herdless_sim::StrategyKind>().unwrap_err();
+/// assert!(err.to_string().contains("fixed-1s"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseStrategyError {
+    input: String,
+}
+
+impl fmt::Display for ParseStrategyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown strategy {:?} (expected one of none, full, equal, decorrelated, \
+             decorrelated-window, fixed-1s, no-backoff)",
+            self.input
+        )
+    }
+}
+
+impl std::error::Error for ParseStrategyError {}
+
+/// A strategy resolved against a scenario's policy.
+///
+/// ```
+/// use herdless_sim::StrategyKind;
+/// let s = StrategyKind::Backoff(herdless::Jitter::Equal).resolve(&herdless::Policy::default());
+/// assert_eq!(s.name(), "equal");
+/// assert_eq!(s.policy().jitter(), herdless::Jitter::Equal);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Strategy {
+    kind: StrategyKind,
+    policy: Policy,
+}
+
+impl Strategy {
+    /// The kind this strategy was resolved from.
+    ///
+    /// ```
+    /// use herdless_sim::StrategyKind;
+    /// let s = StrategyKind::NoBackoff.resolve(&herdless::Policy::default());
+    /// assert_eq!(s.kind(), StrategyKind::NoBackoff);
+    /// ```
+    pub fn kind(&self) -> StrategyKind {
+        self.kind
+    }
+
+    /// The strategy's name.
+    ///
+    /// ```
+    /// use herdless_sim::StrategyKind;
+    /// assert_eq!(StrategyKind::NoBackoff.resolve(&herdless::Policy::default()).name(), "no-backoff");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    /// The library policy that draws this strategy's delays and budgets.
+    ///
+    /// ```
+    /// use herdless_sim::StrategyKind;
+    /// let s = StrategyKind::NoBackoff.resolve(&herdless::Policy::default());
+    /// assert_eq!(s.policy().max_attempts(), u32::MAX);
+    /// ```
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// A fresh per-run decision maker.
+    ///
+    /// ```
+    /// use herdless_sim::{Decision, Failure, Reply, StrategyKind};
+    /// use herdless::{Rng, Schedule};
+    /// let s = StrategyKind::Backoff(herdless::Jitter::None).resolve(&herdless::Policy::default());
+    /// let mut r = s.retrier();
+    /// let mut sched = Schedule::new();
+    /// let failed = Failure { now_ns: 0, attempts: 1, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
+    /// let d = r.on_failure(&mut sched, &mut Rng::with_seed(1), failed);
+    /// assert_eq!(d, Decision::RetryAfter(500_000_000)); // the default base, 0.5 s
+    /// ```
+    pub fn retrier(&self) -> Retrier {
+        Retrier {
+            kind: self.kind,
+            policy: self.policy,
+        }
+    }
+}
+
+/// An endpoint's answer to one simulated call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// The call succeeded.
+    Ok,
+    /// The call failed with a retryable error (a 503), possibly carrying a
+    /// server-supplied delay (Retry-After).
+    Rejected {
+        /// The server's requested delay, if any.
+        retry_after: Option<Duration>,
+    },
+}
+
+/// What the event loop knows about a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    /// Virtual time of the failure, in nanoseconds (for fleet-level state
+    /// that depends on time: token refills, breaker timeouts).
+    pub now_ns: u64,
+    /// Calls made so far by this client, the failed one included.
+    pub attempts: u32,
+    /// Time since this client's first call, in nanoseconds.
+    pub elapsed_ns: u64,
+    /// The endpoint's answer.
+    pub reply: Reply,
+}
+
+/// What a client does after a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Call again after this many nanoseconds.
+    RetryAfter(u64),
+    /// Stop, for this reason.
+    GiveUp(GiveUp),
+}
+
+/// The per-run decision maker of a [`Strategy`]: the place for state shared by
+/// the whole fleet (see the [module documentation](self)).
+#[derive(Debug, Clone)]
+pub struct Retrier {
+    kind: StrategyKind,
+    policy: Policy,
+}
+
+impl Retrier {
+    /// Decides after a failed call of a client whose per-retrier state is
+    /// `schedule`. Advances `schedule` and draws from `rng` exactly as
+    /// `herdless::Retry` does.
+    ///
+    /// ```
+    /// use herdless_sim::{Decision, Failure, Reply, StrategyKind};
+    /// use herdless::{GiveUp, Rng, Schedule};
+    /// let s = StrategyKind::Backoff(herdless::Jitter::Full).resolve(&herdless::Policy::default());
+    /// let mut r = s.retrier();
+    /// let failed = Failure { now_ns: 0, attempts: 6, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
+    /// let d = r.on_failure(&mut Schedule::new(), &mut Rng::with_seed(1), failed);
+    /// assert_eq!(d, Decision::GiveUp(GiveUp::MaxAttempts)); // the default allows 6 attempts
+    /// ```
+    #[inline]
+    pub fn on_failure(
+        &mut self,
+        schedule: &mut Schedule,
+        rng: &mut Rng,
+        failure: Failure,
+    ) -> Decision {
+        let Failure {
+            attempts,
+            elapsed_ns,
+            reply,
+            ..
+        } = failure;
+        let retry_after = match reply {
+            Reply::Ok => None,
+            Reply::Rejected { retry_after } => retry_after,
+        };
+        let computed = match self.kind {
+            StrategyKind::NoBackoff => Duration::ZERO,
+            StrategyKind::Backoff(_) | StrategyKind::FixedInterval => {
+                self.policy.next_delay(schedule, rng)
+            }
+        };
+        let sleep = match retry_after {
+            Some(r) if !r.is_zero() => self.policy.server_delay(r, rng),
+            _ => computed,
+        };
+        match self
+            .policy
+            .may_retry(attempts, Duration::from_nanos(elapsed_ns), sleep)
+        {
+            Ok(()) => Decision::RetryAfter(u64::try_from(sleep.as_nanos()).unwrap_or(u64::MAX)),
+            Err(reason) => Decision::GiveUp(reason),
+        }
+    }
+
+    /// Records a success at `now_ns` (no fleet-level state yet: the hook for
+    /// shared budgets that refund on success and breakers that close).
+    ///
+    /// ```
+    /// let s = herdless_sim::StrategyKind::NoBackoff.resolve(&herdless::Policy::default());
+    /// s.retrier().on_success(0);
+    /// ```
+    #[inline]
+    pub fn on_success(&mut self, now_ns: u64) {
+        let _ = now_ns;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(attempts: u32, elapsed_ns: u64, reply: Reply) -> Failure {
+        Failure {
+            now_ns: elapsed_ns,
+            attempts,
+            elapsed_ns,
+            reply,
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for k in StrategyKind::JITTERS
+            .into_iter()
+            .chain([StrategyKind::FixedInterval, StrategyKind::NoBackoff])
+        {
+            assert_eq!(k.name().parse::<StrategyKind>().unwrap(), k);
+        }
+        assert!("sometimes".parse::<StrategyKind>().is_err());
+    }
+
+    #[test]
+    fn fixed_interval_is_one_second_forever_within_the_elapsed_budget() {
+        let base = Policy::builder()
+            .max_elapsed(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let mut r = StrategyKind::FixedInterval.resolve(&base).retrier();
+        let mut s = Schedule::new();
+        let mut rng = Rng::with_seed(1);
+        let fail = Reply::Rejected { retry_after: None };
+        for n in 1..=9u32 {
+            let elapsed = u64::from(n - 1) * 1_000_000_000;
+            assert_eq!(
+                r.on_failure(&mut s, &mut rng, failed(n, elapsed, fail)),
+                Decision::RetryAfter(1_000_000_000)
+            );
+        }
+        assert_eq!(
+            r.on_failure(&mut s, &mut rng, failed(10, 9_500_000_000, fail)),
+            Decision::GiveUp(GiveUp::MaxElapsed)
+        );
+    }
+
+    #[test]
+    fn a_server_delay_replaces_the_computed_one() {
+        let mut r = StrategyKind::Backoff(Jitter::Full)
+            .resolve(&Policy::default())
+            .retrier();
+        let reply = Reply::Rejected {
+            retry_after: Some(Duration::from_secs(3)),
+        };
+        let d = r.on_failure(
+            &mut Schedule::new(),
+            &mut Rng::with_seed(2),
+            failed(1, 0, reply),
+        );
+        let Decision::RetryAfter(ns) = d else {
+            panic!("{d:?}")
+        };
+        assert!((3_000_000_000..=3_300_000_000).contains(&ns), "{ns}");
+    }
+}

@@ -1,0 +1,242 @@
+//! The laws the seeds and the published experiment state, checked on the
+//! simulator's own runs with fixed seeds.
+
+use herdless::Jitter;
+use herdless_sim::report::{ContentionReport, OutageReport, SpreadReport};
+use herdless_sim::{
+    Config, ContentionParams, OutageParams, Report, Simulation, SpreadParams, StrategyKind,
+};
+use proptest::prelude::*;
+
+const NONE: StrategyKind = StrategyKind::Backoff(Jitter::None);
+const FULL: StrategyKind = StrategyKind::Backoff(Jitter::Full);
+
+fn spread(seed: u64, kinds: Vec<StrategyKind>) -> SpreadReport {
+    let sim = Simulation::new(Config::Spread(SpreadParams::default()))
+        .strategies(kinds)
+        .seed(seed);
+    match sim.run().unwrap() {
+        Report::Spread(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn outage(params: OutageParams, seed: u64) -> OutageReport {
+    match Simulation::new(Config::Outage(params))
+        .seed(seed)
+        .run()
+        .unwrap()
+    {
+        Report::Outage(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn contention(params: ContentionParams, kinds: Vec<StrategyKind>, seed: u64) -> ContentionReport {
+    let sim = Simulation::new(Config::Contention(params))
+        .strategies(kinds)
+        .seed(seed);
+    match sim.run().unwrap() {
+        Report::Contention(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// First seed: without jitter the fleet retries in three spikes, each holding
+/// every worker, at the library's ceilings 0.5 s, 0.5 + 1 s, 0.5 + 1 + 2 s;
+/// with full jitter no 100 ms bucket holds more than a small fraction.
+#[test]
+fn spread_no_jitter_spikes_hold_the_whole_fleet_and_full_jitter_does_not() {
+    for seed in [1, 2, 3] {
+        let r = spread(seed, vec![NONE, FULL]);
+        let (none, full) = (&r.strategies[0], &r.strategies[1]);
+        let w = r.parameters.workers;
+
+        assert_eq!(none.max_bucket_share, 1.0);
+        let spikes: Vec<(usize, u32)> = none
+            .retries_per_100ms
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        assert_eq!(spikes, vec![(5, w), (15, w), (35, w)], "seed {seed}");
+
+        assert!(
+            full.max_bucket_share < 0.5,
+            "seed {seed}: full jitter's largest bucket holds {}",
+            full.max_bucket_share
+        );
+        let occupied = full.retries_per_100ms.iter().filter(|&&c| c > 0).count();
+        assert!(occupied >= 15, "seed {seed}: only {occupied} buckets used");
+        assert_eq!(full.calls_total, none.calls_total, "same work, spread out");
+    }
+}
+
+/// The AWS experiment: full jitter needs far fewer write calls than
+/// exponential backoff without jitter, and finishes far sooner.
+#[test]
+fn contention_full_jitter_needs_far_fewer_calls_and_far_less_time_than_no_jitter() {
+    let params = ContentionParams {
+        clients: vec![50, 100],
+        trials: 20,
+        ..ContentionParams::default()
+    };
+    let r = contention(params, vec![NONE, FULL], 11);
+    let (none, full) = (&r.strategies[0], &r.strategies[1]);
+    for (n, f) in none.points.iter().zip(&full.points) {
+        assert!(
+            f.calls < 0.7 * n.calls,
+            "{} clients: full {} vs none {} write calls",
+            n.clients,
+            f.calls,
+            n.calls
+        );
+        assert!(
+            f.completion_s < 0.25 * n.completion_s,
+            "{} clients: full {} s vs none {} s",
+            n.clients,
+            f.completion_s,
+            n.completion_s
+        );
+    }
+}
+
+/// Every client writes exactly once, so the number of write calls is at least
+/// the number of clients, and the version ends at the number of clients.
+#[test]
+fn contention_every_client_writes_once() {
+    let params = ContentionParams {
+        clients: vec![1, 7, 30],
+        trials: 5,
+        ..ContentionParams::default()
+    };
+    let r = contention(
+        params,
+        vec![
+            StrategyKind::NoBackoff,
+            NONE,
+            FULL,
+            StrategyKind::Backoff(Jitter::DecorrelatedWindow),
+        ],
+        5,
+    );
+    for s in &r.strategies {
+        for p in &s.points {
+            assert!(p.calls >= f64::from(p.clients), "{} {:?}", s.strategy, p);
+            assert!(p.completion_s > 0.0);
+        }
+        assert_eq!(s.points[0].calls, 1.0, "a lone client never conflicts");
+    }
+}
+
+fn assert_within_limit(r: &OutageReport) {
+    let p = &r.parameters;
+    for s in &r.strategies {
+        // Clients served by time t ≥ T are at most C · (t − T): the successes
+        // alone need T + succeeded / C, whatever the strategy.
+        let floor = p.outage_s + s.succeeded as f64 / f64::from(p.capacity_per_s);
+        if s.succeeded > 0 {
+            assert!(
+                s.last_success_s >= floor - 1e-9,
+                "{} drained {} clients by {} s, faster than the limit {} s",
+                s.strategy,
+                s.succeeded,
+                s.last_success_s,
+                floor
+            );
+        }
+        assert!(s.completion_s >= s.last_success_s);
+        if s.gave_up == 0 {
+            assert!(s.completion_s >= r.physical_limit_s);
+        }
+        assert_eq!(s.succeeded + s.gave_up, u64::from(p.clients));
+    }
+}
+
+/// Second seed: no strategy beats the physical limit T + N / C (default
+/// scenario: 40,000 clients, 5 s, 10,000 calls/s: 9 s), and capped exponential
+/// backoff without jitter is far from it.
+#[test]
+fn outage_no_strategy_beats_the_physical_limit() {
+    let r = outage(OutageParams::default(), 1);
+    assert_eq!(r.physical_limit_s, 9.0);
+    assert_eq!(r.strategies.len(), 6);
+    assert_within_limit(&r);
+    let none = &r.strategies[0];
+    let full = &r.strategies[1];
+    assert_eq!(none.strategy, "none");
+    assert!(
+        none.vs_limit > 2.0,
+        "no jitter drains at {}x the limit",
+        none.vs_limit
+    );
+    assert!(none.peak_over_capacity > 10.0, "the storm's spikes");
+    assert!(full.peak_over_capacity < 2.0, "full jitter's smear");
+    assert!(
+        full.gave_up * 10 < none.gave_up,
+        "jitter saves most give-ups"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// The same law over random small outages, capacities and policies.
+    #[test]
+    fn outage_limit_holds_for_random_parameters(
+        clients in 1u32..3_000,
+        outage_ms in 0u64..8_000,
+        capacity in 50u32..3_000,
+        burst_share in 1u32..50,
+        base_ms in 10u64..2_000,
+        attempts in 2u32..12,
+        seed in any::<u64>(),
+    ) {
+        let params = OutageParams {
+            clients,
+            outage: std::time::Duration::from_millis(outage_ms),
+            capacity,
+            burst: (capacity * burst_share / 100).max(1),
+            policy: herdless::Policy::builder()
+                .base(std::time::Duration::from_millis(base_ms))
+                .max_attempts(attempts)
+                .build()
+                .unwrap(),
+            ..OutageParams::default()
+        };
+        assert_within_limit(&outage(params, seed));
+    }
+}
+
+/// Same seed, same output, for every scenario; another seed, another output.
+#[test]
+fn same_seed_same_output() {
+    let configs = [
+        Config::Spread(SpreadParams::default()),
+        Config::Outage(OutageParams {
+            clients: 5_000,
+            capacity: 1_000,
+            burst: 100,
+            ..OutageParams::default()
+        }),
+        Config::Contention(ContentionParams {
+            clients: vec![10, 40],
+            trials: 4,
+            ..ContentionParams::default()
+        }),
+    ];
+    for config in configs {
+        let run = |seed, threads| {
+            Simulation::new(config.clone())
+                .seed(seed)
+                .threads(threads)
+                .run()
+                .unwrap()
+                .to_json()
+        };
+        let a = run(42, 1);
+        assert_eq!(a, run(42, 1), "{config:?}");
+        assert_eq!(a, run(42, 3), "threads change nothing: {config:?}");
+        assert_ne!(a, run(43, 1), "the seed matters: {config:?}");
+    }
+}
