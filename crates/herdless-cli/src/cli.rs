@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{check, exec, exit, fleet, get, policy_args, simulate, stub};
+use crate::{check, exec, exit, fleet, get, simulate, stub};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -16,8 +16,6 @@ pub struct Cli {
 /// Every subcommand.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show the delay envelope of a retry policy (a short demonstration).
-    Demo(policy_args::PolicyArgs),
     /// Simulate a fleet's retries in virtual time: see the storm and its cure.
     Simulate(simulate::SimulateArgs),
     /// Run a command, retrying failures with backoff and jitter (default jitter: equal).
@@ -39,7 +37,6 @@ pub fn run() -> i32 {
         Err(e) => return parse_error(&e),
     };
     match cli.command {
-        Command::Demo(args) => demo(&args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Exec(args) => exec::run(&args),
         Command::Check(args) => check::run(&args),
@@ -64,37 +61,6 @@ fn parse_error(e: &clap::Error) -> i32 {
     } else {
         code
     }
-}
-
-fn demo(args: &policy_args::PolicyArgs) -> i32 {
-    let policy = match args.resolve_layered(herdless::Jitter::Full) {
-        Ok(r) => r.policy,
-        Err(e) => {
-            eprintln!("herdless: {e}");
-            return exit::USAGE;
-        }
-    };
-    println!(
-        "policy: base {:?}, multiplier {}, cap {:?}, {} attempts, {:?} budget, {} jitter",
-        policy.base(),
-        policy.multiplier(),
-        policy.cap(),
-        policy.max_attempts(),
-        policy.max_elapsed(),
-        policy.jitter()
-    );
-    let mut rng = herdless::Rng::with_seed(args.seed.unwrap_or(1));
-    for n in 0..policy.max_attempts().saturating_sub(1) {
-        let mut schedule = herdless::Schedule::at(n);
-        let d = policy.next_delay(&mut schedule, &mut rng);
-        println!(
-            "retry {:>2}: ceiling {:>8.3} s, drawn {:>8.3} s",
-            n + 1,
-            policy.ceiling(n).as_secs_f64(),
-            d.as_secs_f64()
-        );
-    }
-    exit::SUCCESS
 }
 
 /// The `HERDLESS_*` variable an invalid value came from, when the flag it feeds
