@@ -26,8 +26,9 @@
 //! cost and counts toward opening the breaker. Terminal errors touch neither
 //! (the endpoint answered).
 //!
-//! The success path allocates nothing and draws no randomness except the
-//! idempotency key (a few nanoseconds): each call's generator is created lazily
+//! The success path allocates nothing and draws no randomness: the idempotency
+//! key is derived on demand from a per-thread call id, and each call's generator
+//! is created lazily
 //! at its first failure, from OS entropy (or from the explicit seed).
 
 use std::borrow::Cow;
@@ -45,7 +46,7 @@ use crate::events::{NoNotify, Notify, RetryEvent};
 use crate::jitter::Schedule;
 use crate::policy::Policy;
 use crate::retry_budget::{RetryBudget, RetryCause, Spent};
-use crate::rng::{splitmix64, IdempotencyKey, Rng};
+use crate::rng::{next_call_id, splitmix64, IdempotencyKey, Rng};
 use crate::timer::{Clock, SystemTimer};
 
 /// What the operation sees on each attempt.
@@ -66,7 +67,24 @@ use crate::timer::{Clock, SystemTimer};
 pub struct Attempt {
     number: u32,
     elapsed: Duration,
-    key: IdempotencyKey,
+    key: CallKey,
+}
+
+/// Where a call's idempotency key comes from: given by the caller, or derived on
+/// demand from a per-thread call id (so the success path draws no randomness).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallKey {
+    Explicit(IdempotencyKey),
+    Derived(u128),
+}
+
+impl CallKey {
+    fn key(self) -> IdempotencyKey {
+        match self {
+            CallKey::Explicit(key) => key,
+            CallKey::Derived(id) => IdempotencyKey::from_call_id(id),
+        }
+    }
 }
 
 impl Attempt {
@@ -116,7 +134,7 @@ impl Attempt {
     /// assert_eq!(seen, Ok(key));
     /// ```
     pub fn idempotency_key(&self) -> IdempotencyKey {
-        self.key
+        self.key.key()
     }
 }
 
@@ -446,7 +464,7 @@ pub(crate) struct Engine<'r, C, T, N> {
     retry: &'r Retry<C, T, N>,
     start: Instant,
     attempts: u32,
-    key: IdempotencyKey,
+    key: CallKey,
     rng: Option<(Schedule, Rng)>,
     /// This call's uniform draw for the budget's spread (drawn at first use).
     level: Option<f64>,
@@ -469,7 +487,9 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
             retry,
             start: retry.timer.now(),
             attempts: 0,
-            key: retry.key.unwrap_or_else(IdempotencyKey::random),
+            key: retry
+                .key
+                .map_or_else(|| CallKey::Derived(next_call_id()), CallKey::Explicit),
             rng: None,
             level: None,
             last_spent: None,

@@ -110,6 +110,25 @@ impl Rng {
     }
 }
 
+thread_local! {
+    /// This thread's (salt, call counter) for idempotency keys; salt 0 = unset.
+    static CALLS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// A per-thread unique call id: a random per-thread salt (from `fastrand`'s
+/// thread generator, itself seeded from OS entropy) and a counter. Costs a
+/// thread-local read and write; the key is derived from it only when asked for.
+pub(crate) fn next_call_id() -> u128 {
+    CALLS.with(|c| {
+        let (mut salt, n) = c.get();
+        if salt == 0 {
+            salt = fastrand::u64(..) | 1;
+        }
+        c.set((salt, n.wrapping_add(1)));
+        (u128::from(salt) << 64) | u128::from(n)
+    })
+}
+
 /// SplitMix64's finalizer: turns consecutive or related seeds into unrelated ones.
 pub(crate) fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -123,9 +142,10 @@ pub(crate) fn splitmix64(mut z: u64) -> u64 {
 /// UUID-v4-shaped string (`8-4-4-4-12` lowercase hex), suitable for an
 /// `Idempotency-Key` header or the `HERDLESS_IDEMPOTENCY_KEY` variable.
 ///
-/// Keys are drawn from a per-thread generator seeded by the standard library's
-/// random hasher keys (OS entropy), so generating one costs a few nanoseconds and
-/// no allocation.
+/// [`IdempotencyKey::random`] draws from a per-thread generator seeded by the
+/// standard library's random hasher keys (OS entropy). The executors derive a
+/// call's key on demand from a per-thread salt and call counter, so a call whose
+/// operation never asks for its key pays nothing for it.
 ///
 /// ```
 /// use herdless::IdempotencyKey;
@@ -157,6 +177,17 @@ impl IdempotencyKey {
     pub const fn from_bits(bits: u128) -> Self {
         let v4 = (bits & !(0xF << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
         Self(v4)
+    }
+
+    /// The key for a call id from [`next_call_id`]: for one thread's salt the
+    /// high half is a bijection of the counter, so a thread's keys do not repeat
+    /// (but for the 6 fixed UUID bits), and salts differ between threads.
+    pub(crate) fn from_call_id(id: u128) -> Self {
+        let salt = (id >> 64) as u64;
+        let n = id as u64;
+        let hi = splitmix64(salt ^ n);
+        let lo = splitmix64(salt.rotate_left(32) ^ splitmix64(n));
+        Self::from_bits((u128::from(hi) << 64) | u128::from(lo))
     }
 
     /// The key's 128 bits.
@@ -249,6 +280,24 @@ mod tests {
             (0..4).map(|_| r.next_u64()).collect()
         };
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn derived_call_keys_are_distinct_within_and_across_threads() {
+        let keys = || -> Vec<IdempotencyKey> {
+            (0..10_000)
+                .map(|_| IdempotencyKey::from_call_id(next_call_id()))
+                .collect()
+        };
+        let here = keys();
+        let there = std::thread::spawn(keys).join().unwrap();
+        let all: std::collections::HashSet<_> = here.iter().chain(&there).collect();
+        assert_eq!(all.len(), 20_000);
+        let id = next_call_id();
+        assert_eq!(
+            IdempotencyKey::from_call_id(id),
+            IdempotencyKey::from_call_id(id)
+        );
     }
 
     #[test]
