@@ -531,9 +531,11 @@ async fn stub_outage_fails_everything_until_it_ends() {
         .all(|e| e["honored_retry_after"] == false));
 }
 
+/// The baseline capacity (`--pushback off`): at most N per fixed one-second
+/// window, rejections without a Retry-After.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_capacity_admits_at_most_n_per_second() {
-    let (stub, url) = start_stub(&["--capacity", "5"]);
+    let (stub, url) = start_stub(&["--capacity", "5", "--pushback", "off"]);
     let out = herdless(&[
         "fleet",
         "--workers",
