@@ -1,7 +1,7 @@
 //! `herdless stub`: a real HTTP stub controller on 127.0.0.1, to point a fleet at.
 //!
 //! ```text
-//! herdless stub [--port P] [--fail-first K] [--outage DUR] [--capacity N]
+//! herdless stub [--port P] [--fail-first K] [--fail-every K] [--outage DUR] [--capacity N]
 //!               [--pushback on|off] [--horizon DUR]
 //!               [--retry-after VALUE] [--fail-status CODE]
 //! ```
@@ -15,13 +15,15 @@
 //!
 //! Whether a request is served or rejected is decided by an [`Admission`]
 //! implementation, nothing else: the handler records the arrival, asks the
-//! admission, answers. The stub chains up to three ([`Chain`], first rejection
+//! admission, answers. The stub chains up to four ([`Chain`], first rejection
 //! wins):
 //!
 //! 1. the outage: rejects everything for `--outage` after start;
 //! 2. [`FailFirst`]: rejects each client's first `--fail-first` requests (the
 //!    client is named by `X-Worker-Id`; requests without it share one name);
-//! 3. the capacity: admits at most `--capacity` requests per second and
+//! 3. [`FailEvery`]: rejects every `--fail-every`-th request (a healthy
+//!    endpoint with a small, steady error rate: 1 / K of all requests);
+//! 4. the capacity: admits at most `--capacity` requests per second and
 //!    answers the rest 503.
 //!
 //! # Server-guided pushback (the default with `--capacity`)
@@ -85,6 +87,9 @@ pub struct StubArgs {
     /// Fail each client's first K requests (client = X-Worker-Id header).
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub fail_first: u32,
+    /// Fail every K-th request (counted over all clients; 0: never).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub fail_every: u32,
     /// Fail every request for this long after start (e.g. 5s).
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub outage: Option<Duration>,
@@ -196,6 +201,38 @@ pub struct FailFirst {
 impl Admission for FailFirst {
     fn admit(&self, a: &Arrival<'_>) -> Verdict {
         if a.nth_for_worker <= self.k {
+            Verdict::reject(self.status, self.retry_after.clone())
+        } else {
+            Verdict::Admit
+        }
+    }
+}
+
+/// Rejects every `k`-th request (the `k`-th, `2k`-th, … arrival to reach it).
+#[derive(Debug)]
+pub struct FailEvery {
+    k: u64,
+    status: StatusCode,
+    retry_after: Option<HeaderValue>,
+    seen: std::sync::atomic::AtomicU64,
+}
+
+impl FailEvery {
+    /// Fails every `k`-th request (`k` at least 1) with `status`.
+    pub fn new(k: u64, status: StatusCode, retry_after: Option<HeaderValue>) -> Self {
+        FailEvery {
+            k: k.max(1),
+            status,
+            retry_after,
+            seen: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+impl Admission for FailEvery {
+    fn admit(&self, _: &Arrival<'_>) -> Verdict {
+        let n = self.seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if n % self.k == 0 {
             Verdict::reject(self.status, self.retry_after.clone())
         } else {
             Verdict::Admit
@@ -445,6 +482,13 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
             retry_after: retry_after.clone(),
         }));
     }
+    if args.fail_every > 0 {
+        chain.push(Box::new(FailEvery::new(
+            u64::from(args.fail_every),
+            status,
+            retry_after.clone(),
+        )));
+    }
     match (&pushback, args.capacity) {
         (Some(p), _) => chain.push(Box::new(p.capacity())),
         (None, Some(n)) => chain.push(Box::new(Capacity::new(u64::from(n), retry_after))),
@@ -674,6 +718,7 @@ mod tests {
     fn chain_order_outage_then_fail_first_then_capacity() {
         let args = StubArgs {
             port: 0,
+            fail_every: 0,
             fail_first: 2,
             outage: Some(Duration::from_secs(1)),
             capacity: Some(2),
@@ -701,6 +746,7 @@ mod tests {
     fn bad_flags_are_clear_errors() {
         let base = StubArgs {
             port: 0,
+            fail_every: 0,
             fail_first: 0,
             outage: None,
             capacity: None,
@@ -753,6 +799,7 @@ mod tests {
     fn base_args() -> StubArgs {
         StubArgs {
             port: 0,
+            fail_every: 0,
             fail_first: 0,
             outage: None,
             capacity: None,
@@ -789,6 +836,20 @@ mod tests {
                 Some(ms)
             }
         }
+    }
+
+    #[test]
+    fn fail_every_rejects_one_request_in_k() {
+        let chain = admission_from_args(&StubArgs {
+            fail_every: 4,
+            ..base_args()
+        })
+        .unwrap();
+        let failed: Vec<bool> = (0..12)
+            .map(|_| chain.admit(&at(0, 1)) != Verdict::Admit)
+            .collect();
+        let every_4th: Vec<bool> = (1..=12).map(|n| n % 4 == 0).collect();
+        assert_eq!(failed, every_4th);
     }
 
     #[test]
