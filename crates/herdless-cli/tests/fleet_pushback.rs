@@ -111,12 +111,12 @@ async fn run(stub_flags: &[&str]) -> Run {
 ///   1 / C apart from T on, so the last one is at L. A client adds at most
 ///   +10 % of its delay (the policy's positive spread), delays are below L,
 ///   so every booked client arrives by 1.1 L = 6.6 s. The assertion allows
-///   1.1 L + 1 s for a loaded machine's lag (measured: 6.6–6.8 s at a load
-///   average of 7).
+///   1.1 L + 1 s for a loaded machine's lag (measured: 6.5–6.8 s at load
+///   averages of 4–7).
 /// * each client needs two calls (the rejected first try and one at its
 ///   slot); extra calls come only from arrivals the loaded machine delivers
 ///   in bunches larger than the 100 ms burst, which are re-booked behind the
-///   others (measured: 2.1–2.2 calls per client). The bound is 2.75.
+///   others (measured: 2.0–2.2 calls per client). The bound is 2.75.
 /// * a re-booked client could in principle be rejected six times and exhaust
 ///   its 6 attempts, so at most 1 % of the fleet may give up (measured: 0).
 ///
@@ -124,10 +124,10 @@ async fn run(stub_flags: &[&str]) -> Run {
 /// Retry-After), full jitter keeps probing during the outage (expected waits
 /// 0.15, 0.3, 0.6 s after a first try at ~1 s: two to three calls before T),
 /// then competes for 500 admissions a second with ever longer waits (up to
-/// U(0, 4.8 s) before the 6th attempt): measured 3.5–3.6 calls per client, a
-/// drain at 8.7 s (1.45 L) and 10–15 workers exhausted. The assertions are
+/// U(0, 4.8 s) before the 6th attempt): measured 4.6–4.7 calls per client, a
+/// drain at 9.7 s (1.6 L) and 49–86 workers exhausted. The assertions are
 /// the ordering with margins: at least 0.5 calls per client more (measured
-/// 1.4), and a drain at least 1 s later (measured 1.9–2.2 s).
+/// 2.5), and a drain at least 1 s later (measured 3.1 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_pushback_drains_near_the_physical_limit_with_fewer_calls_than_plain_full_jitter() {
     let limit = T_S + N as f64 / C;
