@@ -660,3 +660,64 @@ async fn a_shared_budget_never_gives_up_while_the_endpoint_is_healthy() {
         .sum::<u64>();
     assert_eq!(sum, 500, "{r}");
 }
+
+/// `fleet --urgent DUR`: against an endpoint that stays down, every urgent
+/// call gives up by its own deadline instead of backing off for the policy's
+/// 120 s, and never because of the budget (its first two retries skip it).
+/// `--breaker` runs end to end and is echoed in `strategy`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_urgent_calls_end_by_their_deadline() {
+    let (stub, url) = start_stub(&["--outage", "60s"]);
+    let out = herdless(&[
+        "fleet",
+        "--workers",
+        "100",
+        "--base",
+        "100ms",
+        "--max-attempts",
+        "20",
+        "--urgent",
+        "400ms",
+        "--retry-budget",
+        "grpc",
+        "--budget-tokens",
+        "4",
+        "--breaker",
+        "1000",
+        "--json",
+        &url,
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let r = fleet_json(&out);
+    assert_eq!(r["strategy"]["urgent_s"], 0.4, "{r}");
+    assert_eq!(r["strategy"]["urgent_workers"], 100, "{r}");
+    assert_eq!(r["strategy"]["breaker"], 1000, "{r}");
+    assert_eq!(r["exhausted"], 100, "{r}");
+    // Retries past the quota of 2 go through the tiny budget and may be
+    // denied; none of the first two is, and every call that was not denied
+    // stopped at its deadline.
+    let g = &r["give_ups"];
+    assert_eq!(
+        g["max_elapsed"].as_u64().unwrap() + g["retry_budget"].as_u64().unwrap(),
+        100,
+        "{r}"
+    );
+    assert!(r["max_calls_per_worker"].as_u64().unwrap() >= 3, "{r}");
+    // Every worker's last call starts within 400 ms of its call's start (no
+    // sleep may end past the deadline), so on the stub's clock its last
+    // arrival is at most 400 ms plus one request's latency after its first
+    // (0.5 s of slack for a loaded machine).
+    let mut first: BTreeMap<String, f64> = BTreeMap::new();
+    let mut last: BTreeMap<String, f64> = BTreeMap::new();
+    for a in stub.stats().arrivals {
+        let w = a.worker.unwrap_or_default();
+        first.entry(w.clone()).or_insert(a.t_s);
+        last.insert(w, a.t_s);
+    }
+    for (w, t0) in &first {
+        let span = last[w] - t0;
+        assert!(span <= 0.4 + 0.5, "worker {w} kept calling for {span:.3} s");
+    }
+    assert!(r["duration_s"].as_f64().unwrap() < 5.0, "{r}");
+}
