@@ -179,6 +179,10 @@ impl FleetArgs {
         if self.breaker == Some(0) {
             return Err("--breaker 0: the threshold must be at least 1".into());
         }
+        if self.probe_wait.is_zero() {
+            // A zero wait would make every waiting call re-ask in a busy loop.
+            return Err("--probe-wait must be positive".into());
+        }
         if self.urgent.is_some_and(|d| d.is_zero()) {
             return Err("--urgent must be positive".into());
         }
@@ -831,6 +835,11 @@ mod tests {
             (&["--breaker", "0"], "at least 1"),
             (&["--urgent-workers", "2"], "needs --urgent"),
             (&["--urgent", "0s"], "positive"),
+            (&["--breaker", "3", "--probe-wait", "0ms"], "--probe-wait"),
+            (
+                &["--retry-budget", "aws", "--budget-tokens", "NaN"],
+                "--budget-tokens",
+            ),
         ] {
             let e = parse(bad).unwrap_err();
             assert!(e.contains(msg), "{bad:?}: {e}");
