@@ -531,9 +531,11 @@ async fn stub_outage_fails_everything_until_it_ends() {
         .all(|e| e["honored_retry_after"] == false));
 }
 
+/// The baseline capacity (`--pushback off`): at most N per fixed one-second
+/// window, rejections without a Retry-After.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_capacity_admits_at_most_n_per_second() {
-    let (stub, url) = start_stub(&["--capacity", "5"]);
+    let (stub, url) = start_stub(&["--capacity", "5", "--pushback", "off"]);
     let out = herdless(&[
         "fleet",
         "--workers",
@@ -560,4 +562,162 @@ async fn stub_capacity_admits_at_most_n_per_second() {
     }
     assert!(per_second.values().all(|n| *n <= 5), "{per_second:?}");
     assert!(r["succeeded"].as_u64().unwrap() >= 5, "{r}");
+}
+
+/// `--capacity` with pushback (the default): each rejection carries its own
+/// slot, `Retry-After-Ms` one slot (1 / capacity) after the previous one and
+/// `Retry-After` the same slot in whole seconds rounded up; during `--outage`
+/// the slots start at the outage's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stub_pushback_gives_each_rejection_its_own_slot() {
+    let (stub, url) = start_stub(&["--capacity", "10", "--outage", "1s"]);
+    let client = reqwest::Client::new();
+    let mut slots = Vec::new();
+    for _ in 0..5 {
+        let r = client.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 503);
+        let ms: u64 = r.headers()["retry-after-ms"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let secs: u64 = r.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(secs, ms.div_ceil(1000).max(1));
+        slots.push(ms);
+    }
+    let arrivals = stub.stats().arrivals;
+    assert!(arrivals.iter().all(|a| a.status == 503 && a.t_s < 1.0));
+    // Slot k is at 1 s + k · 100 ms on the stub's clock: the told delay plus
+    // the arrival time lands there (to the millisecond the header rounds up to).
+    for (k, (ms, a)) in slots.iter().zip(&arrivals).enumerate() {
+        let slot_at = a.t_s + *ms as f64 / 1000.0;
+        let expected = 1.0 + 0.1 * k as f64;
+        assert!(
+            (slot_at - expected).abs() <= 0.0015,
+            "rejection {k}: told {ms} ms at {:.4} s, slot at {slot_at:.4} s, expected {expected} s",
+            a.t_s
+        );
+    }
+}
+
+/// A shared budget (gRPC throttling, AWS quota) never gives up while the
+/// endpoint is healthy: with one request in 20 failing (`--fail-every 20`),
+/// successes refund far more than failures cost (gRPC: +0.1 × 19 vs −1 per 20
+/// requests; AWS: a success after a retry returns its cost), so the bucket
+/// stays near full and every worker succeeds. The same budget does give up
+/// during an outage, so the zero above is not for lack of a working budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_budget_never_gives_up_while_the_endpoint_is_healthy() {
+    let (_stub, url) = start_stub(&["--fail-every", "20"]);
+    for kind in ["grpc", "aws"] {
+        let out = herdless(&[
+            "fleet",
+            "--workers",
+            "2000",
+            "--base",
+            "50ms",
+            "--retry-budget",
+            kind,
+            "--json",
+            &url,
+        ])
+        .await;
+        let r = fleet_json(&out);
+        assert_eq!(out.status.code(), Some(0), "{r}");
+        assert_eq!(r["succeeded"], 2000, "{r}");
+        assert_eq!(r["give_ups"]["retry_budget"], 0, "{r}");
+        assert_eq!(r["budget_denials"], 0, "{r}");
+        assert_eq!(r["strategy"]["retry_budget"], kind);
+        // About one call in 20 failed and was retried through the budget.
+        let retries = r["retries"].as_u64().unwrap();
+        assert!((50..=200).contains(&retries), "{r}");
+    }
+    let (_stub, url) = start_stub(&["--outage", "1s"]);
+    let out = herdless(&[
+        "fleet",
+        "--workers",
+        "500",
+        "--base",
+        "50ms",
+        "--retry-budget",
+        "grpc",
+        "--json",
+        &url,
+    ])
+    .await;
+    let r = fleet_json(&out);
+    assert_eq!(out.status.code(), Some(4), "{r}");
+    let denied = r["give_ups"]["retry_budget"].as_u64().unwrap();
+    assert!(denied > 0, "{r}");
+    assert_eq!(r["budget_denials"].as_u64().unwrap(), denied);
+    let sum = ["succeeded", "terminal", "exhausted"]
+        .iter()
+        .map(|k| r[*k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(sum, 500, "{r}");
+}
+
+/// `fleet --urgent DUR`: against an endpoint that stays down, every urgent
+/// call gives up by its own deadline instead of backing off for the policy's
+/// 120 s, and never because of the budget (its first two retries skip it).
+/// `--breaker` runs end to end and is echoed in `strategy`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_urgent_calls_end_by_their_deadline() {
+    let (stub, url) = start_stub(&["--outage", "60s"]);
+    let out = herdless(&[
+        "fleet",
+        "--workers",
+        "100",
+        "--base",
+        "100ms",
+        "--max-attempts",
+        "20",
+        "--urgent",
+        "400ms",
+        "--retry-budget",
+        "grpc",
+        "--budget-tokens",
+        "4",
+        "--breaker",
+        "1000",
+        "--json",
+        &url,
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let r = fleet_json(&out);
+    assert_eq!(r["strategy"]["urgent_s"], 0.4, "{r}");
+    assert_eq!(r["strategy"]["urgent_workers"], 100, "{r}");
+    assert_eq!(r["strategy"]["breaker"], 1000, "{r}");
+    assert_eq!(r["exhausted"], 100, "{r}");
+    // Retries past the quota of 2 go through the tiny budget and may be
+    // denied; none of the first two is, and every call that was not denied
+    // stopped at its deadline.
+    let g = &r["give_ups"];
+    assert_eq!(
+        g["max_elapsed"].as_u64().unwrap() + g["retry_budget"].as_u64().unwrap(),
+        100,
+        "{r}"
+    );
+    assert!(r["max_calls_per_worker"].as_u64().unwrap() >= 3, "{r}");
+    // Every worker's last call starts within 400 ms of its call's start (no
+    // sleep may end past the deadline), so on the stub's clock its last
+    // arrival is at most 400 ms plus one request's latency after its first
+    // (0.5 s of slack for a loaded machine).
+    let mut first: BTreeMap<String, f64> = BTreeMap::new();
+    let mut last: BTreeMap<String, f64> = BTreeMap::new();
+    for a in stub.stats().arrivals {
+        let w = a.worker.unwrap_or_default();
+        first.entry(w.clone()).or_insert(a.t_s);
+        last.insert(w, a.t_s);
+    }
+    for (w, t0) in &first {
+        let span = last[w] - t0;
+        assert!(span <= 0.4 + 0.5, "worker {w} kept calling for {span:.3} s");
+    }
+    assert!(r["duration_s"].as_f64().unwrap() < 5.0, "{r}");
 }

@@ -305,3 +305,76 @@ async fn a_body_that_breaks_is_retried_when_buffered() {
     assert!(response.bytes().await.is_err());
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
+
+/// Pushback servers send `Retry-After-Ms` beside `Retry-After`: the
+/// millisecond slot wins (still spread by the policy's +0..10 %).
+#[tokio::test]
+async fn retry_after_ms_is_preferred_to_retry_after() {
+    let (url, seen) = scripted(vec![
+        (503, "retry-after: 1\r\nretry-after-ms: 30\r\n"),
+        (200, ""),
+    ])
+    .await;
+    let sleeps = Arc::new(Mutex::new(Vec::new()));
+    let log = sleeps.clone();
+    let retry = Retry::new(fast(), Default::default()).notify(move |e: &RetryEvent<'_>| {
+        if let RetryEvent::Scheduled {
+            sleep,
+            honored_retry_after,
+            ..
+        } = *e
+        {
+            log.lock().unwrap().push((sleep, honored_retry_after));
+        }
+    });
+    HttpRetry::from_retry(retry)
+        .send(reqwest::Client::new().get(&url))
+        .await
+        .unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    let sleeps = sleeps.lock().unwrap();
+    assert_eq!(sleeps.len(), 1);
+    let (sleep, honored) = sleeps[0];
+    assert!(honored);
+    assert!(
+        sleep >= Duration::from_millis(30) && sleep <= Duration::from_millis(33),
+        "30 ms spread by at most 10 %, not Retry-After's 1 s: {sleep:?}"
+    );
+}
+
+/// A per-attempt timeout is reported as a timeout, so the AWS quota charges
+/// its timeout cost (10) instead of the retry cost (5).
+#[tokio::test]
+async fn a_per_attempt_timeout_costs_the_aws_timeout_price() {
+    let hangs = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hang_url = format!("http://{}/", hangs.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = hangs.accept().await {
+            held.push(s);
+        }
+    });
+    let (busy_url, _) = scripted(vec![(503, "")]).await;
+    let policy = fast().to_builder().max_attempts(2).build().unwrap();
+    let client = reqwest::Client::new();
+    let mut spent = Vec::new();
+    for url in [&hang_url, &busy_url] {
+        let budget = Arc::new(
+            herdless::RetryBudget::builder()
+                .aws()
+                .max_tokens(100.0)
+                .spread(0.0)
+                .build()
+                .unwrap(),
+        );
+        let retry = Retry::new(policy, Default::default()).budget(budget.clone());
+        let err = HttpRetry::from_retry(retry)
+            .send(client.get(url).timeout(Duration::from_millis(100)))
+            .await
+            .unwrap_err();
+        let err = err.retry_error().unwrap();
+        assert_eq!((err.reason(), err.attempts()), (GiveUp::MaxAttempts, 2));
+        spent.push(100.0 - budget.tokens());
+    }
+    assert_eq!(spent, vec![10.0, 5.0], "timeout retry vs error retry");
+}

@@ -46,8 +46,12 @@
 //!   UUID, as Stripe-style APIs expect.
 //! * **Statuses** are classified by [`StatusClassifier`] (the seed's sets, fail
 //!   closed), `Retry-After` by [`parse_retry_after`] against the wall clock
-//!   (injectable with [`HttpClassifier::now`]); transport errors by
-//!   [`classify_transport`]. A per-attempt timeout is the request's own
+//!   (injectable with [`HttpClassifier::now`]), and a valid `Retry-After-Ms`
+//!   (a [`pushback`](crate::pushback) server's millisecond slot) is preferred
+//!   to `Retry-After` ([`classify_response_ms`](crate::http::classify_response_ms));
+//!   transport errors by [`classify_transport`]; per-attempt timeouts are
+//!   reported as timeouts ([`Classify::is_timeout`]) so a shared retry budget
+//!   can charge them more. A per-attempt timeout is the request's own
 //!   `RequestBuilder::timeout`, which applies to every attempt.
 
 use std::fmt;
@@ -59,8 +63,9 @@ use reqwest::{Method, Request, RequestBuilder, Response, StatusCode};
 use crate::classify::{Classification, Classify, Retryable};
 use crate::error::RetryError;
 use crate::events::{NoNotify, Notify};
-use crate::http::{classify_response, parse_retry_after, StatusClassifier};
+use crate::http::{classify_response_ms, parse_retry_after, StatusClassifier};
 use crate::policy::Policy;
+use crate::pushback::RETRY_AFTER_MS;
 use crate::retry::{Attempt, Retry};
 use crate::timer::{AsyncSleep, SystemTimer};
 use std::sync::Mutex;
@@ -134,14 +139,16 @@ impl Classify<HttpError> for HttpClassifier {
         }
         match &error.kind {
             Kind::Status(response) => {
-                let retry_after = response
-                    .headers()
+                let headers = response.headers();
+                let retry_after = headers
                     .get(reqwest::header::RETRY_AFTER)
                     .map(HeaderValue::as_bytes);
-                classify_response(
+                let retry_after_ms = headers.get(RETRY_AFTER_MS).map(HeaderValue::as_bytes);
+                classify_response_ms(
                     &self.statuses,
                     response.status().as_u16(),
                     retry_after,
+                    retry_after_ms,
                     (self.now)(),
                 )
                 // A success status is never an HttpError; be safe anyway.
@@ -150,6 +157,35 @@ impl Classify<HttpError> for HttpClassifier {
             Kind::Transport(e) => classify_transport(e),
         }
     }
+
+    /// A per-attempt timeout (the request's own timeout, or a socket timing
+    /// out) is a timeout, so a shared [`RetryBudget`](crate::RetryBudget) can
+    /// charge its `timeout_cost` (the AWS quota charges 10 instead of 5). An
+    /// error status, even 408 or 504, is an answer, not a timeout.
+    fn is_timeout(&self, error: &HttpError) -> bool {
+        match &error.kind {
+            Kind::Transport(e) => is_transport_timeout(e),
+            Kind::Status(_) => false,
+        }
+    }
+}
+
+/// Whether a transport error is a timeout: reqwest's own, or an
+/// `io::ErrorKind::TimedOut` in its source chain.
+pub fn is_transport_timeout(error: &reqwest::Error) -> bool {
+    if error.is_timeout() {
+        return true;
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// Classifies a transport-level `reqwest` error (no response).

@@ -8,6 +8,7 @@
 //! | which statuses are retryable, which terminal (fail closed) | [`status`] |
 //! | `Retry-After` parsing, hostile-input safe, relative to an injected `now` | [`retry_after`] |
 //! | both together: a response's [`Classification`] | [`classify_response`] |
+//! | the same, preferring a valid `Retry-After-Ms` (pushback's millisecond slot) | [`classify_response_ms`] |
 //! | `reqwest` integration (feature `reqwest`) | `client` |
 //!
 //! ```
@@ -31,6 +32,7 @@
 use std::time::SystemTime;
 
 use crate::classify::Classification;
+use crate::pushback::parse_retry_after_ms;
 
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
@@ -74,4 +76,99 @@ pub fn classify_response(
             _ => Classification::retryable(),
         },
     })
+}
+
+/// Like [`classify_response`], but a valid `Retry-After-Ms` (whole
+/// milliseconds, the header [`pushback`](crate::pushback) servers send beside
+/// `Retry-After`) wins over `Retry-After`.
+///
+/// `Retry-After` carries whole seconds, which rounds a server's slots (`1 /
+/// capacity` apart) up to the same second for a whole fleet; the millisecond
+/// value keeps them apart. It is used when it parses as a positive whole number
+/// of milliseconds (no sign, no fraction, fits in a `u64`); anything else —
+/// missing, empty, `0`, `-5`, `1.5`, non-ASCII, too large — falls back to
+/// `Retry-After`, and then to the computed jitter, exactly as
+/// [`classify_response`]. The delay is still clamped and spread by the policy
+/// ([`Policy::server_delay`](crate::Policy::server_delay)). Ignored on terminal
+/// statuses, like `Retry-After`.
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use herdless::http::{classify_response_ms, StatusClassifier};
+/// use herdless::Classification;
+/// let (s, now) = (StatusClassifier::new(), SystemTime::now());
+/// assert_eq!(
+///     classify_response_ms(&s, 503, Some(b"2"), Some(b"1250"), now),
+///     Some(Classification::retry_after(Duration::from_millis(1250))),
+/// );
+/// // Unusable milliseconds fall back to Retry-After.
+/// assert_eq!(
+///     classify_response_ms(&s, 503, Some(b"2"), Some(b"1.5"), now),
+///     Some(Classification::retry_after(Duration::from_secs(2))),
+/// );
+/// assert_eq!(classify_response_ms(&s, 401, Some(b"2"), Some(b"1250"), now), Some(Classification::terminal()));
+/// ```
+pub fn classify_response_ms(
+    statuses: &StatusClassifier,
+    status: u16,
+    retry_after: Option<&[u8]>,
+    retry_after_ms: Option<&[u8]>,
+    now: SystemTime,
+) -> Option<Classification> {
+    let ms = retry_after_ms
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(parse_retry_after_ms)
+        .filter(|d| !d.is_zero());
+    match (statuses.classify(status), ms) {
+        (StatusClass::Retryable, Some(delay)) => Some(Classification::retry_after(delay)),
+        _ => classify_response(statuses, status, retry_after, now),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn retry_after_ms_wins_when_valid_and_falls_back_otherwise() {
+        let s = StatusClassifier::new();
+        let now = SystemTime::now();
+        let secs2 = Some(Classification::retry_after(Duration::from_secs(2)));
+        let c = |ra: Option<&[u8]>, ms: Option<&[u8]>| classify_response_ms(&s, 503, ra, ms, now);
+        assert_eq!(
+            c(Some(b"2"), Some(b" 1999 ")),
+            Some(Classification::retry_after(Duration::from_millis(1999)))
+        );
+        assert_eq!(
+            c(None, Some(b"7")),
+            Some(Classification::retry_after(Duration::from_millis(7)))
+        );
+        let huge = c(None, Some(b"18446744073709551615")).unwrap();
+        assert!(huge.server_delay().unwrap() > Duration::from_secs(1_000_000)); // the policy clamps it
+        for bad in [
+            &b""[..],
+            b"0",
+            b"-5",
+            b"1.5",
+            b"1e3",
+            b"99999999999999999999",
+            "\u{666}".as_bytes(),
+            b"\xff\xfe",
+        ] {
+            assert_eq!(c(Some(b"2"), Some(bad)), secs2, "{bad:?}");
+            assert_eq!(
+                c(None, Some(bad)),
+                Some(Classification::retryable()),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(c(Some(b"2"), None), secs2);
+        // Success and terminal statuses: the headers do not matter.
+        assert_eq!(classify_response_ms(&s, 200, None, Some(b"5"), now), None);
+        assert_eq!(
+            classify_response_ms(&s, 404, None, Some(b"5"), now),
+            Some(Classification::terminal())
+        );
+    }
 }
