@@ -454,3 +454,84 @@ impl GuardState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn breaker_state(per: u32) -> GuardState {
+        let params = GuardParams {
+            clients_per_process: per,
+            breaker_threshold: 2,
+            ..GuardParams::default()
+        };
+        GuardState::new(Some(Guard::Breaker), params, 1)
+    }
+
+    const MAX: Duration = Duration::from_secs(120);
+
+    #[test]
+    fn an_open_breaker_lets_one_probe_per_process_through_for_its_round_trip() {
+        let mut g = breaker_state(10);
+        let mut rng = Rng::with_seed(3);
+        // clients 0 and 1 (process 0) fail: open
+        g.failed(0, 0);
+        g.failed(0, 1);
+        assert_eq!(g.gate(1_000, 0, 1_000, MAX, &mut rng), Gate::Go); // the probe
+        g.failed(1_000, 0);
+        // within the probe's 20 ms round trip everyone else waits...
+        for c in 1..10 {
+            let Gate::Wait(ns) = g.gate(2_000, c, 2_000, MAX, &mut rng) else {
+                panic!("client {c} should wait")
+            };
+            assert!((500_000_000..=1_000_000_000).contains(&ns), "{ns}");
+        }
+        // ...but another process has its own breaker (closed)
+        assert_eq!(g.gate(2_000, 10, 2_000, MAX, &mut rng), Gate::Go);
+        // after the round trip the failed probe is released: the next probes
+        assert_eq!(g.gate(21_000_000, 3, 0, MAX, &mut rng), Gate::Go);
+        g.succeeded(21_000_000, 3);
+        assert!(matches!(
+            g.gate(21_000_001, 4, 0, MAX, &mut rng),
+            Gate::Wait(_)
+        ));
+        // the successful probe closes the breaker once it is back
+        assert_eq!(g.gate(41_000_000, 4, 0, MAX, &mut rng), Gate::Go);
+        assert_eq!(g.gate(41_000_000, 5, 0, MAX, &mut rng), Gate::Go);
+    }
+
+    #[test]
+    fn a_wait_past_the_elapsed_budget_gives_up() {
+        let mut g = breaker_state(10);
+        let mut rng = Rng::with_seed(3);
+        g.failed(0, 0);
+        g.failed(0, 1);
+        assert_eq!(g.gate(0, 0, 0, MAX, &mut rng), Gate::Go);
+        let near_end = u64::try_from(MAX.as_nanos()).unwrap() - 1;
+        assert_eq!(
+            g.gate(0, 1, near_end, MAX, &mut rng),
+            Gate::GiveUp(GiveUp::MaxElapsed)
+        );
+    }
+
+    #[test]
+    fn a_process_budget_denies_once_drained_and_other_processes_keep_theirs() {
+        let params = GuardParams {
+            clients_per_process: 2,
+            budget_tokens: 4.0,
+            ..GuardParams::default()
+        };
+        let mut g = GuardState::new(Some(Guard::Budget), params, 1);
+        // gRPC: 4 tokens, a failure costs 1, threshold 2 plus a personal
+        // level in [0, 1) tokens: 3 is above every personal threshold, 2 never.
+        assert!(g.try_retry(0), "4 -> 3");
+        assert!(!g.try_retry(1), "3 -> 2: at the threshold");
+        assert!(!g.try_retry(0), "2 -> 1");
+        assert!(g.try_retry(2), "process 1 has its own bucket");
+        // successes refund the ratio (0.1 each) up to the capacity
+        for _ in 0..30 {
+            g.succeeded(0, 0);
+        }
+        assert!(g.try_retry(1), "refilled to 4 -> 3");
+    }
+}
