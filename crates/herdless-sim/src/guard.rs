@@ -334,11 +334,9 @@ impl GuardState {
         }
     }
 
-    fn budget(&mut self, client: u32) -> Option<(&RetryBudget, f64)> {
+    fn budget(&mut self, client: u32) -> Option<&RetryBudget> {
         let GuardState::Budget {
-            params,
-            salt,
-            budgets,
+            params, budgets, ..
         } = self
         else {
             return None;
@@ -350,8 +348,13 @@ impl GuardState {
                 .expect("validated budget parameters");
             budgets.push(b);
         }
-        let level = Rng::with_seed(crate::stream_seed(*salt, u64::from(client))).unit_f64();
-        Some((&budgets[p], level))
+        Some(&budgets[p])
+    }
+
+    /// The call's uniform level in `[0, 1)`: a hash of the run's salt and the
+    /// client (the same for every decision of the call, as in the engine).
+    fn level(salt: u64, client: u32) -> f64 {
+        (crate::stream_seed(salt, u64::from(client)) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     fn breaker(&mut self, client: u32) -> Option<(&mut BreakerSlot, &GuardParams)> {
@@ -415,7 +418,7 @@ impl GuardState {
         match self {
             GuardState::None => {}
             GuardState::Budget { .. } => {
-                if let Some((b, _)) = self.budget(client) {
+                if let Some(b) = self.budget(client) {
                     b.record_success(None);
                 }
             }
@@ -439,7 +442,7 @@ impl GuardState {
     /// the failure (as the engine's `denied` does).
     #[inline]
     pub(crate) fn gave_up(&mut self, client: u32) {
-        if let Some((b, _)) = self.budget(client) {
+        if let Some(b) = self.budget(client) {
             b.record_failure();
         }
     }
@@ -448,10 +451,13 @@ impl GuardState {
     /// without a budget).
     #[inline]
     pub(crate) fn try_retry(&mut self, client: u32) -> bool {
-        match self.budget(client) {
-            Some((b, level)) => b.try_retry(RetryCause::Error, level).is_ok(),
-            None => true,
-        }
+        let salt = match self {
+            GuardState::Budget { salt, .. } => *salt,
+            _ => return true,
+        };
+        let level = Self::level(salt, client);
+        self.budget(client)
+            .is_none_or(|b| b.try_retry(RetryCause::Error, level).is_ok())
     }
 }
 
