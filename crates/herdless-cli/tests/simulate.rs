@@ -106,6 +106,7 @@ fn json_is_one_object_with_the_documented_fields() {
             "gave_up_retry_budget",
             "give_up_max_bucket_share",
             "give_ups_per_100ms",
+            "breaker_waits",
             "peak_over_capacity",
             "max_bucket_share",
             "arrivals_per_100ms",

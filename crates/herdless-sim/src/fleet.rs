@@ -66,6 +66,8 @@ pub struct FleetOutcome {
     /// Of those, clients denied by a shared retry budget
     /// ([`GiveUp::RetryBudget`]).
     pub gave_up_retry_budget: u64,
+    /// Retries an open breaker made wait (each a re-check, not a call).
+    pub breaker_waits: u64,
     /// Virtual time at which the last client succeeded or gave up (ns).
     pub last_done_ns: u64,
     /// Virtual time of the last successful call (ns; 0 when none succeeded).
@@ -143,6 +145,7 @@ pub fn run_fleet_with<E: Endpoint>(
             match retrier.gate(now, c.id, now - c.start_ns, &mut rng) {
                 Gate::Go => {}
                 Gate::Wait(d) => {
+                    out.breaker_waits += 1;
                     queue.push(now.saturating_add(d), c);
                     continue;
                 }

@@ -182,6 +182,9 @@ pub struct OutageFigures {
     pub give_up_max_bucket_share: f64,
     /// Give-ups per 100 ms bucket, from time 0.
     pub give_ups_per_100ms: Vec<u32>,
+    /// Times an open breaker made a due retry wait (not calls; 0 without a
+    /// breaker).
+    pub breaker_waits: u64,
     /// The largest 100 ms bucket of arrivals at or after `T`, divided by what
     /// the endpoint serves in 100 ms (`C / 10`).
     pub peak_over_capacity: f64,
@@ -261,6 +264,7 @@ pub fn run(
             f64::from(out.give_ups.max_bucket().map_or(0, |(_, c)| c)) / out.gave_up as f64
         },
         give_ups_per_100ms: out.give_ups.counts().to_vec(),
+        breaker_waits: out.breaker_waits,
         peak_over_capacity: f64::from(peak) / per_bucket,
         max_bucket_share: f64::from(out.retries.max_bucket().map_or(0, |(_, c)| c)) / n,
         arrivals_per_100ms: out.arrivals.counts().to_vec(),
