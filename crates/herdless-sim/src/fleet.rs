@@ -1,7 +1,7 @@
 //! The event loop for a fleet of independent retrying clients.
 //!
 //! Each client makes its first call at a given virtual time and, after every
-//! failed call, asks its strategy's [`Retrier`](crate::Retrier) when to call
+//! failed call, asks its strategy's [`Retrier`] when to call
 //! again (or whether to give up). The loop pops the earliest pending call from
 //! the [`EventQueue`], asks the [`Endpoint`], records the call in the
 //! histograms and schedules the next one. Nothing sleeps: virtual time jumps
