@@ -151,6 +151,10 @@ pub struct GuardParams {
     pub budget_tokens: f64,
     /// The budget's refund per success (gRPC `tokenRatio`).
     pub budget_token_ratio: f64,
+    /// The budget's anti-synchronization spread in tokens (`None`: the
+    /// library's default, half of `max_tokens − threshold`; `Some(0.0)`: the
+    /// exact gRPC cliff).
+    pub budget_spread: Option<f64>,
     /// Consecutive failures that open a process's breaker.
     pub breaker_threshold: u32,
     /// How long callers wait behind a probe (each wait uniform in `[w / 2, w]`).
@@ -167,6 +171,7 @@ impl Default for GuardParams {
             clients_per_process: 100,
             budget_tokens: 1_000.0,
             budget_token_ratio: 0.1,
+            budget_spread: None,
             breaker_threshold: 5,
             probe_wait: Duration::from_secs(1),
             probe_rtt: Duration::from_millis(20),
@@ -189,7 +194,7 @@ impl GuardParams {
         if self.clients_per_process == 0 {
             return bad("clients per process must be at least 1".into());
         }
-        if let Err(e) = RetryBudget::grpc(self.budget_tokens, self.budget_token_ratio) {
+        if let Err(e) = self.new_budget() {
             return bad(format!("retry budget: {e}"));
         }
         if self.breaker_threshold == 0 {
@@ -204,6 +209,15 @@ impl GuardParams {
             return bad("the pushback horizon must be within 1 s..=1 h".into());
         }
         Ok(())
+    }
+
+    fn new_budget(&self) -> Result<RetryBudget, herdless::RetryBudgetError> {
+        let b = RetryBudget::builder().grpc(self.budget_tokens, self.budget_token_ratio);
+        match self.budget_spread {
+            Some(spread) => b.spread(spread),
+            None => b,
+        }
+        .build()
     }
 
     fn process(&self, client: u32) -> usize {
@@ -344,8 +358,7 @@ impl GuardState {
         let p = params.process(client);
         while budgets.len() <= p {
             // validated when the run starts
-            let b = RetryBudget::grpc(params.budget_tokens, params.budget_token_ratio)
-                .expect("validated budget parameters");
+            let b = params.new_budget().expect("validated budget parameters");
             budgets.push(b);
         }
         Some(&budgets[p])

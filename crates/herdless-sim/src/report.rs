@@ -116,6 +116,8 @@ pub struct GuardParameters {
     pub budget_max_tokens: f64,
     /// Each process's budget: gRPC `tokenRatio`.
     pub budget_token_ratio: f64,
+    /// Each process's budget: the anti-synchronization spread, tokens.
+    pub budget_spread: f64,
     /// Consecutive failures that open a process's breaker.
     pub breaker_threshold: u32,
     /// Breaker probe wait, seconds (each wait uniform in `[w / 2, w]`).
@@ -133,6 +135,9 @@ impl GuardParameters {
             processes: clients.div_ceil(g.clients_per_process.max(1)),
             budget_max_tokens: g.budget_tokens,
             budget_token_ratio: g.budget_token_ratio,
+            budget_spread: g
+                .budget_spread
+                .unwrap_or((g.budget_tokens - g.budget_tokens / 2.0) / 2.0),
             breaker_threshold: g.breaker_threshold,
             probe_wait_s: g.probe_wait.as_secs_f64(),
             probe_rtt_s: g.probe_rtt.as_secs_f64(),
