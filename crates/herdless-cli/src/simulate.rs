@@ -39,8 +39,10 @@ pub struct SimulateArgs {
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
     pub scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
-    /// decorrelated-window, fixed-1s, no-backoff [default: every jitter mode
-    /// plus the scenario's baseline].
+    /// decorrelated-window, fixed-1s, no-backoff, and (outage) a jitter mode
+    /// with a fleet-level guard: full+budget, full+breaker, full+pushback
+    /// [default: every jitter mode plus the scenario's baseline; outage adds
+    /// the three full+ guards].
     #[arg(long, value_delimiter = ',', value_parser = parse_strategy, value_name = "LIST")]
     pub jitter: Vec<StrategyKind>,
     /// Seed: the same seed gives the same output.
@@ -59,6 +61,10 @@ pub struct SimulateArgs {
     /// Outage: the endpoint's token bucket size [default: capacity / 10].
     #[arg(long, value_name = "N")]
     pub burst: Option<u32>,
+    /// Outage: clients sharing one process's retry budget and breaker
+    /// (full+budget, full+breaker) [default: 100].
+    #[arg(long, value_name = "N")]
+    pub clients_per_process: Option<u32>,
     /// Spread: number of workers [default: 200].
     #[arg(long, value_name = "N")]
     pub workers: Option<u32>,
@@ -127,6 +133,11 @@ impl SimulateArgs {
             "outage",
         )?;
         refuse("--burst", not_outage && self.burst.is_some(), "outage")?;
+        refuse(
+            "--clients-per-process",
+            not_outage && self.clients_per_process.is_some(),
+            "outage",
+        )?;
         let not_spread = scenario != Scenario::Spread;
         refuse("--workers", not_spread && self.workers.is_some(), "spread")?;
         refuse(
@@ -165,6 +176,12 @@ impl SimulateArgs {
                     burst: self.burst.unwrap_or((capacity / 10).max(1)),
                     first_call_window: d.first_call_window,
                     policy: self.policy(&d.policy)?,
+                    guards: herdless_sim::guard::GuardParams {
+                        clients_per_process: self
+                            .clients_per_process
+                            .unwrap_or(d.guards.clients_per_process),
+                        ..d.guards
+                    },
                 })
             }
             Scenario::Contention => {

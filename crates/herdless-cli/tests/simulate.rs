@@ -50,6 +50,9 @@ fn no_arguments_runs_the_outage_table_and_writes_figures_where_it_says() {
         "equal",
         "decorrelated",
         "fixed-1s",
+        "full+budget",
+        "full+breaker",
+        "full+pushback",
         "physical limit",
     ] {
         assert!(header.contains(name), "{header}");
@@ -88,7 +91,8 @@ fn json_is_one_object_with_the_documented_fields() {
     assert_eq!(v["parameters"]["burst"], 100);
     assert_eq!(v["physical_limit_s"], 9.0);
     let strategies = v["strategies"].as_array().unwrap();
-    assert_eq!(strategies.len(), 6);
+    assert_eq!(strategies.len(), 9);
+    assert_eq!(strategies[8]["strategy"], "full+pushback");
     for s in strategies {
         for field in [
             "strategy",
@@ -99,6 +103,10 @@ fn json_is_one_object_with_the_documented_fields() {
             "vs_limit",
             "succeeded",
             "gave_up",
+            "gave_up_retry_budget",
+            "give_up_max_bucket_share",
+            "give_ups_per_100ms",
+            "breaker_waits",
             "peak_over_capacity",
             "max_bucket_share",
             "arrivals_per_100ms",
@@ -212,6 +220,19 @@ fn bad_input_is_a_clear_usage_error() {
             "trials must be in",
         ),
         (&["--threads", "0"][..], "--threads must be at least 1"),
+        (
+            &["--scenario", "spread", "--jitter", "full+budget"][..],
+            "full+budget runs in the outage scenario only",
+        ),
+        (&["--jitter", "full+fuse"][..], "unknown strategy"),
+        (
+            &["--clients-per-process", "0"][..],
+            "clients per process must be at least 1",
+        ),
+        (
+            &["--scenario", "spread", "--clients-per-process", "5"][..],
+            "--clients-per-process applies",
+        ),
     ] {
         let out = herdless(&dir, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

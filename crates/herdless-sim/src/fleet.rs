@@ -1,7 +1,7 @@
 //! The event loop for a fleet of independent retrying clients.
 //!
 //! Each client makes its first call at a given virtual time and, after every
-//! failed call, asks its strategy's [`Retrier`](crate::Retrier) when to call
+//! failed call, asks its strategy's [`Retrier`] when to call
 //! again (or whether to give up). The loop pops the earliest pending call from
 //! the [`EventQueue`], asks the [`Endpoint`], records the call in the
 //! histograms and schedules the next one. Nothing sleeps: virtual time jumps
@@ -27,13 +27,14 @@
 //! does in production) and saves 8 bytes per client. It is *not* the
 //! "everyone seeded alike" failure mode: no two clients share a draw.
 
-use herdless::{Rng, Schedule};
+use herdless::{GiveUp, Rng, Schedule};
 
 use crate::endpoint::Endpoint;
 use crate::error::SimError;
+use crate::guard::Gate;
 use crate::metrics::Histogram;
 use crate::queue::EventQueue;
-use crate::strategy::{Decision, Failure, Reply, Strategy};
+use crate::strategy::{Decision, Failure, Reply, Retrier, Strategy};
 
 /// The most calls one run may simulate before it is stopped with
 /// [`SimError::TooManyCalls`] (a guard against parameter combinations that
@@ -62,6 +63,11 @@ pub struct FleetOutcome {
     pub succeeded: u64,
     /// Clients that gave up (the budget ran out).
     pub gave_up: u64,
+    /// Of those, clients denied by a shared retry budget
+    /// ([`GiveUp::RetryBudget`]).
+    pub gave_up_retry_budget: u64,
+    /// Retries an open breaker made wait (each a re-check, not a call).
+    pub breaker_waits: u64,
     /// Virtual time at which the last client succeeded or gave up (ns).
     pub last_done_ns: u64,
     /// Virtual time of the last successful call (ns; 0 when none succeeded).
@@ -95,6 +101,30 @@ pub fn run_fleet<E: Endpoint>(
     strategy: &Strategy,
     seed: u64,
 ) -> Result<FleetOutcome, SimError> {
+    run_fleet_with(starts, endpoint, strategy.retrier(), seed)
+}
+
+/// [`run_fleet`] with a given per-run decision maker (e.g. one whose
+/// fleet-level guards were set up with [`Strategy::retrier_with`]).
+///
+/// A retry that is due first passes [`Retrier::gate`]: an open breaker may
+/// make it wait (rescheduled, not counted as a call) or give up.
+///
+/// ```
+/// use herdless_sim::endpoint::FailFirst;
+/// use herdless_sim::fleet::run_fleet_with;
+/// use herdless_sim::{guard::GuardParams, StrategyKind};
+/// let s = "full+budget".parse::<StrategyKind>()?.resolve(&herdless::Policy::default());
+/// let out = run_fleet_with(&[0; 50], &mut FailFirst::new(1), s.retrier_with(&GuardParams::default(), 1), 1)?;
+/// assert_eq!((out.succeeded, out.gave_up_retry_budget), (50, 0)); // 1000 tokens: no denial
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn run_fleet_with<E: Endpoint>(
+    starts: &[u64],
+    endpoint: &mut E,
+    mut retrier: Retrier,
+    seed: u64,
+) -> Result<FleetOutcome, SimError> {
     let n = u32::try_from(starts.len()).map_err(|_| SimError::TooManyClients)?;
     let mut queue: EventQueue<Client> = EventQueue::with_capacity(starts.len());
     for (id, &start_ns) in (0..n).zip(starts) {
@@ -105,13 +135,26 @@ pub fn run_fleet<E: Endpoint>(
         };
         queue.push(start_ns, client);
     }
-    let mut retrier = strategy.retrier();
     let mut rng = Rng::with_seed(seed);
     let mut out = FleetOutcome::default();
 
     while let Some(ev) = queue.pop() {
         let now = ev.at_ns;
         let mut c = ev.client;
+        if c.attempts > 0 {
+            match retrier.gate(now, c.id, now - c.start_ns, &mut rng) {
+                Gate::Go => {}
+                Gate::Wait(d) => {
+                    out.breaker_waits += 1;
+                    queue.push(now.saturating_add(d), c);
+                    continue;
+                }
+                Gate::GiveUp(reason) => {
+                    out.give_up(now, reason);
+                    continue;
+                }
+            }
+        }
         c.attempts += 1;
         out.calls += 1;
         out.arrivals.add(now);
@@ -123,7 +166,7 @@ pub fn run_fleet<E: Endpoint>(
         }
         let reply = endpoint.call(now, c.id, c.attempts);
         if reply == Reply::Ok {
-            retrier.on_success(now);
+            retrier.on_success(now, c.id);
             out.succeeded += 1;
             out.last_done_ns = out.last_done_ns.max(now);
             out.last_success_ns = out.last_success_ns.max(now);
@@ -131,6 +174,7 @@ pub fn run_fleet<E: Endpoint>(
         }
         let elapsed = now - c.start_ns;
         let failure = Failure {
+            client: c.id,
             now_ns: now,
             attempts: c.attempts,
             elapsed_ns: elapsed,
@@ -138,12 +182,19 @@ pub fn run_fleet<E: Endpoint>(
         };
         match retrier.on_failure(&mut c.schedule, &mut rng, failure) {
             Decision::RetryAfter(d) => queue.push(now.saturating_add(d), c),
-            Decision::GiveUp(_) => {
-                out.gave_up += 1;
-                out.give_ups.add(now);
-                out.last_done_ns = out.last_done_ns.max(now);
-            }
+            Decision::GiveUp(reason) => out.give_up(now, reason),
         }
     }
     Ok(out)
+}
+
+impl FleetOutcome {
+    fn give_up(&mut self, now: u64, reason: GiveUp) {
+        self.gave_up += 1;
+        if reason == GiveUp::RetryBudget {
+            self.gave_up_retry_budget += 1;
+        }
+        self.give_ups.add(now);
+        self.last_done_ns = self.last_done_ns.max(now);
+    }
 }

@@ -32,6 +32,7 @@
 //! |---|---|
 //! | the event queue (timing wheel) | [`queue`] |
 //! | retry strategies, built on `herdless::Policy` | [`strategy`] |
+//! | fleet-level guards: shared budget, breaker, pushback (the library's types) | [`guard`] |
 //! | simulated endpoints (stub controller, outage + capacity) | [`endpoint`] |
 //! | the event loop of independent clients | [`fleet`] |
 //! | the scenarios: spread, outage, contention | [`scenario`] |
@@ -54,6 +55,7 @@
 pub mod endpoint;
 pub mod error;
 pub mod fleet;
+pub mod guard;
 pub mod metrics;
 pub mod parallel;
 #[cfg(feature = "plots")]
@@ -172,7 +174,7 @@ impl Simulation {
     /// ```
     /// use herdless_sim::{Config, Scenario, Simulation};
     /// let sim = Simulation::new(Config::default_for(Scenario::Outage));
-    /// assert_eq!(sim.strategy_kinds().len(), 6);
+    /// assert_eq!(sim.strategy_kinds().len(), 9);
     /// ```
     pub fn new(config: Config) -> Self {
         let strategies = config.scenario().default_strategies();
@@ -265,6 +267,9 @@ impl Simulation {
     pub fn run_with_progress(&self, progress: &dyn Progress) -> Result<Report, SimError> {
         if self.strategies.is_empty() {
             return Err(SimError::Invalid("no strategy to simulate".into()));
+        }
+        for &k in &self.strategies {
+            scenario::outage_only(self.config.scenario(), k)?;
         }
         progress.start(self.work_units());
         let seed = self.seed;

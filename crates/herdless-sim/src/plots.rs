@@ -65,7 +65,7 @@ impl std::error::Error for PlotError {}
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 const WIDTH: u32 = 1000;
-const COLORS: [RGBColor; 7] = [
+const COLORS: [RGBColor; 9] = [
     RGBColor(200, 40, 40),
     RGBColor(30, 110, 200),
     RGBColor(40, 150, 70),
@@ -73,6 +73,8 @@ const COLORS: [RGBColor; 7] = [
     RGBColor(220, 130, 20),
     RGBColor(90, 90, 90),
     RGBColor(0, 150, 150),
+    RGBColor(180, 60, 120),
+    RGBColor(110, 120, 20),
 ];
 
 /// Writes the report's figures into `dir` (created if missing), each as SVG

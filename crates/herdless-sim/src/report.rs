@@ -16,6 +16,7 @@ use std::time::Duration;
 use herdless::Policy;
 use serde::Serialize;
 
+use crate::guard::GuardParams;
 use crate::scenario::contention::{ContentionFigures, ContentionParams};
 use crate::scenario::outage::{OutageFigures, OutageParams};
 use crate::scenario::spread::{SpreadFigures, SpreadParams};
@@ -100,6 +101,49 @@ pub struct OutageParameters {
     pub first_call_window_s: f64,
     /// The base policy.
     pub policy: PolicyParameters,
+    /// How the fleet-level guards are set up.
+    pub guards: GuardParameters,
+}
+
+/// The fleet-level guards' set-up, as reported (see [`GuardParams`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GuardParameters {
+    /// Clients sharing one process's budget and breaker.
+    pub clients_per_process: u32,
+    /// The number of simulated processes (`ceil(clients / clients_per_process)`).
+    pub processes: u32,
+    /// Each process's budget: gRPC `maxTokens`.
+    pub budget_max_tokens: f64,
+    /// Each process's budget: gRPC `tokenRatio`.
+    pub budget_token_ratio: f64,
+    /// Each process's budget: the anti-synchronization spread, tokens.
+    pub budget_spread: f64,
+    /// Consecutive failures that open a process's breaker.
+    pub breaker_threshold: u32,
+    /// Breaker probe wait, seconds (each wait uniform in `[w / 2, w]`).
+    pub probe_wait_s: f64,
+    /// How long a probe holds the breaker, seconds.
+    pub probe_rtt_s: f64,
+    /// The longest Retry-After of the pushback server, seconds.
+    pub pushback_horizon_s: f64,
+}
+
+impl GuardParameters {
+    fn new(g: &GuardParams, clients: u32) -> Self {
+        Self {
+            clients_per_process: g.clients_per_process,
+            processes: clients.div_ceil(g.clients_per_process.max(1)),
+            budget_max_tokens: g.budget_tokens,
+            budget_token_ratio: g.budget_token_ratio,
+            budget_spread: g
+                .budget_spread
+                .unwrap_or((g.budget_tokens - g.budget_tokens / 2.0) / 2.0),
+            breaker_threshold: g.breaker_threshold,
+            probe_wait_s: g.probe_wait.as_secs_f64(),
+            probe_rtt_s: g.probe_rtt.as_secs_f64(),
+            pushback_horizon_s: g.pushback_horizon.as_secs_f64(),
+        }
+    }
 }
 
 /// An outage run's report.
@@ -128,6 +172,7 @@ impl OutageReport {
                 burst: p.burst,
                 first_call_window_s: p.first_call_window.as_secs_f64(),
                 policy: (&p.policy).into(),
+                guards: GuardParameters::new(&p.guards, p.clients),
             },
             physical_limit_s: p.physical_limit_s(),
             min_calls_per_client: p.min_calls_per_client(),
@@ -327,7 +372,7 @@ fn outage_table(r: &OutageReport) -> String {
         "outage: {} clients (first calls within {}), endpoint down {}, then {} calls/s \
          (burst {}); seed {}\n\
          policy: {}; fixed-1s retries every second, no attempt limit\n\
-         physical limit: T + N/C = {} + {} / {} per s = {:.3} s\n\n",
+         physical limit: T + N/C = {} + {} / {} per s = {:.3} s\n",
         p.clients,
         secs(p.first_call_window_s),
         secs(p.outage_s),
@@ -340,6 +385,24 @@ fn outage_table(r: &OutageReport) -> String {
         p.capacity_per_s,
         r.physical_limit_s
     );
+    if s.iter().any(|f| f.strategy.contains('+')) {
+        let g = &p.guards;
+        let _ = writeln!(
+            out,
+            "guards: {} processes of {} clients, each with a budget of {} tokens \
+             (gRPC, ratio {}) and a breaker (opens after {} failures, probe wait {}, \
+             probe round trip {}); pushback: Retry-After slots, horizon {}",
+            g.processes,
+            g.clients_per_process,
+            g.budget_max_tokens,
+            g.budget_token_ratio,
+            g.breaker_threshold,
+            secs(g.probe_wait_s),
+            secs(g.probe_rtt_s),
+            secs(g.pushback_horizon_s)
+        );
+    }
+    out.push('\n');
     let h = header(
         "",
         s.iter()
@@ -370,6 +433,24 @@ fn outage_table(r: &OutageReport) -> String {
             s.iter()
                 .map(|f| f.gave_up.to_string())
                 .chain(["0".to_owned()]),
+        ),
+        row(
+            "  of which denied by the retry budget",
+            s.iter()
+                .map(|f| f.gave_up_retry_budget.to_string())
+                .chain(["0".to_owned()]),
+        ),
+        row(
+            "  largest 100 ms give-up bucket / give-ups",
+            s.iter()
+                .map(|f| {
+                    if f.gave_up == 0 {
+                        "-".to_owned()
+                    } else {
+                        format!("{:.3}", f.give_up_max_bucket_share)
+                    }
+                })
+                .chain(["-".to_owned()]),
         ),
         row(
             "peak per 100 ms after T / capacity",

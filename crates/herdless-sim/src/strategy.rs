@@ -21,15 +21,20 @@
 //! budget as the others); "no backoff" retries after zero delay (no attempt
 //! limit, the same elapsed budget).
 //!
-//! # Adding a strategy kind
+//! # Fleet-level strategies
 //!
-//! Fleet-level strategies (a shared retry budget, a breaker, server pushback)
-//! are new [`StrategyKind`] variants. Their shared state (a token bucket, a
-//! breaker) lives in the [`Retrier`], which is built once per run and sees
-//! every failure and success of the fleet, with its virtual time
-//! ([`Retrier::on_failure`] with a [`Failure`], [`Retrier::on_success`]); server pushback is an endpoint that answers
-//! [`Reply::Rejected`] with a `retry_after`, which step 2 already honors. The
-//! event loop, the queue, the metrics and the report do not change.
+//! [`StrategyKind::Guarded`] adds a [`Guard`] to a jitter mode: `full+budget`,
+//! `full+breaker`, `full+pushback` (any jitter mode may take a guard). The
+//! shared state (the library's [`RetryBudget`](herdless::RetryBudget) or
+//! [`Breaker`](herdless::Breaker), one per simulated process) lives in the
+//! [`Retrier`], which is built once per run and sees every failure and success
+//! of the fleet with its virtual time and client ([`Retrier::on_failure`] with
+//! a [`Failure`], [`Retrier::on_success`], [`Retrier::gate`] before a retry
+//! goes out). After step 3 the shared budget is asked for the retry (a denial
+//! gives up with [`GiveUp::RetryBudget`]); a give-up for another reason still
+//! charges the budget's failure cost, as the executors do. Server pushback is
+//! an endpoint that answers [`Reply::Rejected`] with a `retry_after`, which
+//! step 2 already honors. See [`guard`](crate::guard) for the model.
 
 use std::fmt;
 use std::str::FromStr;
@@ -37,12 +42,15 @@ use std::time::Duration;
 
 use herdless::{GiveUp, Jitter, Policy, Rng, Schedule};
 
+use crate::guard::{Gate, Guard, GuardParams, GuardState};
+
 /// The interval of the naive "retry every second" baseline.
 pub const FIXED_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A strategy by name. [`FromStr`] accepts the jitter mode names (`none`,
-/// `full`, `equal`, `decorrelated`, `decorrelated-window`) and the baselines
-/// `fixed-1s` and `no-backoff`.
+/// `full`, `equal`, `decorrelated`, `decorrelated-window`), a jitter mode
+/// with a fleet-level guard (`full+budget`, `full+breaker`, `full+pushback`)
+/// and the baselines `fixed-1s` and `no-backoff`.
 ///
 /// ```
 /// use herdless_sim::StrategyKind;
@@ -50,6 +58,8 @@ pub const FIXED_INTERVAL: Duration = Duration::from_secs(1);
 /// assert_eq!(s, StrategyKind::Backoff(herdless::Jitter::Full));
 /// assert_eq!("fixed-1s".parse::<StrategyKind>()?, StrategyKind::FixedInterval);
 /// assert_eq!(StrategyKind::NoBackoff.name(), "no-backoff");
+/// let g: StrategyKind = "full+pushback".parse()?;
+/// assert_eq!(g, StrategyKind::Guarded(herdless::Jitter::Full, herdless_sim::guard::Guard::Pushback));
 /// # Ok::<(), herdless_sim::ParseStrategyError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,7 +72,27 @@ pub enum StrategyKind {
     FixedInterval,
     /// Retry at once (the contention experiment's first baseline).
     NoBackoff,
+    /// Capped exponential backoff with this jitter mode plus a fleet-level
+    /// guard (outage scenario only).
+    Guarded(Jitter, Guard),
 }
+
+/// `GUARDED_NAMES[jitter][guard]`, in `Jitter::ALL` and `Guard::ALL` order.
+const GUARDED_NAMES: [[&str; 3]; 5] = [
+    ["none+budget", "none+breaker", "none+pushback"],
+    ["full+budget", "full+breaker", "full+pushback"],
+    ["equal+budget", "equal+breaker", "equal+pushback"],
+    [
+        "decorrelated+budget",
+        "decorrelated+breaker",
+        "decorrelated+pushback",
+    ],
+    [
+        "decorrelated-window+budget",
+        "decorrelated-window+breaker",
+        "decorrelated-window+pushback",
+    ],
+];
 
 impl StrategyKind {
     /// Every jitter mode, in the library's documentation order.
@@ -78,6 +108,33 @@ impl StrategyKind {
         StrategyKind::Backoff(Jitter::DecorrelatedWindow),
     ];
 
+    /// Full jitter with each fleet-level guard: what the outage scenario shows
+    /// beside the plain modes.
+    ///
+    /// ```
+    /// let names: Vec<_> = herdless_sim::StrategyKind::GUARDED.iter().map(|k| k.name()).collect();
+    /// assert_eq!(names, ["full+budget", "full+breaker", "full+pushback"]);
+    /// ```
+    pub const GUARDED: [StrategyKind; 3] = [
+        StrategyKind::Guarded(Jitter::Full, Guard::Budget),
+        StrategyKind::Guarded(Jitter::Full, Guard::Breaker),
+        StrategyKind::Guarded(Jitter::Full, Guard::Pushback),
+    ];
+
+    /// The fleet-level guard of this strategy, if any.
+    ///
+    /// ```
+    /// use herdless_sim::{guard::Guard, StrategyKind};
+    /// assert_eq!(StrategyKind::GUARDED[0].guard(), Some(Guard::Budget));
+    /// assert_eq!(StrategyKind::FixedInterval.guard(), None);
+    /// ```
+    pub fn guard(self) -> Option<Guard> {
+        match self {
+            StrategyKind::Guarded(_, g) => Some(g),
+            _ => None,
+        }
+    }
+
     /// The strategy's name (CLI, table and JSON).
     ///
     /// ```
@@ -90,6 +147,11 @@ impl StrategyKind {
             StrategyKind::Backoff(j) => j.name(),
             StrategyKind::FixedInterval => "fixed-1s",
             StrategyKind::NoBackoff => "no-backoff",
+            StrategyKind::Guarded(j, g) => {
+                let ji = Jitter::ALL.iter().position(|&x| x == j).unwrap_or(0);
+                let gi = Guard::ALL.iter().position(|&x| x == g).unwrap_or(0);
+                GUARDED_NAMES[ji][gi]
+            }
         }
     }
 
@@ -104,7 +166,9 @@ impl StrategyKind {
     /// ```
     pub fn resolve(self, base: &Policy) -> Strategy {
         let policy = match self {
-            StrategyKind::Backoff(j) => base.to_builder().jitter(j).build(),
+            StrategyKind::Backoff(j) | StrategyKind::Guarded(j, _) => {
+                base.to_builder().jitter(j).build()
+            }
             StrategyKind::FixedInterval => base
                 .to_builder()
                 .jitter(Jitter::None)
@@ -139,11 +203,17 @@ impl FromStr for StrategyKind {
         if t.eq_ignore_ascii_case("no-backoff") {
             return Ok(StrategyKind::NoBackoff);
         }
+        let err = || ParseStrategyError {
+            input: t.chars().take(64).collect(),
+        };
+        if let Some((j, g)) = t.split_once('+') {
+            let j = j.trim().parse::<Jitter>().map_err(|_| err())?;
+            let g = Guard::parse(g).ok_or_else(err)?;
+            return Ok(StrategyKind::Guarded(j, g));
+        }
         t.parse::<Jitter>()
             .map(StrategyKind::Backoff)
-            .map_err(|_| ParseStrategyError {
-                input: t.chars().take(64).collect(),
-            })
+            .map_err(|_| err())
     }
 }
 
@@ -163,7 +233,8 @@ impl fmt::Display for ParseStrategyError {
         write!(
             f,
             "unknown strategy {:?} (expected one of none, full, equal, decorrelated, \
-             decorrelated-window, fixed-1s, no-backoff)",
+             decorrelated-window, fixed-1s, no-backoff, or a jitter mode with a guard: \
+             full+budget, full+breaker, full+pushback)",
             self.input
         )
     }
@@ -226,14 +297,28 @@ impl Strategy {
     /// let s = StrategyKind::Backoff(herdless::Jitter::None).resolve(&herdless::Policy::default());
     /// let mut r = s.retrier();
     /// let mut sched = Schedule::new();
-    /// let failed = Failure { now_ns: 0, attempts: 1, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
+    /// let failed = Failure { client: 0, now_ns: 0, attempts: 1, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
     /// let d = r.on_failure(&mut sched, &mut Rng::with_seed(1), failed);
     /// assert_eq!(d, Decision::RetryAfter(500_000_000)); // the default base, 0.5 s
     /// ```
     pub fn retrier(&self) -> Retrier {
+        self.retrier_with(&GuardParams::default(), 0)
+    }
+
+    /// A fresh per-run decision maker whose fleet-level guard (if any) is set
+    /// up with `guards`; `seed` draws each call's budget level.
+    ///
+    /// ```
+    /// use herdless_sim::{guard::GuardParams, StrategyKind};
+    /// let s = "full+budget".parse::<StrategyKind>()?.resolve(&herdless::Policy::default());
+    /// let _r = s.retrier_with(&GuardParams { clients_per_process: 10, ..Default::default() }, 7);
+    /// # Ok::<(), herdless_sim::ParseStrategyError>(())
+    /// ```
+    pub fn retrier_with(&self, guards: &GuardParams, seed: u64) -> Retrier {
         Retrier {
             kind: self.kind,
             policy: self.policy,
+            guard: GuardState::new(self.kind.guard(), *guards, seed),
         }
     }
 }
@@ -254,6 +339,8 @@ pub enum Reply {
 /// What the event loop knows about a failed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Failure {
+    /// The client that failed (its index in the fleet).
+    pub client: u32,
     /// Virtual time of the failure, in nanoseconds (for fleet-level state
     /// that depends on time: token refills, breaker timeouts).
     pub now_ns: u64,
@@ -275,11 +362,13 @@ pub enum Decision {
 }
 
 /// The per-run decision maker of a [`Strategy`]: the place for state shared by
-/// the whole fleet (see the [module documentation](self)).
+/// the whole fleet (see the [module documentation](self)). Cloning gives a
+/// fresh one (full budgets, closed breakers).
 #[derive(Debug, Clone)]
 pub struct Retrier {
     kind: StrategyKind,
     policy: Policy,
+    guard: GuardState,
 }
 
 impl Retrier {
@@ -292,7 +381,7 @@ impl Retrier {
     /// use herdless::{GiveUp, Rng, Schedule};
     /// let s = StrategyKind::Backoff(herdless::Jitter::Full).resolve(&herdless::Policy::default());
     /// let mut r = s.retrier();
-    /// let failed = Failure { now_ns: 0, attempts: 6, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
+    /// let failed = Failure { client: 0, now_ns: 0, attempts: 6, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
     /// let d = r.on_failure(&mut Schedule::new(), &mut Rng::with_seed(1), failed);
     /// assert_eq!(d, Decision::GiveUp(GiveUp::MaxAttempts)); // the default allows 6 attempts
     /// ```
@@ -304,18 +393,20 @@ impl Retrier {
         failure: Failure,
     ) -> Decision {
         let Failure {
+            client,
+            now_ns,
             attempts,
             elapsed_ns,
             reply,
-            ..
         } = failure;
+        self.guard.failed(now_ns, client);
         let retry_after = match reply {
             Reply::Ok => None,
             Reply::Rejected { retry_after } => retry_after,
         };
         let computed = match self.kind {
             StrategyKind::NoBackoff => Duration::ZERO,
-            StrategyKind::Backoff(_) | StrategyKind::FixedInterval => {
+            StrategyKind::Backoff(_) | StrategyKind::Guarded(..) | StrategyKind::FixedInterval => {
                 self.policy.next_delay(schedule, rng)
             }
         };
@@ -327,21 +418,43 @@ impl Retrier {
             .policy
             .may_retry(attempts, Duration::from_nanos(elapsed_ns), sleep)
         {
-            Ok(()) => Decision::RetryAfter(u64::try_from(sleep.as_nanos()).unwrap_or(u64::MAX)),
-            Err(reason) => Decision::GiveUp(reason),
+            Ok(()) if self.guard.try_retry(client) => {
+                Decision::RetryAfter(u64::try_from(sleep.as_nanos()).unwrap_or(u64::MAX))
+            }
+            Ok(()) => Decision::GiveUp(GiveUp::RetryBudget),
+            Err(reason) => {
+                self.guard.gave_up(client);
+                Decision::GiveUp(reason)
+            }
         }
     }
 
-    /// Records a success at `now_ns` (no fleet-level state yet: the hook for
-    /// shared budgets that refund on success and breakers that close).
+    /// Records a success of `client` at `now_ns` (refunds its process's
+    /// budget, closes its breaker).
     ///
     /// ```
     /// let s = herdless_sim::StrategyKind::NoBackoff.resolve(&herdless::Policy::default());
-    /// s.retrier().on_success(0);
+    /// s.retrier().on_success(0, 0);
     /// ```
     #[inline]
-    pub fn on_success(&mut self, now_ns: u64) {
-        let _ = now_ns;
+    pub fn on_success(&mut self, now_ns: u64, client: u32) {
+        self.guard.succeeded(now_ns, client);
+    }
+
+    /// A retry of `client` is due at `now_ns`, `elapsed_ns` after its first
+    /// call: with an open breaker it may have to wait (jittered, not a call)
+    /// or give up when the wait would pass the elapsed budget. Always
+    /// [`Gate::Go`] without a breaker.
+    ///
+    /// ```
+    /// use herdless_sim::{guard::Gate, StrategyKind};
+    /// let s = StrategyKind::Backoff(herdless::Jitter::Full).resolve(&herdless::Policy::default());
+    /// assert_eq!(s.retrier().gate(0, 0, 0, &mut herdless::Rng::with_seed(1)), Gate::Go);
+    /// ```
+    #[inline]
+    pub fn gate(&mut self, now_ns: u64, client: u32, elapsed_ns: u64, rng: &mut Rng) -> Gate {
+        self.guard
+            .gate(now_ns, client, elapsed_ns, self.policy.max_elapsed(), rng)
     }
 }
 
@@ -351,6 +464,7 @@ mod tests {
 
     fn failed(attempts: u32, elapsed_ns: u64, reply: Reply) -> Failure {
         Failure {
+            client: 0,
             now_ns: elapsed_ns,
             attempts,
             elapsed_ns,
@@ -360,13 +474,19 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
+        let guarded = Jitter::ALL
+            .into_iter()
+            .flat_map(|j| Guard::ALL.map(|g| StrategyKind::Guarded(j, g)));
         for k in StrategyKind::JITTERS
             .into_iter()
             .chain([StrategyKind::FixedInterval, StrategyKind::NoBackoff])
+            .chain(guarded)
         {
             assert_eq!(k.name().parse::<StrategyKind>().unwrap(), k);
         }
         assert!("sometimes".parse::<StrategyKind>().is_err());
+        assert!("full+fuse".parse::<StrategyKind>().is_err());
+        assert!("fixed-1s+budget".parse::<StrategyKind>().is_err());
     }
 
     #[test]

@@ -155,13 +155,18 @@ fn assert_within_limit(r: &OutageReport) {
 }
 
 /// Second seed: no strategy beats the physical limit T + N / C (default
-/// scenario: 40,000 clients, 5 s, 10,000 calls/s: 9 s), and capped exponential
-/// backoff without jitter is far from it.
+/// scenario: 40,000 clients, 5 s, 10,000 calls/s: 9 s), the fleet-level ones
+/// (budget, breaker, pushback) included, and capped exponential backoff
+/// without jitter is far from it.
 #[test]
 fn outage_no_strategy_beats_the_physical_limit() {
     let r = outage(OutageParams::default(), 1);
     assert_eq!(r.physical_limit_s, 9.0);
-    assert_eq!(r.strategies.len(), 6);
+    let names: Vec<&str> = r.strategies.iter().map(|s| s.strategy.as_str()).collect();
+    assert_eq!(
+        names[5..],
+        ["fixed-1s", "full+budget", "full+breaker", "full+pushback"]
+    );
     assert_within_limit(&r);
     let none = &r.strategies[0];
     let full = &r.strategies[1];
@@ -190,6 +195,7 @@ proptest! {
         burst_share in 1u32..50,
         base_ms in 10u64..2_000,
         attempts in 2u32..12,
+        per_process in 1u32..300,
         seed in any::<u64>(),
     ) {
         let params = OutageParams {
@@ -202,9 +208,15 @@ proptest! {
                 .max_attempts(attempts)
                 .build()
                 .unwrap(),
+            guards: herdless_sim::guard::GuardParams {
+                clients_per_process: per_process,
+                ..Default::default()
+            },
             ..OutageParams::default()
         };
-        assert_within_limit(&outage(params, seed));
+        let r = outage(params, seed);
+        assert_eq!(r.strategies.len(), 9, "every strategy, the guarded ones included");
+        assert_within_limit(&r);
     }
 }
 

@@ -237,11 +237,12 @@ pub fn run_trial(
         let answered = now + hops.draw(&mut rng);
         if w.seen == version {
             version += 1;
-            retrier.on_success(now);
+            retrier.on_success(now, ev.client);
             out.completion_ns = out.completion_ns.max(answered);
             continue;
         }
         let failure = Failure {
+            client: ev.client,
             now_ns: answered,
             attempts: w.writes,
             elapsed_ns: answered,
@@ -284,6 +285,7 @@ pub fn run(
     seed: u64,
 ) -> Result<ContentionFigures, SimError> {
     params.validate()?;
+    super::outage_only(super::Scenario::Contention, kind)?;
     let strategy = kind.resolve(&params.policy);
     let outcomes: Vec<Vec<TrialOutcome>> = params
         .clients

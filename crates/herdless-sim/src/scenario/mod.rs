@@ -3,7 +3,7 @@
 //! | name | module | what it shows |
 //! |---|---|---|
 //! | `spread` | [`spread`] | retry waves in 100 ms buckets: spikes without jitter, a smear with it |
-//! | `outage` (default) | [`outage`] | a 5 s failover in front of 40,000 clients, against the physical limit |
+//! | `outage` (default) | [`outage`] | a 5 s failover in front of 40,000 clients, against the physical limit, with and without fleet-level guards |
 //! | `contention` | [`contention`] | the AWS optimistic-concurrency experiment: write calls and time against clients |
 
 use std::fmt;
@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use herdless::Jitter;
 
+use crate::error::SimError;
 use crate::strategy::StrategyKind;
 
 pub mod contention;
@@ -55,19 +56,23 @@ impl Scenario {
 
     /// The strategies compared when none are named: every jitter mode, plus
     /// the scenario's baseline (`fixed-1s` for spread and outage, `no-backoff`
-    /// first for contention).
+    /// first for contention), plus, in outage, full jitter with each
+    /// fleet-level guard ([`StrategyKind::GUARDED`]).
     ///
     /// ```
     /// use herdless_sim::{Scenario, StrategyKind};
-    /// assert_eq!(Scenario::Outage.default_strategies().len(), 6);
+    /// assert_eq!(Scenario::Outage.default_strategies().len(), 9);
+    /// assert_eq!(Scenario::Spread.default_strategies().len(), 6);
     /// assert_eq!(Scenario::Contention.default_strategies()[0], StrategyKind::NoBackoff);
     /// ```
     pub fn default_strategies(self) -> Vec<StrategyKind> {
         let jitters = Jitter::ALL.into_iter().map(StrategyKind::Backoff);
         match self {
-            Scenario::Spread | Scenario::Outage => {
-                jitters.chain([StrategyKind::FixedInterval]).collect()
-            }
+            Scenario::Spread => jitters.chain([StrategyKind::FixedInterval]).collect(),
+            Scenario::Outage => jitters
+                .chain([StrategyKind::FixedInterval])
+                .chain(StrategyKind::GUARDED)
+                .collect(),
             Scenario::Contention => [StrategyKind::NoBackoff]
                 .into_iter()
                 .chain(jitters)
@@ -95,5 +100,17 @@ impl FromStr for Scenario {
                     s.chars().take(64).collect::<String>()
                 )
             })
+    }
+}
+
+/// Refuses a fleet-level strategy outside the outage scenario (the guards are
+/// modelled there only; see [`guard`](crate::guard)).
+pub(crate) fn outage_only(scenario: Scenario, kind: StrategyKind) -> Result<(), SimError> {
+    match kind.guard() {
+        Some(_) if scenario != Scenario::Outage => Err(SimError::Invalid(format!(
+            "{kind} runs in the outage scenario only (the fleet-level guards are modelled \
+             there; use --scenario outage)"
+        ))),
+        _ => Ok(()),
     }
 }

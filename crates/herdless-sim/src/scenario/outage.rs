@@ -26,16 +26,27 @@
 //! * the naive baseline `fixed-1s` retries every second with no attempt limit
 //!   (the seed's "fixed one-second loop"), within the same 120 s budget;
 //! * `no-backoff` is refused here: during the outage it would retry forever in
-//!   zero virtual time.
+//!   zero virtual time;
+//! * the fleet-level strategies (`full+budget`, `full+breaker`,
+//!   `full+pushback`) use the library's `RetryBudget`, `Breaker` and
+//!   `SlotAllocator`, one budget or breaker per simulated process of
+//!   [`GuardParams::clients_per_process`] clients; pushback puts the
+//!   allocator in front of the same capacity-limited endpoint (see
+//!   [`guard`](crate::guard) for the model and its defaults).
+//!
+//! Give-ups are counted per 100 ms too: `give_up_max_bucket_share` (the
+//! largest bucket's share of all give-ups) tells a synchronized give-up (one
+//! bucket holds them all) from give-ups spread in time.
 
 use std::time::Duration;
 
 use herdless::{Policy, Rng};
 use serde::Serialize;
 
-use crate::endpoint::OutageEndpoint;
+use crate::endpoint::{OutageEndpoint, PushbackEndpoint};
 use crate::error::SimError;
-use crate::fleet::run_fleet;
+use crate::fleet::run_fleet_with;
+use crate::guard::{Guard, GuardParams};
 use crate::metrics::{first_bucket_at_or_after, BUCKET};
 use crate::strategy::StrategyKind;
 
@@ -60,6 +71,9 @@ pub struct OutageParams {
     pub first_call_window: Duration,
     /// The base policy; each strategy sets its own jitter.
     pub policy: Policy,
+    /// How the fleet-level guards are set up (processes, budget, breaker,
+    /// pushback horizon).
+    pub guards: GuardParams,
 }
 
 impl Default for OutageParams {
@@ -74,6 +88,7 @@ impl Default for OutageParams {
                 .base(Duration::from_secs(1))
                 .build()
                 .expect("1 s is a valid base"),
+            guards: GuardParams::default(),
         }
     }
 }
@@ -136,7 +151,7 @@ impl OutageParams {
         if self.first_call_window > Duration::from_secs(3_600) {
             return bad("the first-call window must be at most 1 hour".into());
         }
-        Ok(())
+        self.guards.validate()
     }
 }
 
@@ -160,6 +175,16 @@ pub struct OutageFigures {
     pub succeeded: u64,
     /// Clients that gave up.
     pub gave_up: u64,
+    /// Of those, clients denied by the shared retry budget (`retry_budget`).
+    pub gave_up_retry_budget: u64,
+    /// The largest 100 ms bucket of give-ups as a share of all give-ups (0
+    /// when nobody gave up; 1 when they all gave up within one bucket).
+    pub give_up_max_bucket_share: f64,
+    /// Give-ups per 100 ms bucket, from time 0.
+    pub give_ups_per_100ms: Vec<u32>,
+    /// Times an open breaker made a due retry wait (not calls; 0 without a
+    /// breaker).
+    pub breaker_waits: u64,
     /// The largest 100 ms bucket of arrivals at or after `T`, divided by what
     /// the endpoint serves in 100 ms (`C / 10`).
     pub peak_over_capacity: f64,
@@ -202,13 +227,20 @@ pub fn run(
     }
     let strategy = kind.resolve(&params.policy);
     let starts = first_calls(params, seed);
-    let mut endpoint = OutageEndpoint::new(params.outage, params.capacity, params.burst);
-    let out = run_fleet(
-        &starts,
-        &mut endpoint,
-        &strategy,
-        crate::stream_seed(seed, 1),
-    )?;
+    let retrier = strategy.retrier_with(&params.guards, crate::stream_seed(seed, 2));
+    let fleet_seed = crate::stream_seed(seed, 1);
+    let out = if kind.guard() == Some(Guard::Pushback) {
+        let mut endpoint = PushbackEndpoint::new(
+            params.outage,
+            params.capacity,
+            params.burst,
+            params.guards.pushback_horizon,
+        )?;
+        run_fleet_with(&starts, &mut endpoint, retrier, fleet_seed)?
+    } else {
+        let mut endpoint = OutageEndpoint::new(params.outage, params.capacity, params.burst);
+        run_fleet_with(&starts, &mut endpoint, retrier, fleet_seed)?
+    };
     let n = f64::from(params.clients);
     let per_bucket = f64::from(params.capacity) * BUCKET.as_secs_f64();
     let peak = out
@@ -225,6 +257,14 @@ pub fn run(
         vs_limit: completion_s / params.physical_limit_s(),
         succeeded: out.succeeded,
         gave_up: out.gave_up,
+        gave_up_retry_budget: out.gave_up_retry_budget,
+        give_up_max_bucket_share: if out.gave_up == 0 {
+            0.0
+        } else {
+            f64::from(out.give_ups.max_bucket().map_or(0, |(_, c)| c)) / out.gave_up as f64
+        },
+        give_ups_per_100ms: out.give_ups.counts().to_vec(),
+        breaker_waits: out.breaker_waits,
         peak_over_capacity: f64::from(peak) / per_bucket,
         max_bucket_share: f64::from(out.retries.max_bucket().map_or(0, |(_, c)| c)) / n,
         arrivals_per_100ms: out.arrivals.counts().to_vec(),

@@ -106,6 +106,7 @@ pub fn run(
     seed: u64,
 ) -> Result<SpreadFigures, SimError> {
     params.validate()?;
+    super::outage_only(super::Scenario::Spread, kind)?;
     let strategy = kind.resolve(&params.policy);
     let starts = vec![0u64; params.workers as usize];
     let out = run_fleet(
