@@ -1,5 +1,5 @@
 //! The async executor: retries in a future, sleeping with
-//! [`AsyncSleep`](crate::AsyncSleep) (`tokio::time::sleep` with the `tokio`
+//! [`AsyncSleep`] (`tokio::time::sleep` with the `tokio`
 //! feature).
 //!
 //! The returned future is `Send` when the operation's futures are (and the

@@ -1,5 +1,5 @@
 //! The blocking executor: retries on the calling thread, sleeping with
-//! [`Sleep`](crate::Sleep) (`std::thread::sleep` by default).
+//! [`Sleep`] (`std::thread::sleep` by default).
 //!
 //! Use it in synchronous code and worker threads. In async code use
 //! [`call_async`](crate::Retry::call_async): a blocking sleep would stall the

@@ -48,7 +48,7 @@
 //!   closed), `Retry-After` by [`parse_retry_after`] against the wall clock
 //!   (injectable with [`HttpClassifier::now`]), and a valid `Retry-After-Ms`
 //!   (a [`pushback`](crate::pushback) server's millisecond slot) is preferred
-//!   to `Retry-After` ([`classify_response_ms`](crate::http::classify_response_ms));
+//!   to `Retry-After` ([`classify_response_ms`]);
 //!   transport errors by [`classify_transport`]; per-attempt timeouts are
 //!   reported as timeouts ([`Classify::is_timeout`]) so a shared retry budget
 //!   can charge them more. A per-attempt timeout is the request's own
