@@ -82,8 +82,8 @@ pub fn run(args: &GetArgs) -> i32 {
         eprintln!("herdless get: {e}");
         exit::USAGE
     };
-    let (policy, policy_args) = match args.policy.resolve_layered(Jitter::Full) {
-        Ok(r) => (r.policy, args.policy.with_resolved(&r)),
+    let (policy, policy_args) = match args.policy.resolve_with_args(Jitter::Full) {
+        Ok(resolved) => resolved,
         Err(e) => return usage(e.to_string()),
     };
     let url = match parse_url(&args.url) {

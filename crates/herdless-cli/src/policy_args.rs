@@ -103,6 +103,21 @@ impl PolicyArgs {
         self.resolve_layered(default_jitter).map(|r| r.policy)
     }
 
+    /// The layered policy together with these flags completed by the layers
+    /// (seed and task id may come from the policy file or the environment):
+    /// what a retrying subcommand needs to start.
+    ///
+    /// # Errors
+    ///
+    /// As [`resolve_layered`](Self::resolve_layered).
+    pub fn resolve_with_args(
+        &self,
+        default_jitter: Jitter,
+    ) -> Result<(Policy, PolicyArgs), ConfigError> {
+        let resolved = self.resolve_layered(default_jitter)?;
+        Ok((resolved.policy, self.with_resolved(&resolved)))
+    }
+
     /// These flags with the seed and task id that the layers resolved (a policy
     /// file may set them), for subcommands that read them from `PolicyArgs`.
     pub fn with_resolved(&self, resolved: &Resolved) -> PolicyArgs {

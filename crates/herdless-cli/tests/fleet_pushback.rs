@@ -11,23 +11,10 @@
 //! after the other, so no other test competes with its 2,000 workers for the
 //! two cores.
 
-use clap::Parser;
-use herdless_cli::cli::{Cli, Command};
-use herdless_cli::stub::{admission_from_args, Stub};
 use serde_json::Value;
 
-/// Starts an in-process stub with `herdless stub` flags; returns it and its URL.
-fn start_stub(flags: &[&str]) -> (Stub, String) {
-    let argv = ["herdless", "stub"].iter().chain(flags);
-    let Command::Stub(args) = Cli::try_parse_from(argv).unwrap().command else {
-        unreachable!()
-    };
-    let admission = admission_from_args(&args).unwrap();
-    let listener = Stub::bind(0).unwrap();
-    let (stub, _task) = Stub::start(listener, admission, std::future::pending()).unwrap();
-    let url = format!("http://{}/device", stub.addr());
-    (stub, url)
-}
+mod support;
+use support::start_stub;
 
 /// What one run showed.
 #[derive(Debug)]

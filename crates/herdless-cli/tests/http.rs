@@ -9,25 +9,12 @@ use std::collections::BTreeMap;
 use std::process::Output;
 use std::time::Duration;
 
-use clap::Parser;
-use herdless_cli::cli::{Cli, Command};
 use herdless_cli::fleet::busiest_window;
-use herdless_cli::stub::{admission_from_args, ArrivalRecord, Stub};
+use herdless_cli::stub::ArrivalRecord;
 use serde_json::Value;
 
-/// Starts a stub with `herdless stub` flags; returns it and its base URL. It
-/// stops when the test's runtime ends.
-fn start_stub(flags: &[&str]) -> (Stub, String) {
-    let argv = ["herdless", "stub"].iter().chain(flags);
-    let Command::Stub(args) = Cli::try_parse_from(argv).unwrap().command else {
-        unreachable!()
-    };
-    let admission = admission_from_args(&args).unwrap();
-    let listener = Stub::bind(0).unwrap();
-    let (stub, _task) = Stub::start(listener, admission, std::future::pending()).unwrap();
-    let url = format!("http://{}/device", stub.addr());
-    (stub, url)
-}
+mod support;
+use support::start_stub;
 
 async fn herdless(args: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
