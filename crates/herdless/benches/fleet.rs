@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use herdless::breaker::Admission;
-use herdless::pushback::SlotAllocator;
+use herdless::fleet::breaker::Admission;
+use herdless::fleet::pushback::SlotAllocator;
 use herdless::{AlwaysRetry, Breaker, ManualTimer, Policy, Retry, RetryBudget, RetryCause};
 
 fn budget(c: &mut Criterion) {

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use crate::jitter::Schedule;
+use crate::policy::jitter::Schedule;
 use crate::policy::Policy;
 use crate::rng::Rng;
 

@@ -43,24 +43,14 @@
 //!
 //! | concept | module |
 //! |---|---|
-//! | policy, validating builder, defaults | [`policy`] |
-//! | jitter math (none, full, equal, decorrelated, decorrelated-window) | [`jitter`] |
+//! | policy, validating builder, jitter math, server delays (clamp and spread) | [`policy`] |
+//! | the sans-IO decision engine, `Retry` and its blocking / async executors, errors, events | [`engine`] |
 //! | retryable / terminal classification | [`classify`] |
-//! | server-supplied delays: clamp and spread | [`server_delay`] |
-//! | attempt and elapsed budgets | [`budget`] |
-//! | shared retry budget (token bucket, gRPC / AWS semantics) | [`retry_budget`] |
-//! | half-open probe breaker | [`breaker`] |
-//! | escape lane for urgent calls | [`escape_lane`] |
-//! | server-guided pushback: admission and Retry-After slots | [`pushback`] |
-//! | the same as a tower `Layer` for axum / hyper (feature `tower`) | `pushback_layer` |
-//! | the shared decision engine, `Retry`, `Attempt` | [`retry`] |
-//! | blocking executor | [`blocking`] |
-//! | async executor | [`asynchronous`] |
-//! | long-lived backoff with reset policy | [`backoff`] |
+//! | fleet-level guards: shared retry budget, breaker, escape lane, pushback | [`fleet`] |
+//! | HTTP statuses, `Retry-After`, `Retry-After-Ms`, `reqwest` (features `http`, `reqwest`) | `http` |
+//! | long-lived backoff with a reset policy (reconnect loops) | [`backoff`] |
 //! | per-retrier randomness, idempotency keys | [`rng`] |
 //! | injectable clock and sleep | [`timer`] |
-//! | `tracing` events and the notify hook | [`events`] |
-//! | HTTP statuses, `Retry-After`, `reqwest` (features `http`, `reqwest`) | `http` |
 //!
 //! ## Features
 //!
@@ -68,9 +58,9 @@
 //!   `tokio::time::sleep` in [`Retry::call_async`], so `tokio::time::pause`
 //!   makes async tests instant.
 //!
-//! * `tower`: `pushback_layer::PushbackLayer`, the server side of [`pushback`]
+//! * `tower`: `fleet::PushbackLayer`, the server side of [`fleet::pushback`]
 //!   as a tower `Layer` (adds `tower`'s traits, `http`, `pin-project-lite`).
-//! * `http`: [`http`] — the HTTP status classifier (the first seed's sets,
+//! * `http`: [`http`] — the HTTP status classifier (retryable and terminal sets that
 //!   fail closed) and a hostile-input-safe `Retry-After` parser (adds `httpdate`).
 //! * `reqwest`: `http::client` — a retrying `reqwest` sender: idempotent
 //!   methods only by default, refuses bodies it cannot clone, optional
@@ -82,42 +72,23 @@
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod asynchronous;
 pub mod backoff;
-pub mod blocking;
-pub mod breaker;
-pub mod budget;
 pub mod classify;
-pub mod error;
-pub mod escape_lane;
-pub mod events;
+pub mod engine;
+pub mod fleet;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
-pub mod jitter;
 pub mod policy;
-pub mod pushback;
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub mod pushback_layer;
-pub mod retry;
-pub mod retry_budget;
 pub mod rng;
-pub mod server_delay;
 pub mod timer;
 
 pub use backoff::{Backoff, ResetPolicy};
-pub use breaker::Breaker;
-pub use budget::GiveUp;
 pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, Retryable, WithTimeouts};
-pub use error::RetryError;
-pub use escape_lane::Urgent;
-pub use events::{EventValue, NoNotify, Notify, RetryEvent};
-pub use jitter::{Jitter, ParseJitterError, Schedule};
-pub use policy::{Policy, PolicyBuilder, PolicyError, PolicyField, MAX_DURATION};
-pub use retry::{Attempt, Retry};
-pub use retry_budget::{
-    Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent,
+pub use engine::{
+    Attempt, EventValue, GiveUp, NoNotify, Notify, Retry, RetryError, RetryEvent,
 };
+pub use fleet::{Breaker, Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent, Urgent};
+pub use policy::{Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError, PolicyField, Schedule, MAX_DURATION};
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};

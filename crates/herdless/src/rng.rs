@@ -129,6 +129,20 @@ pub(crate) fn next_call_id() -> u128 {
     })
 }
 
+/// The seed of call `k`'s generator in a retrier seeded with `seed` (see
+/// [`Retry::seed`](crate::Retry::seed)): unrelated streams for consecutive
+/// calls. A driver that wants to replay call `k` of a seeded retrier seeds its
+/// generator with this.
+///
+/// ```
+/// use herdless::rng::call_seed;
+/// assert_ne!(call_seed(7, 0), call_seed(7, 1));
+/// assert_eq!(call_seed(7, 0), call_seed(7, 0));
+/// ```
+pub fn call_seed(seed: u64, k: u64) -> u64 {
+    splitmix64(seed ^ splitmix64(k))
+}
+
 /// SplitMix64's finalizer: turns consecutive or related seeds into unrelated ones.
 pub(crate) fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);

@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use herdless::pushback::{Decision, SlotAllocator};
+use herdless::fleet::pushback::{Allotment, SlotAllocator};
 use herdless::Rng;
 use proptest::prelude::*;
 
@@ -31,7 +31,7 @@ proptest! {
         for (dt_ns, n) in steps {
             now += Duration::from_nanos(dt_ns);
             for _ in 0..n {
-                if let Decision::Reject { retry_after } = alloc.decide(now) {
+                if let Allotment::Reject { retry_after } = alloc.decide(now) {
                     prop_assert!(retry_after > Duration::ZERO);
                     prop_assert!(retry_after <= horizon, "{retry_after:?} > {horizon:?}");
                     let slot = now + retry_after;
@@ -137,7 +137,7 @@ fn a_full_horizon_is_overbooked_evenly_not_piled_on_its_end() {
 #[test]
 fn wire_values_never_come_early() {
     for ms in [1u64, 999, 1000, 1001, 4_321, 59_999] {
-        let d = Decision::Reject {
+        let d = Allotment::Reject {
             retry_after: Duration::from_millis(ms) + Duration::from_nanos(1),
         };
         let secs = d.retry_after_secs().unwrap();
@@ -164,8 +164,8 @@ fn drain(clients: u64, capacity: f64, outage: Duration, seed: u64) -> (Duration,
     while let Some(Reverse((now, c))) = queue.pop() {
         calls += 1;
         match alloc.decide(now) {
-            Decision::Admit => last = now,
-            Decision::Reject { retry_after } => {
+            Allotment::Admit => last = now,
+            Allotment::Reject { retry_after } => {
                 let spread = 1.0 + 0.1 * rng.unit_f64();
                 queue.push(Reverse((now + retry_after.mul_f64(spread), c)));
             }

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use axum::{routing::get, Router};
-use herdless::pushback::SlotAllocator;
-use herdless::pushback_layer::PushbackLayer;
+use herdless::fleet::pushback::SlotAllocator;
+use herdless::fleet::pushback_layer::PushbackLayer;
 use herdless::ManualTimer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -47,7 +47,7 @@
 //! * **Statuses** are classified by [`StatusClassifier`] (the seed's sets, fail
 //!   closed), `Retry-After` by [`parse_retry_after`] against the wall clock
 //!   (injectable with [`HttpClassifier::now`]), and a valid `Retry-After-Ms`
-//!   (a [`pushback`](crate::pushback) server's millisecond slot) is preferred
+//!   (a [`pushback`](crate::fleet::pushback) server's millisecond slot) is preferred
 //!   to `Retry-After` ([`classify_response_ms`]);
 //!   transport errors by [`classify_transport`]; per-attempt timeouts are
 //!   reported as timeouts ([`Classify::is_timeout`]) so a shared retry budget
@@ -61,12 +61,12 @@ use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Method, Request, RequestBuilder, Response, StatusCode};
 
 use crate::classify::{Classification, Classify, Retryable};
-use crate::error::RetryError;
-use crate::events::{NoNotify, Notify};
+use crate::engine::RetryError;
+use crate::engine::events::{NoNotify, Notify};
 use crate::http::{classify_response_ms, parse_retry_after, StatusClassifier};
 use crate::policy::Policy;
-use crate::pushback::RETRY_AFTER_MS;
-use crate::retry::{Attempt, Retry};
+use crate::http::RETRY_AFTER_MS;
+use crate::engine::{Attempt, Retry};
 use crate::timer::{AsyncSleep, SystemTimer};
 use std::sync::Mutex;
 

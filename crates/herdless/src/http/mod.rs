@@ -32,7 +32,6 @@
 use std::time::SystemTime;
 
 use crate::classify::Classification;
-use crate::pushback::parse_retry_after_ms;
 
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
@@ -42,7 +41,7 @@ pub mod status;
 
 #[cfg(feature = "reqwest")]
 pub use client::{AttemptRecord, Buffered, HttpError, HttpRetry, SendError};
-pub use retry_after::{parse_retry_after, RetryAfterError};
+pub use retry_after::{parse_retry_after, parse_retry_after_ms, RetryAfterError, RETRY_AFTER_MS};
 pub use status::{StatusClass, StatusClassifier, StatusSet};
 
 /// The [`Classification`] of a response with `status` and an optional raw
@@ -79,7 +78,7 @@ pub fn classify_response(
 }
 
 /// Like [`classify_response`], but a valid `Retry-After-Ms` (whole
-/// milliseconds, the header [`pushback`](crate::pushback) servers send beside
+/// milliseconds, the header [`pushback`](crate::fleet::pushback) servers send beside
 /// `Retry-After`) wins over `Retry-After`.
 ///
 /// `Retry-After` carries whole seconds, which rounds a server's slots (`1 /

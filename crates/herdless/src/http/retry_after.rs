@@ -171,6 +171,27 @@ fn saturating_seconds(digits: &[u8]) -> u64 {
     n
 }
 
+/// The header carrying the slot in milliseconds, beside `Retry-After`.
+pub const RETRY_AFTER_MS: &str = "retry-after-ms";
+
+/// Parses a `Retry-After-Ms` value (whole milliseconds, surrounding spaces
+/// allowed). `None` for anything else, including values that do not fit.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::http::retry_after::parse_retry_after_ms;
+/// assert_eq!(parse_retry_after_ms(" 5100 "), Some(Duration::from_millis(5100)));
+/// assert_eq!(parse_retry_after_ms("5.1"), None);
+/// assert_eq!(parse_retry_after_ms("-3"), None);
+/// ```
+pub fn parse_retry_after_ms(value: &str) -> Option<Duration> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse::<u64>().ok().map(Duration::from_millis)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

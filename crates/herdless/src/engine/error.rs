@@ -3,7 +3,59 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::budget::GiveUp;
+
+/// Why a call stopped retrying.
+///
+/// ```
+/// use herdless::GiveUp;
+/// assert_eq!(GiveUp::MaxElapsed.as_str(), "max_elapsed");
+/// assert_eq!(GiveUp::Terminal.to_string(), "terminal");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GiveUp {
+    /// The error was terminal (or unknown: the classifier fails closed).
+    Terminal,
+    /// `max_attempts` attempts were made.
+    MaxAttempts,
+    /// The next sleep would have passed `max_elapsed`.
+    MaxElapsed,
+    /// A shared retry budget denied the retry.
+    RetryBudget,
+}
+
+impl GiveUp {
+    /// The reason's name as used in events and JSON: `terminal`, `max_attempts`,
+    /// `max_elapsed`, `retry_budget`.
+    ///
+    /// ```
+    /// assert_eq!(herdless::GiveUp::MaxAttempts.as_str(), "max_attempts");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            GiveUp::Terminal => "terminal",
+            GiveUp::MaxAttempts => "max_attempts",
+            GiveUp::MaxElapsed => "max_elapsed",
+            GiveUp::RetryBudget => "retry_budget",
+        }
+    }
+
+    /// Whether the budget (not the error) ended the call.
+    ///
+    /// ```
+    /// assert!(herdless::GiveUp::MaxElapsed.is_exhausted());
+    /// assert!(!herdless::GiveUp::Terminal.is_exhausted());
+    /// ```
+    pub const fn is_exhausted(self) -> bool {
+        !matches!(self, GiveUp::Terminal)
+    }
+}
+
+impl fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A retried call that did not succeed: terminal error or exhausted budget.
 ///

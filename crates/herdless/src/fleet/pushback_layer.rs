@@ -28,15 +28,15 @@
 //! ```
 //! use std::time::Duration;
 //! use axum::{routing::get, Router};
-//! use herdless::pushback::SlotAllocator;
-//! use herdless::pushback_layer::PushbackLayer;
+//! use herdless::fleet::pushback::SlotAllocator;
+//! use herdless::fleet::pushback_layer::PushbackLayer;
 //!
 //! let pushback = PushbackLayer::new(
 //!     SlotAllocator::new(10_000.0, Duration::from_secs(60))?.outage_until(Duration::from_secs(5)),
 //! );
 //! let app: Router = Router::new().route("/", get(|| async { "ok" })).layer(pushback.clone());
 //! // later: pushback.start_outage(None); pushback.recover(); pushback.counts()
-//! # Ok::<(), herdless::pushback::PushbackError>(())
+//! # Ok::<(), herdless::fleet::pushback::PushbackError>(())
 //! ```
 
 use std::fmt;
@@ -49,7 +49,8 @@ use std::time::{Duration, Instant};
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
-use crate::pushback::{Decision, SlotAllocator, RETRY_AFTER_MS};
+use crate::fleet::pushback::{Allotment, SlotAllocator};
+use crate::http::RETRY_AFTER_MS;
 use crate::timer::{Clock, SystemTimer};
 
 struct Shared<K> {
@@ -70,15 +71,15 @@ impl<K: Clock> Shared<K> {
 
 /// A tower layer admitting up to a capacity and answering the excess `503`
 /// with spread `Retry-After` slots. See the [module
-/// documentation](crate::pushback_layer). Clones share one allocator.
+/// documentation](crate::fleet::pushback_layer). Clones share one allocator.
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::pushback::SlotAllocator;
-/// use herdless::pushback_layer::PushbackLayer;
+/// use herdless::fleet::pushback::SlotAllocator;
+/// use herdless::fleet::pushback_layer::PushbackLayer;
 /// let layer = PushbackLayer::new(SlotAllocator::new(100.0, Duration::from_secs(30))?);
 /// assert_eq!(layer.counts(), (0, 0));
-/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
 /// ```
 pub struct PushbackLayer<K = SystemTimer> {
     shared: Arc<Shared<K>>,
@@ -107,10 +108,10 @@ impl PushbackLayer<SystemTimer> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let _ = herdless::pushback_layer::PushbackLayer::new(
-    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?,
+    /// let _ = herdless::fleet::pushback_layer::PushbackLayer::new(
+    ///     herdless::fleet::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?,
     /// );
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn new(allocator: SlotAllocator) -> Self {
         Self::with_clock(allocator, SystemTimer)
@@ -123,12 +124,12 @@ impl<K: Clock> PushbackLayer<K> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use herdless::{ManualTimer, pushback::SlotAllocator, pushback_layer::PushbackLayer};
+    /// use herdless::{ManualTimer, fleet::{PushbackLayer, SlotAllocator}};
     /// let t = ManualTimer::new();
     /// let layer = PushbackLayer::with_clock(SlotAllocator::new(5.0, Duration::from_secs(10))?, t.clone());
     /// t.advance(Duration::from_secs(2));
     /// assert_eq!(layer.elapsed(), Duration::from_secs(2));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn with_clock(allocator: SlotAllocator, clock: K) -> Self {
         let epoch = clock.now();
@@ -145,10 +146,10 @@ impl<K: Clock> PushbackLayer<K> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let l = herdless::pushback_layer::PushbackLayer::new(
-    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// let l = herdless::fleet::pushback_layer::PushbackLayer::new(
+    ///     herdless::fleet::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
     /// assert!(l.elapsed() < Duration::from_secs(60));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn elapsed(&self) -> Duration {
         self.shared.now()
@@ -158,12 +159,12 @@ impl<K: Clock> PushbackLayer<K> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let l = herdless::pushback_layer::PushbackLayer::new(
-    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?.outage());
+    /// let l = herdless::fleet::pushback_layer::PushbackLayer::new(
+    ///     herdless::fleet::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?.outage());
     /// assert!(!l.decide().is_admit());
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
-    pub fn decide(&self) -> Decision {
+    pub fn decide(&self) -> Allotment {
         let now = self.shared.now();
         self.shared.lock().decide(now)
     }
@@ -174,11 +175,11 @@ impl<K: Clock> PushbackLayer<K> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let l = herdless::pushback_layer::PushbackLayer::new(
-    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// let l = herdless::fleet::pushback_layer::PushbackLayer::new(
+    ///     herdless::fleet::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
     /// l.start_outage(Some(Duration::from_secs(3)));
     /// assert!(l.decide().retry_after().unwrap() >= Duration::from_secs(2));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn start_outage(&self, duration: Option<Duration>) {
         let now = self.shared.now();
@@ -191,11 +192,11 @@ impl<K: Clock> PushbackLayer<K> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let l = herdless::pushback_layer::PushbackLayer::new(
-    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?.outage());
+    /// let l = herdless::fleet::pushback_layer::PushbackLayer::new(
+    ///     herdless::fleet::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?.outage());
     /// l.recover();
     /// assert!(l.decide().is_admit());
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn recover(&self) {
         self.shared.lock().recover();
@@ -205,11 +206,11 @@ impl<K: Clock> PushbackLayer<K> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let l = herdless::pushback_layer::PushbackLayer::new(
-    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// let l = herdless::fleet::pushback_layer::PushbackLayer::new(
+    ///     herdless::fleet::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
     /// let _ = l.decide();
     /// assert_eq!(l.counts(), (1, 0));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn counts(&self) -> (u64, u64) {
         self.shared.lock().counts()
@@ -231,7 +232,7 @@ impl<S, K> Layer<S> for PushbackLayer<K> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::{pushback::SlotAllocator, pushback_layer::PushbackLayer};
+/// use herdless::fleet::{PushbackLayer, SlotAllocator};
 /// use tower::{Layer, ServiceExt, service_fn};
 /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// # rt.block_on(async {
@@ -245,7 +246,7 @@ impl<S, K> Layer<S> for PushbackLayer<K> {
 /// assert_eq!(second.status(), 503);
 /// assert_eq!(second.headers()["retry-after"], "1");
 /// assert_eq!(second.headers()["retry-after-ms"], "1000");
-/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
 /// # }).unwrap();
 /// ```
 pub struct PushbackService<S, K = SystemTimer> {
@@ -271,7 +272,7 @@ impl<S: fmt::Debug, K> fmt::Debug for PushbackService<S, K> {
 }
 
 /// The `503` answer for a rejected request.
-fn rejection<B: Default>(decision: Decision) -> Response<B> {
+fn rejection<B: Default>(decision: Allotment) -> Response<B> {
     let mut response = Response::new(B::default());
     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     let headers = response.headers_mut();
@@ -302,7 +303,7 @@ where
         let now = self.shared.now();
         let decision = self.shared.lock().decide(now);
         match decision {
-            Decision::Admit => ResponseFuture {
+            Allotment::Admit => ResponseFuture {
                 kind: Kind::Inner {
                     future: self.inner.call(request),
                 },

@@ -39,57 +39,36 @@
 //!   an epoch the caller chooses (process start, simulation start), so the
 //!   allocator has no clock, no lock and no async runtime: the simulator drives
 //!   it with virtual time, the tower layer
-//!   ([`PushbackLayer`](crate::pushback_layer::PushbackLayer), feature `tower`)
+//!   ([`PushbackLayer`](crate::fleet::pushback_layer::PushbackLayer), feature `tower`)
 //!   with a [`Clock`](crate::Clock) behind a mutex.
 //!
 //! ## On the wire
 //!
 //! HTTP's `Retry-After` carries whole seconds (RFC 9110 `delay-seconds`), far
-//! coarser than slots `1 / capacity` apart. [`Decision::retry_after_secs`]
+//! coarser than slots `1 / capacity` apart. [`Allotment::retry_after_secs`]
 //! rounds **up** (a caller is never told to come before its slot; at least 1),
-//! and the layer also sends `Retry-After-Ms` ([`RETRY_AFTER_MS`]) with the
+//! and the layer also sends `Retry-After-Ms` (`RETRY_AFTER_MS` in `herdless::http`) with the
 //! slot in whole milliseconds, rounded up, which clients should prefer when
 //! present (the same header name Azure services use). A client that reads only
 //! `Retry-After` still never comes early; it loses only the sub-second spread.
 //!
 //! ```
 //! use std::time::Duration;
-//! use herdless::pushback::{Decision, SlotAllocator};
+//! use herdless::fleet::pushback::{Allotment, SlotAllocator};
 //!
 //! // 1000 requests/s, no delay beyond 30 s, 10 admitted back to back.
 //! let mut alloc = SlotAllocator::new(1000.0, Duration::from_secs(30))?.burst(10);
 //! let now = Duration::from_secs(1);
-//! let decisions: Vec<Decision> = (0..13).map(|_| alloc.decide(now)).collect();
+//! let decisions: Vec<Allotment> = (0..13).map(|_| alloc.decide(now)).collect();
 //! assert!(decisions[..10].iter().all(|d| d.is_admit()));
 //! let delays: Vec<Duration> = decisions[10..].iter().filter_map(|d| d.retry_after()).collect();
 //! assert!(delays.windows(2).all(|w| w[0] < w[1])); // each rejection gets the next slot
 //! assert!(delays[1] - delays[0] == Duration::from_millis(1)); // 1 / capacity apart
-//! # Ok::<(), herdless::pushback::PushbackError>(())
+//! # Ok::<(), herdless::fleet::pushback::PushbackError>(())
 //! ```
 
 use std::fmt;
 use std::time::Duration;
-
-/// The header carrying the slot in milliseconds, beside `Retry-After`.
-pub const RETRY_AFTER_MS: &str = "retry-after-ms";
-
-/// Parses a `Retry-After-Ms` value (whole milliseconds, surrounding spaces
-/// allowed). `None` for anything else, including values that do not fit.
-///
-/// ```
-/// use std::time::Duration;
-/// use herdless::pushback::parse_retry_after_ms;
-/// assert_eq!(parse_retry_after_ms(" 5100 "), Some(Duration::from_millis(5100)));
-/// assert_eq!(parse_retry_after_ms("5.1"), None);
-/// assert_eq!(parse_retry_after_ms("-3"), None);
-/// ```
-pub fn parse_retry_after_ms(value: &str) -> Option<Duration> {
-    let v = value.trim();
-    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    v.parse::<u64>().ok().map(Duration::from_millis)
-}
 
 /// The golden ratio's fractional part, for evenly offset overbooking passes.
 const GOLDEN: f64 = 0.618_033_988_749_894_9;
@@ -98,12 +77,12 @@ const GOLDEN: f64 = 0.618_033_988_749_894_9;
 ///
 /// ```
 /// use std::time::Duration;
-/// let d = herdless::pushback::Decision::Reject { retry_after: Duration::from_millis(1200) };
+/// let d = herdless::fleet::pushback::Allotment::Reject { retry_after: Duration::from_millis(1200) };
 /// assert_eq!(d.retry_after_secs(), Some(2));
 /// assert_eq!(d.retry_after_ms(), Some(1200));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Decision {
+pub enum Allotment {
     /// Serve the request.
     Admit,
     /// Reject it (503) and tell the caller to come back after `retry_after`.
@@ -113,25 +92,25 @@ pub enum Decision {
     },
 }
 
-impl Decision {
+impl Allotment {
     /// Whether the request is admitted.
     ///
     /// ```
-    /// assert!(herdless::pushback::Decision::Admit.is_admit());
+    /// assert!(herdless::fleet::pushback::Allotment::Admit.is_admit());
     /// ```
     pub fn is_admit(&self) -> bool {
-        matches!(self, Decision::Admit)
+        matches!(self, Allotment::Admit)
     }
 
     /// The delay of a rejection.
     ///
     /// ```
-    /// assert_eq!(herdless::pushback::Decision::Admit.retry_after(), None);
+    /// assert_eq!(herdless::fleet::pushback::Allotment::Admit.retry_after(), None);
     /// ```
     pub fn retry_after(&self) -> Option<Duration> {
         match *self {
-            Decision::Admit => None,
-            Decision::Reject { retry_after } => Some(retry_after),
+            Allotment::Admit => None,
+            Allotment::Reject { retry_after } => Some(retry_after),
         }
     }
 
@@ -139,7 +118,7 @@ impl Decision {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = herdless::pushback::Decision::Reject { retry_after: Duration::from_millis(1) };
+    /// let d = herdless::fleet::pushback::Allotment::Reject { retry_after: Duration::from_millis(1) };
     /// assert_eq!(d.retry_after_secs(), Some(1));
     /// ```
     pub fn retry_after_secs(&self) -> Option<u64> {
@@ -153,7 +132,7 @@ impl Decision {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let d = herdless::pushback::Decision::Reject { retry_after: Duration::from_micros(2_001) };
+    /// let d = herdless::fleet::pushback::Allotment::Reject { retry_after: Duration::from_micros(2_001) };
     /// assert_eq!(d.retry_after_ms(), Some(3));
     /// ```
     pub fn retry_after_ms(&self) -> Option<u64> {
@@ -176,18 +155,18 @@ enum Mode {
 }
 
 /// Admits up to a capacity and books rejected callers into the capacity to
-/// come. See the [module documentation](crate::pushback).
+/// come. See the [module documentation](crate::fleet::pushback).
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::pushback::SlotAllocator;
+/// use herdless::fleet::pushback::SlotAllocator;
 /// // 10 000 requests/s, the first 5 s an outage: 40 000 callers are booked
 /// // between 5 s and 9 s, the physical limit.
 /// let mut alloc = SlotAllocator::new(10_000.0, Duration::from_secs(60))?
 ///     .outage_until(Duration::from_secs(5));
 /// let last = (0..40_000).map(|_| alloc.decide(Duration::ZERO).retry_after().unwrap()).last().unwrap();
 /// assert!(last <= Duration::from_secs(9));
-/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
 /// ```
 #[derive(Clone)]
 pub struct SlotAllocator {
@@ -236,7 +215,7 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use herdless::pushback::SlotAllocator;
+    /// use herdless::fleet::pushback::SlotAllocator;
     /// assert!(SlotAllocator::new(0.0, Duration::from_secs(1)).is_err());
     /// assert!(SlotAllocator::new(1.0, Duration::from_millis(10)).is_err());
     /// assert!(SlotAllocator::new(0.5, Duration::from_secs(60)).is_ok());
@@ -270,9 +249,9 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let a = herdless::pushback::SlotAllocator::new(100.0, Duration::from_secs(9))?.burst(0);
+    /// let a = herdless::fleet::pushback::SlotAllocator::new(100.0, Duration::from_secs(9))?.burst(0);
     /// assert_eq!(a.get_burst(), 1);
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn burst(mut self, burst: u32) -> Self {
         self.burst = burst.max(1);
@@ -284,11 +263,11 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use herdless::pushback::SlotAllocator;
+    /// use herdless::fleet::pushback::SlotAllocator;
     /// let mut a = SlotAllocator::new(10.0, Duration::from_secs(60))?.outage_until(Duration::from_secs(5));
     /// assert_eq!(a.decide(Duration::from_secs(1)).retry_after(), Some(Duration::from_secs(4)));
     /// assert!(a.decide(Duration::from_secs(6)).is_admit()); // the outage ended
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn outage_until(mut self, until: Duration) -> Self {
         self.start_outage(Some(until));
@@ -299,9 +278,9 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut a = herdless::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?.outage();
+    /// let mut a = herdless::fleet::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?.outage();
     /// assert!(!a.decide(Duration::ZERO).is_admit());
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn outage(mut self) -> Self {
         self.start_outage(None);
@@ -313,12 +292,12 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut a = herdless::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?;
+    /// let mut a = herdless::fleet::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?;
     /// a.start_outage(None);
     /// assert!(a.in_outage(Duration::from_secs(100)));
     /// a.recover();
     /// assert!(!a.in_outage(Duration::from_secs(100)));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn start_outage(&mut self, until: Option<Duration>) {
         self.mode = Mode::Outage {
@@ -330,10 +309,10 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut a = herdless::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?.outage();
+    /// let mut a = herdless::fleet::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?.outage();
     /// a.recover();
     /// assert!(a.decide(Duration::ZERO).is_admit());
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn recover(&mut self) {
         self.mode = Mode::Normal;
@@ -343,11 +322,11 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let a = herdless::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?
+    /// let a = herdless::fleet::pushback::SlotAllocator::new(10.0, Duration::from_secs(60))?
     ///     .outage_until(Duration::from_secs(2));
     /// assert!(a.in_outage(Duration::from_secs(1)));
     /// assert!(!a.in_outage(Duration::from_secs(2)));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn in_outage(&self, now: Duration) -> bool {
         match self.mode {
@@ -361,8 +340,8 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// assert_eq!(herdless::pushback::SlotAllocator::new(250.0, Duration::from_secs(1))?.capacity(), 250.0);
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// assert_eq!(herdless::fleet::pushback::SlotAllocator::new(250.0, Duration::from_secs(1))?.capacity(), 250.0);
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn capacity(&self) -> f64 {
         self.capacity
@@ -372,8 +351,8 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// assert_eq!(herdless::pushback::SlotAllocator::new(250.0, Duration::from_secs(1))?.get_burst(), 25);
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// assert_eq!(herdless::fleet::pushback::SlotAllocator::new(250.0, Duration::from_secs(1))?.get_burst(), 25);
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn get_burst(&self) -> u32 {
         self.burst
@@ -383,8 +362,8 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// assert_eq!(herdless::pushback::SlotAllocator::new(1.0, Duration::from_secs(7))?.horizon().as_secs(), 7);
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// assert_eq!(herdless::fleet::pushback::SlotAllocator::new(1.0, Duration::from_secs(7))?.horizon().as_secs(), 7);
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn horizon(&self) -> Duration {
         Duration::from_nanos(self.horizon_ns)
@@ -394,11 +373,11 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut a = herdless::pushback::SlotAllocator::new(1.0, Duration::from_secs(7))?;
+    /// let mut a = herdless::fleet::pushback::SlotAllocator::new(1.0, Duration::from_secs(7))?;
     /// let _ = a.decide(Duration::ZERO);
     /// let _ = a.decide(Duration::ZERO);
     /// assert_eq!(a.counts(), (1, 1));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn counts(&self) -> (u64, u64) {
         (self.admitted, self.rejected)
@@ -410,13 +389,13 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut a = herdless::pushback::SlotAllocator::new(2.0, Duration::from_secs(10))?.burst(1);
+    /// let mut a = herdless::fleet::pushback::SlotAllocator::new(2.0, Duration::from_secs(10))?.burst(1);
     /// assert!(a.decide(Duration::ZERO).is_admit());
     /// assert_eq!(a.decide(Duration::ZERO).retry_after(), Some(Duration::from_millis(500)));
     /// assert_eq!(a.decide(Duration::ZERO).retry_after(), Some(Duration::from_millis(1000)));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
-    pub fn decide(&mut self, now: Duration) -> Decision {
+    pub fn decide(&mut self, now: Duration) -> Allotment {
         let now_ns = ns(now);
         let i = self.interval_ns;
         let outage_end = match self.mode {
@@ -434,7 +413,7 @@ impl SlotAllocator {
             if self.admit_tat <= now_ns.saturating_add(tolerance) {
                 self.admit_tat = self.admit_tat.max(now_ns).saturating_add(i);
                 self.admitted += 1;
-                return Decision::Admit;
+                return Allotment::Admit;
             }
         }
         self.rejected += 1;
@@ -451,7 +430,7 @@ impl SlotAllocator {
         let slot = self.last_slot.saturating_add(i).max(earliest);
         if slot <= limit {
             self.last_slot = slot;
-            return Decision::Reject {
+            return Allotment::Reject {
                 retry_after: Duration::from_nanos(slot - now_ns),
             };
         }
@@ -464,7 +443,7 @@ impl SlotAllocator {
             next = lo.saturating_add(offset).min(limit);
         }
         self.last_overbooked = next;
-        Decision::Reject {
+        Allotment::Reject {
             retry_after: Duration::from_nanos(next.saturating_sub(now_ns).max(1)),
         }
     }
@@ -474,7 +453,7 @@ impl SlotAllocator {
 ///
 /// ```
 /// use std::time::Duration;
-/// let err = herdless::pushback::SlotAllocator::new(f64::NAN, Duration::from_secs(1)).unwrap_err();
+/// let err = herdless::fleet::pushback::SlotAllocator::new(f64::NAN, Duration::from_secs(1)).unwrap_err();
 /// assert_eq!(err.to_string(), "capacity must be a positive number of requests per second (at most 1e9)");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,7 +31,7 @@ impl Policy {
     /// The sleep for a server-supplied delay `requested`: clamped to
     /// [`max_retry_after`](Policy::max_retry_after) and spread by
     /// [`retry_after_spread`](Policy::retry_after_spread). See the [module
-    /// documentation](crate::server_delay).
+    /// documentation](crate::policy::server_delay).
     ///
     /// ```
     /// use std::time::Duration;

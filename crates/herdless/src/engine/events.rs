@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use crate::budget::GiveUp;
+use crate::engine::GiveUp;
 use crate::classify::Classification;
 
 /// One retry decision, as passed to a [`Notify`] hook.

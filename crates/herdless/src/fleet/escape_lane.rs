@@ -52,7 +52,7 @@ use std::time::Duration;
 
 /// Marks a retrier's calls as urgent: a per-call quota of retries that bypass
 /// the shared budget and breaker, and a deadline no sleep may pass. See the
-/// [module documentation](crate::escape_lane).
+/// [module documentation](crate::fleet::escape_lane).
 ///
 /// ```
 /// use std::time::Duration;

@@ -6,9 +6,10 @@
 //! runtime's thread.
 
 use crate::classify::Classify;
-use crate::error::RetryError;
-use crate::events::Notify;
-use crate::retry::{Attempt, Engine, Gate, Retry, Step};
+use crate::engine::RetryError;
+use crate::engine::events::Notify;
+use crate::engine::call::{Decision, Gate};
+use crate::engine::retry::{Attempt, Retry, Run};
 use crate::timer::Sleep;
 
 impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
@@ -38,26 +39,25 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
         F: FnMut(Attempt) -> Result<R, E>,
         C: Classify<E>,
     {
-        let mut engine = Engine::new(self);
+        let mut run = Run::new(self);
         loop {
-            match op(engine.begin()) {
+            let error = match op(run.begin()) {
                 Ok(value) => {
-                    engine.succeeded();
+                    run.succeeded();
                     return Ok(value);
                 }
-                Err(error) => match engine.failed(error) {
-                    Step::Sleep(d, error) => {
-                        self.timer.sleep(d);
-                        loop {
-                            match engine.gate() {
-                                Gate::Go => break,
-                                Gate::Wait(d) => self.timer.sleep(d),
-                                Gate::Stop(reason) => return Err(engine.gave_up(reason, error)),
-                            }
-                        }
-                    }
-                    Step::Stop(e) => return Err(e),
-                },
+                Err(error) => error,
+            };
+            match run.failed(&error) {
+                Decision::Retry { delay, .. } => self.timer.sleep(delay),
+                Decision::GiveUp(reason) => return Err(run.error(reason, error)),
+            }
+            loop {
+                match run.ready() {
+                    Gate::Go => break,
+                    Gate::Wait(wait) => self.timer.sleep(wait),
+                    Gate::GiveUp(reason) => return Err(run.error(reason, error)),
+                }
             }
         }
     }

@@ -33,7 +33,7 @@
 //! compare-and-swap loop: every admission is a single atomic read-decide-write,
 //! so two calls can never both spend the last tokens (no overdraw) and a
 //! refund is never overwritten by a concurrent withdrawal (no lost refunds).
-//! There is no lock; `tests/fleetguard_budget.rs` hammers one bucket from many
+//! There is no lock; `tests/fleet_budget.rs` hammers one bucket from many
 //! threads and checks both properties exactly.
 //!
 //! ## Avoiding a synchronized give-up
@@ -147,7 +147,7 @@ impl fmt::Display for Denied {
 impl std::error::Error for Denied {}
 
 /// A token bucket shared (through `Arc`) by every call of a process. See the
-/// [module documentation](crate::retry_budget).
+/// [module documentation](crate::fleet::budget).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -254,6 +254,21 @@ impl RetryBudget {
         self.cfg.max as f64 / SCALE
     }
 
+    /// What one admitted retry of this cause withdraws: exactly what
+    /// [`try_retry`](Self::try_retry) returns when it admits it.
+    ///
+    /// ```
+    /// use herdless::{RetryBudget, RetryCause};
+    /// let b = RetryBudget::aws();
+    /// assert_eq!(b.cost(RetryCause::Timeout), b.try_retry(RetryCause::Timeout, 0.0).unwrap());
+    /// ```
+    pub fn cost(&self, cause: RetryCause) -> Spent {
+        Spent(match cause {
+            RetryCause::Error => self.cfg.retry_cost,
+            RetryCause::Timeout => self.cfg.timeout_cost,
+        })
+    }
+
     /// After a retryable failure, asks for one retry: charges the failure cost,
     /// then admits the retry if the level is strictly above this call's
     /// threshold (`threshold + level · spread`, `level` clamped to `[0, 1]`; pass
@@ -274,10 +289,7 @@ impl RetryBudget {
     /// ```
     pub fn try_retry(&self, cause: RetryCause, level: f64) -> Result<Spent, Denied> {
         let c = &self.cfg;
-        let cost = match cause {
-            RetryCause::Error => c.retry_cost,
-            RetryCause::Timeout => c.timeout_cost,
-        };
+        let Spent(cost) = self.cost(cause);
         let level = if level.is_nan() {
             0.0
         } else {
@@ -586,7 +598,7 @@ impl RetryBudgetBuilder {
     /// drop out one by one (each call's threshold is `threshold + u · spread`
     /// for its own uniform `u`). Default: half of `max_tokens − threshold`;
     /// `0.0` gives the exact gRPC/AWS cliff. See the [module
-    /// documentation](crate::retry_budget).
+    /// documentation](crate::fleet::budget).
     ///
     /// ```
     /// let b = herdless::RetryBudget::builder().grpc(10.0, 0.1).spread(4.0).build()?;

@@ -11,9 +11,10 @@
 use std::future::Future;
 
 use crate::classify::Classify;
-use crate::error::RetryError;
-use crate::events::Notify;
-use crate::retry::{Attempt, Engine, Gate, Retry, Step};
+use crate::engine::RetryError;
+use crate::engine::events::Notify;
+use crate::engine::call::{Decision, Gate};
+use crate::engine::retry::{Attempt, Retry, Run};
 use crate::timer::AsyncSleep;
 
 impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
@@ -53,26 +54,25 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
         Fut: Future<Output = Result<R, E>>,
         C: Classify<E>,
     {
-        let mut engine = Engine::new(self);
+        let mut run = Run::new(self);
         loop {
-            match op(engine.begin()).await {
+            let error = match op(run.begin()).await {
                 Ok(value) => {
-                    engine.succeeded();
+                    run.succeeded();
                     return Ok(value);
                 }
-                Err(error) => match engine.failed(error) {
-                    Step::Sleep(d, error) => {
-                        self.timer.sleep(d).await;
-                        loop {
-                            match engine.gate() {
-                                Gate::Go => break,
-                                Gate::Wait(d) => self.timer.sleep(d).await,
-                                Gate::Stop(reason) => return Err(engine.gave_up(reason, error)),
-                            }
-                        }
-                    }
-                    Step::Stop(e) => return Err(e),
-                },
+                Err(error) => error,
+            };
+            match run.failed(&error) {
+                Decision::Retry { delay, .. } => self.timer.sleep(delay).await,
+                Decision::GiveUp(reason) => return Err(run.error(reason, error)),
+            }
+            loop {
+                match run.ready() {
+                    Gate::Go => break,
+                    Gate::Wait(wait) => self.timer.sleep(wait).await,
+                    Gate::GiveUp(reason) => return Err(run.error(reason, error)),
+                }
             }
         }
     }

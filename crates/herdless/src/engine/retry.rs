@@ -1,35 +1,15 @@
-//! The retry builder and the decision engine both executors share.
+//! [`Retry`]: a configured retrier, and [`Attempt`], what the operation sees.
 //!
-//! [`Retry`] holds a [`Policy`], a classifier, a timer and a notify hook. Its
-//! [`call`](Retry::call) (blocking, in [`blocking`](crate::blocking)) and
-//! [`call_async`](Retry::call_async) (in [`asynchronous`](crate::asynchronous))
-//! drive the same engine, so the two cannot drift apart:
-//!
-//! 1. run the operation with an [`Attempt`] context;
-//! 2. on success, return (emitting `retry_succeeded` if it was a retry);
-//! 3. on error, classify it; terminal or unknown: give up (`retry_abandoned_terminal`);
-//! 4. draw the computed jitter (this advances the schedule), then replace it by
-//!    the server-supplied delay when there is one (clamped, spread);
-//! 5. check the budget (attempts, then `elapsed + sleep ≤ max_elapsed`, or the
-//!    tighter deadline of an [`Urgent`] call); give up before sleeping if it
-//!    fails (`retry_budget_exhausted`);
-//! 6. ask the shared [`RetryBudget`], if any, for the retry (an urgent call
-//!    within its quota skips this); a denial gives up with
-//!    [`GiveUp::RetryBudget`] (`retry_budget_exhausted`, reason `retry_budget`);
-//! 7. emit `retry_scheduled`, sleep;
-//! 8. with a shared [`Breaker`] that is open, wait (jittered) until this call
-//!    may probe or the breaker closes — never past the elapsed budget or the
-//!    deadline; go to 1.
-//!
-//! Outcomes feed the fleet-level pieces: every success refunds the budget and
-//! closes the breaker, every retryable failure charges the budget's failure
-//! cost and counts toward opening the breaker. Terminal errors touch neither
-//! (the endpoint answered).
+//! [`Retry`] holds a [`Policy`], a classifier, a timer, a notify hook and the
+//! shared guards. Its [`call`](Retry::call) (blocking) and
+//! [`call_async`](Retry::call_async) are thin loops over the sans-IO
+//! [`Engine`]: this module only reads the clock, classifies the error, owns
+//! the call's generator and idempotency key, and sleeps where the engine says.
 //!
 //! The success path allocates nothing and draws no randomness: the idempotency
 //! key is derived on demand from a per-thread call id, and each call's generator
-//! is created lazily
-//! at its first failure, from OS entropy (or from the explicit seed).
+//! is created lazily at its first failure, from OS entropy (or from the
+//! explicit seed).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -37,16 +17,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::breaker::{Admission, Breaker, Probe};
-use crate::budget::GiveUp;
-use crate::classify::{Classification, Classify};
-use crate::error::RetryError;
-use crate::escape_lane::Urgent;
-use crate::events::{NoNotify, Notify, RetryEvent};
-use crate::jitter::Schedule;
+use crate::classify::Classify;
+use crate::engine::call::{Context, Decision, Engine, Gate};
+use crate::engine::events::{NoNotify, Notify};
+use crate::engine::{GiveUp, RetryError};
+use crate::fleet::{Breaker, RetryBudget, RetryCause, Urgent};
 use crate::policy::Policy;
-use crate::retry_budget::{RetryBudget, RetryCause, Spent};
-use crate::rng::{next_call_id, splitmix64, IdempotencyKey, Rng};
+use crate::rng::{call_seed, next_call_id, IdempotencyKey, Rng};
 use crate::timer::{Clock, SystemTimer};
 
 /// What the operation sees on each attempt.
@@ -350,7 +327,7 @@ impl<C, T, N> Retry<C, T, N> {
     /// Shares a [`RetryBudget`] with every other retrier holding the same
     /// `Arc`: each retry must be admitted by it, successes refund it. A denied
     /// retry ends the call with [`GiveUp::RetryBudget`]. See
-    /// [`retry_budget`](crate::retry_budget).
+    /// [`retry_budget`](crate::fleet::budget).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -371,7 +348,7 @@ impl<C, T, N> Retry<C, T, N> {
 
     /// Shares a half-open probe [`Breaker`]: while it is open, this retrier's
     /// retries wait (jittered) until they may probe or it closes. See
-    /// [`breaker`](crate::breaker).
+    /// [`breaker`](crate::fleet::breaker).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -389,7 +366,7 @@ impl<C, T, N> Retry<C, T, N> {
     }
 
     /// Marks this retrier's calls urgent: the escape lane. See
-    /// [`escape_lane`](crate::escape_lane).
+    /// [`escape_lane`](crate::fleet::escape_lane).
     ///
     /// ```
     /// use std::time::Duration;
@@ -436,100 +413,72 @@ impl<C, T, N> Retry<C, T, N> {
     }
 }
 
-impl<C, T, N> Drop for Engine<'_, C, T, N> {
-    fn drop(&mut self) {
-        if let (Some(budget), Some(spent)) = (&self.retry.budget, self.pending.take()) {
-            budget.refund(spent);
+impl<C, T, N> Retry<C, T, N> {
+    /// The engine's view of this retrier: policy, guards, task id, hook.
+    fn context(&self) -> Context<'_, N> {
+        let cx = Context::new(&self.policy)
+            .task_id(&self.task_id)
+            .notify(&self.notify);
+        let cx = match &self.budget {
+            Some(b) => cx.budget(b),
+            None => cx,
+        };
+        let cx = match &self.breaker {
+            Some(b) => cx.breaker(b),
+            None => cx,
+        };
+        match self.urgent {
+            Some(u) => cx.urgent(u),
+            None => cx,
         }
     }
 }
 
-/// What the engine decided after a failed attempt.
-pub(crate) enum Step<E> {
-    /// Sleep, then (after [`Engine::gate`]) retry; the error is kept in case the
-    /// gate gives up.
-    Sleep(Duration, E),
-    Stop(RetryError<E>),
-}
-
-/// What the engine decided before a retry.
-pub(crate) enum Gate {
-    Go,
-    Wait(Duration),
-    Stop(GiveUp),
-}
-
-/// The per-call state machine shared by the blocking and the async executor.
-pub(crate) struct Engine<'r, C, T, N> {
+/// One call in an executor: the engine's state plus what the executor owns
+/// (the clock origin, the generator, the key). Dropping it early (a cancelled
+/// future, a panic) settles the engine: an admitted retry is refunded, a held
+/// probe released.
+pub(crate) struct Run<'r, C, T, N> {
     retry: &'r Retry<C, T, N>,
-    start: Instant,
-    attempts: u32,
+    origin: Instant,
+    engine: Engine,
+    rng: Option<Rng>,
     key: CallKey,
-    rng: Option<(Schedule, Rng)>,
-    /// This call's uniform draw for the budget's spread (drawn at first use).
-    level: Option<f64>,
-    /// What the call's last admitted retry withdrew from the budget.
-    last_spent: Option<Spent>,
-    /// An admitted retry not yet started: refunded if the call ends first
-    /// (breaker wait past the budget, cancelled future).
-    pending: Option<Spent>,
-    /// Retries that went through the escape lane.
-    bypassed: u32,
-    /// Whether the upcoming retry goes through the escape lane.
-    bypassing: bool,
-    /// The breaker probe this call holds, if its current attempt is the probe.
-    probe: Option<Probe>,
+    /// The time of the last decision: the elapsed time a give-up reports.
+    last: Duration,
 }
 
-impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
+impl<C, T, N> Drop for Run<'_, C, T, N> {
+    fn drop(&mut self) {
+        self.engine.cancel(&self.retry.context());
+    }
+}
+
+impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
     pub(crate) fn new(retry: &'r Retry<C, T, N>) -> Self {
-        Engine {
+        Run {
             retry,
-            start: retry.timer.now(),
-            attempts: 0,
+            origin: retry.timer.now(),
+            engine: Engine::new(Duration::ZERO),
+            rng: None,
+            last: Duration::ZERO,
             key: retry
                 .key
                 .map_or_else(|| CallKey::Derived(next_call_id()), CallKey::Explicit),
-            rng: None,
-            level: None,
-            last_spent: None,
-            pending: None,
-            bypassed: 0,
-            bypassing: false,
-            probe: None,
         }
     }
 
-    /// The elapsed budget: `max_elapsed`, or the urgent deadline if tighter.
-    fn max_elapsed(&self) -> Duration {
-        let max = self.retry.policy.max_elapsed;
-        match self.retry.urgent {
-            Some(u) => max.min(u.deadline()),
-            None => max,
-        }
-    }
-
-    fn elapsed(&self) -> Duration {
-        self.retry.timer.now().saturating_duration_since(self.start)
-    }
-
-    fn emit(&self, event: RetryEvent<'_>) {
-        event.trace();
-        self.retry.notify.notify(&event);
+    fn now(&self) -> Duration {
+        self.retry.timer.now().saturating_duration_since(self.origin)
     }
 
     /// Starts the next attempt.
     #[inline]
     pub(crate) fn begin(&mut self) -> Attempt {
-        self.pending = None;
-        self.attempts = self.attempts.saturating_add(1);
+        let number = self.engine.begin();
         Attempt {
-            number: self.attempts,
-            elapsed: if self.attempts == 1 {
-                Duration::ZERO
-            } else {
-                self.elapsed()
-            },
+            number,
+            elapsed: if number == 1 { Duration::ZERO } else { self.now() },
             key: self.key,
         }
     }
@@ -537,170 +486,45 @@ impl<'r, C, T: Clock, N: Notify> Engine<'r, C, T, N> {
     /// Records a success.
     #[inline]
     pub(crate) fn succeeded(&mut self) {
-        if let Some(budget) = &self.retry.budget {
-            budget.record_success(self.last_spent);
-        }
-        if let Some(probe) = self.probe.take() {
-            probe.succeeded();
-        } else if let Some(breaker) = &self.retry.breaker {
-            breaker.record_success();
-        }
-        if self.attempts > 1 {
-            self.emit(RetryEvent::Succeeded {
-                task_id: &self.retry.task_id,
-                attempt: self.attempts,
-                elapsed: self.elapsed(),
-            });
-        }
+        let now = if self.engine.attempts() > 1 { self.now() } else { Duration::ZERO };
+        self.engine.succeeded(&self.retry.context(), now);
     }
 
-    /// Decides what follows a failed attempt.
-    pub(crate) fn failed<E>(&mut self, error: E) -> Step<E>
+    /// Classifies a failure and asks the engine what follows.
+    pub(crate) fn failed<E>(&mut self, error: &E) -> Decision
     where
         C: Classify<E>,
     {
         let retry = self.retry;
-        let classification = retry.classifier.classify(&error);
-        let elapsed = self.elapsed();
-        let task_id: &str = &retry.task_id;
-        if !classification.is_retryable() {
-            // The endpoint answered: neither a breaker failure nor a success.
-            self.probe = None;
-            self.emit(RetryEvent::AbandonedTerminal {
-                task_id,
-                attempt: self.attempts,
-                classification,
-                elapsed,
-            });
-            return Step::Stop(self.stop(GiveUp::Terminal, elapsed, error));
-        }
-        if let Some(probe) = self.probe.take() {
-            probe.failed();
-        } else if let Some(breaker) = &retry.breaker {
-            breaker.record_failure();
-        }
-        if self.attempts >= retry.policy.max_attempts {
-            return self.denied(GiveUp::MaxAttempts, elapsed, error);
-        }
-        let (schedule, rng) = self.rng.get_or_insert_with(|| {
-            let rng = match retry.seed {
-                Some(seed) => {
-                    let k = retry.calls.fetch_add(1, Ordering::Relaxed);
-                    Rng::with_seed(splitmix64(seed ^ splitmix64(k)))
-                }
-                None => Rng::from_entropy(),
-            };
-            (Schedule::new(), rng)
+        let classification = retry.classifier.classify(error);
+        let cause = if classification.is_retryable() && retry.classifier.is_timeout(error) {
+            RetryCause::Timeout
+        } else {
+            RetryCause::Error
+        };
+        let now = self.now();
+        self.last = now;
+        let rng = self.rng.get_or_insert_with(|| match retry.seed {
+            Some(seed) => Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed))),
+            None => Rng::from_entropy(),
         });
-        let computed_ns = retry.policy.next_delay_ns(schedule, rng);
-        let (sleep_ns, honored) = match classification {
-            Classification::Retryable { after: Some(d) } if !d.is_zero() => {
-                (retry.policy.server_delay_ns(d, rng), true)
-            }
-            _ => (computed_ns, false),
-        };
-        let level = match retry.budget {
-            Some(_) => Some(*self.level.get_or_insert_with(|| rng.unit_f64())),
-            None => None,
-        };
-        let sleep = Duration::from_nanos(sleep_ns);
-        if let Err(reason) = retry.policy.may_retry(self.attempts, elapsed, sleep) {
-            return self.denied(reason, elapsed, error);
-        }
-        if elapsed.saturating_add(sleep) > self.max_elapsed() {
-            return self.denied(GiveUp::MaxElapsed, elapsed, error);
-        }
-        self.bypassing = match retry.urgent {
-            Some(u) if self.bypassed < u.get_quota() => {
-                self.bypassed += 1;
-                true
-            }
-            _ => false,
-        };
-        if let (Some(budget), Some(level), false) = (&retry.budget, level, self.bypassing) {
-            let cause = if retry.classifier.is_timeout(&error) {
-                RetryCause::Timeout
-            } else {
-                RetryCause::Error
-            };
-            match budget.try_retry(cause, level) {
-                Ok(spent) => {
-                    self.last_spent = Some(spent);
-                    self.pending = Some(spent);
-                }
-                Err(_) => return Step::Stop(self.exhausted(GiveUp::RetryBudget, elapsed, error)),
-            }
-        }
-        self.emit(RetryEvent::Scheduled {
-            task_id,
-            attempt: self.attempts,
-            computed_jitter: Duration::from_nanos(computed_ns),
-            sleep,
-            honored_retry_after: honored,
-            elapsed,
-        });
-        Step::Sleep(sleep, error)
+        self.engine.failed(&retry.context(), now, classification, cause, rng)
     }
 
-    /// Decides whether the next retry may start now: with an open breaker,
-    /// wait until this call may probe (or give up if the wait would pass the
-    /// elapsed budget). Call after the backoff sleep, before [`begin`](Self::begin).
-    pub(crate) fn gate(&mut self) -> Gate {
-        let Some(breaker) = &self.retry.breaker else {
-            return Gate::Go;
-        };
-        if self.bypassing {
-            return Gate::Go;
-        }
-        match breaker.admit() {
-            Admission::Closed => Gate::Go,
-            Admission::Probe(probe) => {
-                self.probe = Some(probe);
-                Gate::Go
-            }
-            Admission::Wait => {
-                let wait = match &mut self.rng {
-                    Some((_, rng)) => breaker.wait_for(rng),
-                    None => breaker.wait_for(&mut Rng::from_entropy()),
-                };
-                if self.elapsed().saturating_add(wait) > self.max_elapsed() {
-                    Gate::Stop(GiveUp::MaxElapsed)
-                } else {
-                    Gate::Wait(wait)
-                }
-            }
-        }
+    /// After the backoff wait: may the retry start?
+    pub(crate) fn ready(&mut self) -> Gate {
+        let now = self.now();
+        self.last = now;
+        let rng = self.rng.get_or_insert_with(Rng::from_entropy);
+        self.engine.ready(&self.retry.context(), now, rng)
     }
 
-    /// Ends the call after [`gate`](Self::gate) gave up.
-    pub(crate) fn gave_up<E>(&self, reason: GiveUp, error: E) -> RetryError<E> {
-        self.exhausted(reason, self.elapsed(), error)
-    }
-
-    /// Gives up for a reason other than the shared budget: the failure still
-    /// charges the budget's failure cost (it is news about the endpoint).
-    fn denied<E>(&self, reason: GiveUp, elapsed: Duration, error: E) -> Step<E> {
-        if let Some(budget) = &self.retry.budget {
-            budget.record_failure();
-        }
-        Step::Stop(self.exhausted(reason, elapsed, error))
-    }
-
-    fn exhausted<E>(&self, reason: GiveUp, elapsed: Duration, error: E) -> RetryError<E> {
-        self.emit(RetryEvent::BudgetExhausted {
-            task_id: &self.retry.task_id,
-            attempt: self.attempts,
-            elapsed,
-            reason,
-        });
-        self.stop(reason, elapsed, error)
-    }
-
-    fn stop<E>(&self, reason: GiveUp, elapsed: Duration, last: E) -> RetryError<E> {
+    /// The error the call ends with.
+    pub(crate) fn error<E>(&self, reason: GiveUp, last: E) -> RetryError<E> {
         RetryError {
             reason,
-            attempts: self.attempts,
-            elapsed,
+            attempts: self.engine.attempts(),
+            elapsed: self.last,
             last,
         }
     }

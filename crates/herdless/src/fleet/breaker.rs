@@ -37,7 +37,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use herdless::breaker::{Admission, Breaker};
+//! use herdless::fleet::breaker::{Admission, Breaker};
 //!
 //! let breaker = Arc::new(Breaker::new(2));
 //! breaker.record_failure();
@@ -55,7 +55,7 @@ use std::time::Duration;
 
 use crate::rng::Rng;
 
-/// A shared half-open probe breaker. See the [module documentation](crate::breaker).
+/// A shared half-open probe breaker. See the [module documentation](crate::fleet::breaker).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -85,7 +85,7 @@ impl fmt::Debug for Breaker {
 ///
 /// ```
 /// let b = std::sync::Arc::new(herdless::Breaker::new(1));
-/// assert!(matches!(b.admit(), herdless::breaker::Admission::Closed));
+/// assert!(matches!(b.admit(), herdless::fleet::breaker::Admission::Closed));
 /// ```
 #[derive(Debug)]
 #[must_use = "a probe must be resolved, or dropped to release it"]
@@ -105,7 +105,7 @@ pub enum Admission {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use herdless::breaker::{Admission, Breaker};
+/// use herdless::fleet::breaker::{Admission, Breaker};
 /// let b = Arc::new(Breaker::new(1));
 /// b.record_failure();
 /// if let Admission::Probe(p) = b.admit() { p.failed(); }
@@ -127,7 +127,7 @@ impl Probe {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use herdless::breaker::{Admission, Breaker};
+    /// use herdless::fleet::breaker::{Admission, Breaker};
     /// let b = Arc::new(Breaker::new(1));
     /// b.record_failure();
     /// let Admission::Probe(p) = b.admit() else { unreachable!() };
@@ -143,7 +143,7 @@ impl Probe {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use herdless::breaker::{Admission, Breaker};
+    /// use herdless::fleet::breaker::{Admission, Breaker};
     /// let b = Arc::new(Breaker::new(1));
     /// b.record_failure();
     /// let Admission::Probe(p) = b.admit() else { unreachable!() };
@@ -235,7 +235,7 @@ impl Breaker {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use herdless::breaker::{Admission, Breaker};
+    /// use herdless::fleet::breaker::{Admission, Breaker};
     /// let b = Arc::new(Breaker::new(1));
     /// b.record_failure();
     /// let first = b.admit();
@@ -257,6 +257,21 @@ impl Breaker {
             }),
             Err(_) => Admission::Wait,
         }
+    }
+
+    /// Takes the probe slot of an open breaker without an RAII guard: `true`
+    /// when this caller is now the one probe. Pair with
+    /// [`release_probe`](Self::release_probe) (the engine does, and
+    /// [`Engine::cancel`](crate::engine::Engine::cancel) on early exits).
+    pub(crate) fn try_take_probe(&self) -> bool {
+        self.probing
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Frees the probe slot taken by [`try_take_probe`](Self::try_take_probe).
+    pub(crate) fn release_probe(&self) {
+        self.probing.store(false, Ordering::Release);
     }
 
     /// Records a successful request made while closed: the run of failures

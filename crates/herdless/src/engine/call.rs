@@ -1,0 +1,624 @@
+//! One call's state and every decision about it: the sans-IO [`Engine`].
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::classify::Classification;
+use crate::engine::events::{NoNotify, Notify, RetryEvent};
+use crate::engine::GiveUp;
+use crate::fleet::{Breaker, RetryBudget, RetryCause, Urgent};
+use crate::policy::{Policy, Schedule};
+use crate::rng::Rng;
+
+/// What a decision reads besides the call's own state: the policy, the shared
+/// fleet-level guards, the task id and where events go. Built per decision (it
+/// only borrows), so one engine state can be driven from anywhere: a future, a
+/// tower policy, a simulator's event loop or a message taken from a queue.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::engine::Context;
+/// use herdless::{Policy, RetryBudget, Urgent};
+/// let policy = Policy::default();
+/// let budget = RetryBudget::aws();
+/// let cx = Context::new(&policy)
+///     .task_id("scan-7")
+///     .budget(&budget)
+///     .urgent(Urgent::new(Duration::from_secs(1)));
+/// assert_eq!(cx.max_elapsed(), Duration::from_secs(1)); // the urgent deadline is tighter
+/// ```
+pub struct Context<'a, N = NoNotify> {
+    policy: &'a Policy,
+    task_id: &'a str,
+    notify: &'a N,
+    budget: Option<&'a RetryBudget>,
+    breaker: Option<&'a Breaker>,
+    urgent: Option<Urgent>,
+    trace: bool,
+}
+
+impl<N> fmt::Debug for Context<'_, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("policy", self.policy)
+            .field("task_id", &self.task_id)
+            .field("budget", &self.budget)
+            .field("breaker", &self.breaker)
+            .field("urgent", &self.urgent)
+            .field("trace", &self.trace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<N> Clone for Context<'_, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<N> Copy for Context<'_, N> {}
+
+impl<'a> Context<'a> {
+    /// A context with `policy` only: no task id, no hook, no shared guards,
+    /// events traced.
+    ///
+    /// ```
+    /// let policy = herdless::Policy::default();
+    /// let cx = herdless::engine::Context::new(&policy);
+    /// assert_eq!(cx.policy().max_attempts(), 6);
+    /// ```
+    pub fn new(policy: &'a Policy) -> Self {
+        Context {
+            policy,
+            task_id: "",
+            notify: &NoNotify,
+            budget: None,
+            breaker: None,
+            urgent: None,
+            trace: true,
+        }
+    }
+}
+
+impl<'a, N> Context<'a, N> {
+    /// The task id every event carries.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let _cx = herdless::engine::Context::new(&p).task_id("ingest-9");
+    /// ```
+    pub fn task_id(mut self, task_id: &'a str) -> Self {
+        self.task_id = task_id;
+        self
+    }
+
+    /// A hook receiving every event (beside `tracing`).
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use herdless::RetryEvent;
+    /// let seen = Cell::new(0);
+    /// let hook = |_: &RetryEvent<'_>| seen.set(seen.get() + 1);
+    /// let p = herdless::Policy::default();
+    /// let _cx = herdless::engine::Context::new(&p).notify(&hook);
+    /// ```
+    pub fn notify<N2>(self, notify: &'a N2) -> Context<'a, N2> {
+        Context {
+            policy: self.policy,
+            task_id: self.task_id,
+            notify,
+            budget: self.budget,
+            breaker: self.breaker,
+            urgent: self.urgent,
+            trace: self.trace,
+        }
+    }
+
+    /// The shared retry budget every retry must be admitted by.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let b = herdless::RetryBudget::aws();
+    /// let _cx = herdless::engine::Context::new(&p).budget(&b);
+    /// ```
+    pub fn budget(mut self, budget: &'a RetryBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The shared breaker that gates retries.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let b = herdless::Breaker::new(5);
+    /// let _cx = herdless::engine::Context::new(&p).breaker(&b);
+    /// ```
+    pub fn breaker(mut self, breaker: &'a Breaker) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// Marks the call urgent (the escape lane, see [`Urgent`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = herdless::Policy::default();
+    /// let cx = herdless::engine::Context::new(&p).urgent(herdless::Urgent::new(Duration::from_secs(2)));
+    /// assert_eq!(cx.max_elapsed(), Duration::from_secs(2));
+    /// ```
+    pub fn urgent(mut self, urgent: Urgent) -> Self {
+        self.urgent = Some(urgent);
+        self
+    }
+
+    /// Whether events also go to `tracing` (default: yes). A simulator of a
+    /// million clients turns this off; the hook still receives every event.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let _quiet = herdless::engine::Context::new(&p).trace(false);
+    /// ```
+    pub fn trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The policy.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// assert_eq!(herdless::engine::Context::new(&p).policy(), &p);
+    /// ```
+    pub fn policy(&self) -> &'a Policy {
+        self.policy
+    }
+
+    /// The elapsed limit in force: `max_elapsed`, or the urgent deadline when
+    /// it is tighter.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// assert_eq!(herdless::engine::Context::new(&p).max_elapsed(), p.max_elapsed());
+    /// ```
+    pub fn max_elapsed(&self) -> Duration {
+        match self.urgent {
+            Some(u) => self.policy.max_elapsed.min(u.deadline()),
+            None => self.policy.max_elapsed,
+        }
+    }
+}
+
+impl<N: Notify> Context<'_, N> {
+    fn emit(&self, event: RetryEvent<'_>) {
+        if self.trace {
+            event.trace();
+        }
+        self.notify.notify(&event);
+    }
+}
+
+/// What follows a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Retry after `delay` (then ask [`Engine::ready`] before starting it).
+    Retry {
+        /// How long to wait: the computed jitter, or the server's delay clamped
+        /// and spread when one was honored.
+        delay: Duration,
+        /// Whether a server-supplied delay (Retry-After) replaced the jitter.
+        honored_retry_after: bool,
+    },
+    /// Stop: the call is over, for this reason.
+    GiveUp(GiveUp),
+}
+
+/// Whether a retry that is due may start now (asked after the backoff wait).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Start the attempt.
+    Go,
+    /// An open breaker's probe is out: wait this long (not an attempt), then
+    /// ask again.
+    Wait(Duration),
+    /// Stop: waiting would pass the elapsed limit.
+    GiveUp(GiveUp),
+}
+
+const LEVEL_SET: u8 = 1;
+const PENDING: u8 = 1 << 1;
+const PENDING_TIMEOUT: u8 = 1 << 2;
+const SPENT: u8 = 1 << 3;
+const SPENT_TIMEOUT: u8 = 1 << 4;
+const PROBE: u8 = 1 << 5;
+
+/// One call's retry state, and the one place where every retry decision is
+/// made. Sans-IO: it never reads a clock, never sleeps and owns no generator;
+/// the driver passes `now` (any monotonic time since an origin of its choice:
+/// only differences matter) and a [`Rng`]. 24 bytes, no heap, no borrow: it can
+/// live in a future, a tower policy, a simulated client or a queue message.
+///
+/// A driver loops: [`begin`](Self::begin) an attempt; report
+/// [`succeeded`](Self::succeeded) or [`failed`](Self::failed) (with the
+/// error's [`Classification`] and [`RetryCause`]); on
+/// [`Decision::Retry`] wait the delay, then ask [`ready`](Self::ready) until it
+/// says [`Gate::Go`]; a driver that drops a call early calls
+/// [`cancel`](Self::cancel). See the [module documentation](crate::engine)
+/// for the order of the checks and a hand-written driver.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::engine::{Context, Decision, Engine};
+/// use herdless::{Classification, GiveUp, Policy, RetryCause, Rng};
+///
+/// let policy = Policy::builder().max_attempts(2).build()?;
+/// let cx = Context::new(&policy);
+/// let mut rng = Rng::with_seed(1);
+/// let mut call = Engine::new(Duration::ZERO);
+/// assert_eq!(call.begin(), 1);
+/// let d = call.failed(&cx, Duration::ZERO, Classification::retryable(), RetryCause::Error, &mut rng);
+/// assert!(matches!(d, Decision::Retry { .. }));
+/// assert_eq!(call.begin(), 2);
+/// let d = call.failed(&cx, Duration::from_secs(1), Classification::retryable(), RetryCause::Error, &mut rng);
+/// assert_eq!(d, Decision::GiveUp(GiveUp::MaxAttempts));
+/// # Ok::<(), herdless::PolicyError>(())
+/// ```
+#[derive(Debug, PartialEq, Eq)]
+pub struct Engine {
+    start_ns: u64,
+    /// The previous delay (decorrelated modes); 0 before the first.
+    prev_ns: u64,
+    attempts: u32,
+    /// This call's uniform level for the budget's spread, in 1/65536.
+    level: u16,
+    flags: u8,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Engine {
+    /// A call whose first attempt starts at `now`.
+    ///
+    /// ```
+    /// let call = herdless::engine::Engine::new(std::time::Duration::from_secs(5));
+    /// assert_eq!(call.attempts(), 0);
+    /// ```
+    pub fn new(now: Duration) -> Self {
+        Engine {
+            start_ns: nanos(now),
+            prev_ns: 0,
+            attempts: 0,
+            level: 0,
+            flags: 0,
+        }
+    }
+
+    /// A call that started at `start` and has already made `attempts` attempts
+    /// (a task redelivered by a broker, resuming its chain). The decorrelated
+    /// modes restart from the base.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let call = herdless::engine::Engine::resume(Duration::ZERO, 3);
+    /// assert_eq!(call.attempts(), 3);
+    /// ```
+    pub fn resume(start: Duration, attempts: u32) -> Self {
+        Engine {
+            attempts,
+            ..Engine::new(start)
+        }
+    }
+
+    /// Attempts begun so far.
+    ///
+    /// ```
+    /// let mut call = herdless::engine::Engine::new(Default::default());
+    /// call.begin();
+    /// assert_eq!(call.attempts(), 1);
+    /// ```
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// When the first attempt started, on the driver's clock.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(herdless::engine::Engine::new(Duration::from_secs(3)).start(), Duration::from_secs(3));
+    /// ```
+    pub fn start(&self) -> Duration {
+        Duration::from_nanos(self.start_ns)
+    }
+
+    /// Time since the first attempt started (zero if `now` is earlier).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let call = herdless::engine::Engine::new(Duration::from_secs(3));
+    /// assert_eq!(call.elapsed(Duration::from_secs(5)), Duration::from_secs(2));
+    /// ```
+    pub fn elapsed(&self, now: Duration) -> Duration {
+        Duration::from_nanos(nanos(now).saturating_sub(self.start_ns))
+    }
+
+    /// Whether this call holds an open breaker's one probe (its current
+    /// attempt is the probe).
+    ///
+    /// ```
+    /// assert!(!herdless::engine::Engine::new(Default::default()).is_probe());
+    /// ```
+    pub fn is_probe(&self) -> bool {
+        self.flags & PROBE != 0
+    }
+
+    /// Starts the next attempt and returns its 1-based number. An admitted
+    /// retry is now spent (no longer refundable by [`cancel`](Self::cancel)).
+    ///
+    /// ```
+    /// let mut call = herdless::engine::Engine::new(Default::default());
+    /// assert_eq!(call.begin(), 1);
+    /// assert_eq!(call.begin(), 2);
+    /// ```
+    #[inline]
+    pub fn begin(&mut self) -> u32 {
+        self.flags &= !(PENDING | PENDING_TIMEOUT);
+        self.attempts = self.attempts.saturating_add(1);
+        self.attempts
+    }
+
+    /// The current attempt succeeded at `now`: the budget is refunded, the
+    /// breaker closes, and `retry_succeeded` is emitted if it was a retry.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::engine::{Context, Engine};
+    /// let p = herdless::Policy::default();
+    /// let budget = herdless::RetryBudget::grpc(10.0, 0.5)?;
+    /// budget.record_failure();
+    /// let mut call = Engine::new(Duration::ZERO);
+    /// call.begin();
+    /// call.succeeded(&Context::new(&p).budget(&budget), Duration::ZERO);
+    /// assert_eq!(budget.tokens(), 9.5);
+    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// ```
+    #[inline]
+    pub fn succeeded<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration) {
+        if let Some(budget) = cx.budget {
+            let last = (self.flags & SPENT != 0).then(|| budget.cost(self.spent_cause()));
+            budget.record_success(last);
+        }
+        if let Some(breaker) = cx.breaker {
+            breaker.record_success();
+        }
+        self.release_probe(cx);
+        if self.attempts > 1 {
+            cx.emit(RetryEvent::Succeeded {
+                task_id: cx.task_id,
+                attempt: self.attempts,
+                elapsed: self.elapsed(now),
+            });
+        }
+    }
+
+    /// The current attempt failed at `now`: decides whether and when to retry.
+    ///
+    /// In order: a terminal (or unknown) classification gives up
+    /// (`retry_abandoned_terminal`); the breaker learns the failure;
+    /// `max_attempts` is checked; the delay is drawn (advancing the schedule)
+    /// and replaced by the server's delay, clamped and spread, when the
+    /// classification carries one; `elapsed + delay` is checked against the
+    /// elapsed limit; the shared budget is asked (unless the escape lane
+    /// covers this retry). A give-up for any reason but the shared budget
+    /// still charges the budget's failure cost. Emits `retry_scheduled` or
+    /// `retry_budget_exhausted`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::engine::{Context, Decision, Engine};
+    /// use herdless::{Classification, GiveUp, Policy, RetryCause, Rng};
+    /// let p = Policy::default();
+    /// let cx = Context::new(&p);
+    /// let mut call = Engine::new(Duration::ZERO);
+    /// call.begin();
+    /// let d = call.failed(&cx, Duration::ZERO, Classification::terminal(), RetryCause::Error, &mut Rng::with_seed(1));
+    /// assert_eq!(d, Decision::GiveUp(GiveUp::Terminal));
+    /// ```
+    pub fn failed<N: Notify>(
+        &mut self,
+        cx: &Context<'_, N>,
+        now: Duration,
+        classification: Classification,
+        cause: RetryCause,
+        rng: &mut Rng,
+    ) -> Decision {
+        let elapsed = self.elapsed(now);
+        if !classification.is_retryable() {
+            // The endpoint answered: neither a breaker failure nor a success.
+            self.release_probe(cx);
+            cx.emit(RetryEvent::AbandonedTerminal {
+                task_id: cx.task_id,
+                attempt: self.attempts,
+                classification,
+                elapsed,
+            });
+            return Decision::GiveUp(GiveUp::Terminal);
+        }
+        if let Some(breaker) = cx.breaker {
+            breaker.record_failure();
+        }
+        self.release_probe(cx);
+        let policy = cx.policy;
+        if self.attempts >= policy.max_attempts {
+            return self.denied(cx, GiveUp::MaxAttempts, elapsed);
+        }
+        let mut schedule = Schedule {
+            retry: self.attempts.saturating_sub(1),
+            prev_ns: self.prev_ns,
+        };
+        let computed_ns = policy.next_delay_ns(&mut schedule, rng);
+        self.prev_ns = schedule.prev_ns;
+        let (delay_ns, honored) = match classification {
+            Classification::Retryable { after: Some(d) } if !d.is_zero() => {
+                (policy.server_delay_ns(d, rng), true)
+            }
+            _ => (computed_ns, false),
+        };
+        if cx.budget.is_some() && self.flags & LEVEL_SET == 0 {
+            self.level = (rng.next_u64() >> 48) as u16;
+            self.flags |= LEVEL_SET;
+        }
+        let delay = Duration::from_nanos(delay_ns);
+        if elapsed.saturating_add(delay) > cx.max_elapsed() {
+            return self.denied(cx, GiveUp::MaxElapsed, elapsed);
+        }
+        if let (Some(budget), false) = (cx.budget, self.bypasses(cx)) {
+            let level = f64::from(self.level) / 65_536.0;
+            if budget.try_retry(cause, level).is_err() {
+                return self.exhausted(cx, GiveUp::RetryBudget, elapsed);
+            }
+            let cause_bits = match cause {
+                RetryCause::Timeout => PENDING_TIMEOUT | SPENT_TIMEOUT,
+                RetryCause::Error => 0,
+            };
+            self.flags &= !(SPENT_TIMEOUT | PENDING_TIMEOUT);
+            self.flags |= SPENT | PENDING | cause_bits;
+        }
+        cx.emit(RetryEvent::Scheduled {
+            task_id: cx.task_id,
+            attempt: self.attempts,
+            computed_jitter: Duration::from_nanos(computed_ns),
+            sleep: delay,
+            honored_retry_after: honored,
+            elapsed,
+        });
+        Decision::Retry {
+            delay,
+            honored_retry_after: honored,
+        }
+    }
+
+    /// A retry is due at `now` (its delay has passed): may it start? Without a
+    /// breaker, or while it is closed, or for a retry in the escape lane:
+    /// [`Gate::Go`]. While it is open, the one caller that takes the probe
+    /// goes; the others [`Gate::Wait`] a jittered probe wait, or give up when
+    /// that wait would pass the elapsed limit (the admitted retry is then
+    /// refunded).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::engine::{Context, Engine, Gate};
+    /// use herdless::{Breaker, Policy, Rng};
+    /// let p = Policy::default();
+    /// let breaker = Breaker::new(1);
+    /// breaker.record_failure(); // open
+    /// let cx = Context::new(&p).breaker(&breaker);
+    /// let (mut a, mut b) = (Engine::new(Duration::ZERO), Engine::new(Duration::ZERO));
+    /// a.begin();
+    /// b.begin();
+    /// let mut rng = Rng::with_seed(1);
+    /// assert_eq!(a.ready(&cx, Duration::ZERO, &mut rng), Gate::Go); // the probe
+    /// assert!(a.is_probe());
+    /// assert!(matches!(b.ready(&cx, Duration::ZERO, &mut rng), Gate::Wait(_)));
+    /// ```
+    pub fn ready<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration, rng: &mut Rng) -> Gate {
+        let Some(breaker) = cx.breaker else {
+            return Gate::Go;
+        };
+        if self.bypasses(cx) || !breaker.is_open() {
+            return Gate::Go;
+        }
+        if breaker.try_take_probe() {
+            self.flags |= PROBE;
+            return Gate::Go;
+        }
+        let wait = breaker.wait_for(rng);
+        let elapsed = self.elapsed(now);
+        if elapsed.saturating_add(wait) > cx.max_elapsed() {
+            self.refund(cx);
+            self.exhausted(cx, GiveUp::MaxElapsed, elapsed);
+            return Gate::GiveUp(GiveUp::MaxElapsed);
+        }
+        Gate::Wait(wait)
+    }
+
+    /// The driver drops the call early (a cancelled future, a shutdown): an
+    /// admitted retry that never started is refunded to the budget and a held
+    /// probe is released. Harmless to call on a finished call.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::engine::{Context, Engine};
+    /// use herdless::{AlwaysRetry, Classification, Policy, RetryBudget, RetryCause, Rng};
+    /// let p = Policy::default();
+    /// let budget = RetryBudget::aws();
+    /// let cx = Context::new(&p).budget(&budget);
+    /// let mut call = Engine::new(Duration::ZERO);
+    /// call.begin();
+    /// call.failed(&cx, Duration::ZERO, Classification::retryable(), RetryCause::Error, &mut Rng::with_seed(1));
+    /// assert_eq!(budget.tokens(), 495.0);
+    /// call.cancel(&cx);
+    /// assert_eq!(budget.tokens(), 500.0);
+    /// ```
+    pub fn cancel<N>(&mut self, cx: &Context<'_, N>) {
+        self.refund(cx);
+        self.release_probe(cx);
+    }
+
+    /// Whether the retry being decided goes through the escape lane: the first
+    /// `quota` retries of an urgent call (the `k`-th retry follows attempt `k`).
+    fn bypasses<N>(&self, cx: &Context<'_, N>) -> bool {
+        cx.urgent.is_some_and(|u| self.attempts <= u.get_quota())
+    }
+
+    fn spent_cause(&self) -> RetryCause {
+        if self.flags & SPENT_TIMEOUT != 0 {
+            RetryCause::Timeout
+        } else {
+            RetryCause::Error
+        }
+    }
+
+    fn refund<N>(&mut self, cx: &Context<'_, N>) {
+        if self.flags & PENDING == 0 {
+            return;
+        }
+        let cause = if self.flags & PENDING_TIMEOUT != 0 {
+            RetryCause::Timeout
+        } else {
+            RetryCause::Error
+        };
+        self.flags &= !(PENDING | PENDING_TIMEOUT);
+        if let Some(budget) = cx.budget {
+            budget.refund(budget.cost(cause));
+        }
+    }
+
+    fn release_probe<N>(&mut self, cx: &Context<'_, N>) {
+        if self.flags & PROBE != 0 {
+            self.flags &= !PROBE;
+            if let Some(breaker) = cx.breaker {
+                breaker.release_probe();
+            }
+        }
+    }
+
+    /// Gives up for a reason other than the shared budget: the failure still
+    /// charges the budget's failure cost (it is news about the endpoint).
+    fn denied<N: Notify>(&mut self, cx: &Context<'_, N>, reason: GiveUp, elapsed: Duration) -> Decision {
+        if let Some(budget) = cx.budget {
+            budget.record_failure();
+        }
+        self.exhausted(cx, reason, elapsed)
+    }
+
+    fn exhausted<N: Notify>(&self, cx: &Context<'_, N>, reason: GiveUp, elapsed: Duration) -> Decision {
+        cx.emit(RetryEvent::BudgetExhausted {
+            task_id: cx.task_id,
+            attempt: self.attempts,
+            elapsed,
+            reason,
+        });
+        Decision::GiveUp(reason)
+    }
+}

@@ -1,0 +1,244 @@
+//! The retry policy: how long to wait, how often to try, and when to stop.
+//!
+//! A [`Policy`] is an immutable, validated value. It is built only through
+//! [`PolicyBuilder`], which rejects every configuration that would make the
+//! documented bounds false (a NaN multiplier, a cap below the base, zero attempts,
+//! …) with a typed [`PolicyError`] naming the field and the reason. Because a
+//! `Policy` can only exist in a valid state, nothing downstream (the jitter math,
+//! the budget, the executors) has to re-check it or can panic on it.
+//!
+//! # Design notes
+//!
+//! * **Two budgets.** A policy always bounds both the number of attempts and the
+//!   total elapsed time (monotonic clock). The first seed's "amplifier" is a retry
+//!   loop with only one of the two.
+//! * **Delays are nanoseconds in a `u64`.** Every delay-like field (base, cap,
+//!   maximum server delay) must fit in `u64` nanoseconds (about 584 years), so the
+//!   jitter math works in integers with saturating arithmetic and never overflows,
+//!   for every attempt number up to `u32::MAX`.
+//! * **The saturation attempt is precomputed.** `base · mᴺ` reaches the cap after
+//!   a fixed number of retries `N`; from then on the ceiling is the cap and no
+//!   floating point is evaluated at all, which keeps a delay computation in the
+//!   nanoseconds and makes huge attempt numbers trivially exact.
+
+use std::time::Duration;
+
+pub mod jitter;
+mod builder;
+mod error;
+pub mod server_delay;
+
+pub use builder::PolicyBuilder;
+pub use error::{PolicyError, PolicyField};
+pub use jitter::{Jitter, ParseJitterError, Schedule};
+
+
+/// The largest duration a delay-like policy field may hold: `u64::MAX` nanoseconds
+/// (about 584 years).
+///
+/// ```
+/// assert_eq!(herdless::MAX_DURATION.as_nanos(), u64::MAX as u128);
+/// ```
+pub const MAX_DURATION: Duration = Duration::from_nanos(u64::MAX);
+
+/// A validated retry policy. Build one with [`Policy::builder`].
+///
+/// The defaults are the first seed's: base 0.5 s, multiplier 2, cap 30 s,
+/// 6 attempts (1 initial call + 5 retries), 120 s total budget, full jitter.
+/// Server-supplied delays (Retry-After) are honored but clamped to 60 s and
+/// spread by up to +10 % so a fleet told "retry in 5 s" does not come back in
+/// one wave.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::{Jitter, Policy};
+///
+/// let policy = Policy::builder()
+///     .base(Duration::from_millis(100))
+///     .cap(Duration::from_secs(10))
+///     .max_attempts(5)
+///     .max_elapsed(Duration::from_secs(30))
+///     .jitter(Jitter::Equal)
+///     .build()?;
+/// assert_eq!(policy.max_attempts(), 5);
+/// assert_eq!(Policy::default().cap(), Duration::from_secs(30));
+/// # Ok::<(), herdless::PolicyError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Policy {
+    pub(crate) base_ns: u64,
+    pub(crate) cap_ns: u64,
+    pub(crate) multiplier: f64,
+    pub(crate) max_attempts: u32,
+    pub(crate) max_elapsed: Duration,
+    pub(crate) jitter: Jitter,
+    pub(crate) max_retry_after_ns: u64,
+    pub(crate) retry_after_spread: f64,
+    /// The smallest retry index `n` with `base · mⁿ ≥ cap`; `NEVER` (beyond
+    /// every `u32`) when the ceiling never reaches the cap.
+    pub(crate) saturation: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        PolicyBuilder::new()
+            .build()
+            .expect("the default policy is valid")
+    }
+}
+
+impl Policy {
+    /// Default base delay: 500 ms.
+    pub const DEFAULT_BASE: Duration = Duration::from_millis(500);
+    /// Default multiplier: 2.0.
+    pub const DEFAULT_MULTIPLIER: f64 = 2.0;
+    /// Default cap on a single computed delay: 30 s.
+    pub const DEFAULT_CAP: Duration = Duration::from_secs(30);
+    /// Default maximum number of attempts, counting the first call: 6.
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = 6;
+    /// Default total budget across all attempts: 120 s.
+    pub const DEFAULT_MAX_ELAPSED: Duration = Duration::from_secs(120);
+    /// Default clamp on a server-supplied delay: 60 s.
+    pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+    /// Default positive spread added to a server-supplied delay: up to 10 %.
+    pub const DEFAULT_RETRY_AFTER_SPREAD: f64 = 0.1;
+
+    /// Starts a builder holding the defaults.
+    ///
+    /// ```
+    /// let p = herdless::Policy::builder().max_attempts(3).build()?;
+    /// assert_eq!(p.max_attempts(), 3);
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::new()
+    }
+
+    /// Returns a builder pre-filled with this policy's values, to derive a variant.
+    ///
+    /// ```
+    /// use herdless::{Jitter, Policy};
+    /// let lone_cron = Policy::default().to_builder().jitter(Jitter::Equal).build()?;
+    /// assert_eq!(lone_cron.jitter(), Jitter::Equal);
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    pub fn to_builder(&self) -> PolicyBuilder {
+        PolicyBuilder {
+            base: self.base(),
+            multiplier: self.multiplier,
+            cap: self.cap(),
+            max_attempts: self.max_attempts,
+            max_elapsed: self.max_elapsed,
+            jitter: self.jitter,
+            max_retry_after: self.max_retry_after(),
+            retry_after_spread: self.retry_after_spread,
+        }
+    }
+
+    /// The base delay: the ceiling of the first retry's delay.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().base().as_millis(), 500);
+    /// ```
+    pub fn base(&self) -> Duration {
+        Duration::from_nanos(self.base_ns)
+    }
+
+    /// The growth factor of the delay ceiling per retry (ignored by the
+    /// decorrelated modes, whose window grows by a factor of 3 by definition).
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().multiplier(), 2.0);
+    /// ```
+    pub fn multiplier(&self) -> f64 {
+        self.multiplier
+    }
+
+    /// The cap: no computed delay is ever longer, in any jitter mode.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().cap().as_secs(), 30);
+    /// ```
+    pub fn cap(&self) -> Duration {
+        Duration::from_nanos(self.cap_ns)
+    }
+
+    /// The maximum number of attempts, counting the first call.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().max_attempts(), 6);
+    /// ```
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The total budget across all attempts, including the operations' own time.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().max_elapsed().as_secs(), 120);
+    /// ```
+    pub fn max_elapsed(&self) -> Duration {
+        self.max_elapsed
+    }
+
+    /// The jitter mode.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().jitter(), herdless::Jitter::Full);
+    /// ```
+    pub fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+
+    /// The clamp applied to a server-supplied delay (Retry-After).
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().max_retry_after().as_secs(), 60);
+    /// ```
+    pub fn max_retry_after(&self) -> Duration {
+        Duration::from_nanos(self.max_retry_after_ns)
+    }
+
+    /// The relative positive spread applied to a server-supplied delay: a server
+    /// delay `r` becomes a uniform draw in `[r, r · (1 + spread)]` (never past
+    /// [`max_retry_after`](Self::max_retry_after)).
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().retry_after_spread(), 0.1);
+    /// ```
+    pub fn retry_after_spread(&self) -> f64 {
+        self.retry_after_spread
+    }
+
+    /// The ceiling `c = min(cap, base · multiplierⁿ)` for the retry with
+    /// zero-based index `n` (the first retry has `n = 0`, so its ceiling is the
+    /// base). Exact and overflow-free for every `n` up to `u32::MAX`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = herdless::Policy::default();
+    /// assert_eq!(p.ceiling(0), Duration::from_millis(500));
+    /// assert_eq!(p.ceiling(3), Duration::from_secs(4));
+    /// assert_eq!(p.ceiling(u32::MAX), Duration::from_secs(30));
+    /// ```
+    pub fn ceiling(&self, n: u32) -> Duration {
+        Duration::from_nanos(self.ceiling_ns(n))
+    }
+
+    #[inline]
+    pub(crate) fn ceiling_ns(&self, n: u32) -> u64 {
+        if u64::from(n) >= self.saturation {
+            return self.cap_ns;
+        }
+        // n < saturation: base · mⁿ < cap, finite and positive.
+        let growth = if n <= i32::MAX as u32 {
+            self.multiplier.powi(n as i32)
+        } else {
+            self.multiplier.powf(f64::from(n))
+        };
+        let c = self.base_ns as f64 * growth;
+        // `as` saturates; the clamp guards the rounding of base_ns and cap_ns
+        // through f64 (above 2⁵³ ns, about 104 days, f64 cannot hold every integer).
+        (c as u64).clamp(self.base_ns, self.cap_ns)
+    }
+}
