@@ -30,7 +30,7 @@
 //!
 //! With `--capacity N`, the outage and the capacity are one [`Pushback`]: the
 //! library's [`SlotAllocator`] (the same allocator the
-//! `herdless::pushback_layer::PushbackLayer` tower layer wraps), driven by the
+//! `herdless::fleet::pushback_layer::PushbackLayer` tower layer wraps), driven by the
 //! stub's own clock (time since start). It admits at most N requests per second
 //! (GCRA, a burst of 100 ms worth of capacity) and answers each rejected
 //! request `503` with **its own slot**: `Retry-After` (whole seconds, rounded
@@ -72,7 +72,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use clap::{Args, ValueEnum};
-use herdless::pushback::{Decision, SlotAllocator, RETRY_AFTER_MS};
+use herdless::fleet::pushback::{Allotment, SlotAllocator};
+use herdless::http::RETRY_AFTER_MS;
 use serde::Serialize;
 
 use crate::policy_args::parse_duration;
@@ -352,7 +353,7 @@ impl Admission for Pushback {
         let decision = alloc.decide(a.since_start);
         drop(alloc);
         match decision {
-            Decision::Admit => Verdict::Admit,
+            Allotment::Admit => Verdict::Admit,
             rejected => Verdict::Reject {
                 status: if in_outage {
                     self.outage_status

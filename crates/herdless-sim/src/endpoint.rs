@@ -31,7 +31,7 @@
 
 use std::time::Duration;
 
-use herdless::pushback::SlotAllocator;
+use herdless::fleet::pushback::SlotAllocator;
 
 use crate::error::SimError;
 use crate::strategy::Reply;

@@ -1,23 +1,22 @@
 //! The event loop for a fleet of independent retrying clients.
 //!
-//! Each client makes its first call at a given virtual time and, after every
-//! failed call, asks its strategy's [`Retrier`] when to call
-//! again (or whether to give up). The loop pops the earliest pending call from
-//! the [`EventQueue`], asks the [`Endpoint`], records the call in the
-//! histograms and schedules the next one. Nothing sleeps: virtual time jumps
-//! from event to event.
+//! Each client makes its first call at a given virtual time and carries the
+//! library's per-call state, [`Engine`]. The loop pops the earliest pending
+//! event from the [`EventQueue`], asks the engine whether a due retry may
+//! start ([`Engine::ready`]: an open breaker may make it wait), asks the
+//! [`Endpoint`], records the call in the histograms and reports the answer to
+//! the engine ([`Engine::succeeded`] / [`Engine::failed`]), whose decision
+//! schedules the next event. Nothing sleeps: virtual time jumps from event to
+//! event. The loop itself decides nothing about retrying.
 //!
 //! # Cost and memory
 //!
-//! A [`Client`] is the library's 16-byte [`Schedule`], the first call's time,
-//! the attempt count and the client's index: 32 bytes. It lives *in* the
-//! client's one pending event (see [`queue`](crate::queue)), so there is no
-//! per-client array to miss in the cache: 40 bytes per client in the queue
-//! (a million clients, six strategies on two threads: 212 MB peak resident
-//! memory for the whole run, see the README). Per call the
-//! loop does one queue pop, one endpoint check, one or two histogram
-//! increments and, on failure, one library delay draw, one budget check and
-//! one queue push; nothing allocates once the buckets have grown.
+//! A [`Client`] is the engine's 24 bytes and the client's index: 32 bytes. It
+//! lives *in* the client's one pending event (see [`queue`](crate::queue)), so
+//! there is no per-client array to miss in the cache: 40 bytes per client in
+//! the queue. Per call the loop does one queue pop, one endpoint check, one or
+//! two histogram increments and one engine decision (on failure: one delay
+//! draw and one queue push); nothing allocates once the buckets have grown.
 //!
 //! # Randomness
 //!
@@ -27,31 +26,31 @@
 //! does in production) and saves 8 bytes per client. It is *not* the
 //! "everyone seeded alike" failure mode: no two clients share a draw.
 
-use herdless::{GiveUp, Rng, Schedule};
+use std::time::Duration;
+
+use herdless::engine::{Decision, Engine, Gate};
+use herdless::{Classification, GiveUp, RetryCause, Rng};
 
 use crate::endpoint::Endpoint;
 use crate::error::SimError;
-use crate::guard::Gate;
+use crate::guard::Guards;
 use crate::metrics::Histogram;
 use crate::queue::EventQueue;
-use crate::strategy::{Decision, Failure, Reply, Retrier, Strategy};
-
+use crate::strategy::{Reply, Strategy};
 /// The most calls one run may simulate before it is stopped with
 /// [`SimError::TooManyCalls`] (a guard against parameter combinations that
 /// would retry forever in zero virtual time).
 pub const MAX_CALLS: u64 = 2_000_000_000;
 
 /// One simulated client's state (carried by its pending event).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug)]
 pub struct Client {
-    /// The library's per-retrier schedule.
-    pub schedule: Schedule,
-    /// Virtual time of the first call, in nanoseconds.
-    pub start_ns: u64,
-    /// Calls made so far.
-    pub attempts: u32,
+    /// The library's per-call state.
+    pub engine: Engine,
     /// The client's index.
     pub id: u32,
+    /// The client's probe call is out: its answer arrives with this event.
+    returning: bool,
 }
 
 /// What a fleet run measured.
@@ -66,6 +65,11 @@ pub struct FleetOutcome {
     /// Of those, clients denied by a shared retry budget
     /// ([`GiveUp::RetryBudget`]).
     pub gave_up_retry_budget: u64,
+    /// Clients that made `max_attempts` attempts ([`GiveUp::MaxAttempts`]).
+    pub gave_up_max_attempts: u64,
+    /// Clients whose next wait would have passed the elapsed limit
+    /// ([`GiveUp::MaxElapsed`]).
+    pub gave_up_max_elapsed: u64,
     /// Retries an open breaker made wait (each a re-check, not a call).
     pub breaker_waits: u64,
     /// Virtual time at which the last client succeeded or gave up (ns).
@@ -81,8 +85,8 @@ pub struct FleetOutcome {
 }
 
 /// Runs a fleet whose client `i` first calls at `starts[i]` (nanoseconds)
-/// against `endpoint` under `strategy`, drawing delays from a generator seeded
-/// with `seed`, until every client has succeeded or given up.
+/// against `endpoint` under `strategy`, drawing from a generator seeded with
+/// `seed`, until every client has succeeded or given up.
 ///
 /// ```
 /// use herdless_sim::endpoint::FailFirst;
@@ -101,98 +105,123 @@ pub fn run_fleet<E: Endpoint>(
     strategy: &Strategy,
     seed: u64,
 ) -> Result<FleetOutcome, SimError> {
-    run_fleet_with(starts, endpoint, strategy.retrier(), seed)
+    run_fleet_with(starts, endpoint, strategy, &mut Guards::none(), seed)
 }
 
-/// [`run_fleet`] with a given per-run decision maker (e.g. one whose
-/// fleet-level guards were set up with [`Strategy::retrier_with`]).
-///
-/// A retry that is due first passes [`Retrier::gate`]: an open breaker may
-/// make it wait (rescheduled, not counted as a call) or give up.
+/// [`run_fleet`] with fleet-level guards (see [`Guards::new`]).
 ///
 /// ```
 /// use herdless_sim::endpoint::FailFirst;
 /// use herdless_sim::fleet::run_fleet_with;
-/// use herdless_sim::{guard::GuardParams, StrategyKind};
-/// let s = "full+budget".parse::<StrategyKind>()?.resolve(&herdless::Policy::default());
-/// let out = run_fleet_with(&[0; 50], &mut FailFirst::new(1), s.retrier_with(&GuardParams::default(), 1), 1)?;
+/// use herdless_sim::guard::{GuardParams, Guards};
+/// use herdless_sim::StrategyKind;
+/// let kind = "full+budget".parse::<StrategyKind>()?;
+/// let s = kind.resolve(&herdless::Policy::default());
+/// let mut guards = Guards::new(kind.guard(), &GuardParams::default(), 50)?;
+/// let out = run_fleet_with(&[0; 50], &mut FailFirst::new(1), &s, &mut guards, 1)?;
 /// assert_eq!((out.succeeded, out.gave_up_retry_budget), (50, 0)); // 1000 tokens: no denial
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn run_fleet_with<E: Endpoint>(
     starts: &[u64],
     endpoint: &mut E,
-    mut retrier: Retrier,
+    strategy: &Strategy,
+    guards: &mut Guards,
     seed: u64,
 ) -> Result<FleetOutcome, SimError> {
     let n = u32::try_from(starts.len()).map_err(|_| SimError::TooManyClients)?;
     let mut queue: EventQueue<Client> = EventQueue::with_capacity(starts.len());
     for (id, &start_ns) in (0..n).zip(starts) {
         let client = Client {
-            start_ns,
+            engine: Engine::new(Duration::from_nanos(start_ns)),
             id,
-            ..Client::default()
+            returning: false,
         };
         queue.push(start_ns, client);
     }
+    let policy = strategy.policy();
+    let rtt = guards.probe_rtt_ns();
     let mut rng = Rng::with_seed(seed);
     let mut out = FleetOutcome::default();
 
     while let Some(ev) = queue.pop() {
         let now = ev.at_ns;
+        let at = Duration::from_nanos(now);
         let mut c = ev.client;
-        if c.attempts > 0 {
-            match retrier.gate(now, c.id, now - c.start_ns, &mut rng) {
-                Gate::Go => {}
-                Gate::Wait(d) => {
-                    out.breaker_waits += 1;
-                    queue.push(now.saturating_add(d), c);
-                    continue;
-                }
-                Gate::GiveUp(reason) => {
-                    out.give_up(now, reason);
-                    continue;
+        let reply = if c.returning {
+            // A probe's answer, back after its round trip.
+            c.returning = false;
+            let p = guards.process(c.id);
+            let held = guards.in_flight[p].take();
+            held.unwrap_or(Reply::Rejected { retry_after: None })
+        } else {
+            if c.engine.attempts() > 0 {
+                match c.engine.ready(&guards.context(policy, c.id), at, &mut rng) {
+                    Gate::Go => {}
+                    Gate::Wait(d) => {
+                        out.breaker_waits += 1;
+                        queue.push(now.saturating_add(nanos(d)), c);
+                        continue;
+                    }
+                    Gate::GiveUp(reason) => {
+                        out.give_up(now, reason);
+                        continue;
+                    }
                 }
             }
-        }
-        c.attempts += 1;
-        out.calls += 1;
-        out.arrivals.add(now);
-        if c.attempts > 1 {
-            out.retries.add(now);
-        }
-        if out.calls > MAX_CALLS {
-            return Err(SimError::TooManyCalls(MAX_CALLS));
-        }
-        let reply = endpoint.call(now, c.id, c.attempts);
-        if reply == Reply::Ok {
-            retrier.on_success(now, c.id);
-            out.succeeded += 1;
-            out.last_done_ns = out.last_done_ns.max(now);
-            out.last_success_ns = out.last_success_ns.max(now);
-            continue;
-        }
-        let elapsed = now - c.start_ns;
-        let failure = Failure {
-            client: c.id,
-            now_ns: now,
-            attempts: c.attempts,
-            elapsed_ns: elapsed,
-            reply,
+            let attempt = c.engine.begin();
+            out.calls += 1;
+            out.arrivals.add(now);
+            if attempt > 1 {
+                out.retries.add(now);
+            }
+            if out.calls > MAX_CALLS {
+                return Err(SimError::TooManyCalls(MAX_CALLS));
+            }
+            let reply = endpoint.call(now, c.id, attempt);
+            if c.engine.is_probe() {
+                let p = guards.process(c.id);
+                guards.in_flight[p] = Some(reply);
+                c.returning = true;
+                queue.push(now.saturating_add(rtt), c);
+                continue;
+            }
+            reply
         };
-        match retrier.on_failure(&mut c.schedule, &mut rng, failure) {
-            Decision::RetryAfter(d) => queue.push(now.saturating_add(d), c),
-            Decision::GiveUp(reason) => out.give_up(now, reason),
+        let cx = guards.context(policy, c.id);
+        match reply {
+            Reply::Ok => {
+                c.engine.succeeded(&cx, at);
+                out.succeeded += 1;
+                out.last_done_ns = out.last_done_ns.max(now);
+                out.last_success_ns = out.last_success_ns.max(now);
+            }
+            Reply::Rejected { retry_after } => {
+                let class = Classification::Retryable { after: retry_after };
+                match c.engine.failed(&cx, at, class, RetryCause::Error, &mut rng) {
+                    Decision::Retry { delay, .. } => {
+                        queue.push(now.saturating_add(nanos(delay)), c)
+                    }
+                    Decision::GiveUp(reason) => out.give_up(now, reason),
+                }
+            }
         }
     }
     Ok(out)
 }
 
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl FleetOutcome {
     fn give_up(&mut self, now: u64, reason: GiveUp) {
         self.gave_up += 1;
-        if reason == GiveUp::RetryBudget {
-            self.gave_up_retry_budget += 1;
+        match reason {
+            GiveUp::RetryBudget => self.gave_up_retry_budget += 1,
+            GiveUp::MaxAttempts => self.gave_up_max_attempts += 1,
+            GiveUp::MaxElapsed => self.gave_up_max_elapsed += 1,
+            _ => {}
         }
         self.give_ups.add(now);
         self.last_done_ns = self.last_done_ns.max(now);

@@ -5,7 +5,7 @@
 //! (`full+budget`, `full+breaker`, `full+pushback`, see
 //! [`StrategyKind::Guarded`](crate::StrategyKind::Guarded)). The simulator
 //! drives the library's own types — [`RetryBudget`], [`Breaker`] and
-//! [`SlotAllocator`](herdless::pushback::SlotAllocator) — not copies, in the
+//! [`SlotAllocator`](herdless::fleet::pushback::SlotAllocator) — not copies, in the
 //! order the executors use them (`herdless::retry`'s engine): on a failed
 //! call, the breaker learns the failure, the attempt limit is checked, the
 //! delay is drawn (or the server's Retry-After honored), the elapsed budget
@@ -22,8 +22,8 @@
 //! one for the whole fleet?
 //!
 //! * One budget for 40,000 terminals would be a fleet-wide coordinator that
-//!   does not exist in the field (and would hide the synchronized give-up the
-//!   issue asks about: one bucket, one cliff).
+//!   does not exist in the field (and would hide the synchronized give-up that
+//!   matters: one bucket, one cliff).
 //! * One budget per client degenerates into a per-call attempt cap: with one
 //!   call per client nothing is shared.
 //! * A process serving a hundred concurrent calls is the common case the
@@ -40,20 +40,18 @@
 //! anti-synchronization spread. Tokens are sized to the process: the first
 //! wave (one failure per client, 100 tokens) leaves it at 900, above the
 //! spread band 750..500, so the budget starts denying only as the outage
-//! goes on. Each call's uniform level is derived from the run's seed and the
-//! client's index (no per-client storage; statistically the same as the
-//! engine's one draw per call). In the gRPC preset a retry costs nothing and
-//! a success refunds the ratio whatever the call spent, so the engine's
-//! `last_spent` bookkeeping has no effect and is not simulated.
+//! goes on. Each call's uniform level is the engine's own draw (two bytes of
+//! its state), taken at the call's first retry.
 //!
 //! # The breaker in virtual time
 //!
 //! Simulated calls take no time, but a probe must hold the breaker for as long
 //! as its call is in flight, or every caller would probe (each at its own
-//! instant, none overlapping). The simulator holds the [`Probe`] for
+//! instant, none overlapping). A probe's call therefore takes
 //! [`GuardParams::probe_rtt`] (default 20 ms: two 10 ms hops, the contention
-//! scenario's mean hop) and resolves it then with its call's outcome; the
-//! probing client itself goes on at once. Other callers of the same process
+//! scenario's mean hop): the endpoint answers when the call goes out, and the
+//! answer reaches the probing client's engine a round trip later, which then
+//! resolves the probe and decides the client's next step. Other callers of the same process
 //! that find the breaker open and the probe taken wait
 //! [`Breaker::wait_for`] (uniform in `[probe_wait / 2, probe_wait]`, default
 //! `probe_wait` 1 s) and ask again; the wait counts against the elapsed
@@ -64,22 +62,22 @@
 //! # Pushback
 //!
 //! `+pushback` changes the endpoint, not the client: the server puts the
-//! library's [`SlotAllocator`](herdless::pushback::SlotAllocator) (capacity
+//! library's [`SlotAllocator`](herdless::fleet::pushback::SlotAllocator) (capacity
 //! `C`, burst `burst`, horizon [`GuardParams::pushback_horizon`], in outage
 //! mode until `T`) in front of the same capacity-limited handler as every
 //! other strategy (see [`endpoint::PushbackEndpoint`](crate::endpoint::PushbackEndpoint)),
 //! and its rejections carry the slot as Retry-After. The client honors it as
-//! `herdless::Retry` does, through `Policy::server_delay` (clamped, plus the
-//! core's positive spread of up to 10 %).
+//! `herdless::Retry` does: the engine clamps it and adds the policy's positive
+//! spread of up to 10 %.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use herdless::breaker::{Admission, Probe};
-use herdless::{Breaker, GiveUp, RetryBudget, RetryCause, Rng};
+use herdless::engine::Context;
+use herdless::{Breaker, Policy, RetryBudget};
 
 use crate::error::SimError;
+use crate::strategy::Reply;
 
 /// A fleet-level guard added to a jitter mode.
 ///
@@ -225,252 +223,125 @@ impl GuardParams {
     }
 }
 
-/// What an open breaker says about a retry that is due.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
-    /// Make the call now.
-    Go,
-    /// Ask again after this many nanoseconds (not a call).
-    Wait(u64),
-    /// Give up: waiting would pass the elapsed budget.
-    GiveUp(GiveUp),
-}
-
-/// A probe in flight: released `rtt` after it went out, with its outcome.
-pub(crate) struct InFlight {
-    probe: Probe,
-    client: u32,
-    sent_ns: u64,
-    release_ns: u64,
-    succeeded: Option<bool>,
-}
-
-pub(crate) struct BreakerSlot {
-    breaker: Arc<Breaker>,
-    in_flight: Option<InFlight>,
-}
-
-impl BreakerSlot {
-    /// Resolves the probe once its round trip is over.
-    fn settle(&mut self, now_ns: u64) {
-        if let Some(f) = &self.in_flight {
-            if f.release_ns <= now_ns && f.succeeded.is_some() {
-                let f = self.in_flight.take().expect("checked");
-                if f.succeeded == Some(true) {
-                    f.probe.succeeded();
-                } else {
-                    f.probe.failed();
-                }
-            }
-        }
-    }
-
-    /// Records a call's outcome: the probe's own (kept until it is released),
-    /// or a call made while closed.
-    fn record(&mut self, now_ns: u64, client: u32, ok: bool) {
-        self.settle(now_ns);
-        if let Some(f) = &mut self.in_flight {
-            if f.client == client && f.sent_ns == now_ns && f.succeeded.is_none() {
-                f.succeeded = Some(ok);
-                return;
-            }
-        }
-        if ok {
-            self.breaker.record_success();
-        } else {
-            self.breaker.record_failure();
-        }
-    }
-}
-
 /// The fleet-level state of one run: the library's budgets or breakers, one
-/// per simulated process, created as clients appear.
-pub(crate) enum GuardState {
-    None,
-    Budget {
-        params: GuardParams,
-        salt: u64,
-        budgets: Vec<RetryBudget>,
-    },
-    Breaker {
-        params: GuardParams,
-        slots: Vec<BreakerSlot>,
-    },
+/// per simulated process, and the reply of each process's probe while it is
+/// in flight.
+pub struct Guards {
+    params: GuardParams,
+    budgets: Vec<RetryBudget>,
+    breakers: Vec<Breaker>,
+    /// Per process: the answer to its probe, until the probe's round trip ends.
+    pub(crate) in_flight: Vec<Option<Reply>>,
 }
 
-impl fmt::Debug for GuardState {
+impl fmt::Debug for Guards {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GuardState::None => f.write_str("None"),
-            GuardState::Budget { budgets, .. } => f
-                .debug_struct("Budget")
-                .field("processes", &budgets.len())
-                .finish_non_exhaustive(),
-            GuardState::Breaker { slots, .. } => f
-                .debug_struct("Breaker")
-                .field("processes", &slots.len())
-                .finish_non_exhaustive(),
-        }
+        f.debug_struct("Guards")
+            .field("budgets", &self.budgets.len())
+            .field("breakers", &self.breakers.len())
+            .finish_non_exhaustive()
     }
 }
 
-impl Clone for GuardState {
-    /// A fresh state with the same parameters (budgets full, breakers closed).
-    fn clone(&self) -> Self {
-        match self {
-            GuardState::None => GuardState::None,
-            GuardState::Budget { params, salt, .. } => GuardState::Budget {
-                params: *params,
-                salt: *salt,
-                budgets: Vec::new(),
-            },
-            GuardState::Breaker { params, .. } => GuardState::Breaker {
-                params: *params,
-                slots: Vec::new(),
-            },
+impl Guards {
+    /// No fleet-level guard: every context is the policy alone.
+    ///
+    /// ```
+    /// let g = herdless_sim::guard::Guards::none();
+    /// let p = herdless::Policy::default();
+    /// assert_eq!(g.context(&p, 0).max_elapsed(), p.max_elapsed());
+    /// ```
+    pub fn none() -> Self {
+        Guards {
+            params: GuardParams::default(),
+            budgets: Vec::new(),
+            breakers: Vec::new(),
+            in_flight: Vec::new(),
         }
     }
-}
 
-impl GuardState {
-    pub(crate) fn new(guard: Option<Guard>, params: GuardParams, seed: u64) -> Self {
+    /// The guards of a run of `clients` clients: for [`Guard::Budget`] one
+    /// budget per process, for [`Guard::Breaker`] one breaker per process;
+    /// nothing for [`Guard::Pushback`] (it is the endpoint's) or no guard.
+    ///
+    /// # Errors
+    ///
+    /// [`SimError::Invalid`] when `params` are out of range.
+    ///
+    /// ```
+    /// use herdless_sim::guard::{Guard, GuardParams, Guards};
+    /// let g = Guards::new(Some(Guard::Budget), &GuardParams::default(), 250)?;
+    /// assert_eq!(g.processes(), 3);
+    /// # Ok::<(), herdless_sim::SimError>(())
+    /// ```
+    pub fn new(guard: Option<Guard>, params: &GuardParams, clients: u32) -> Result<Self, SimError> {
+        params.validate()?;
+        let processes = clients.div_ceil(params.clients_per_process) as usize;
+        let mut g = Guards {
+            params: *params,
+            ..Guards::none()
+        };
         match guard {
-            Some(Guard::Budget) => GuardState::Budget {
-                params,
-                salt: crate::stream_seed(seed, 0xB0D6),
-                budgets: Vec::new(),
-            },
-            Some(Guard::Breaker) => GuardState::Breaker {
-                params,
-                slots: Vec::new(),
-            },
-            Some(Guard::Pushback) | None => GuardState::None,
-        }
-    }
-
-    fn budget(&mut self, client: u32) -> Option<&RetryBudget> {
-        let GuardState::Budget {
-            params, budgets, ..
-        } = self
-        else {
-            return None;
-        };
-        let p = params.process(client);
-        while budgets.len() <= p {
-            // validated when the run starts
-            let b = params.new_budget().expect("validated budget parameters");
-            budgets.push(b);
-        }
-        Some(&budgets[p])
-    }
-
-    /// The call's uniform level in `[0, 1)`: a hash of the run's salt and the
-    /// client (the same for every decision of the call, as in the engine).
-    fn level(salt: u64, client: u32) -> f64 {
-        (crate::stream_seed(salt, u64::from(client)) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    fn breaker(&mut self, client: u32) -> Option<(&mut BreakerSlot, &GuardParams)> {
-        let GuardState::Breaker { params, slots } = self else {
-            return None;
-        };
-        let p = params.process(client);
-        while slots.len() <= p {
-            slots.push(BreakerSlot {
-                breaker: Arc::new(
-                    Breaker::new(params.breaker_threshold).probe_wait(params.probe_wait),
-                ),
-                in_flight: None,
-            });
-        }
-        Some((&mut slots[p], params))
-    }
-
-    /// A retry of `client` is due at `now_ns`: may it go out?
-    #[inline]
-    pub(crate) fn gate(
-        &mut self,
-        now_ns: u64,
-        client: u32,
-        elapsed_ns: u64,
-        max_elapsed: Duration,
-        rng: &mut Rng,
-    ) -> Gate {
-        let Some((slot, params)) = self.breaker(client) else {
-            return Gate::Go;
-        };
-        slot.settle(now_ns);
-        match slot.breaker.admit() {
-            Admission::Closed => Gate::Go,
-            Admission::Probe(probe) => {
-                let rtt = u64::try_from(params.probe_rtt.as_nanos()).unwrap_or(u64::MAX);
-                slot.in_flight = Some(InFlight {
-                    probe,
-                    client,
-                    sent_ns: now_ns,
-                    release_ns: now_ns.saturating_add(rtt),
-                    succeeded: None,
-                });
-                Gate::Go
+            Some(Guard::Budget) => {
+                g.budgets = (0..processes)
+                    .map(|_| params.new_budget())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| SimError::Invalid(format!("retry budget: {e}")))?;
             }
-            Admission::Wait => {
-                let wait = slot.breaker.wait_for(rng);
-                let after = Duration::from_nanos(elapsed_ns).saturating_add(wait);
-                if after > max_elapsed {
-                    Gate::GiveUp(GiveUp::MaxElapsed)
-                } else {
-                    Gate::Wait(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
-                }
+            Some(Guard::Breaker) => {
+                g.breakers = (0..processes)
+                    .map(|_| Breaker::new(params.breaker_threshold).probe_wait(params.probe_wait))
+                    .collect();
+                g.in_flight = vec![None; processes];
             }
+            Some(Guard::Pushback) | None => {}
         }
+        Ok(g)
     }
 
-    /// A call of `client` succeeded at `now_ns`.
-    #[inline]
-    pub(crate) fn succeeded(&mut self, now_ns: u64, client: u32) {
-        match self {
-            GuardState::None => {}
-            GuardState::Budget { .. } => {
-                if let Some(b) = self.budget(client) {
-                    b.record_success(None);
-                }
-            }
-            GuardState::Breaker { .. } => {
-                if let Some((slot, _)) = self.breaker(client) {
-                    slot.record(now_ns, client, true);
-                }
-            }
-        }
+    /// How many processes hold a budget or a breaker (0 without either).
+    ///
+    /// ```
+    /// assert_eq!(herdless_sim::guard::Guards::none().processes(), 0);
+    /// ```
+    pub fn processes(&self) -> usize {
+        self.budgets.len().max(self.breakers.len())
     }
 
-    /// A call of `client` failed at `now_ns` (retryable): the breaker learns it.
+    /// The engine's context for a decision of `client` under `policy`: the
+    /// client's process's budget or breaker, events off (a million simulated
+    /// clients would flood any subscriber).
+    ///
+    /// ```
+    /// use herdless_sim::guard::{Guard, GuardParams, Guards};
+    /// let g = Guards::new(Some(Guard::Breaker), &GuardParams::default(), 10)?;
+    /// let p = herdless::Policy::default();
+    /// let _cx = g.context(&p, 3);
+    /// # Ok::<(), herdless_sim::SimError>(())
+    /// ```
     #[inline]
-    pub(crate) fn failed(&mut self, now_ns: u64, client: u32) {
-        if let Some((slot, _)) = self.breaker(client) {
-            slot.record(now_ns, client, false);
-        }
-    }
-
-    /// The call gives up for a reason of its own: the budget still charges
-    /// the failure (as the engine's `denied` does).
-    #[inline]
-    pub(crate) fn gave_up(&mut self, client: u32) {
-        if let Some(b) = self.budget(client) {
-            b.record_failure();
-        }
-    }
-
-    /// Asks the shared budget for the retry of `client` (always admitted
-    /// without a budget).
-    #[inline]
-    pub(crate) fn try_retry(&mut self, client: u32) -> bool {
-        let salt = match self {
-            GuardState::Budget { salt, .. } => *salt,
-            _ => return true,
+    pub fn context<'a>(&'a self, policy: &'a Policy, client: u32) -> Context<'a> {
+        let cx = Context::new(policy).trace(false);
+        let p = self.params.process(client);
+        let cx = match self.budgets.get(p) {
+            Some(b) => cx.budget(b),
+            None => cx,
         };
-        let level = Self::level(salt, client);
-        self.budget(client)
-            .is_none_or(|b| b.try_retry(RetryCause::Error, level).is_ok())
+        match self.breakers.get(p) {
+            Some(b) => cx.breaker(b),
+            None => cx,
+        }
+    }
+
+    /// The process of `client`.
+    #[inline]
+    pub(crate) fn process(&self, client: u32) -> usize {
+        self.params.process(client)
+    }
+
+    /// How long a probe's call takes, in nanoseconds.
+    pub(crate) fn probe_rtt_ns(&self) -> u64 {
+        u64::try_from(self.params.probe_rtt.as_nanos()).unwrap_or(u64::MAX)
     }
 }
 
@@ -478,79 +349,41 @@ impl GuardState {
 mod tests {
     use super::*;
 
-    fn breaker_state(per: u32) -> GuardState {
-        let params = GuardParams {
-            clients_per_process: per,
-            breaker_threshold: 2,
-            ..GuardParams::default()
-        };
-        GuardState::new(Some(Guard::Breaker), params, 1)
-    }
-
-    const MAX: Duration = Duration::from_secs(120);
-
     #[test]
-    fn an_open_breaker_lets_one_probe_per_process_through_for_its_round_trip() {
-        let mut g = breaker_state(10);
-        let mut rng = Rng::with_seed(3);
-        // clients 0 and 1 (process 0) fail: open
-        g.failed(0, 0);
-        g.failed(0, 1);
-        assert_eq!(g.gate(1_000, 0, 1_000, MAX, &mut rng), Gate::Go); // the probe
-        g.failed(1_000, 0);
-        // within the probe's 20 ms round trip everyone else waits...
-        for c in 1..10 {
-            let Gate::Wait(ns) = g.gate(2_000, c, 2_000, MAX, &mut rng) else {
-                panic!("client {c} should wait")
-            };
-            assert!((500_000_000..=1_000_000_000).contains(&ns), "{ns}");
-        }
-        // ...but another process has its own breaker (closed)
-        assert_eq!(g.gate(2_000, 10, 2_000, MAX, &mut rng), Gate::Go);
-        // after the round trip the failed probe is released: the next probes
-        assert_eq!(g.gate(21_000_000, 3, 0, MAX, &mut rng), Gate::Go);
-        g.succeeded(21_000_000, 3);
-        assert!(matches!(
-            g.gate(21_000_001, 4, 0, MAX, &mut rng),
-            Gate::Wait(_)
-        ));
-        // the successful probe closes the breaker once it is back
-        assert_eq!(g.gate(41_000_000, 4, 0, MAX, &mut rng), Gate::Go);
-        assert_eq!(g.gate(41_000_000, 5, 0, MAX, &mut rng), Gate::Go);
-    }
-
-    #[test]
-    fn a_wait_past_the_elapsed_budget_gives_up() {
-        let mut g = breaker_state(10);
-        let mut rng = Rng::with_seed(3);
-        g.failed(0, 0);
-        g.failed(0, 1);
-        assert_eq!(g.gate(0, 0, 0, MAX, &mut rng), Gate::Go);
-        let near_end = u64::try_from(MAX.as_nanos()).unwrap() - 1;
-        assert_eq!(
-            g.gate(0, 1, near_end, MAX, &mut rng),
-            Gate::GiveUp(GiveUp::MaxElapsed)
-        );
-    }
-
-    #[test]
-    fn a_process_budget_denies_once_drained_and_other_processes_keep_theirs() {
+    fn clients_share_their_process_guard_and_no_other() {
         let params = GuardParams {
             clients_per_process: 2,
             budget_tokens: 4.0,
+            budget_spread: Some(0.0),
             ..GuardParams::default()
         };
-        let mut g = GuardState::new(Some(Guard::Budget), params, 1);
-        // gRPC: 4 tokens, a failure costs 1, threshold 2 plus a personal
-        // level in [0, 1) tokens: 3 is above every personal threshold, 2 never.
-        assert!(g.try_retry(0), "4 -> 3");
-        assert!(!g.try_retry(1), "3 -> 2: at the threshold");
-        assert!(!g.try_retry(0), "2 -> 1");
-        assert!(g.try_retry(2), "process 1 has its own bucket");
-        // successes refund the ratio (0.1 each) up to the capacity
-        for _ in 0..30 {
-            g.succeeded(0, 0);
-        }
-        assert!(g.try_retry(1), "refilled to 4 -> 3");
+        let g = Guards::new(Some(Guard::Budget), &params, 5).unwrap();
+        assert_eq!(g.processes(), 3);
+        let p = Policy::default();
+        // Drain process 0 through client 1's context: client 0 sees it, client 2 does not.
+        let cx = g.context(&p, 1);
+        let mut call = herdless::engine::Engine::new(Duration::ZERO);
+        call.begin();
+        let mut rng = herdless::Rng::with_seed(1);
+        let _ = call.failed(
+            &cx,
+            Duration::ZERO,
+            herdless::Classification::retryable(),
+            herdless::RetryCause::Error,
+            &mut rng,
+        );
+        assert_eq!(g.budgets[0].tokens(), 3.0);
+        assert_eq!(g.budgets[1].tokens(), 4.0);
+        assert_eq!(g.process(0), g.process(1));
+        assert_ne!(g.process(1), g.process(2));
+    }
+
+    #[test]
+    fn out_of_range_parameters_are_refused() {
+        let bad = GuardParams {
+            clients_per_process: 0,
+            ..GuardParams::default()
+        };
+        assert!(Guards::new(Some(Guard::Budget), &bad, 10).is_err());
     }
 }

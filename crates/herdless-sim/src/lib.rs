@@ -71,7 +71,7 @@ pub use scenario::contention::ContentionParams;
 pub use scenario::outage::OutageParams;
 pub use scenario::spread::SpreadParams;
 pub use scenario::Scenario;
-pub use strategy::{Decision, Failure, ParseStrategyError, Reply, Retrier, Strategy, StrategyKind};
+pub use strategy::{ParseStrategyError, Reply, Strategy, StrategyKind};
 
 use std::fmt;
 

@@ -4,22 +4,19 @@
 //! accepts); a [`Strategy`] is a kind resolved against a scenario's base
 //! [`Policy`]; a [`Retrier`] is the per-run decision maker built from it.
 //!
-//! # Every delay comes from the library
+//! # Every decision comes from the library
 //!
-//! The simulator does not re-implement backoff. A failed call is decided
-//! exactly as `herdless::Retry` decides it (see `herdless::retry`):
-//!
-//! 1. draw the computed delay with [`Policy::next_delay`] (this advances the
-//!    client's 16-byte [`Schedule`]);
-//! 2. if the endpoint supplied a delay (Retry-After), replace it with
-//!    [`Policy::server_delay`] (clamped, spread);
-//! 3. check the budget with [`Policy::may_retry`] (attempts, then elapsed time
-//!    plus the next sleep), and give up before sleeping if it fails.
+//! The simulator does not re-implement a retry decision. Each simulated client
+//! carries the library's own per-call state, [`herdless::engine::Engine`], and
+//! the event loop ([`fleet`](crate::fleet)) reports every outcome to it exactly
+//! as `herdless::Retry`'s executors do: classification, attempt limit, the
+//! jitter draw, the server's delay (clamped and spread), the elapsed limit,
+//! the shared budget and the breaker are all decided there, in that order.
 //!
 //! The baselines are policies too: "retry every second" is a policy with no
 //! jitter, base = cap = 1 s and multiplier 1 (no attempt limit, the same elapsed
-//! budget as the others); "no backoff" retries after zero delay (no attempt
-//! limit, the same elapsed budget).
+//! limit as the others); "no backoff" retries after 1 ns, the shortest delay a
+//! policy can express (no attempt limit, the same elapsed limit).
 //!
 //! # Fleet-level strategies
 //!
@@ -27,25 +24,24 @@
 //! `full+breaker`, `full+pushback` (any jitter mode may take a guard). The
 //! shared state (the library's [`RetryBudget`](herdless::RetryBudget) or
 //! [`Breaker`](herdless::Breaker), one per simulated process) lives in the
-//! [`Retrier`], which is built once per run and sees every failure and success
-//! of the fleet with its virtual time and client ([`Retrier::on_failure`] with
-//! a [`Failure`], [`Retrier::on_success`], [`Retrier::gate`] before a retry
-//! goes out). After step 3 the shared budget is asked for the retry (a denial
-//! gives up with [`GiveUp::RetryBudget`]); a give-up for another reason still
-//! charges the budget's failure cost, as the executors do. Server pushback is
-//! an endpoint that answers [`Reply::Rejected`] with a `retry_after`, which
-//! step 2 already honors. See [`guard`](crate::guard) for the model.
+//! run's [`Guards`](crate::guard::Guards) and reaches the engine through its
+//! [`Context`](herdless::engine::Context). Server pushback is an endpoint that
+//! answers [`Reply::Rejected`] with a `retry_after`, which the engine honors.
+//! See [`guard`](crate::guard) for the model.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use herdless::{GiveUp, Jitter, Policy, Rng, Schedule};
+use herdless::{Jitter, Policy};
 
-use crate::guard::{Gate, Guard, GuardParams, GuardState};
+use crate::guard::Guard;
 
 /// The interval of the naive "retry every second" baseline.
 pub const FIXED_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The delay of the "no backoff" baseline: the shortest a policy can express.
+pub const NO_BACKOFF: Duration = Duration::from_nanos(1);
 
 /// A strategy by name. [`FromStr`] accepts the jitter mode names (`none`,
 /// `full`, `equal`, `decorrelated`, `decorrelated-window`), a jitter mode
@@ -177,7 +173,14 @@ impl StrategyKind {
                 .multiplier(1.0)
                 .max_attempts(u32::MAX)
                 .build(),
-            StrategyKind::NoBackoff => base.to_builder().max_attempts(u32::MAX).build(),
+            StrategyKind::NoBackoff => base
+                .to_builder()
+                .jitter(Jitter::None)
+                .base(NO_BACKOFF)
+                .cap(NO_BACKOFF)
+                .multiplier(1.0)
+                .max_attempts(u32::MAX)
+                .build(),
         }
         // Only the jitter, base = cap and the attempt limit change: every
         // combination of a valid policy with these is valid.
@@ -288,39 +291,6 @@ impl Strategy {
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
-
-    /// A fresh per-run decision maker.
-    ///
-    /// ```
-    /// use herdless_sim::{Decision, Failure, Reply, StrategyKind};
-    /// use herdless::{Rng, Schedule};
-    /// let s = StrategyKind::Backoff(herdless::Jitter::None).resolve(&herdless::Policy::default());
-    /// let mut r = s.retrier();
-    /// let mut sched = Schedule::new();
-    /// let failed = Failure { client: 0, now_ns: 0, attempts: 1, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
-    /// let d = r.on_failure(&mut sched, &mut Rng::with_seed(1), failed);
-    /// assert_eq!(d, Decision::RetryAfter(500_000_000)); // the default base, 0.5 s
-    /// ```
-    pub fn retrier(&self) -> Retrier {
-        self.retrier_with(&GuardParams::default(), 0)
-    }
-
-    /// A fresh per-run decision maker whose fleet-level guard (if any) is set
-    /// up with `guards`; `seed` draws each call's budget level.
-    ///
-    /// ```
-    /// use herdless_sim::{guard::GuardParams, StrategyKind};
-    /// let s = "full+budget".parse::<StrategyKind>()?.resolve(&herdless::Policy::default());
-    /// let _r = s.retrier_with(&GuardParams { clients_per_process: 10, ..Default::default() }, 7);
-    /// # Ok::<(), herdless_sim::ParseStrategyError>(())
-    /// ```
-    pub fn retrier_with(&self, guards: &GuardParams, seed: u64) -> Retrier {
-        Retrier {
-            kind: self.kind,
-            policy: self.policy,
-            guard: GuardState::new(self.kind.guard(), *guards, seed),
-        }
-    }
 }
 
 /// An endpoint's answer to one simulated call.
@@ -336,141 +306,11 @@ pub enum Reply {
     },
 }
 
-/// What the event loop knows about a failed call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Failure {
-    /// The client that failed (its index in the fleet).
-    pub client: u32,
-    /// Virtual time of the failure, in nanoseconds (for fleet-level state
-    /// that depends on time: token refills, breaker timeouts).
-    pub now_ns: u64,
-    /// Calls made so far by this client, the failed one included.
-    pub attempts: u32,
-    /// Time since this client's first call, in nanoseconds.
-    pub elapsed_ns: u64,
-    /// The endpoint's answer.
-    pub reply: Reply,
-}
-
-/// What a client does after a failed call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// Call again after this many nanoseconds.
-    RetryAfter(u64),
-    /// Stop, for this reason.
-    GiveUp(GiveUp),
-}
-
-/// The per-run decision maker of a [`Strategy`]: the place for state shared by
-/// the whole fleet (see the [module documentation](self)). Cloning gives a
-/// fresh one (full budgets, closed breakers).
-#[derive(Debug, Clone)]
-pub struct Retrier {
-    kind: StrategyKind,
-    policy: Policy,
-    guard: GuardState,
-}
-
-impl Retrier {
-    /// Decides after a failed call of a client whose per-retrier state is
-    /// `schedule`. Advances `schedule` and draws from `rng` exactly as
-    /// `herdless::Retry` does.
-    ///
-    /// ```
-    /// use herdless_sim::{Decision, Failure, Reply, StrategyKind};
-    /// use herdless::{GiveUp, Rng, Schedule};
-    /// let s = StrategyKind::Backoff(herdless::Jitter::Full).resolve(&herdless::Policy::default());
-    /// let mut r = s.retrier();
-    /// let failed = Failure { client: 0, now_ns: 0, attempts: 6, elapsed_ns: 0, reply: Reply::Rejected { retry_after: None } };
-    /// let d = r.on_failure(&mut Schedule::new(), &mut Rng::with_seed(1), failed);
-    /// assert_eq!(d, Decision::GiveUp(GiveUp::MaxAttempts)); // the default allows 6 attempts
-    /// ```
-    #[inline]
-    pub fn on_failure(
-        &mut self,
-        schedule: &mut Schedule,
-        rng: &mut Rng,
-        failure: Failure,
-    ) -> Decision {
-        let Failure {
-            client,
-            now_ns,
-            attempts,
-            elapsed_ns,
-            reply,
-        } = failure;
-        self.guard.failed(now_ns, client);
-        let retry_after = match reply {
-            Reply::Ok => None,
-            Reply::Rejected { retry_after } => retry_after,
-        };
-        let computed = match self.kind {
-            StrategyKind::NoBackoff => Duration::ZERO,
-            StrategyKind::Backoff(_) | StrategyKind::Guarded(..) | StrategyKind::FixedInterval => {
-                self.policy.next_delay(schedule, rng)
-            }
-        };
-        let sleep = match retry_after {
-            Some(r) if !r.is_zero() => self.policy.server_delay(r, rng),
-            _ => computed,
-        };
-        match self
-            .policy
-            .may_retry(attempts, Duration::from_nanos(elapsed_ns), sleep)
-        {
-            Ok(()) if self.guard.try_retry(client) => {
-                Decision::RetryAfter(u64::try_from(sleep.as_nanos()).unwrap_or(u64::MAX))
-            }
-            Ok(()) => Decision::GiveUp(GiveUp::RetryBudget),
-            Err(reason) => {
-                self.guard.gave_up(client);
-                Decision::GiveUp(reason)
-            }
-        }
-    }
-
-    /// Records a success of `client` at `now_ns` (refunds its process's
-    /// budget, closes its breaker).
-    ///
-    /// ```
-    /// let s = herdless_sim::StrategyKind::NoBackoff.resolve(&herdless::Policy::default());
-    /// s.retrier().on_success(0, 0);
-    /// ```
-    #[inline]
-    pub fn on_success(&mut self, now_ns: u64, client: u32) {
-        self.guard.succeeded(now_ns, client);
-    }
-
-    /// A retry of `client` is due at `now_ns`, `elapsed_ns` after its first
-    /// call: with an open breaker it may have to wait (jittered, not a call)
-    /// or give up when the wait would pass the elapsed budget. Always
-    /// [`Gate::Go`] without a breaker.
-    ///
-    /// ```
-    /// use herdless_sim::{guard::Gate, StrategyKind};
-    /// let s = StrategyKind::Backoff(herdless::Jitter::Full).resolve(&herdless::Policy::default());
-    /// assert_eq!(s.retrier().gate(0, 0, 0, &mut herdless::Rng::with_seed(1)), Gate::Go);
-    /// ```
-    #[inline]
-    pub fn gate(&mut self, now_ns: u64, client: u32, elapsed_ns: u64, rng: &mut Rng) -> Gate {
-        self.guard
-            .gate(now_ns, client, elapsed_ns, self.policy.max_elapsed(), rng)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn failed(attempts: u32, elapsed_ns: u64, reply: Reply) -> Failure {
-        Failure {
-            client: 0,
-            now_ns: elapsed_ns,
-            attempts,
-            elapsed_ns,
-            reply,
-        }
-    }
+    use herdless::engine::{Context, Decision, Engine};
+    use herdless::{Classification, GiveUp, RetryCause, Rng};
 
     #[test]
     fn names_round_trip() {
@@ -490,44 +330,47 @@ mod tests {
     }
 
     #[test]
-    fn fixed_interval_is_one_second_forever_within_the_elapsed_budget() {
+    fn fixed_interval_is_one_second_forever_within_the_elapsed_limit() {
         let base = Policy::builder()
             .max_elapsed(Duration::from_secs(10))
             .build()
             .unwrap();
-        let mut r = StrategyKind::FixedInterval.resolve(&base).retrier();
-        let mut s = Schedule::new();
+        let s = StrategyKind::FixedInterval.resolve(&base);
+        let cx = Context::new(s.policy()).trace(false);
+        let mut call = Engine::new(Duration::ZERO);
         let mut rng = Rng::with_seed(1);
-        let fail = Reply::Rejected { retry_after: None };
-        for n in 1..=9u32 {
-            let elapsed = u64::from(n - 1) * 1_000_000_000;
+        let mut now = Duration::ZERO;
+        let mut decide = |call: &mut Engine, now| {
+            call.begin();
+            call.failed(
+                &cx,
+                now,
+                Classification::retryable(),
+                RetryCause::Error,
+                &mut rng,
+            )
+        };
+        for _ in 1..=9 {
+            let d = decide(&mut call, now);
             assert_eq!(
-                r.on_failure(&mut s, &mut rng, failed(n, elapsed, fail)),
-                Decision::RetryAfter(1_000_000_000)
+                d,
+                Decision::Retry {
+                    delay: FIXED_INTERVAL,
+                    honored_retry_after: false
+                }
             );
+            now += FIXED_INTERVAL;
         }
-        assert_eq!(
-            r.on_failure(&mut s, &mut rng, failed(10, 9_500_000_000, fail)),
-            Decision::GiveUp(GiveUp::MaxElapsed)
-        );
+        // The 10th failure at 9.5 s: another second would pass 10 s.
+        let d = decide(&mut call, Duration::from_millis(9_500));
+        assert_eq!(d, Decision::GiveUp(GiveUp::MaxElapsed));
     }
 
     #[test]
-    fn a_server_delay_replaces_the_computed_one() {
-        let mut r = StrategyKind::Backoff(Jitter::Full)
-            .resolve(&Policy::default())
-            .retrier();
-        let reply = Reply::Rejected {
-            retry_after: Some(Duration::from_secs(3)),
-        };
-        let d = r.on_failure(
-            &mut Schedule::new(),
-            &mut Rng::with_seed(2),
-            failed(1, 0, reply),
-        );
-        let Decision::RetryAfter(ns) = d else {
-            panic!("{d:?}")
-        };
-        assert!((3_000_000_000..=3_300_000_000).contains(&ns), "{ns}");
+    fn no_backoff_retries_after_the_shortest_delay_without_an_attempt_limit() {
+        let s = StrategyKind::NoBackoff.resolve(&Policy::default());
+        assert_eq!(s.policy().max_attempts(), u32::MAX);
+        assert_eq!(s.policy().ceiling(0), NO_BACKOFF);
+        assert_eq!(s.policy().ceiling(u32::MAX), NO_BACKOFF);
     }
 }

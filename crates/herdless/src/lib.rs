@@ -85,10 +85,13 @@ pub mod timer;
 
 pub use backoff::{Backoff, ResetPolicy};
 pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, Retryable, WithTimeouts};
-pub use engine::{
-    Attempt, EventValue, GiveUp, NoNotify, Notify, Retry, RetryError, RetryEvent,
+pub use engine::{Attempt, EventValue, GiveUp, NoNotify, Notify, Retry, RetryError, RetryEvent};
+pub use fleet::{
+    Breaker, Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent, Urgent,
 };
-pub use fleet::{Breaker, Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent, Urgent};
-pub use policy::{Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError, PolicyField, Schedule, MAX_DURATION};
+pub use policy::{
+    Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError, PolicyField, Schedule,
+    MAX_DURATION,
+};
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};

@@ -313,7 +313,10 @@ fn an_admitted_retry_that_never_runs_is_refunded() {
     let breaker = Arc::new(herdless::Breaker::new(1));
     breaker.record_failure();
     let held = breaker.admit();
-    assert!(matches!(held, herdless::fleet::breaker::Admission::Probe(_)));
+    assert!(matches!(
+        held,
+        herdless::fleet::breaker::Admission::Probe(_)
+    ));
     let err = Retry::new(
         Policy::builder()
             .max_elapsed(std::time::Duration::from_secs(5))

@@ -29,12 +29,13 @@
 
 use std::time::Duration;
 
-use herdless::{Policy, Rng, Schedule};
+use herdless::engine::{Context, Decision, Engine};
+use herdless::{Classification, Policy, RetryCause, Rng};
 use serde::Serialize;
 
 use crate::error::SimError;
 use crate::queue::EventQueue;
-use crate::strategy::{Decision, Failure, Reply, Strategy, StrategyKind};
+use crate::strategy::{Strategy, StrategyKind};
 
 /// Parameters of the contention scenario.
 ///
@@ -159,9 +160,9 @@ pub struct TrialOutcome {
     pub completion_ns: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug)]
 struct Writer {
-    schedule: Schedule,
+    engine: Engine,
     seen: u64,
     writes: u32,
     reading: bool,
@@ -203,14 +204,15 @@ pub fn run_trial(
         sd: params.hop_sd.as_secs_f64() * 1e9,
     };
     let mut rng = Rng::with_seed(seed);
-    let mut retrier = strategy.retrier();
-    let mut writers = vec![
-        Writer {
+    let cx = Context::new(strategy.policy()).trace(false);
+    let mut writers: Vec<Writer> = (0..n)
+        .map(|_| Writer {
+            engine: Engine::new(Duration::ZERO),
+            seen: 0,
+            writes: 0,
             reading: true,
-            ..Writer::default()
-        };
-        n as usize
-    ];
+        })
+        .collect();
     let mut queue = EventQueue::with_capacity(n as usize);
     for i in 0..n {
         queue.push(hops.draw(&mut rng), i);
@@ -233,24 +235,26 @@ pub fn run_trial(
             continue;
         }
         w.writes += 1;
+        w.engine.begin();
         out.writes += 1;
         let answered = now + hops.draw(&mut rng);
         if w.seen == version {
             version += 1;
-            retrier.on_success(now, ev.client);
+            w.engine.succeeded(&cx, Duration::from_nanos(answered));
             out.completion_ns = out.completion_ns.max(answered);
             continue;
         }
-        let failure = Failure {
-            client: ev.client,
-            now_ns: answered,
-            attempts: w.writes,
-            elapsed_ns: answered,
-            reply: Reply::Rejected { retry_after: None },
-        };
-        match retrier.on_failure(&mut w.schedule, &mut rng, failure) {
-            Decision::RetryAfter(d) => {
+        let at = Duration::from_nanos(answered);
+        match w.engine.failed(
+            &cx,
+            at,
+            Classification::retryable(),
+            RetryCause::Error,
+            &mut rng,
+        ) {
+            Decision::Retry { delay, .. } => {
                 w.reading = true;
+                let d = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
                 let arrive = answered
                     .saturating_add(d)
                     .saturating_add(hops.draw(&mut rng));

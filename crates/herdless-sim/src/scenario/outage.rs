@@ -46,7 +46,7 @@ use serde::Serialize;
 use crate::endpoint::{OutageEndpoint, PushbackEndpoint};
 use crate::error::SimError;
 use crate::fleet::run_fleet_with;
-use crate::guard::{Guard, GuardParams};
+use crate::guard::{Guard, GuardParams, Guards};
 use crate::metrics::{first_bucket_at_or_after, BUCKET};
 use crate::strategy::StrategyKind;
 
@@ -227,7 +227,7 @@ pub fn run(
     }
     let strategy = kind.resolve(&params.policy);
     let starts = first_calls(params, seed);
-    let retrier = strategy.retrier_with(&params.guards, crate::stream_seed(seed, 2));
+    let mut guards = Guards::new(kind.guard(), &params.guards, params.clients)?;
     let fleet_seed = crate::stream_seed(seed, 1);
     let out = if kind.guard() == Some(Guard::Pushback) {
         let mut endpoint = PushbackEndpoint::new(
@@ -236,10 +236,10 @@ pub fn run(
             params.burst,
             params.guards.pushback_horizon,
         )?;
-        run_fleet_with(&starts, &mut endpoint, retrier, fleet_seed)?
+        run_fleet_with(&starts, &mut endpoint, &strategy, &mut guards, fleet_seed)?
     } else {
         let mut endpoint = OutageEndpoint::new(params.outage, params.capacity, params.burst);
-        run_fleet_with(&starts, &mut endpoint, retrier, fleet_seed)?
+        run_fleet_with(&starts, &mut endpoint, &strategy, &mut guards, fleet_seed)?
     };
     let n = f64::from(params.clients);
     let per_bucket = f64::from(params.capacity) * BUCKET.as_secs_f64();

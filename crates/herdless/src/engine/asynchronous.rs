@@ -11,10 +11,10 @@
 use std::future::Future;
 
 use crate::classify::Classify;
-use crate::engine::RetryError;
-use crate::engine::events::Notify;
 use crate::engine::call::{Decision, Gate};
+use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry, Run};
+use crate::engine::RetryError;
 use crate::timer::AsyncSleep;
 
 impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {

@@ -6,10 +6,10 @@
 //! runtime's thread.
 
 use crate::classify::Classify;
-use crate::engine::RetryError;
-use crate::engine::events::Notify;
 use crate::engine::call::{Decision, Gate};
+use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry, Run};
+use crate::engine::RetryError;
 use crate::timer::Sleep;
 
 impl<C, T: Sleep, N: Notify> Retry<C, T, N> {

@@ -605,14 +605,24 @@ impl Engine {
 
     /// Gives up for a reason other than the shared budget: the failure still
     /// charges the budget's failure cost (it is news about the endpoint).
-    fn denied<N: Notify>(&mut self, cx: &Context<'_, N>, reason: GiveUp, elapsed: Duration) -> Decision {
+    fn denied<N: Notify>(
+        &mut self,
+        cx: &Context<'_, N>,
+        reason: GiveUp,
+        elapsed: Duration,
+    ) -> Decision {
         if let Some(budget) = cx.budget {
             budget.record_failure();
         }
         self.exhausted(cx, reason, elapsed)
     }
 
-    fn exhausted<N: Notify>(&self, cx: &Context<'_, N>, reason: GiveUp, elapsed: Duration) -> Decision {
+    fn exhausted<N: Notify>(
+        &self,
+        cx: &Context<'_, N>,
+        reason: GiveUp,
+        elapsed: Duration,
+    ) -> Decision {
         cx.emit(RetryEvent::BudgetExhausted {
             task_id: cx.task_id,
             attempt: self.attempts,

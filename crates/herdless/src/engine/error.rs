@@ -3,7 +3,6 @@
 use std::fmt;
 use std::time::Duration;
 
-
 /// Why a call stopped retrying.
 ///
 /// ```

@@ -22,8 +22,8 @@
 
 use std::time::Duration;
 
-use crate::engine::GiveUp;
 use crate::classify::Classification;
+use crate::engine::GiveUp;
 
 /// One retry decision, as passed to a [`Notify`] hook.
 ///

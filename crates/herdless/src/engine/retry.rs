@@ -469,7 +469,10 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
     }
 
     fn now(&self) -> Duration {
-        self.retry.timer.now().saturating_duration_since(self.origin)
+        self.retry
+            .timer
+            .now()
+            .saturating_duration_since(self.origin)
     }
 
     /// Starts the next attempt.
@@ -478,7 +481,11 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
         let number = self.engine.begin();
         Attempt {
             number,
-            elapsed: if number == 1 { Duration::ZERO } else { self.now() },
+            elapsed: if number == 1 {
+                Duration::ZERO
+            } else {
+                self.now()
+            },
             key: self.key,
         }
     }
@@ -486,7 +493,11 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
     /// Records a success.
     #[inline]
     pub(crate) fn succeeded(&mut self) {
-        let now = if self.engine.attempts() > 1 { self.now() } else { Duration::ZERO };
+        let now = if self.engine.attempts() > 1 {
+            self.now()
+        } else {
+            Duration::ZERO
+        };
         self.engine.succeeded(&self.retry.context(), now);
     }
 
@@ -505,10 +516,13 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
         let now = self.now();
         self.last = now;
         let rng = self.rng.get_or_insert_with(|| match retry.seed {
-            Some(seed) => Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed))),
+            Some(seed) => {
+                Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed)))
+            }
             None => Rng::from_entropy(),
         });
-        self.engine.failed(&retry.context(), now, classification, cause, rng)
+        self.engine
+            .failed(&retry.context(), now, classification, cause, rng)
     }
 
     /// After the backoff wait: may the retry start?

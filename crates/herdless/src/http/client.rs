@@ -61,12 +61,12 @@ use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Method, Request, RequestBuilder, Response, StatusCode};
 
 use crate::classify::{Classification, Classify, Retryable};
-use crate::engine::RetryError;
 use crate::engine::events::{NoNotify, Notify};
+use crate::engine::RetryError;
+use crate::engine::{Attempt, Retry};
+use crate::http::RETRY_AFTER_MS;
 use crate::http::{classify_response_ms, parse_retry_after, StatusClassifier};
 use crate::policy::Policy;
-use crate::http::RETRY_AFTER_MS;
-use crate::engine::{Attempt, Retry};
 use crate::timer::{AsyncSleep, SystemTimer};
 use std::sync::Mutex;
 

@@ -258,7 +258,6 @@ fn saturation(base_ns: u64, cap_ns: u64, m: f64) -> u64 {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,4 +364,3 @@ mod tests {
         assert_eq!(p.to_builder().build().unwrap(), p);
     }
 }
-

@@ -23,15 +23,14 @@
 
 use std::time::Duration;
 
-pub mod jitter;
 mod builder;
 mod error;
+pub mod jitter;
 pub mod server_delay;
 
 pub use builder::PolicyBuilder;
 pub use error::{PolicyError, PolicyField};
 pub use jitter::{Jitter, ParseJitterError, Schedule};
-
 
 /// The largest duration a delay-like policy field may hold: `u64::MAX` nanoseconds
 /// (about 584 years).
