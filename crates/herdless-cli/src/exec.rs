@@ -7,7 +7,7 @@
 //!
 //! # Design
 //!
-//! * **Default jitter: equal.** The first seed: a lone cron job gains nothing
+//! * **Default jitter: equal.** A lone cron job gains nothing
 //!   from randomness and wants a predictable minimum gap, which equal jitter keeps
 //!   (each delay is at least half its ceiling) while still de-synchronizing when
 //!   the same job runs on many hosts. Fleet-facing subcommands keep full jitter.

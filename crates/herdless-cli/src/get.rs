@@ -4,7 +4,7 @@
 //! herdless get URL [--header 'K: V']... [--timeout DUR] [--idempotency-key] [policy flags]
 //! ```
 //!
-//! Statuses are classified by the seed's sets (fail closed), `Retry-After` is
+//! Statuses are classified by the library's retryable and terminal sets (fail closed), `Retry-After` is
 //! honored but clamped (`--max-retry-after`) and spread; connection errors and
 //! per-attempt timeouts (`--timeout`, default 10 s) are retried, and so is a
 //! body that breaks off (it is read inside the attempt). Retry events go to

@@ -1,7 +1,7 @@
 //! Server-guided pushback over real sockets: `herdless fleet` against
 //! `herdless stub --outage T --capacity C`, with pushback and without.
 //!
-//! The simulator's claim (issue 6) is an ordering: after an outage, full
+//! The simulator's claim is an ordering: after an outage, full
 //! jitter plus server pushback drains close to the physical limit `T + N / C`
 //! with about two calls per client, while plain full jitter keeps probing
 //! during the outage and trickles back long after. This test checks the same

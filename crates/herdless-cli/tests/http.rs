@@ -199,7 +199,7 @@ fn fleet_json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
 }
 
-/// The first seed's spread check: 200 workers against `--fail-first 3`.
+/// Measure spread, not just the mean: 200 workers against `--fail-first 3`.
 ///
 /// Full jitter, base b = 0.5 s, multiplier 2: worker w's retries arrive at
 /// S1 = U1, S2 = U1 + U2, S3 = U1 + U2 + U3 after its first try, with

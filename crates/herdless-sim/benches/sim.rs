@@ -9,6 +9,7 @@
 //! * `contention/full-200-clients`: one contention trial at 200 clients.
 //! * `queue/*`: the timing wheel against `std::collections::BinaryHeap` on the
 //!   same hold workload (40,000 pending events; pop one, push it back later).
+#![allow(missing_docs)] // criterion_group! defines undocumented functions
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

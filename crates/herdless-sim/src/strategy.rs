@@ -64,7 +64,7 @@ pub enum StrategyKind {
     /// Capped exponential backoff with this jitter mode (`none` is exponential
     /// without jitter).
     Backoff(Jitter),
-    /// Retry every second, whatever happens: the second seed's naive loop.
+    /// Retry every second, whatever happens: the naive fixed loop.
     FixedInterval,
     /// Retry at once (the contention experiment's first baseline).
     NoBackoff,

@@ -1,4 +1,4 @@
-//! What the fleet-level strategies must show (issue 6), from the simulator's
+//! What the fleet-level strategies must show, from the simulator's
 //! own runs with fixed seeds: server pushback drains near the physical limit
 //! with few calls, a shared budget never gives up while the endpoint is
 //! healthy, and after a long outage its give-ups are spread in time.

@@ -42,7 +42,7 @@ fn contention(params: ContentionParams, kinds: Vec<StrategyKind>, seed: u64) -> 
     }
 }
 
-/// First seed: without jitter the fleet retries in three spikes, each holding
+/// Without jitter the fleet retries in three spikes, each holding
 /// every worker, at the library's ceilings 0.5 s, 0.5 + 1 s, 0.5 + 1 + 2 s;
 /// with full jitter no 100 ms bucket holds more than a small fraction.
 #[test]
@@ -154,7 +154,7 @@ fn assert_within_limit(r: &OutageReport) {
     }
 }
 
-/// Second seed: no strategy beats the physical limit T + N / C (default
+/// No strategy beats the physical limit T + N / C (default
 /// scenario: 40,000 clients, 5 s, 10,000 calls/s: 9 s), the fleet-level ones
 /// (budget, breaker, pushback) included, and capped exponential backoff
 /// without jitter is far from it.

@@ -15,6 +15,7 @@
 //! pair). The blocking group runs without the `tokio` feature on purpose: the
 //! crate's dev-dependencies enable tokio's `test-util`, whose clock indirection
 //! (`tokio::time::Instant::now`) production builds do not pay.
+#![allow(missing_docs)] // criterion_group! defines undocumented functions
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! Cost of the fleet-level pieces on the hot path.
 //!
 //! `cargo bench -p herdless --bench fleet`
+#![allow(missing_docs)] // criterion_group! defines undocumented functions
 
 use std::hint::black_box;
 use std::sync::Arc;

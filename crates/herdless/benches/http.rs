@@ -1,5 +1,6 @@
 //! Cost of the HTTP pieces on the failure path: parsing `Retry-After` and
 //! classifying a response (`cargo bench -p herdless --features http --bench http`).
+#![allow(missing_docs)] // criterion_group! defines undocumented functions
 
 use std::hint::black_box;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

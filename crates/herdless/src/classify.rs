@@ -5,7 +5,8 @@
 //! server-supplied delay), [`Terminal`](Classification::Terminal), or
 //! [`Unknown`](Classification::Unknown). Unknown is treated as terminal: the
 //! classifier **fails closed**, so a novel error fails loudly after one attempt
-//! instead of storming silently (the first seed's third mistake, "the poison").
+//! instead of storming silently: retrying a permanent error spends the whole
+//! budget on what will never clear.
 //!
 //! A classifier is anything implementing [`Classify`]: a closure
 //! `Fn(&E) -> Classification`, [`ByTrait`] for error types that implement

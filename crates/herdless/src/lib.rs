@@ -31,7 +31,7 @@
 //! .task_id("capture-0042");
 //!
 //! let mut replies = vec![Ok("page"), Err(DeviceError::Busy { retry_after_s: 0.002 }), Err(DeviceError::Timeout)];
-//! let page = retry.call(|attempt| {
+//! let page = retry.call(|_attempt| {
 //!     // attempt.idempotency_key() is the same on every attempt of this call
 //!     replies.pop().unwrap()
 //! });
@@ -69,8 +69,8 @@
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![doc(test(attr(deny(warnings), allow(dead_code))))]
 
 pub mod backoff;
 pub mod classify;

@@ -1,7 +1,7 @@
 //! Randomness: one generator per retrier, seeded from OS entropy by default.
 //!
-//! The second seed names the failure mode that keeps a storm alive after the
-//! "fix": every client seeding its randomness the same way, so the jittered
+//! One failure mode keeps a storm alive after the "fix": every client
+//! seeding its randomness the same way, so the jittered
 //! delays are identical across the fleet. tower's retry clones one RNG sequence
 //! into every retrier; herdless gives each retrier ([`Backoff`](crate::Backoff),
 //! each call of [`Retry`](crate::Retry)) a generator of its own, seeded from the

@@ -94,7 +94,7 @@ proptest! {
     }
 }
 
-/// The first seed's check, literally: a few thousand draws per attempt index,
+/// The delay-range check, literally: a few thousand draws per attempt index,
 /// both bounds asserted, for every mode with the default policy.
 #[test]
 fn thousands_of_draws_per_attempt_index_stay_in_range() {

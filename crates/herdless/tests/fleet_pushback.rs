@@ -81,7 +81,7 @@ proptest! {
 
 #[test]
 fn an_outage_books_the_fleet_onto_the_recovered_capacity() {
-    // The second seed's example: 40 000 terminals, a 5 s outage, 10 000/s.
+    // The default outage: 40 000 terminals, a 5 s outage, 10 000/s.
     let mut alloc = SlotAllocator::new(10_000.0, Duration::from_secs(60))
         .unwrap()
         .outage_until(Duration::from_secs(5));

@@ -3,6 +3,8 @@
 //! (This test binary has a single test, so no other test's allocations interfere;
 //! only allocations made on this thread while counting are counted.)
 
+#![allow(unsafe_code)] // the counting allocator implements `GlobalAlloc`
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::future::Future;

@@ -1,4 +1,4 @@
-//! The first seed's "Validation and Verification", against the blocking
+//! Validation and verification, against the blocking
 //! executor with an injected clock: the budget is bounded by attempts and by
 //! elapsed time, terminal errors are not retried, server delays are honored,
 //! clamped and fall back on bad values, and every call ends in exactly one of

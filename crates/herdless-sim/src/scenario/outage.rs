@@ -1,4 +1,4 @@
-//! The **outage** scenario (second seed's example; the default).
+//! The **outage** scenario (the default): a card-authorization endpoint down for a few seconds.
 //!
 //! `N` clients (default 40,000 point-of-sale terminals) each send one request
 //! early, at a uniform time in the first 100 ms. The endpoint fails everything
@@ -21,10 +21,10 @@
 //! * the endpoint's token bucket starts empty at `T`, refills at `C` per
 //!   second and holds at most `burst` tokens (default `C / 10`);
 //! * the policy is the library's default (×2, cap 30 s, 6 attempts, 120 s
-//!   budget) with the seed's base of 1 s ("after its first failure a terminal
-//!   waits a random time in [0, 1 s], then [0, 2 s], [0, 4 s]…");
+//!   budget) with a base of 1 s (after its first failure a terminal
+//!   waits a random time in [0, 1 s], then [0, 2 s], [0, 4 s]…);
 //! * the naive baseline `fixed-1s` retries every second with no attempt limit
-//!   (the seed's "fixed one-second loop"), within the same 120 s budget;
+//!   (the naive fixed one-second loop), within the same 120 s budget;
 //! * `no-backoff` is refused here: during the outage it would retry forever in
 //!   zero virtual time;
 //! * the fleet-level strategies (`full+budget`, `full+breaker`,

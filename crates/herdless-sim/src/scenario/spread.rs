@@ -1,4 +1,4 @@
-//! The **spread** scenario (first seed, "Measure spread, not just mean").
+//! The **spread** scenario: measure spread, not just the mean.
 //!
 //! `W` workers (default 200) call a stub controller that fails each worker's
 //! first `K` calls (default 3) and answers the rest. The retry timestamps are
@@ -9,7 +9,7 @@
 //! Modelling choices:
 //!
 //! * every worker makes its first call at virtual time 0 (the controller fails
-//!   for all of them at the same instant, which is the seed's premise);
+//!   for all of them at the same instant: the premise of a synchronized fleet);
 //! * calls take no time (see [`endpoint`](crate::endpoint));
 //! * the policy is the library's default (base 0.5 s, ×2, cap 30 s,
 //!   6 attempts, 120 s), overridable; a worker that runs out of budget before

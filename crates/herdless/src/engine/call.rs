@@ -549,7 +549,7 @@ impl Engine {
     /// ```
     /// use std::time::Duration;
     /// use herdless::engine::{Context, Engine};
-    /// use herdless::{AlwaysRetry, Classification, Policy, RetryBudget, RetryCause, Rng};
+    /// use herdless::{Classification, Policy, RetryBudget, RetryCause, Rng};
     /// let p = Policy::default();
     /// let budget = RetryBudget::aws();
     /// let cx = Context::new(&p).budget(&budget);

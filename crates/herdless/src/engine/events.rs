@@ -138,7 +138,7 @@ impl RetryEvent<'_> {
     /// for writing events in a format of one's own (the CLI's JSON lines use it).
     ///
     /// ```
-    /// use herdless::{EventValue, RetryEvent};
+    /// use herdless::RetryEvent;
     /// let e = RetryEvent::Succeeded { task_id: "t", attempt: 2, elapsed: std::time::Duration::from_millis(1500) };
     /// let mut out = Vec::new();
     /// e.visit(|name, value| out.push(format!("{name}={value}")));

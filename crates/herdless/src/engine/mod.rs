@@ -53,7 +53,7 @@
 //! ```
 //! use std::time::Duration;
 //! use herdless::engine::{Context, Decision, Engine, Gate};
-//! use herdless::{Classification, GiveUp, Policy, RetryCause, Rng};
+//! use herdless::{Classification, Policy, RetryCause, Rng};
 //!
 //! struct Job { engine: Engine, due: Duration }
 //!
@@ -84,7 +84,6 @@
 //! assert_eq!(outcome, Ok("done"));
 //! assert_eq!(job.engine.attempts(), 3);
 //! assert!(job.due <= Duration::from_millis(300)); // full jitter: ≤ 100 ms + 200 ms
-//! # let _: Option<GiveUp> = None;
 //! # Ok::<(), herdless::PolicyError>(())
 //! ```
 //!

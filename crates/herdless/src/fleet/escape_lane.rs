@@ -3,9 +3,9 @@
 //! A shared retry budget and a breaker protect the endpoint by making calls
 //! give up or wait. That is right for bulk work and wrong for the few
 //! latency-critical calls (a payment authorization, a health check an operator
-//! is watching): the second seed warns against "silently starving
-//! latency-critical calls" and says to "route anything urgent to an escape
-//! lane rather than leaving it to back off".
+//! is watching): fleet protection must not silently starve latency-critical
+//! calls, so anything urgent goes to an escape lane rather than backing off
+//! with the bulk.
 //!
 //! A call made through a retrier marked [`Urgent`]
 //! ([`Retry::urgent`](crate::Retry::urgent)):
@@ -32,7 +32,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use herdless::{AlwaysRetry, GiveUp, ManualTimer, Policy, Retry, RetryBudget, Urgent};
+//! use herdless::{AlwaysRetry, ManualTimer, Policy, Retry, RetryBudget, Urgent};
 //!
 //! let budget = Arc::new(RetryBudget::grpc(10.0, 0.1)?);
 //! while budget.try_retry(herdless::RetryCause::Error, 0.0).is_ok() {} // drained by bulk calls

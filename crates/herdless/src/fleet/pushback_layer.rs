@@ -34,7 +34,7 @@
 //! let pushback = PushbackLayer::new(
 //!     SlotAllocator::new(10_000.0, Duration::from_secs(60))?.outage_until(Duration::from_secs(5)),
 //! );
-//! let app: Router = Router::new().route("/", get(|| async { "ok" })).layer(pushback.clone());
+//! let _app: Router = Router::new().route("/", get(|| async { "ok" })).layer(pushback.clone());
 //! // later: pushback.start_outage(None); pushback.recover(); pushback.counts()
 //! # Ok::<(), herdless::fleet::pushback::PushbackError>(())
 //! ```

@@ -44,8 +44,8 @@
 //!   [`IdempotencyKey`](crate::IdempotencyKey), a UUID), a new call gets a new
 //!   one, and a key the request already carries is kept. The value is the bare
 //!   UUID, as Stripe-style APIs expect.
-//! * **Statuses** are classified by [`StatusClassifier`] (the seed's sets, fail
-//!   closed), `Retry-After` by [`parse_retry_after`] against the wall clock
+//! * **Statuses** are classified by [`StatusClassifier`] (retryable and terminal sets
+//!   that fail closed), `Retry-After` by [`parse_retry_after`] against the wall clock
 //!   (injectable with [`HttpClassifier::now`]), and a valid `Retry-After-Ms`
 //!   (a [`pushback`](crate::fleet::pushback) server's millisecond slot) is preferred
 //!   to `Retry-After` ([`classify_response_ms`]);

@@ -107,7 +107,7 @@ impl std::error::Error for RetryAfterError {}
 /// A [`RetryAfterError`] when the value is to be ignored.
 ///
 /// ```
-/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+/// use std::time::{Duration, UNIX_EPOCH};
 /// use herdless::http::{parse_retry_after, RetryAfterError};
 ///
 /// // 1994-11-06 08:49:37 UTC, the RFC's example date

@@ -1,6 +1,7 @@
 //! The status classifier: which HTTP statuses are worth another attempt.
 //!
-//! The sets are the first seed's, and they **fail closed**:
+//! The sets are those of a shared device's transient and permanent answers,
+//! and they **fail closed**:
 //!
 //! | status | verdict |
 //! |---|---|
@@ -180,12 +181,12 @@ impl Default for StatusClassifier {
 }
 
 impl StatusClassifier {
-    /// The first seed's retryable statuses.
+    /// The retryable statuses: timeouts, rate limits and transient server errors.
     pub const RETRYABLE: StatusSet = StatusSet::from_codes(&[408, 425, 429, 500, 502, 503, 504]);
-    /// The first seed's terminal statuses.
+    /// The terminal statuses: errors that no retry can clear.
     pub const TERMINAL: StatusSet = StatusSet::from_codes(&[400, 401, 403, 404, 405, 501, 507]);
 
-    /// The classifier with the first seed's sets.
+    /// The classifier with the default sets.
     ///
     /// ```
     /// let c = herdless::http::StatusClassifier::new();

@@ -9,7 +9,7 @@ use super::{Jitter, Policy};
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::{Policy, PolicyError, PolicyField};
+/// use herdless::{Policy, PolicyField};
 ///
 /// let err = Policy::builder()
 ///     .base(Duration::from_secs(5))

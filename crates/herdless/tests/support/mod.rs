@@ -12,16 +12,16 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 /// One captured event: its fields rendered as strings (`event` holds the name).
 #[derive(Debug, Clone, Default)]
-pub struct Captured {
+pub(crate) struct Captured {
     pub level: String,
     pub fields: BTreeMap<String, String>,
 }
 
 impl Captured {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.fields.get("event").map(String::as_str).unwrap_or("")
     }
-    pub fn get(&self, key: &str) -> &str {
+    pub(crate) fn get(&self, key: &str) -> &str {
         self.fields.get(key).map(String::as_str).unwrap_or_else(|| {
             panic!(
                 "event {} has no field {key}: {:?}",
@@ -30,7 +30,7 @@ impl Captured {
             )
         })
     }
-    pub fn f64(&self, key: &str) -> f64 {
+    pub(crate) fn f64(&self, key: &str) -> f64 {
         self.get(key).parse().unwrap()
     }
 }
@@ -51,13 +51,13 @@ impl Visit for Visitor<'_> {
 }
 
 #[derive(Clone, Default)]
-pub struct Capture(Arc<Mutex<Vec<Captured>>>);
+pub(crate) struct Capture(Arc<Mutex<Vec<Captured>>>);
 
 impl Capture {
-    pub fn events(&self) -> Vec<Captured> {
+    pub(crate) fn events(&self) -> Vec<Captured> {
         self.0.lock().unwrap().clone()
     }
-    pub fn named(&self, name: &str) -> Vec<Captured> {
+    pub(crate) fn named(&self, name: &str) -> Vec<Captured> {
         self.events()
             .into_iter()
             .filter(|e| e.name() == name)
@@ -80,7 +80,7 @@ impl<S: Subscriber> Layer<S> for Capture {
 }
 
 /// Runs `f` with a subscriber capturing herdless's events on this thread.
-pub fn capture<R>(f: impl FnOnce() -> R) -> (R, Capture) {
+pub(crate) fn capture<R>(f: impl FnOnce() -> R) -> (R, Capture) {
     let cap = Capture::default();
     let subscriber = tracing_subscriber::registry().with(cap.clone());
     let out = tracing::subscriber::with_default(subscriber, f);
