@@ -9,12 +9,20 @@ use std::collections::BTreeMap;
 use std::process::Output;
 use std::time::Duration;
 
-use herdless_cli::fleet::busiest_window;
 use herdless_cli::stub::ArrivalRecord;
+use herdless_sim::metrics::{Timeline, BUCKET};
 use serde_json::Value;
 
 mod support;
 use support::start_stub;
+
+/// The busiest 100 ms window of `times_s` (seconds since the stub started):
+/// its count and start, measured as `herdless fleet` measures its own.
+fn busiest_100ms(times_s: &[f64]) -> (u64, f64) {
+    let t: Timeline = times_s.iter().map(|s| (s * 1e9).round() as u64).collect();
+    let p = t.peak(BUCKET);
+    (p.count, p.start_ns as f64 / 1e9)
+}
 
 async fn herdless(args: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
@@ -245,7 +253,7 @@ async fn two_hundred_workers_full_jitter_spread_and_no_jitter_spikes() {
     let mut all: Vec<f64> = retries.values().flatten().copied().collect();
     all.sort_by(f64::total_cmp);
     assert_eq!(all.len(), 3 * N);
-    let (peak, at) = busiest_window(&all, 0.1);
+    let (peak, at) = busiest_100ms(&all);
     let share = peak as f64 / N as f64;
     eprintln!("full jitter: busiest 100 ms window holds {peak} retries ({share:.2} of the fleet) at {at:.3} s");
     assert!(
@@ -308,7 +316,7 @@ async fn two_hundred_workers_full_jitter_spread_and_no_jitter_spikes() {
         }
         spikes.last_mut().unwrap().push(w[1]);
     }
-    let (peak, _) = busiest_window(&all, 0.1);
+    let (peak, _) = busiest_100ms(&all);
     eprintln!(
         "no jitter: first-try burst {burst:.3} s; spikes {:?}; busiest 100 ms holds {peak}",
         spikes
