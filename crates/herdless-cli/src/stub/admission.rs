@@ -46,7 +46,7 @@ impl Verdict {
     }
 }
 
-/// Decides whether the stub serves an arrival. See the [module docs](self).
+/// Decides whether the stub serves an arrival. See the [`herdless stub` docs](super#admission-is-a-replaceable-component).
 pub trait Admission: Send + Sync + 'static {
     /// The verdict on `arrival`.
     fn admit(&self, arrival: &Arrival<'_>) -> Verdict;

@@ -10,7 +10,7 @@ use herdless_sim::endpoint::TokenBucket;
 use super::admission::{Admission, Arrival, Verdict};
 
 /// Server-guided pushback: the library's [`SlotAllocator`] on the stub's clock
-/// (time since start). See the [module docs](self#server-guided-pushback-the-default-with---capacity).
+/// (time since start). See the [`herdless stub` docs](super#server-guided-pushback-the-default-with---capacity).
 ///
 /// One allocator serves two places in the chain, so the order "outage, then
 /// fail-first, then capacity" holds: [`Pushback::outage_gate`] rejects (with a
