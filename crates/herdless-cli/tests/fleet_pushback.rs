@@ -135,7 +135,7 @@ async fn run(stub_flags: &[&str]) -> Run {
 /// * a re-booked client could in principle be rejected six times and exhaust
 ///   its 6 attempts, so at most 1 % of the fleet may give up (measured: 0).
 ///
-/// Without pushback (`--pushback off`: fixed one-second windows, no
+/// Without pushback (`--pushback off`: the same token bucket, no
 /// Retry-After), full jitter keeps probing during the outage (expected waits
 /// 0.15, 0.3, 0.6 s after a first try at ~1 s: two to three calls before T),
 /// then competes for 500 admissions a second with ever longer waits (up to

@@ -9,12 +9,20 @@ use std::collections::BTreeMap;
 use std::process::Output;
 use std::time::Duration;
 
-use herdless_cli::fleet::busiest_window;
 use herdless_cli::stub::ArrivalRecord;
+use herdless_sim::metrics::{Timeline, BUCKET};
 use serde_json::Value;
 
 mod support;
 use support::start_stub;
+
+/// The busiest 100 ms window of `times_s` (seconds since the stub started):
+/// its count and start, measured as `herdless fleet` measures its own.
+fn busiest_100ms(times_s: &[f64]) -> (u64, f64) {
+    let t: Timeline = times_s.iter().map(|s| (s * 1e9).round() as u64).collect();
+    let p = t.peak(BUCKET);
+    (p.count, p.start_ns as f64 / 1e9)
+}
 
 async fn herdless(args: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
@@ -245,7 +253,7 @@ async fn two_hundred_workers_full_jitter_spread_and_no_jitter_spikes() {
     let mut all: Vec<f64> = retries.values().flatten().copied().collect();
     all.sort_by(f64::total_cmp);
     assert_eq!(all.len(), 3 * N);
-    let (peak, at) = busiest_window(&all, 0.1);
+    let (peak, at) = busiest_100ms(&all);
     let share = peak as f64 / N as f64;
     eprintln!("full jitter: busiest 100 ms window holds {peak} retries ({share:.2} of the fleet) at {at:.3} s");
     assert!(
@@ -308,7 +316,7 @@ async fn two_hundred_workers_full_jitter_spread_and_no_jitter_spikes() {
         }
         spikes.last_mut().unwrap().push(w[1]);
     }
-    let (peak, _) = busiest_window(&all, 0.1);
+    let (peak, _) = busiest_100ms(&all);
     eprintln!(
         "no jitter: first-try burst {burst:.3} s; spikes {:?}; busiest 100 ms holds {peak}",
         spikes
@@ -518,17 +526,23 @@ async fn stub_outage_fails_everything_until_it_ends() {
         .all(|e| e["honored_retry_after"] == false));
 }
 
-/// The baseline capacity (`--pushback off`): at most N per fixed one-second
-/// window, rejections without a Retry-After.
+/// The baseline capacity (`--pushback off`): the simulator's token bucket on
+/// the stub's clock, N tokens per second, a burst of N / 10 (at least 1),
+/// empty when the stub starts; rejections without a Retry-After.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stub_capacity_admits_at_most_n_per_second() {
+async fn stub_capacity_is_a_token_bucket_empty_at_start() {
     let (stub, url) = start_stub(&["--capacity", "5", "--pushback", "off"]);
+    // Waves at about 0, 0.5, 1.5 and 3.5 s: the later ones find tokens.
     let out = herdless(&[
         "fleet",
         "--workers",
         "20",
+        "--jitter",
+        "none",
+        "--base",
+        "500ms",
         "--max-attempts",
-        "1",
+        "4",
         "--json",
         "--log-format",
         "json",
@@ -536,19 +550,34 @@ async fn stub_capacity_admits_at_most_n_per_second() {
     ])
     .await;
     let r = fleet_json(&out);
-    assert_eq!(r["calls"], 20, "{r}");
     assert_eq!(
         r["succeeded"].as_u64().unwrap() + r["exhausted"].as_u64().unwrap(),
         20,
         "{r}"
     );
-    // Per one-second window since the stub started, at most 5 were admitted.
-    let mut per_second: BTreeMap<u64, u32> = BTreeMap::new();
-    for a in stub.stats().arrivals.iter().filter(|a| a.status == 200) {
-        *per_second.entry(a.t_s as u64).or_default() += 1;
+    assert!(r["succeeded"].as_u64().unwrap() >= 1, "{r}");
+    let arrivals = stub.stats().arrivals;
+    let served: Vec<f64> = arrivals
+        .iter()
+        .filter(|a| a.status == 200)
+        .map(|a| a.t_s)
+        .collect();
+    assert_eq!(served.len() as u64, r["succeeded"].as_u64().unwrap());
+    // Empty at start: the k-th admission comes no earlier than k / 5 s.
+    for (k, t) in served.iter().enumerate() {
+        assert!(
+            (k + 1) as f64 <= 5.0 * t + 1e-9,
+            "admission {} at {t} s",
+            k + 1
+        );
     }
-    assert!(per_second.values().all(|n| *n <= 5), "{per_second:?}");
-    assert!(r["succeeded"].as_u64().unwrap() >= 5, "{r}");
+    // At most burst + rate · 1 s = 6 in any one-second window.
+    let t: Timeline = served.iter().map(|s| (s * 1e9).round() as u64).collect();
+    assert!(t.peak(Duration::from_secs(1)).count <= 6, "{served:?}");
+    assert!(arrivals
+        .iter()
+        .filter(|a| a.status != 200)
+        .all(|a| a.status == 503));
 }
 
 /// `--capacity` with pushback (the default): each rejection carries its own

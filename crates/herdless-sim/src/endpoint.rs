@@ -5,11 +5,11 @@
 //! immediate): in the spread and outage scenarios what matters is *when* the
 //! fleet calls, and adding a constant latency would only shift every curve.
 //!
-//! * [`FailFirst`] is the first seed's stub controller: it fails each worker's
-//!   first `k` calls and answers the rest.
-//! * [`OutageEndpoint`] is the second seed's card-authorization endpoint: it
-//!   fails everything until the outage ends at `T`, then serves at most `C`
-//!   calls per second and answers the rest 503 (no Retry-After).
+//! * [`FailFirst`] is a stub controller: it fails each worker's first `k`
+//!   calls and answers the rest.
+//! * [`OutageEndpoint`] is an endpoint recovering from an outage: it fails
+//!   everything until the outage ends at `T`, then serves at most `C` calls
+//!   per second ([`TokenBucket`]) and answers the rest 503 (no Retry-After).
 //! * [`PushbackEndpoint`] is the same endpoint behind the library's
 //!   server-guided pushback ([`SlotAllocator`]): a 503 from the allocator
 //!   carries a Retry-After slot.
@@ -28,6 +28,10 @@
 //!
 //! Tokens are counted in integer units of `1 / 10⁹` token, so refills are
 //! exact and a run is the same on every platform.
+//!
+//! The bucket is its own type, [`TokenBucket`], driven by any clock in
+//! nanoseconds: virtual time here, time since start in `herdless stub`, so
+//! the real stub and the simulator admit calls by the same rule.
 
 use std::time::Duration;
 
@@ -44,7 +48,7 @@ pub trait Endpoint {
 
 const REJECT: Reply = Reply::Rejected { retry_after: None };
 
-/// Fails each client's first `k` calls (the first seed's stub controller).
+/// Fails each client's first `k` calls (a stub controller).
 ///
 /// ```
 /// use herdless_sim::endpoint::{Endpoint, FailFirst};
@@ -82,6 +86,87 @@ impl Endpoint for FailFirst {
 
 const UNIT: u64 = 1_000_000_000;
 
+/// The capacity model: a token bucket refilling at `C` tokens per second,
+/// holding at most `burst` tokens, **empty at its start time `T`** (see the
+/// [module documentation](self#the-capacity-model)). A call takes one whole
+/// token or is refused; before `T` nothing is admitted.
+///
+/// Time is nanoseconds on any clock that never goes backwards (a time earlier
+/// than one already seen is treated as that time). Because the bucket starts
+/// empty, at most `⌊C · (t − T)⌋` calls are admitted by time `t`, and at most
+/// `burst + C · w` in any window of width `w`.
+///
+/// ```
+/// use herdless_sim::endpoint::TokenBucket;
+/// let mut b = TokenBucket::new(1_000_000_000, 10, 2); // T = 1 s, 10/s, burst 2
+/// assert!(!b.try_take(500_000_000));   // before T
+/// assert!(!b.try_take(1_000_000_000)); // empty at T
+/// assert!(b.try_take(1_100_000_000));  // one token after 0.1 s
+/// assert!(!b.try_take(1_100_000_000)); // spent
+/// // Idle for a minute: at most the burst is saved up.
+/// assert_eq!((0..5).filter(|_| b.try_take(61_000_000_000)).count(), 2);
+/// ```
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    rate: u64,
+    max_units: u64,
+    units: u64,
+    last_ns: u64,
+}
+
+impl TokenBucket {
+    /// A bucket empty at `start_ns`, refilling at `per_second` tokens per
+    /// second up to `burst` tokens (both at least 1).
+    ///
+    /// ```
+    /// let mut b = herdless_sim::endpoint::TokenBucket::new(0, 1_000, 100);
+    /// assert!(b.try_take(1_000_000)); // 1 ms: one token
+    /// ```
+    pub fn new(start_ns: u64, per_second: u32, burst: u32) -> Self {
+        Self {
+            rate: u64::from(per_second.max(1)),
+            max_units: u64::from(burst.max(1)).saturating_mul(UNIT),
+            units: 0,
+            last_ns: start_ns,
+        }
+    }
+
+    /// The default burst for a capacity of `per_second`: 100 ms worth of
+    /// capacity (the slack a real server's accept queue gives), at least 1.
+    ///
+    /// ```
+    /// use herdless_sim::endpoint::TokenBucket;
+    /// assert_eq!(TokenBucket::default_burst(500), 50);
+    /// assert_eq!(TokenBucket::default_burst(5), 1);
+    /// ```
+    pub fn default_burst(per_second: u32) -> u32 {
+        (per_second / 10).max(1)
+    }
+
+    /// Takes one token at `now_ns` if a whole one is there; `false` (nothing
+    /// taken) otherwise.
+    ///
+    /// ```
+    /// let mut b = herdless_sim::endpoint::TokenBucket::new(0, 1, 1);
+    /// assert!(!b.try_take(999_999_999));
+    /// assert!(b.try_take(1_000_000_000));
+    /// ```
+    #[inline]
+    pub fn try_take(&mut self, now_ns: u64) -> bool {
+        if now_ns > self.last_ns {
+            let refill = (now_ns - self.last_ns).saturating_mul(self.rate);
+            self.units = self.units.saturating_add(refill).min(self.max_units);
+            self.last_ns = now_ns;
+        }
+        if self.units >= UNIT {
+            self.units -= UNIT;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// Down until `T`, then at most `C` calls per second (see the [module
 /// documentation](self)).
 ///
@@ -98,10 +183,7 @@ const UNIT: u64 = 1_000_000_000;
 #[derive(Debug, Clone)]
 pub struct OutageEndpoint {
     recovery_ns: u64,
-    rate: u64,
-    max_units: u64,
-    units: u64,
-    last_ns: u64,
+    bucket: TokenBucket,
     served: u64,
 }
 
@@ -117,10 +199,7 @@ impl OutageEndpoint {
         let recovery_ns = u64::try_from(outage.as_nanos()).unwrap_or(u64::MAX);
         Self {
             recovery_ns,
-            rate: u64::from(capacity.max(1)),
-            max_units: u64::from(burst.max(1)).saturating_mul(UNIT),
-            units: 0,
-            last_ns: recovery_ns,
+            bucket: TokenBucket::new(recovery_ns, capacity, burst),
             served: 0,
         }
     }
@@ -144,13 +223,7 @@ impl Endpoint for OutageEndpoint {
         if now_ns < self.recovery_ns {
             return REJECT;
         }
-        if now_ns > self.last_ns {
-            let refill = (now_ns - self.last_ns).saturating_mul(self.rate);
-            self.units = self.units.saturating_add(refill).min(self.max_units);
-            self.last_ns = now_ns;
-        }
-        if self.units >= UNIT {
-            self.units -= UNIT;
+        if self.bucket.try_take(now_ns) {
             self.served += 1;
             Reply::Ok
         } else {
@@ -272,5 +345,37 @@ mod tests {
             .filter(|_| e.call(60_000_000_000, 0, 1) == Reply::Ok)
             .count();
         assert_eq!(served, 3);
+    }
+
+    #[test]
+    fn a_bucket_admits_at_most_capacity_times_time_since_its_start() {
+        let mut b = TokenBucket::new(2_000_000_000, 1_000, 100);
+        let mut rng = herdless::Rng::with_seed(3);
+        let (mut t, mut taken) = (0u64, 0u64);
+        for _ in 0..100_000 {
+            t += rng.next_u64() % 100_000; // 20k/s offered against 1k/s
+            if b.try_take(t) {
+                taken += 1;
+                assert!(t > 2_000_000_000, "nothing before the start");
+                let bound = u128::from(t - 2_000_000_000) * 1_000 / 1_000_000_000;
+                assert!(u128::from(taken) <= bound, "t={t}");
+            }
+        }
+        // Offered far more than capacity: it admits about C per second.
+        let expected = (t - 2_000_000_000) / 1_000_000;
+        assert!(
+            taken + 2 >= expected && taken <= expected,
+            "{taken} vs {expected}"
+        );
+    }
+
+    #[test]
+    fn a_bucket_treats_an_earlier_time_as_the_latest_seen() {
+        let mut b = TokenBucket::new(0, 10, 1);
+        assert!(b.try_take(100_000_000));
+        // Going back to 50 ms neither refills nor underflows.
+        assert!(!b.try_take(50_000_000));
+        assert!(!b.try_take(150_000_000)); // half a token since 100 ms
+        assert!(b.try_take(200_000_000));
     }
 }

@@ -1,0 +1,216 @@
+//! `herdless fleet`'s flags, and the fleet-level pieces they build.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use herdless::{Breaker, RetryBudget, Urgent};
+use serde::Serialize;
+
+use crate::policy_args::{parse_duration, PolicyArgs};
+
+/// `herdless fleet` flags.
+#[derive(Debug, Clone, Args)]
+pub struct FleetArgs {
+    /// The URL every worker GETs.
+    pub url: String,
+    /// Number of concurrent workers.
+    #[arg(long, value_name = "N")]
+    pub workers: u32,
+    /// Per-attempt timeout (connect to end of response).
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "10s")]
+    pub timeout: Duration,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// A retry budget shared by every worker (token bucket): none, grpc or aws.
+    #[arg(long, value_enum, value_name = "KIND", default_value = "none")]
+    pub retry_budget: BudgetKind,
+    /// The budget's capacity in tokens (default: grpc 100, aws 500).
+    #[arg(long, value_name = "T")]
+    pub budget_tokens: Option<f64>,
+    /// A half-open probe breaker shared by every worker: opens after THRESHOLD
+    /// consecutive failures, then one retry at a time probes.
+    #[arg(long, value_name = "THRESHOLD")]
+    pub breaker: Option<u32>,
+    /// With --breaker: how long the others wait behind a probe (jittered in [DUR/2, DUR]).
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "1s")]
+    pub probe_wait: Duration,
+    /// Escape lane: urgent calls never sleep past DUR from their start.
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub urgent: Option<Duration>,
+    /// With --urgent: retries per call that skip the budget and the breaker.
+    #[arg(long, value_name = "Q", default_value_t = 2)]
+    pub urgent_quota: u32,
+    /// With --urgent: how many workers (the first K) are urgent (default: all).
+    #[arg(long, value_name = "K")]
+    pub urgent_workers: Option<u32>,
+    /// Retry policy.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// `--retry-budget` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetKind {
+    /// No shared budget.
+    None,
+    /// gRPC retry throttling.
+    Grpc,
+    /// The AWS SDK retry quota.
+    Aws,
+}
+
+/// The fleet-level pieces every worker shares.
+#[derive(Debug, Clone, Default)]
+pub struct Guards {
+    /// The shared retry budget.
+    pub budget: Option<Arc<RetryBudget>>,
+    /// The shared breaker.
+    pub breaker: Option<Arc<Breaker>>,
+    /// The escape lane, for the first `urgent_workers` workers.
+    pub urgent: Option<Urgent>,
+    /// How many workers are urgent.
+    pub urgent_workers: u32,
+}
+
+/// The strategy a report was made with (echoed in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Strategy {
+    /// `none`, `grpc` or `aws`.
+    pub retry_budget: BudgetKind,
+    /// The budget's capacity in tokens (null without a budget).
+    pub budget_tokens: Option<f64>,
+    /// The breaker's threshold (null without a breaker).
+    pub breaker: Option<u32>,
+    /// The urgent deadline in seconds (null without the escape lane).
+    pub urgent_s: Option<f64>,
+    /// How many workers were urgent.
+    pub urgent_workers: u32,
+}
+
+impl FleetArgs {
+    /// Builds the shared pieces the flags ask for.
+    ///
+    /// # Errors
+    ///
+    /// A message for an invalid budget size or urgent deadline.
+    pub fn guards(&self) -> Result<(Guards, Strategy), String> {
+        let budget = match (self.retry_budget, self.budget_tokens) {
+            (BudgetKind::None, Some(_)) => {
+                return Err("--budget-tokens needs --retry-budget grpc|aws".into())
+            }
+            (BudgetKind::None, None) => None,
+            (BudgetKind::Grpc, t) => Some(
+                RetryBudget::builder()
+                    .grpc(t.unwrap_or(100.0), 0.1)
+                    .build()
+                    .map_err(|e| format!("--budget-tokens: {e}"))?,
+            ),
+            (BudgetKind::Aws, t) => Some(
+                RetryBudget::builder()
+                    .aws()
+                    .max_tokens(t.unwrap_or(500.0))
+                    .build()
+                    .map_err(|e| format!("--budget-tokens: {e}"))?,
+            ),
+        };
+        if self.breaker == Some(0) {
+            return Err("--breaker 0: the threshold must be at least 1".into());
+        }
+        if self.probe_wait.is_zero() {
+            // A zero wait would make every waiting call re-ask in a busy loop.
+            return Err("--probe-wait must be positive".into());
+        }
+        if self.urgent.is_some_and(|d| d.is_zero()) {
+            return Err("--urgent must be positive".into());
+        }
+        if self.urgent.is_none() && self.urgent_workers.is_some() {
+            return Err("--urgent-workers needs --urgent DUR".into());
+        }
+        let urgent_workers = match self.urgent {
+            Some(_) => self
+                .urgent_workers
+                .unwrap_or(self.workers)
+                .min(self.workers),
+            None => 0,
+        };
+        let strategy = Strategy {
+            retry_budget: self.retry_budget,
+            budget_tokens: budget.as_ref().map(RetryBudget::max_tokens),
+            breaker: self.breaker,
+            urgent_s: self.urgent.map(|d| d.as_secs_f64()),
+            urgent_workers,
+        };
+        let guards = Guards {
+            budget: budget.map(Arc::new),
+            breaker: self
+                .breaker
+                .map(|t| Arc::new(Breaker::new(t).probe_wait(self.probe_wait))),
+            urgent: self.urgent.map(|d| Urgent::new(d).quota(self.urgent_quota)),
+            urgent_workers,
+        };
+        Ok((guards, strategy))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_flags_build_shared_pieces_or_clear_errors() {
+        use clap::Parser;
+        let parse = |extra: &[&str]| {
+            let argv = ["herdless", "fleet", "--workers", "10"]
+                .iter()
+                .chain(extra)
+                .chain(&["http://127.0.0.1:1/"]);
+            let crate::cli::Command::Fleet(a) =
+                crate::cli::Cli::try_parse_from(argv).unwrap().command
+            else {
+                unreachable!()
+            };
+            a.guards()
+        };
+        let (g, s) = parse(&[]).unwrap();
+        assert!(g.budget.is_none() && g.breaker.is_none() && g.urgent.is_none());
+        assert_eq!(s.retry_budget, BudgetKind::None);
+        let (g, s) = parse(&["--retry-budget", "grpc"]).unwrap();
+        assert_eq!(g.budget.unwrap().max_tokens(), 100.0);
+        assert_eq!(s.budget_tokens, Some(100.0));
+        let (g, _) = parse(&["--retry-budget", "aws", "--budget-tokens", "50"]).unwrap();
+        assert_eq!(g.budget.unwrap().max_tokens(), 50.0);
+        let (g, s) = parse(&["--breaker", "3", "--probe-wait", "200ms"]).unwrap();
+        let b = g.breaker.unwrap();
+        assert_eq!(
+            (b.threshold(), b.get_probe_wait()),
+            (3, Duration::from_millis(200))
+        );
+        assert_eq!(s.breaker, Some(3));
+        let (g, s) = parse(&["--urgent", "800ms", "--urgent-workers", "4"]).unwrap();
+        assert_eq!(g.urgent.unwrap().deadline(), Duration::from_millis(800));
+        assert_eq!((g.urgent_workers, s.urgent_workers), (4, 4));
+        let (g, _) = parse(&["--urgent", "1s"]).unwrap();
+        assert_eq!(g.urgent_workers, 10);
+        for (bad, msg) in [
+            (&["--budget-tokens", "5"][..], "needs --retry-budget"),
+            (
+                &["--retry-budget", "grpc", "--budget-tokens=-1"],
+                "--budget-tokens",
+            ),
+            (&["--breaker", "0"], "at least 1"),
+            (&["--urgent-workers", "2"], "needs --urgent"),
+            (&["--urgent", "0s"], "positive"),
+            (&["--breaker", "3", "--probe-wait", "0ms"], "--probe-wait"),
+            (
+                &["--retry-budget", "aws", "--budget-tokens", "NaN"],
+                "--budget-tokens",
+            ),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(msg), "{bad:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! `herdless fleet`: N concurrent workers, one logical GET each, and what the
+//! server saw of them.
+//!
+//! ```text
+//! herdless fleet --workers N [--timeout DUR] [--json] [policy flags]
+//!                [--retry-budget none|grpc|aws] [--budget-tokens T]
+//!                [--breaker THRESHOLD] [--probe-wait DUR]
+//!                [--urgent DUR] [--urgent-quota Q] [--urgent-workers K] URL
+//! ```
+//!
+//! Worker `i` (0-based) is a tokio task sending `X-Worker-Id: i`; each does one
+//! logical GET with retries through [`herdless::http::HttpRetry`] (the default
+//! status sets: 408, 425, 429, 500, 502, 503 and 504 retried, every other
+//! status from 400 up terminal; `Retry-After` clamped and spread, connection errors and
+//! per-attempt timeouts retried). The report:
+//!
+//! * `succeeded` / `terminal` / `exhausted`: every worker lands in exactly one,
+//!   so they sum to `workers` in every run — a reset connection or a hung
+//!   server is a retryable failure bounded by `--timeout` and the budget, and
+//!   a worker task that somehow dies is counted as terminal (and said so);
+//! * `calls`: every request sent (first tries and retries);
+//! * the **largest share of attempts in any 100 ms window**: the window slides
+//!   over the attempt start times (so a spike is never split across two fixed
+//!   bins), reported over all attempts and over retries only (the first tries
+//!   start together by construction);
+//! * a histogram of attempts in fixed 100 ms buckets;
+//! * what is needed to compare fleet-level strategies: `drain_s` (when the
+//!   last successful call ended), `calls_per_worker` and its maximum, the
+//!   give-ups by reason (`terminal`, `max_attempts`, `max_elapsed`,
+//!   `retry_budget`), `budget_denials`, and how concentrated the give-ups were
+//!   in time (`give_ups_peak_100ms`).
+//!
+//! # Fleet-level protection
+//!
+//! The workers of one `fleet` process are one process's calls, so the
+//! library's fleet-level pieces are shared by all of them (one `Arc` each):
+//!
+//! * `--retry-budget grpc|aws`: one [`RetryBudget`] — gRPC retry throttling
+//!   (`--budget-tokens` tokens, default 100, a failure costs 1, a success
+//!   refunds 0.1, retries only while more than half remain) or the AWS SDK
+//!   quota (default 500 tokens, a retry costs 5, after a per-attempt timeout
+//!   10, refunded on success). A denied retry ends the call with
+//!   `retry_budget`.
+//! * `--breaker THRESHOLD`: one half-open probe [`Breaker`]: after THRESHOLD
+//!   consecutive failures one retry at a time probes, the others wait
+//!   `--probe-wait` (jittered, default 1 s).
+//! * `--urgent DUR`: the escape lane ([`Urgent`]) for `--urgent-workers K`
+//!   workers (default: all): their first `--urgent-quota` (default 2) retries
+//!   skip the budget and the breaker, and no sleep takes them past DUR.
+//!
+//! The windows and buckets are the simulator's metrics
+//! ([`herdless_sim::metrics`]: `Timeline::peak` and `Histogram`) over the
+//! attempt times in nanoseconds since the fleet started, so boundaries are
+//! exact and a real fleet is measured as a simulated one is.
+//!
+//! # Layout
+//!
+//! `args.rs` (the flags and the shared pieces they build: [`FleetArgs`]),
+//! `run.rs` (the workers: [`run_fleet`]), `report.rs` ([`summarize`]),
+//! `render.rs` ([`render_text`]); this file is the command's entry,
+//! [`run()`].
+//!
+//! With `--seed S`, worker `i` draws from a generator derived from `(S, i)`:
+//! reproducible, yet never the same sequence for two workers (a shared seed
+//! would re-synchronize the fleet).
+
+mod args;
+mod render;
+mod report;
+mod run;
+
+use std::io::IsTerminal;
+
+use herdless::Jitter;
+
+pub use args::{BudgetKind, FleetArgs, Guards, Strategy};
+pub use herdless_sim::metrics::BUCKET;
+pub use render::render_text;
+pub use report::{summarize, Bucket, GiveUps, Peak, Report};
+pub use run::{run_fleet, AttemptAt, Outcome, WorkerEnd};
+
+use crate::get::parse_url;
+use crate::{exit, limits};
+
+/// Runs `herdless fleet`; returns the exit code: 0 when every worker
+/// succeeded, 4 when any exhausted its budget, else 3 when any ended terminal.
+pub fn run(args: &FleetArgs) -> i32 {
+    let usage = |e: String| {
+        eprintln!("herdless fleet: {e}");
+        exit::USAGE
+    };
+    let (policy, policy_args) = match args.policy.resolve_with_args(Jitter::Full) {
+        Ok(resolved) => resolved,
+        Err(e) => return usage(e.to_string()),
+    };
+    let url = match parse_url(&args.url) {
+        Ok(u) => u,
+        Err(e) => return usage(e),
+    };
+    if args.workers == 0 {
+        return usage("--workers must be at least 1".into());
+    }
+    if args.timeout.is_zero() {
+        return usage("--timeout must be positive".into());
+    }
+    let (guards, strategy) = match args.guards() {
+        Ok(g) => g,
+        Err(e) => return usage(e),
+    };
+    if let Some(limit) = limits::raise_nofile_limit() {
+        if limit < u64::from(args.workers) + 64 {
+            eprintln!(
+                "herdless fleet: warning: {} workers need about as many sockets, but the open-file \
+                 limit is {limit}; excess connections will fail (and be retried). Raise `ulimit -Hn`.",
+                args.workers
+            );
+        }
+    }
+    let progress = std::io::stdout().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(u64::from(args.workers)),
+            indicatif::ProgressDrawTarget::stdout(),
+        );
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} workers done {elapsed}")
+        {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("herdless fleet: cannot start the runtime: {e}");
+            return exit::FAILURE;
+        }
+    };
+    let report = rt.block_on(run_fleet(
+        url,
+        args.workers,
+        policy,
+        args.timeout,
+        &policy_args,
+        guards,
+        strategy,
+        progress,
+    ));
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("herdless fleet: {e}");
+            return exit::FAILURE;
+        }
+    };
+    if args.json {
+        match serde_json::to_string(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("herdless fleet: {e}");
+                return exit::FAILURE;
+            }
+        }
+    } else {
+        print!("{}", render_text(&report));
+    }
+    if report.succeeded == report.workers {
+        exit::SUCCESS
+    } else if report.exhausted > 0 {
+        exit::EXHAUSTED
+    } else {
+        exit::TERMINAL
+    }
+}

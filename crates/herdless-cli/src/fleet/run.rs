@@ -1,0 +1,150 @@
+//! Running the fleet: one tokio task per worker, each one logical GET through
+//! [`HttpRetry`], and what each saw of its attempts.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use herdless::http::client::HttpClassifier;
+use herdless::http::{HttpRetry, SendError};
+use herdless::{GiveUp, Policy, Retry};
+
+use super::args::{Guards, Strategy};
+use super::report::{summarize, Report};
+use crate::events_out::StderrEvents;
+use crate::policy_args::PolicyArgs;
+
+/// A time since the fleet started in nanoseconds (saturating after ~584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// How one worker's call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A status below 400, possibly after retries.
+    Succeeded,
+    /// A terminal status or error.
+    Terminal,
+    /// The budget ran out.
+    Exhausted,
+}
+
+/// One worker's end, as the fleet saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkerEnd {
+    /// How its call ended.
+    pub outcome: Outcome,
+    /// Why it gave up (`None` on success).
+    pub reason: Option<GiveUp>,
+    /// When its call returned, nanoseconds since the fleet started.
+    pub end_ns: u64,
+}
+
+/// One attempt, as the fleet saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttemptAt {
+    /// Start time, nanoseconds since the fleet started.
+    pub t_ns: u64,
+    /// 1-based attempt number within its worker's call.
+    pub number: u32,
+    /// The worker.
+    pub worker: u32,
+}
+
+/// Runs the fleet against `url` and returns the report (the engine of
+/// `herdless fleet`, usable in-process).
+#[allow(clippy::too_many_arguments)]
+pub async fn run_fleet(
+    url: reqwest::Url,
+    workers: u32,
+    policy: Policy,
+    timeout: Duration,
+    args: &PolicyArgs,
+    guards: Guards,
+    strategy: Strategy,
+    progress: Option<indicatif::ProgressBar>,
+) -> Result<Report, String> {
+    let client = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let format = args.log_format;
+    let task_prefix: Arc<str> = Arc::from(args.task_id.clone().unwrap_or_else(|| "worker-".into()));
+    let start = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..workers {
+        let (client, url, prefix) = (client.clone(), url.clone(), task_prefix.clone());
+        let seed = args.seed;
+        let guards = guards.clone();
+        set.spawn(async move {
+            let mut retry = Retry::new(policy, HttpClassifier::default())
+                .notify(StderrEvents { format })
+                .task_id(format!("{prefix}{i}"));
+            if let Some(seed) = seed {
+                retry = retry.seed(seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            }
+            if let Some(budget) = guards.budget {
+                retry = retry.budget(budget);
+            }
+            if let Some(breaker) = guards.breaker {
+                retry = retry.breaker(breaker);
+            }
+            if let (Some(urgent), true) = (guards.urgent, i < guards.urgent_workers) {
+                retry = retry.urgent(urgent);
+            }
+            let http = HttpRetry::from_retry(retry);
+            let mut attempts = Vec::with_capacity(4);
+            let request = client
+                .get(url)
+                .header("x-worker-id", i.to_string())
+                .timeout(timeout);
+            let outcome = http
+                .send_observed(request, |a| attempts.push((a.started, a.number)))
+                .await;
+            let (outcome, reason) = match outcome {
+                Ok(_) => (Outcome::Succeeded, None),
+                Err(SendError::Retry(e)) if e.is_exhausted() => {
+                    (Outcome::Exhausted, Some(e.reason()))
+                }
+                Err(_) => (Outcome::Terminal, Some(GiveUp::Terminal)),
+            };
+            let end = WorkerEnd {
+                outcome,
+                reason,
+                end_ns: nanos(start.elapsed()),
+            };
+            (i, end, attempts)
+        });
+    }
+    let mut ends = Vec::with_capacity(workers as usize);
+    let mut attempts = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((worker, end, times)) => {
+                ends.push(end);
+                attempts.extend(times.into_iter().map(|(t, number)| AttemptAt {
+                    t_ns: nanos(t.saturating_duration_since(start)),
+                    number,
+                    worker,
+                }));
+            }
+            Err(e) => {
+                eprintln!("herdless fleet: a worker task died ({e}); counted as terminal");
+                ends.push(WorkerEnd {
+                    outcome: Outcome::Terminal,
+                    reason: Some(GiveUp::Terminal),
+                    end_ns: nanos(start.elapsed()),
+                });
+            }
+        }
+        if let Some(p) = &progress {
+            p.inc(1);
+        }
+    }
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    let duration = start.elapsed();
+    let tokens_left = guards.budget.as_ref().map(|b| b.tokens());
+    Ok(summarize(&ends, &attempts, duration, strategy, tokens_left))
+}

@@ -1,0 +1,165 @@
+//! `herdless stub`'s flags, and which of them turn server-guided pushback on.
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::policy_args::parse_duration;
+
+/// `herdless stub` flags.
+#[derive(Debug, Clone, Args)]
+pub struct StubArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Fail each client's first K requests (client = X-Worker-Id header).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub fail_first: u32,
+    /// Fail every K-th request (counted over all clients; 0: never).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub fail_every: u32,
+    /// Fail every request for this long after start (e.g. 5s).
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub outage: Option<Duration>,
+    /// Admit at most N requests per second; answer the rest 503 (with pushback:
+    /// each rejection gets its own Retry-After slot).
+    #[arg(long, value_name = "N")]
+    pub capacity: Option<u32>,
+    /// Server-guided pushback with --capacity: spread Retry-After / Retry-After-Ms
+    /// slots (default: on when --capacity is given and --retry-after is not).
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub pushback: Option<Switch>,
+    /// With pushback: the longest Retry-After handed out.
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "60s")]
+    pub horizon: Duration,
+    /// Retry-After value sent with every rejection, verbatim and the same for
+    /// everyone (e.g. 2, or an HTTP-date); turns pushback off.
+    #[arg(long, value_name = "VALUE")]
+    pub retry_after: Option<String>,
+    /// Status for --fail-first and --outage rejections (400-599).
+    #[arg(long, value_name = "CODE", default_value_t = 503)]
+    pub fail_status: u16,
+}
+
+/// An on/off flag value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// Whether the flags ask for server-guided pushback.
+///
+/// # Errors
+///
+/// A message for `--pushback on` with `--retry-after` or without `--capacity`.
+pub fn pushback_enabled(args: &StubArgs) -> Result<bool, String> {
+    match (args.pushback, &args.retry_after, args.capacity) {
+        (Some(Switch::Off), _, _) => Ok(false),
+        (Some(Switch::On), Some(v), _) => Err(format!(
+            "--pushback on gives each rejection its own Retry-After slot; --retry-after {v:?} \
+             sends one value to everyone (drop one of them, or add --pushback off)"
+        )),
+        (Some(Switch::On), None, None) => {
+            Err("--pushback on needs --capacity N (the rate to spread the callers over)".into())
+        }
+        (Some(Switch::On), None, Some(_)) => Ok(true),
+        (None, retry_after, capacity) => Ok(retry_after.is_none() && capacity.is_some()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stub::chain::admission_from_args;
+
+    #[test]
+    fn bad_flags_are_clear_errors() {
+        let base = StubArgs {
+            port: 0,
+            fail_every: 0,
+            fail_first: 0,
+            outage: None,
+            capacity: None,
+            pushback: None,
+            horizon: Duration::from_secs(60),
+            retry_after: None,
+            fail_status: 503,
+        };
+        let e = admission_from_args(&StubArgs {
+            fail_status: 200,
+            ..base.clone()
+        })
+        .unwrap_err();
+        assert!(e.contains("400-599"), "{e}");
+        let e = admission_from_args(&StubArgs {
+            capacity: Some(0),
+            ..base.clone()
+        })
+        .unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
+        let e = admission_from_args(&StubArgs {
+            retry_after: Some("a\nb".into()),
+            ..base.clone()
+        })
+        .unwrap_err();
+        assert!(e.contains("header value"), "{e}");
+        let e = admission_from_args(&StubArgs {
+            pushback: Some(Switch::On),
+            ..base.clone()
+        })
+        .unwrap_err();
+        assert!(e.contains("needs --capacity"), "{e}");
+        let e = admission_from_args(&StubArgs {
+            pushback: Some(Switch::On),
+            capacity: Some(10),
+            retry_after: Some("2".into()),
+            ..base.clone()
+        })
+        .unwrap_err();
+        assert!(e.contains("--pushback off"), "{e}");
+        let e = admission_from_args(&StubArgs {
+            capacity: Some(10),
+            horizon: Duration::from_millis(10),
+            ..base
+        })
+        .unwrap_err();
+        assert!(e.contains("horizon"), "{e}");
+    }
+
+    fn base_args() -> StubArgs {
+        StubArgs {
+            port: 0,
+            fail_every: 0,
+            fail_first: 0,
+            outage: None,
+            capacity: None,
+            pushback: None,
+            horizon: Duration::from_secs(60),
+            retry_after: None,
+            fail_status: 503,
+        }
+    }
+
+    #[test]
+    fn which_flags_turn_pushback_on() {
+        let on = |a: StubArgs| pushback_enabled(&a).unwrap();
+        assert!(!on(base_args()));
+        assert!(on(StubArgs {
+            capacity: Some(5),
+            ..base_args()
+        }));
+        assert!(!on(StubArgs {
+            capacity: Some(5),
+            pushback: Some(Switch::Off),
+            ..base_args()
+        }));
+        assert!(!on(StubArgs {
+            capacity: Some(5),
+            retry_after: Some("2".into()),
+            ..base_args()
+        }));
+    }
+}

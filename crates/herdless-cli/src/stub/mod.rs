@@ -1,0 +1,161 @@
+//! `herdless stub`: a real HTTP stub controller on 127.0.0.1, to point a fleet at.
+//!
+//! ```text
+//! herdless stub [--port P] [--fail-first K] [--fail-every K] [--outage DUR] [--capacity N]
+//!               [--pushback on|off] [--horizon DUR]
+//!               [--retry-after VALUE] [--fail-status CODE]
+//! ```
+//!
+//! Every path except `/stats` is "the device". Each arrival is recorded (time
+//! since start, `X-Worker-Id`, status returned) and `GET /stats` returns them
+//! all as JSON. The first stdout line is `listening on 127.0.0.1:PORT` (port 0,
+//! the default, picks a free one); SIGINT or SIGTERM shut it down cleanly.
+//!
+//! # Admission is a replaceable component
+//!
+//! Whether a request is served or rejected is decided by an [`Admission`]
+//! implementation, nothing else: the handler records the arrival, asks the
+//! admission, answers. The stub chains up to four ([`Chain`], first rejection
+//! wins):
+//!
+//! 1. the outage: rejects everything for `--outage` after start;
+//! 2. [`FailFirst`]: rejects each client's first `--fail-first` requests (the
+//!    client is named by `X-Worker-Id`; requests without it share one name);
+//! 3. [`FailEvery`]: rejects every `--fail-every`-th request (a healthy
+//!    endpoint with a small, steady error rate: 1 / K of all requests);
+//! 4. the capacity ([`Capacity`]): admits at most `--capacity` requests per
+//!    second and answers the rest 503.
+//!
+//! # The capacity model is the simulator's
+//!
+//! `--capacity N` is the simulator's token bucket
+//! (`herdless_sim::endpoint::TokenBucket`, the bucket of its
+//! `OutageEndpoint`) on the stub's clock in nanoseconds since start: it
+//! refills at N tokens per second, holds at most a burst of 100 ms worth
+//! (N / 10, at least 1) and **starts empty** at the end of `--outage` (or
+//! when the stub starts). A request takes one whole token or is answered 503.
+//! So at most `N · t` requests are served in the first `t` seconds after the
+//! outage (a fleet of F cannot drain before `DUR + F / N`), and at most
+//! `burst + N · w` in any window `w`: the same limit the simulated endpoint
+//! enforces, in both modes below.
+//!
+//! # Server-guided pushback (the default with `--capacity`)
+//!
+//! With `--capacity N`, the outage and the capacity are fronted by one
+//! [`Pushback`]: the library's `SlotAllocator` (the same allocator the
+//! `herdless::fleet::pushback_layer::PushbackLayer` tower layer wraps), driven
+//! by the stub's own clock (time since start). It admits at most N requests per
+//! second (GCRA, a burst of 100 ms worth of capacity) and answers each rejected
+//! request `503` with **its own slot**: `Retry-After` (whole seconds, rounded
+//! up) and `Retry-After-Ms` (milliseconds, rounded up), each rejection the next
+//! free slot `1 / N` after the previous one. During `--outage DUR` it sheds
+//! everything and the slots start at the outage's end, so a fleet that honors
+//! them is booked onto the recovered server at exactly its capacity: a drain
+//! at the physical limit `DUR + fleet / N`. No slot is further than
+//! `--horizon` (default 60 s) away. The requests it admits still meet the
+//! capacity above (as the simulator's `PushbackEndpoint` puts the allocator in
+//! front of its token bucket), so a request the allocator admits is answered a
+//! plain 503 when the bucket is empty — e.g. the very first request after
+//! start or after the outage.
+//!
+//! The stub answers through the [`Admission`] chain rather than by putting the
+//! tower layer in front of the router because every arrival, rejected ones
+//! included, must be recorded in `/stats` with the status it got — a layer
+//! that answers before the handler would hide its rejections from the book.
+//!
+//! # Baselines without pushback
+//!
+//! `--pushback off`, or a fixed `--retry-after VALUE` (one value for everyone,
+//! which is what pushback avoids), gives the plain endpoint: [`Outage`] and
+//! [`Capacity`] (the token bucket above, nothing else), every
+//! rejection carrying `--retry-after VALUE` verbatim when given (hostile values
+//! included, that is the point) and nothing otherwise. `--pushback on`
+//! together with `--retry-after` is a usage error (one value for everyone
+//! cannot also be a slot each), and so is `--pushback on` without
+//! `--capacity` (there is no capacity to spread over).
+//!
+//! Outage rejections use `--fail-status` (default 503) in both modes; capacity
+//! rejections are always 503.
+//!
+//! # Layout
+//!
+//! `args.rs` (the flags: [`StubArgs`]), `admission.rs` (the [`Admission`]
+//! trait and the simple admissions), `pushback.rs` ([`Pushback`]), `chain.rs`
+//! (the chain the flags build: [`admission_from_args`]), `server.rs` (the
+//! HTTP server and `/stats`: [`Stub`]); this file is the command's entry,
+//! [`run()`].
+
+mod admission;
+mod args;
+mod chain;
+mod pushback;
+mod server;
+
+pub use admission::{Admission, Arrival, Capacity, FailEvery, FailFirst, Outage, Verdict};
+pub use args::{pushback_enabled, StubArgs, Switch};
+pub use chain::{admission_from_args, Chain};
+pub use pushback::Pushback;
+pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub};
+
+use crate::{exit, limits};
+
+/// Runs `herdless stub`; returns the exit code.
+pub fn run(args: &StubArgs) -> i32 {
+    let admission = match admission_from_args(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("herdless stub: {e}");
+            return exit::USAGE;
+        }
+    };
+    limits::raise_nofile_limit();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("herdless stub: cannot start the runtime: {e}");
+            return exit::FAILURE;
+        }
+    };
+    rt.block_on(async {
+        let listener = match Stub::bind(args.port) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!(
+                    "herdless stub: cannot listen on 127.0.0.1:{}: {e}",
+                    args.port
+                );
+                return exit::FAILURE;
+            }
+        };
+        let (stub, task) = match Stub::start(listener, admission, shutdown_signal()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("herdless stub: {e}");
+                return exit::FAILURE;
+            }
+        };
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "listening on {}", stub.addr());
+            let _ = out.flush();
+        }
+        match task.await {
+            Ok(Ok(())) => {
+                eprintln!(
+                    "herdless stub: shut down after {} arrivals",
+                    stub.stats().total
+                );
+                exit::SUCCESS
+            }
+            Ok(Err(e)) => {
+                eprintln!("herdless stub: {e}");
+                exit::FAILURE
+            }
+            Err(e) => {
+                eprintln!("herdless stub: server task failed: {e}");
+                exit::FAILURE
+            }
+        }
+    })
+}
