@@ -10,8 +10,9 @@
 //! # Design notes
 //!
 //! * **Two budgets.** A policy always bounds both the number of attempts and the
-//!   total elapsed time (monotonic clock). The first seed's "amplifier" is a retry
-//!   loop with only one of the two.
+//!   total elapsed time (monotonic clock). A retry loop with only one of the two
+//!   is an amplifier: bounded attempts with slow calls can run for hours, a
+//!   bounded time with fast failures can hammer the resource thousands of times.
 //! * **Delays are nanoseconds in a `u64`.** Every delay-like field (base, cap,
 //!   maximum server delay) must fit in `u64` nanoseconds (about 584 years), so the
 //!   jitter math works in integers with saturating arithmetic and never overflows,
@@ -24,11 +25,13 @@
 use std::time::Duration;
 
 mod builder;
+pub mod envelope;
 mod error;
 pub mod jitter;
 pub mod server_delay;
 
 pub use builder::PolicyBuilder;
+pub use envelope::{Envelope, EnvelopeRow, QuantileSource};
 pub use error::{PolicyError, PolicyField};
 pub use jitter::{Jitter, ParseJitterError, Schedule};
 
@@ -42,7 +45,7 @@ pub const MAX_DURATION: Duration = Duration::from_nanos(u64::MAX);
 
 /// A validated retry policy. Build one with [`Policy::builder`].
 ///
-/// The defaults are the first seed's: base 0.5 s, multiplier 2, cap 30 s,
+/// The defaults: base 0.5 s, multiplier 2, cap 30 s,
 /// 6 attempts (1 initial call + 5 retries), 120 s total budget, full jitter.
 /// Server-supplied delays (Retry-After) are honored but clamped to 60 s and
 /// spread by up to +10 % so a fleet told "retry in 5 s" does not come back in
