@@ -20,7 +20,7 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Run a command, retrying failures with backoff and jitter (default jitter: equal).
     Exec(exec::ExecArgs),
-    /// Show a policy's delay envelope and check it against the seed's gotchas.
+    /// Show a policy's delay envelope and check it against the known failure modes.
     Check(check::CheckArgs),
     /// One logical GET with retries; the body on stdout.
     Get(get::GetArgs),

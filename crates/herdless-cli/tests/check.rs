@@ -100,13 +100,91 @@ fn check_prints_the_envelope_per_retry() {
 #[test]
 fn check_warns_on_the_other_gotchas_and_strict_fails_on_warnings() {
     let dir = tempfile::tempdir().unwrap();
-    let file = "[policy.scanner]\ncap = \"30s\"\nrecovery_time = \"45s\"\n";
+    // Ten attempts: the chain can sleep 120 s, past the recovery, but no single
+    // backoff reaches past it.
+    let file = "[policy.scanner]\ncap = \"30s\"\nmax_attempts = 10\nrecovery_time = \"45s\"\n";
     let out = check(&dir, file, &["--policy", "scanner", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "warnings alone pass");
     let report = json(&out);
     assert_eq!(level(&report, "recovery_time"), "warn");
     assert_eq!(level(&report, "max_retry_after"), "warn");
     let out = check(&dir, file, &["--policy", "scanner", "--strict"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// A cap that covers one recovery is not enough: the retries must still be
+/// going when the shared device is back. The whole chain's worst-case sleep
+/// (the sum of its ceilings, bounded by max_elapsed) must reach recovery_time.
+#[test]
+fn check_fails_a_chain_that_gives_up_before_the_recovery_time() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty.toml"), "").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--config", "empty.toml", "--max-retry-after", "30s"];
+        args.extend_from_slice(extra);
+        let out = check(&dir, "", &args);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), text)
+    };
+
+    // Defaults: 5 retries sleep at most 0.5 + 1 + 2 + 4 + 8 = 15.5 s.
+    let (code, text) = run(&["--recovery-time", "20s"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("worst case: 15.5 s of sleep"), "{text}");
+    assert!(text.contains("error recovery_time:"), "{text}");
+    assert!(text.contains("max_attempts to 7"), "names the knob: {text}");
+    assert!(!text.contains("covers recovery_time"), "{text}");
+    assert!(text.trim_end().ends_with("FAILED"), "{text}");
+
+    // Three attempts of a 1 s base: at most 1 + 2 = 3 s, whatever the 2m cap.
+    let (code, text) = run(&[
+        "--base",
+        "1s",
+        "--max-attempts",
+        "3",
+        "--cap",
+        "2m",
+        "--recovery-time",
+        "90s",
+    ]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("error recovery_time:"), "{text}");
+    assert!(text.contains("at most 3 s"), "{text}");
+
+    // A budget shorter than the recovery: every call gives up first.
+    let (code, text) = run(&[
+        "--max-attempts",
+        "20",
+        "--max-elapsed",
+        "60s",
+        "--recovery-time",
+        "90s",
+    ]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("raise max_elapsed"), "{text}");
+
+    // Turning the named knob passes; JSON keeps the check's name.
+    let (code, text) = run(&["--recovery-time", "20s", "--max-attempts", "7"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("ok    recovery_time: cap 30 s covers recovery_time 20 s"),
+        "{text}"
+    );
+    let out = check(
+        &dir,
+        "",
+        &[
+            "--config",
+            "empty.toml",
+            "--recovery-time",
+            "20s",
+            "--format",
+            "json",
+        ],
+    );
+    let report = json(&out);
+    assert_eq!(level(&report, "recovery_time"), "error");
+    assert_eq!(report["passed"], false);
     assert_eq!(out.status.code(), Some(1));
 }
 

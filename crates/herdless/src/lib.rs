@@ -90,8 +90,8 @@ pub use fleet::{
     Breaker, Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent, Urgent,
 };
 pub use policy::{
-    Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError, PolicyField, Schedule,
-    MAX_DURATION,
+    Envelope, EnvelopeRow, Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError,
+    PolicyField, QuantileSource, Schedule, MAX_DURATION,
 };
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};

@@ -9,8 +9,8 @@
 //! | [`None`](Jitter::None) | `c` | exactly `c` |
 //! | [`Full`](Jitter::Full) | `uniform[0, c]` | `[0, c]` |
 //! | [`Equal`](Jitter::Equal) | `c/2 + uniform[0, c/2]` | `[c/2, c]` |
-//! | [`Decorrelated`](Jitter::Decorrelated) | `min(cap, uniform[base, 3 · prev])` | `[base, cap]` |
-//! | [`DecorrelatedWindow`](Jitter::DecorrelatedWindow) | `uniform[base, min(cap, 3 · prev)]` | `[base, cap]` |
+//! | [`Decorrelated`](Jitter::Decorrelated) | `min(cap, uniform[base, 3 · prev])` | `[base, min(cap, base · 3ⁿ⁺¹)]` |
+//! | [`DecorrelatedWindow`](Jitter::DecorrelatedWindow) | `uniform[base, min(cap, 3 · prev)]` | `[base, min(cap, base · 3ⁿ⁺¹)]` |
 //!
 //! The cap is applied **before** the random draw in every mode: a delay can never
 //! exceed the cap (backon and backoff add jitter after the cap, so their delays
@@ -136,19 +136,48 @@ impl Jitter {
         std::time::Duration::from_nanos(ns)
     }
 
-    /// The documented ceiling of this mode's delay for retry index `n`: `c` for
-    /// the exponential modes, the cap for the decorrelated ones.
+    /// The largest delay this mode can draw for retry index `n` (zero-based) of a
+    /// chain started with [`Schedule::new`]: `c = min(cap, base · multiplierⁿ)`
+    /// for the exponential modes, `min(cap, base · 3ⁿ⁺¹)` for the decorrelated
+    /// ones. Both are exact: some chain of draws reaches them.
+    ///
+    /// The decorrelated bound follows from the draw itself: the window of retry
+    /// `n` tops out at `min(cap, 3 · prev)`, `prev` starts at the base, and `prev`
+    /// is at most the previous retry's ceiling, so the ceiling triples per retry
+    /// from `3 · base` until it meets the cap. (A schedule resumed with
+    /// [`Schedule::at`] restarts from the base, so its delays stay below this
+    /// bound too.)
     ///
     /// ```
+    /// use std::time::Duration;
     /// use herdless::{Jitter, Policy};
-    /// let p = Policy::default();
+    /// let p = Policy::default(); // base 0.5 s, cap 30 s
     /// assert_eq!(Jitter::Full.ceiling(&p, 0), p.base());
-    /// assert_eq!(Jitter::Decorrelated.ceiling(&p, 0), p.cap());
+    /// assert_eq!(Jitter::Decorrelated.ceiling(&p, 0), Duration::from_millis(1_500));
+    /// assert_eq!(Jitter::DecorrelatedWindow.ceiling(&p, 2), Duration::from_millis(13_500));
+    /// assert_eq!(Jitter::DecorrelatedWindow.ceiling(&p, 3), p.cap());
     /// ```
     pub fn ceiling(self, policy: &Policy, n: u32) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.ceiling_ns(policy, n))
+    }
+
+    /// [`ceiling`](Self::ceiling) in nanoseconds: the one definition of both
+    /// ceilings, shared with the envelope.
+    pub(crate) fn ceiling_ns(self, policy: &Policy, n: u32) -> u64 {
         match self {
-            Jitter::Decorrelated | Jitter::DecorrelatedWindow => policy.cap(),
-            _ => policy.ceiling(n),
+            Jitter::Decorrelated | Jitter::DecorrelatedWindow => {
+                // The same saturating integer steps as `next_delay_ns`; at most
+                // 41 iterations, since the base is at least 1 ns and 3⁴¹ > u64::MAX.
+                let mut c = policy.base_ns;
+                for _ in 0..=n {
+                    c = c.saturating_mul(3);
+                    if c >= policy.cap_ns {
+                        return policy.cap_ns;
+                    }
+                }
+                c
+            }
+            _ => policy.ceiling_ns(n),
         }
     }
 }

@@ -11,7 +11,8 @@
 //!
 //! * **Two budgets.** A policy always bounds both the number of attempts and the
 //!   total elapsed time (monotonic clock). A retry loop with only one of the two
-//!   is an amplifier: it turns a hiccup into a siege.
+//!   is an amplifier: bounded attempts with slow calls can run for hours, a
+//!   bounded time with fast failures can hammer the resource thousands of times.
 //! * **Delays are nanoseconds in a `u64`.** Every delay-like field (base, cap,
 //!   maximum server delay) must fit in `u64` nanoseconds (about 584 years), so the
 //!   jitter math works in integers with saturating arithmetic and never overflows,
@@ -24,11 +25,13 @@
 use std::time::Duration;
 
 mod builder;
+pub mod envelope;
 mod error;
 pub mod jitter;
 pub mod server_delay;
 
 pub use builder::PolicyBuilder;
+pub use envelope::{Envelope, EnvelopeRow, QuantileSource};
 pub use error::{PolicyError, PolicyField};
 pub use jitter::{Jitter, ParseJitterError, Schedule};
 

@@ -1,0 +1,110 @@
+//! `herdless check [--policy NAME | policy flags]`: see a policy before deploying it.
+//!
+//! Prints the policy's **delay envelope** per retry and checks the policy
+//! against the known failure modes of a retry policy, exiting non-zero when one
+//! fails so CI can gate a policy change.
+//!
+//! # The envelope
+//!
+//! The numbers are the library's: [`herdless::Policy::envelope`] gives, per
+//! retry, the ceiling, median and p99 of the delay for the jitter mode (closed
+//! forms for none/full/equal, the library's own draws for the decorrelated
+//! modes) and the cumulative worst case; this command only renders them, at
+//! most [`MAX_ROWS`] rows. The worst case of the whole chain is the sum of the
+//! ceilings of all its retries, bounded by `max_elapsed` (the budget stops a
+//! call before a sleep would carry it past); rows past `max_elapsed` are
+//! marked.
+//!
+//! # The checks
+//!
+//! | check | level | rule |
+//! |---|---|---|
+//! | `bounded` | ok | a policy always bounds attempts and elapsed time, on the monotonic clock: a loop bounded by only one of them amplifies an outage, and a wall clock can jump |
+//! | `jitter` | warn | `none` synchronizes a fleet (unless `workers = 1`); `full` on a lone job (`workers = 1`) can retry almost at once: equal keeps a minimum gap |
+//! | `max_retry_after` | warn | absent: a hostile or misconfigured Retry-After header could park a worker (the default 60 s clamp applies, undeclared) |
+//! | `recovery_time` | **error** | the whole chain's worst-case sleep (sum of the ceilings, bounded by `max_elapsed`) is below the declared recovery time: every call gives up before the resource is back; the message names the knob (more attempts, a larger base or multiplier, a larger `max_elapsed`) |
+//! | `recovery_time` | warn | the chain reaches past the recovery time but `cap` is below it: every worker's longest backoff still lands mid-recovery and the storm resumes |
+//! | `visibility_timeout` | **error** | the worst-case call — `max_elapsed`, plus the last attempt's own run time when a per-attempt `timeout` is declared (`timeout + kill_after`) — must be at most [`VISIBILITY_SHARE`] (80 %) of the broker's visibility timeout: the 20 % margin absorbs the last attempt's start-up, broker delivery latency and clock skew between broker and worker |
+//!
+//! A cap that covers one recovery is necessary, not sufficient: with the
+//! defaults (5 retries of at most 0.5, 1, 2, 4 and 8 s) a 30 s cap never comes
+//! into play, and a 20 s recovery outlasts every call.
+//!
+//! Undeclared facts are reported as notes, never as failures. Exit status: 0
+//! when no check failed (warnings allowed), 1 when a check failed (an error, or a
+//! warning under `--strict`), 2 for usage or policy-file errors.
+//!
+//! Layout: [`args`] (the flags), [`checks`] (the rule list), [`render`] (text
+//! and JSON); this file resolves the policy and the facts and runs them.
+
+use herdless::Jitter;
+
+use crate::exit;
+use crate::policy_args::Resolved;
+
+pub mod args;
+pub mod checks;
+pub mod render;
+
+pub use args::{CheckArgs, ReportFormat};
+pub use checks::{checks, Facts, Finding, Level, VISIBILITY_SHARE};
+
+/// Envelope rows printed at most (later retries are all at the cap for the
+/// exponential modes, and stationary for the decorrelated ones).
+pub const MAX_ROWS: u32 = 30;
+
+/// Runs `herdless check`; returns the exit status.
+pub fn run(args: &CheckArgs) -> i32 {
+    let default_jitter = if args.exec {
+        crate::exec::DEFAULT_JITTER
+    } else {
+        Jitter::Full
+    };
+    let resolved = match args.policy.resolve_layered(default_jitter) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("herdless check: {e}");
+            return exit::USAGE;
+        }
+    };
+    let facts = facts(args, &resolved);
+    let envelope = resolved.policy.envelope(MAX_ROWS);
+    let findings = checks(&envelope, &facts);
+    let failed = findings
+        .iter()
+        .any(|f| f.level == Level::Error || (args.strict && f.level == Level::Warn));
+    match args.format {
+        ReportFormat::Json => {
+            println!("{}", render::json(&resolved, &envelope, &findings, !failed))
+        }
+        ReportFormat::Text => print!("{}", render::text(&resolved, &envelope, &findings, failed)),
+    }
+    if failed {
+        exit::CHECK_FAILED
+    } else {
+        exit::SUCCESS
+    }
+}
+
+/// The declared facts: flags over the policy file's.
+fn facts(args: &CheckArgs, r: &Resolved) -> Facts {
+    let t = &r.table;
+    let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
+    let grace = t
+        .kill_after
+        .as_ref()
+        .map(|a| a.value)
+        .unwrap_or(crate::exec::DEFAULT_KILL_AFTER);
+    Facts {
+        recovery_time: args
+            .recovery_time
+            .or(t.recovery_time.as_ref().map(|a| a.value)),
+        visibility_timeout: args
+            .visibility_timeout
+            .or(t.visibility_timeout.as_ref().map(|a| a.value)),
+        workers: args.workers.or(t.workers.as_ref().map(|a| a.value)),
+        attempt_limit: timeout.map(|t| (t, grace)),
+        jitter_declared: r.jitter_declared,
+        max_retry_after_declared: r.max_retry_after_declared,
+    }
+}
