@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::error::CliResult;
 use crate::{check, exec, exit, fleet, get, simulate, stub};
 
 /// Retries without the thundering herd.
@@ -36,13 +37,22 @@ pub fn run() -> i32 {
         Ok(cli) => cli,
         Err(e) => return parse_error(&e),
     };
-    match cli.command {
-        Command::Simulate(args) => simulate::run(&args),
-        Command::Exec(args) => exec::run(&args),
-        Command::Check(args) => check::run(&args),
-        Command::Get(args) => get::run(&args),
-        Command::Stub(args) => stub::run(&args),
-        Command::Fleet(args) => fleet::run(&args),
+    let (name, result): (&str, CliResult) = match cli.command {
+        Command::Simulate(args) => ("simulate", simulate::run(&args)),
+        Command::Exec(args) => ("exec", exec::run(&args)),
+        Command::Check(args) => ("check", check::run(&args)),
+        Command::Get(args) => ("get", get::run(&args)),
+        Command::Stub(args) => ("stub", stub::run(&args)),
+        Command::Fleet(args) => ("fleet", fleet::run(&args)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            if !e.message().is_empty() {
+                eprintln!("herdless {name}: {e}");
+            }
+            e.code()
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use crate::policy_args::LogFormat;
 /// A [`Notify`] hook writing each event to stderr in the chosen format.
 #[derive(Debug, Clone, Copy)]
 pub struct StderrEvents {
+    /// Text or JSON, one line per event.
     pub format: LogFormat,
 }
 

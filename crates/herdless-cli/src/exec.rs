@@ -50,6 +50,7 @@ use serde_json::Value;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::codes::{parse_codes, CodeSet};
+use crate::error::{CliError, CliResult};
 use crate::events_out::to_json;
 use crate::exit;
 use crate::policy_args::{parse_duration, LogFormat, PolicyArgs};
@@ -256,33 +257,22 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
     })
 }
 
-/// Runs `herdless exec`; returns the exit status.
-pub fn run(args: &ExecArgs) -> i32 {
-    let plan = match plan(args) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("herdless exec: {e}");
-            return exit::EXEC_USAGE;
-        }
-    };
-    let stdin = match StdinSource::open(args.stdin) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("herdless exec: cannot read stdin: {e}");
-            return exit::EXEC_USAGE;
-        }
-    };
-    let rt = match tokio::runtime::Builder::new_current_thread()
+/// Runs `herdless exec`: the child's last status, 124 when its last attempt
+/// timed out, 128 + N when interrupted by signal N.
+///
+/// # Errors
+///
+/// Usage and policy-file errors, a stdin or runtime it cannot set up (exit 125).
+pub fn run(args: &ExecArgs) -> CliResult {
+    let usage = |message: String| CliError::new(exit::EXEC_USAGE, message);
+    let plan = plan(args).map_err(|e| usage(e.to_string()))?;
+    let stdin =
+        StdinSource::open(args.stdin).map_err(|e| usage(format!("cannot read stdin: {e}")))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("herdless exec: cannot start the runtime: {e}");
-            return exit::EXEC_USAGE;
-        }
-    };
-    rt.block_on(execute(plan, stdin))
+        .map_err(|e| usage(format!("cannot start the runtime: {e}")))?;
+    Ok(rt.block_on(execute(plan, stdin)))
 }
 
 /// Shared between the attempt future, the signal loop and the event hook.

@@ -20,6 +20,7 @@ use herdless::http::{HttpRetry, SendError};
 use herdless::{Jitter, Retry};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::error::{CliError, CliResult};
 use crate::events_out::StderrEvents;
 use crate::exit;
 use crate::policy_args::{parse_duration, PolicyArgs};
@@ -76,45 +77,31 @@ pub fn parse_url(url: &str) -> Result<reqwest::Url, String> {
     }
 }
 
-/// Runs `herdless get`; returns the exit code.
-pub fn run(args: &GetArgs) -> i32 {
-    let usage = |e: String| {
-        eprintln!("herdless get: {e}");
-        exit::USAGE
-    };
-    let (policy, policy_args) = match args.policy.resolve_with_args(Jitter::Full) {
-        Ok(resolved) => resolved,
-        Err(e) => return usage(e.to_string()),
-    };
-    let url = match parse_url(&args.url) {
-        Ok(u) => u,
-        Err(e) => return usage(e),
-    };
-    let headers = match parse_headers(&args.headers) {
-        Ok(h) => h,
-        Err(e) => return usage(e),
-    };
+/// Runs `herdless get`: exit 0 with the body on stdout, 3 when a terminal
+/// status ended it, 4 when the budget ran out.
+///
+/// # Errors
+///
+/// Usage errors (exit 2), a runtime or client that cannot start, a stdout that
+/// cannot be written (exit 1).
+pub fn run(args: &GetArgs) -> CliResult {
+    let (policy, policy_args) = args
+        .policy
+        .resolve_with_args(Jitter::Full)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let url = parse_url(&args.url).map_err(CliError::usage)?;
+    let headers = parse_headers(&args.headers).map_err(CliError::usage)?;
     if args.timeout.is_zero() {
-        return usage("--timeout must be positive".into());
+        return Err(CliError::usage("--timeout must be positive"));
     }
-    let rt = match tokio::runtime::Builder::new_current_thread()
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("herdless get: cannot start the runtime: {e}");
-            return exit::FAILURE;
-        }
-    };
+        .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     rt.block_on(async {
-        let client = match reqwest::Client::builder().build() {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("herdless get: cannot build the HTTP client: {e}");
-                return exit::FAILURE;
-            }
-        };
+        let client = reqwest::Client::builder()
+            .build()
+            .map_err(|e| CliError::failure(format!("cannot build the HTTP client: {e}")))?;
         let mut retry = Retry::new(policy, HttpClassifier::default()).notify(StderrEvents {
             format: policy_args.log_format,
         });
@@ -130,24 +117,20 @@ pub fn run(args: &GetArgs) -> i32 {
         match http.send_buffered(request).await {
             Ok(response) => {
                 let mut out = std::io::stdout().lock();
-                if out
-                    .write_all(&response.body)
+                out.write_all(&response.body)
                     .and_then(|()| out.flush())
-                    .is_err()
-                {
-                    return exit::FAILURE;
-                }
-                exit::SUCCESS
+                    .map_err(|e| crate::output::write_error(&e))?;
+                Ok(exit::SUCCESS)
             }
             Err(SendError::Retry(e)) => {
-                eprintln!("herdless get: {e}");
-                if e.is_terminal() {
+                let code = if e.is_terminal() {
                     exit::TERMINAL
                 } else {
                     exit::EXHAUSTED
-                }
+                };
+                Err(CliError::new(code, e.to_string()))
             }
-            Err(e) => usage(e.to_string()),
+            Err(e) => Err(CliError::usage(e.to_string())),
         }
     })
 }

@@ -1,25 +1,30 @@
 //! The `herdless` command-line tool, as a library so integration tests and
 //! benchmarks can reach its parts.
 //!
-//! One module per subcommand ([`exec`], [`check`]); the flags shared by every
-//! retrying subcommand and their layering (file → `HERDLESS_*` → flags) are in
-//! [`policy_args`], policy files in [`config`], exit-status lists in [`codes`],
-//! the retry-event output (`--log-format`) in [`events_out`], the exit codes in
-//! [`exit`], parsing and dispatch in [`cli`].
+//! One module per subcommand: [`simulate`], [`exec`], [`check`], [`get`],
+//! [`stub`], [`fleet`] (the larger ones are folders split into arguments,
+//! running and rendering). Shared pieces: the retry flags and their layering
+//! (file → `HERDLESS_*` → flags) in [`policy_args`], policy files in
+//! [`config`], exit-status lists in [`codes`], the retry-event output
+//! (`--log-format`) in [`events_out`], the one error type in [`error`], stdout
+//! writes that never panic in [`output`], the exit codes in [`exit`], parsing
+//! and dispatch in [`cli`]. Retry decisions, metrics and capacity models live
+//! in the `herdless` and `herdless-sim` libraries, not here.
 
 #![forbid(unsafe_code)]
-#![warn(missing_debug_implementations, rust_2018_idioms)]
 
 pub mod check;
 pub mod cli;
 pub mod codes;
 pub mod config;
+pub mod error;
 pub mod events_out;
 pub mod exec;
 pub mod exit;
 pub mod fleet;
 pub mod get;
 pub mod limits;
+pub mod output;
 pub mod policy_args;
 pub mod simulate;
 pub mod stub;

@@ -22,7 +22,9 @@ use herdless_sim::{
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::error::{CliError, CliResult};
 use crate::exit;
+use crate::output::print;
 use crate::policy_args::parse_duration;
 
 /// Exit code when the figures could not be written (the table or JSON was
@@ -254,15 +256,15 @@ fn is_long(sim: &Simulation) -> bool {
     }
 }
 
-/// Runs `herdless simulate`; returns the exit code.
-pub fn run(args: &SimulateArgs) -> i32 {
-    let sim = match args.simulation() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("herdless simulate: {e}");
-            return exit::USAGE;
-        }
-    };
+/// Runs `herdless simulate`.
+///
+/// # Errors
+///
+/// Out-of-range parameters (exit 2).
+pub fn run(args: &SimulateArgs) -> CliResult {
+    let sim = args
+        .simulation()
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let show_bar = !args.json && std::io::stderr().is_terminal() && is_long(&sim);
     let result = if show_bar {
         let bar = ProgressBar::new(sim.work_units());
@@ -277,20 +279,14 @@ pub fn run(args: &SimulateArgs) -> i32 {
     } else {
         sim.run()
     };
-    let report = match result {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("herdless simulate: {e}");
-            return exit::USAGE;
-        }
-    };
+    let report = result.map_err(|e| CliError::usage(e.to_string()))?;
     if args.json {
-        println!("{}", report.to_json());
+        print(&format!("{}\n", report.to_json()))?;
     } else {
-        print!("{}", report.table());
+        print(&report.table())?;
     }
     let out = match (&args.out, args.json, args.no_plots) {
-        (_, _, true) | (None, true, _) => return exit::SUCCESS,
+        (_, _, true) | (None, true, _) => return Ok(exit::SUCCESS),
         (Some(dir), _, _) => dir.clone(),
         (None, false, false) => PathBuf::from(DEFAULT_OUT),
     };
@@ -301,13 +297,10 @@ pub fn run(args: &SimulateArgs) -> i32 {
             if args.json {
                 eprintln!("{msg}");
             } else {
-                println!("\n{msg}");
+                print(&format!("\n{msg}\n"))?;
             }
-            exit::SUCCESS
+            Ok(exit::SUCCESS)
         }
-        Err(e) => {
-            eprintln!("herdless simulate: {e}");
-            FIGURES_FAILED
-        }
+        Err(e) => Err(CliError::new(FIGURES_FAILED, e.to_string())),
     }
 }

@@ -39,7 +39,9 @@
 
 use herdless::Jitter;
 
+use crate::error::{CliError, CliResult};
 use crate::exit;
+use crate::output::print;
 use crate::policy_args::Resolved;
 
 pub mod args;
@@ -53,20 +55,21 @@ pub use checks::{checks, Facts, Finding, Level, VISIBILITY_SHARE};
 /// exponential modes, and stationary for the decorrelated ones).
 pub const MAX_ROWS: u32 = 30;
 
-/// Runs `herdless check`; returns the exit status.
-pub fn run(args: &CheckArgs) -> i32 {
+/// Runs `herdless check`: exit 0 when no check failed, 1 when one did.
+///
+/// # Errors
+///
+/// Usage and policy-file errors (exit 2), a stdout that cannot be written.
+pub fn run(args: &CheckArgs) -> CliResult {
     let default_jitter = if args.exec {
         crate::exec::DEFAULT_JITTER
     } else {
         Jitter::Full
     };
-    let resolved = match args.policy.resolve_layered(default_jitter) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("herdless check: {e}");
-            return exit::USAGE;
-        }
-    };
+    let resolved = args
+        .policy
+        .resolve_layered(default_jitter)
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let facts = facts(args, &resolved);
     let envelope = resolved.policy.envelope(MAX_ROWS);
     let findings = checks(&envelope, &facts);
@@ -74,16 +77,17 @@ pub fn run(args: &CheckArgs) -> i32 {
         .iter()
         .any(|f| f.level == Level::Error || (args.strict && f.level == Level::Warn));
     match args.format {
-        ReportFormat::Json => {
-            println!("{}", render::json(&resolved, &envelope, &findings, !failed))
-        }
-        ReportFormat::Text => print!("{}", render::text(&resolved, &envelope, &findings, failed)),
+        ReportFormat::Json => print(&format!(
+            "{}\n",
+            render::json(&resolved, &envelope, &findings, !failed)
+        ))?,
+        ReportFormat::Text => print(&render::text(&resolved, &envelope, &findings, failed))?,
     }
-    if failed {
+    Ok(if failed {
         exit::CHECK_FAILED
     } else {
         exit::SUCCESS
-    }
+    })
 }
 
 /// The declared facts: flags over the policy file's.

@@ -67,7 +67,7 @@ const KILL_REAP: Duration = Duration::from_secs(1);
 
 /// Makes herdless the reaper of its descendants' orphans (Linux; elsewhere a
 /// no-op), so that [`reap_group`] can empty an attempt's group.
-pub fn adopt_orphans() {
+pub(crate) fn adopt_orphans() {
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_child_subreaper(true);
 }
@@ -75,7 +75,7 @@ pub fn adopt_orphans() {
 /// Reaps every exited member of group `pgid` that is herdless's child (adopted
 /// orphans). Call only once the group's leader has been reaped by tokio, so its
 /// status is not taken from it.
-pub fn reap_group(pgid: Pid) {
+pub(crate) fn reap_group(pgid: Pid) {
     use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
     loop {
         match waitid(Id::PGid(pgid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG) {
@@ -86,25 +86,29 @@ pub fn reap_group(pgid: Pid) {
 }
 
 /// Whether any process of group `pgid` still exists (zombies included).
-pub fn group_alive(pgid: Pid) -> bool {
+pub(crate) fn group_alive(pgid: Pid) -> bool {
     killpg(pgid, None).is_ok()
 }
 
 /// Whether the group still has members once its exited members are reaped.
 /// Only after the leader has been reaped.
-pub fn group_remains(pgid: Pid) -> bool {
+pub(crate) fn group_remains(pgid: Pid) -> bool {
     reap_group(pgid);
     group_alive(pgid)
 }
 
 /// Sends `signal` to the group, ignoring a group that is already gone.
-pub fn signal_group(pgid: Pid, signal: Signal) {
+pub(crate) fn signal_group(pgid: Pid, signal: Signal) {
     let _ = killpg(pgid, signal);
 }
 
 /// Ends the group led by `child`: `SIGTERM`, up to `grace` for every member to
 /// exit, then `SIGKILL`. Returns the child's status (reaped).
-pub async fn end_group(pgid: Pid, child: &mut Child, grace: Duration) -> io::Result<ExitStatus> {
+pub(crate) async fn end_group(
+    pgid: Pid,
+    child: &mut Child,
+    grace: Duration,
+) -> io::Result<ExitStatus> {
     signal_group(pgid, Signal::SIGTERM);
     signal_group(pgid, Signal::SIGCONT);
     // A grace too large to add to the clock is as good as "wait for the child".
@@ -135,7 +139,7 @@ pub async fn end_group(pgid: Pid, child: &mut Child, grace: Duration) -> io::Res
 }
 
 /// The exit status as a shell shows it: the code, or 128 + the signal number.
-pub fn shell_status(status: ExitStatus) -> i32 {
+pub(crate) fn shell_status(status: ExitStatus) -> i32 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,
@@ -145,14 +149,14 @@ pub fn shell_status(status: ExitStatus) -> i32 {
 
 /// The terminal's foreground, handed to an attempt's group and taken back.
 #[derive(Debug)]
-pub struct Foreground {
+pub(crate) struct Foreground {
     ours: Pid,
 }
 
 impl Foreground {
     /// When stdin is a terminal whose foreground group is herdless's: hands the
     /// terminal to `pgid`, and wakes the group in case it already read it.
-    pub fn hand_to(pgid: Pid) -> Option<Foreground> {
+    pub(crate) fn hand_to(pgid: Pid) -> Option<Foreground> {
         let stdin = io::stdin();
         let ours = getpgrp();
         match tcgetpgrp(stdin.as_fd()) {
@@ -166,7 +170,7 @@ impl Foreground {
 
     /// Whether the child `pid` is stopped (Ctrl-Z, `SIGTTIN`…), without reaping
     /// or consuming anything (`WNOWAIT`).
-    pub fn child_stopped(pid: Pid) -> bool {
+    pub(crate) fn child_stopped(pid: Pid) -> bool {
         use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
         matches!(
             waitid(
@@ -180,7 +184,7 @@ impl Foreground {
     /// The child's group was stopped while holding the terminal: take the
     /// terminal back, stop herdless too (the shell sees the job stopped), and on
     /// `SIGCONT` give the terminal back to the group and continue it.
-    pub fn suspend(&self, pgid: Pid) {
+    pub(crate) fn suspend(&self, pgid: Pid) {
         self.take_back();
         // Consume the stop report so the next stop is seen afresh.
         {
@@ -197,7 +201,7 @@ impl Foreground {
     }
 
     /// Takes the terminal back for herdless's group.
-    pub fn restore(self) {
+    pub(crate) fn restore(self) {
         self.take_back();
     }
 

@@ -64,7 +64,7 @@ pub enum BudgetKind {
 
 /// The fleet-level pieces every worker shares.
 #[derive(Debug, Clone, Default)]
-pub struct Guards {
+pub struct GuardFlags {
     /// The shared retry budget.
     pub budget: Option<Arc<RetryBudget>>,
     /// The shared breaker.
@@ -77,7 +77,7 @@ pub struct Guards {
 
 /// The strategy a report was made with (echoed in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Strategy {
+pub struct FleetStrategy {
     /// `none`, `grpc` or `aws`.
     pub retry_budget: BudgetKind,
     /// The budget's capacity in tokens (null without a budget).
@@ -96,7 +96,7 @@ impl FleetArgs {
     /// # Errors
     ///
     /// A message for an invalid budget size or urgent deadline.
-    pub fn guards(&self) -> Result<(Guards, Strategy), String> {
+    pub fn guards(&self) -> Result<(GuardFlags, FleetStrategy), String> {
         let budget = match (self.retry_budget, self.budget_tokens) {
             (BudgetKind::None, Some(_)) => {
                 return Err("--budget-tokens needs --retry-budget grpc|aws".into())
@@ -136,14 +136,14 @@ impl FleetArgs {
                 .min(self.workers),
             None => 0,
         };
-        let strategy = Strategy {
+        let strategy = FleetStrategy {
             retry_budget: self.retry_budget,
             budget_tokens: budget.as_ref().map(RetryBudget::max_tokens),
             breaker: self.breaker,
             urgent_s: self.urgent.map(|d| d.as_secs_f64()),
             urgent_workers,
         };
-        let guards = Guards {
+        let guards = GuardFlags {
             budget: budget.map(Arc::new),
             breaker: self
                 .breaker
@@ -185,7 +185,7 @@ mod tests {
         let (g, s) = parse(&["--breaker", "3", "--probe-wait", "200ms"]).unwrap();
         let b = g.breaker.unwrap();
         assert_eq!(
-            (b.threshold(), b.get_probe_wait()),
+            (b.threshold(), b.probe_wait_time()),
             (3, Duration::from_millis(200))
         );
         assert_eq!(s.breaker, Some(3));

@@ -73,40 +73,37 @@ use std::io::IsTerminal;
 
 use herdless::Jitter;
 
-pub use args::{BudgetKind, FleetArgs, Guards, Strategy};
+pub use args::{BudgetKind, FleetArgs, FleetStrategy, GuardFlags};
 pub use herdless_sim::metrics::BUCKET;
 pub use render::render_text;
-pub use report::{summarize, Bucket, GiveUps, Peak, Report};
+pub use report::{summarize, Bucket, FleetReport, GiveUps, PeakReport};
 pub use run::{run_fleet, AttemptAt, Outcome, WorkerEnd};
 
+use crate::error::{CliError, CliResult};
 use crate::get::parse_url;
+use crate::output::print;
 use crate::{exit, limits};
 
-/// Runs `herdless fleet`; returns the exit code: 0 when every worker
-/// succeeded, 4 when any exhausted its budget, else 3 when any ended terminal.
-pub fn run(args: &FleetArgs) -> i32 {
-    let usage = |e: String| {
-        eprintln!("herdless fleet: {e}");
-        exit::USAGE
-    };
-    let (policy, policy_args) = match args.policy.resolve_with_args(Jitter::Full) {
-        Ok(resolved) => resolved,
-        Err(e) => return usage(e.to_string()),
-    };
-    let url = match parse_url(&args.url) {
-        Ok(u) => u,
-        Err(e) => return usage(e),
-    };
+/// Runs `herdless fleet`: exit 0 when every worker succeeded, 4 when any
+/// exhausted its budget, else 3 when any ended terminal.
+///
+/// # Errors
+///
+/// Usage errors (exit 2), a runtime that cannot start or a stdout that cannot
+/// be written (exit 1).
+pub fn run(args: &FleetArgs) -> CliResult {
+    let (policy, policy_args) = args
+        .policy
+        .resolve_with_args(Jitter::Full)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let url = parse_url(&args.url).map_err(CliError::usage)?;
     if args.workers == 0 {
-        return usage("--workers must be at least 1".into());
+        return Err(CliError::usage("--workers must be at least 1"));
     }
     if args.timeout.is_zero() {
-        return usage("--timeout must be positive".into());
+        return Err(CliError::usage("--timeout must be positive"));
     }
-    let (guards, strategy) = match args.guards() {
-        Ok(g) => g,
-        Err(e) => return usage(e),
-    };
+    let (guards, strategy) = args.guards().map_err(CliError::usage)?;
     if let Some(limit) = limits::raise_nofile_limit() {
         if limit < u64::from(args.workers) + 64 {
             eprintln!(
@@ -128,13 +125,8 @@ pub fn run(args: &FleetArgs) -> i32 {
         }
         bar
     });
-    let rt = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("herdless fleet: cannot start the runtime: {e}");
-            return exit::FAILURE;
-        }
-    };
+    let rt = tokio::runtime::Runtime::new()
+        .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     let report = rt.block_on(run_fleet(
         url,
         args.workers,
@@ -145,29 +137,18 @@ pub fn run(args: &FleetArgs) -> i32 {
         strategy,
         progress,
     ));
-    let report = match report {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("herdless fleet: {e}");
-            return exit::FAILURE;
-        }
-    };
+    let report = report.map_err(CliError::failure)?;
     if args.json {
-        match serde_json::to_string(&report) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("herdless fleet: {e}");
-                return exit::FAILURE;
-            }
-        }
+        let json = serde_json::to_string(&report).map_err(|e| CliError::failure(e.to_string()))?;
+        print(&format!("{json}\n"))?;
     } else {
-        print!("{}", render_text(&report));
+        print(&render_text(&report))?;
     }
-    if report.succeeded == report.workers {
+    Ok(if report.succeeded == report.workers {
         exit::SUCCESS
     } else if report.exhausted > 0 {
         exit::EXHAUSTED
     } else {
         exit::TERMINAL
-    }
+    })
 }

@@ -2,10 +2,10 @@
 
 use herdless_sim::metrics::BUCKET;
 
-use super::report::Report;
+use super::report::FleetReport;
 
 /// The report as text.
-pub fn render_text(r: &Report) -> String {
+pub fn render_text(r: &FleetReport) -> String {
     let mut s = String::new();
     let pct = |x: f64| x * 100.0;
     s.push_str(&format!("workers      {}\n", r.workers));

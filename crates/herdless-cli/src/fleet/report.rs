@@ -8,7 +8,7 @@ use herdless::GiveUp;
 use herdless_sim::metrics::{self, Timeline, BUCKET};
 use serde::Serialize;
 
-use super::args::Strategy;
+use super::args::FleetStrategy;
 use super::run::{AttemptAt, Outcome, WorkerEnd};
 
 /// Give-ups by reason.
@@ -35,7 +35,7 @@ pub struct Bucket {
 
 /// The busiest 100 ms window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Peak {
+pub struct PeakReport {
     /// Attempts started in it.
     pub attempts: u64,
     /// `attempts` over all the attempts counted (the share of attempts).
@@ -49,9 +49,9 @@ pub struct Peak {
 
 /// The fleet's report (`--json` prints exactly this).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
+pub struct FleetReport {
     /// The fleet-level pieces in use.
-    pub strategy: Strategy,
+    pub strategy: FleetStrategy,
     /// Number of workers.
     pub workers: u64,
     /// Workers whose call succeeded.
@@ -83,13 +83,13 @@ pub struct Report {
     pub budget_tokens_left: Option<f64>,
     /// Busiest 100 ms window of give-ups (exhausted calls' ends): a budget
     /// cliff shows as one window holding most of them.
-    pub give_ups_peak_100ms: Peak,
+    pub give_ups_peak_100ms: PeakReport,
     /// `calls / duration_s`.
     pub attempts_per_s: f64,
     /// Busiest 100 ms window over all attempts.
-    pub peak_100ms: Peak,
+    pub peak_100ms: PeakReport,
     /// Busiest 100 ms window over retries only.
-    pub peak_100ms_retries: Peak,
+    pub peak_100ms_retries: PeakReport,
     /// Attempts per fixed 100 ms bucket, from 0 to the last attempt.
     pub histogram: Vec<Bucket>,
 }
@@ -107,9 +107,9 @@ pub fn summarize(
     ends: &[WorkerEnd],
     attempts: &[AttemptAt],
     duration: Duration,
-    strategy: Strategy,
+    strategy: FleetStrategy,
     budget_tokens_left: Option<f64>,
-) -> Report {
+) -> FleetReport {
     let workers = ends.len() as u64;
     let count = |o: Outcome| ends.iter().filter(|x| x.outcome == o).count() as u64;
     let reason = |r: GiveUp| ends.iter().filter(|x| x.reason == Some(r)).count() as u64;
@@ -143,7 +143,7 @@ pub fn summarize(
     let ratio = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
     let peak = |times: &Timeline| {
         let p = times.peak(BUCKET);
-        Peak {
+        PeakReport {
             attempts: p.count,
             share_of_attempts: ratio(p.count, times.len() as u64),
             share_of_fleet: ratio(p.count, workers),
@@ -161,7 +161,7 @@ pub fn summarize(
         })
         .collect();
     let duration_s = duration.as_secs_f64();
-    Report {
+    FleetReport {
         strategy,
         workers,
         succeeded: count(Outcome::Succeeded),
@@ -219,7 +219,7 @@ mod tests {
             at(250, 2, 0),
             at(310, 2, 1),
         ];
-        let strategy = Strategy {
+        let strategy = FleetStrategy {
             retry_budget: BudgetKind::Grpc,
             budget_tokens: Some(10.0),
             breaker: None,
@@ -296,7 +296,7 @@ mod tests {
             reason: None,
             end_ns: 400_000_000,
         }];
-        let strategy = Strategy {
+        let strategy = FleetStrategy {
             retry_budget: BudgetKind::None,
             budget_tokens: None,
             breaker: None,

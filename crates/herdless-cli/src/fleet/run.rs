@@ -8,8 +8,8 @@ use herdless::http::client::HttpClassifier;
 use herdless::http::{HttpRetry, SendError};
 use herdless::{GiveUp, Policy, Retry};
 
-use super::args::{Guards, Strategy};
-use super::report::{summarize, Report};
+use super::args::{FleetStrategy, GuardFlags};
+use super::report::{summarize, FleetReport};
 use crate::events_out::StderrEvents;
 use crate::policy_args::PolicyArgs;
 
@@ -60,10 +60,10 @@ pub async fn run_fleet(
     policy: Policy,
     timeout: Duration,
     args: &PolicyArgs,
-    guards: Guards,
-    strategy: Strategy,
+    guards: GuardFlags,
+    strategy: FleetStrategy,
     progress: Option<indicatif::ProgressBar>,
-) -> Result<Report, String> {
+) -> Result<FleetReport, String> {
     let client = reqwest::Client::builder()
         .connect_timeout(timeout)
         .build()

@@ -1,4 +1,4 @@
-//! The [`Admission`] trait (whether the stub serves an arrival) and the
+//! The [`Rule`] trait (whether the stub serves an arrival) and the
 //! simple admissions: the outage, fail-first, fail-every and the capacity.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,7 +47,7 @@ impl Verdict {
 }
 
 /// Decides whether the stub serves an arrival. See the [`herdless stub` docs](super#admission-is-a-replaceable-component).
-pub trait Admission: Send + Sync + 'static {
+pub trait Rule: Send + Sync + 'static {
     /// The verdict on `arrival`.
     fn admit(&self, arrival: &Arrival<'_>) -> Verdict;
 }
@@ -63,7 +63,7 @@ pub struct Outage {
     pub retry_after: Option<HeaderValue>,
 }
 
-impl Admission for Outage {
+impl Rule for Outage {
     fn admit(&self, a: &Arrival<'_>) -> Verdict {
         if a.since_start < self.duration {
             Verdict::reject(self.status, self.retry_after.clone())
@@ -75,7 +75,7 @@ impl Admission for Outage {
 
 /// Rejects each client's first `k` requests.
 #[derive(Debug, Clone)]
-pub struct FailFirst {
+pub struct FailFirstPerWorker {
     /// How many requests of each client fail.
     pub k: u64,
     /// The rejection.
@@ -84,7 +84,7 @@ pub struct FailFirst {
     pub retry_after: Option<HeaderValue>,
 }
 
-impl Admission for FailFirst {
+impl Rule for FailFirstPerWorker {
     fn admit(&self, a: &Arrival<'_>) -> Verdict {
         if a.nth_for_worker <= self.k {
             Verdict::reject(self.status, self.retry_after.clone())
@@ -115,7 +115,7 @@ impl FailEvery {
     }
 }
 
-impl Admission for FailEvery {
+impl Rule for FailEvery {
     fn admit(&self, _: &Arrival<'_>) -> Verdict {
         let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
         if n % self.k == 0 {
@@ -152,7 +152,7 @@ impl Capacity {
     }
 }
 
-impl Admission for Capacity {
+impl Rule for Capacity {
     fn admit(&self, a: &Arrival<'_>) -> Verdict {
         let now_ns = u64::try_from(a.since_start.as_nanos()).unwrap_or(u64::MAX);
         let admitted = self

@@ -2,13 +2,13 @@
 
 use axum::http::{HeaderValue, StatusCode};
 
-use super::admission::{Admission, Arrival, Capacity, FailEvery, FailFirst, Outage, Verdict};
+use super::admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
 use super::args::{pushback_enabled, StubArgs};
 use super::pushback::Pushback;
 
 /// Asks each admission in order; the first rejection wins.
 #[derive(Default)]
-pub struct Chain(pub Vec<Box<dyn Admission>>);
+pub struct Chain(pub Vec<Box<dyn Rule>>);
 
 impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -16,7 +16,7 @@ impl std::fmt::Debug for Chain {
     }
 }
 
-impl Admission for Chain {
+impl Rule for Chain {
     fn admit(&self, a: &Arrival<'_>) -> Verdict {
         for admission in &self.0 {
             let v = admission.admit(a);
@@ -52,7 +52,7 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
         (true, Some(n)) => Some(Pushback::new(n, args.horizon, args.outage, status)?),
         _ => None,
     };
-    let mut chain: Vec<Box<dyn Admission>> = Vec::new();
+    let mut chain: Vec<Box<dyn Rule>> = Vec::new();
     if let Some(duration) = args.outage {
         match &pushback {
             Some(p) => chain.push(Box::new(p.outage_gate())),
@@ -64,7 +64,7 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
         }
     }
     if args.fail_first > 0 {
-        chain.push(Box::new(FailFirst {
+        chain.push(Box::new(FailFirstPerWorker {
             k: u64::from(args.fail_first),
             status,
             retry_after: retry_after.clone(),

@@ -11,15 +11,15 @@
 //! all as JSON. The first stdout line is `listening on 127.0.0.1:PORT` (port 0,
 //! the default, picks a free one); SIGINT or SIGTERM shut it down cleanly.
 //!
-//! # Admission is a replaceable component
+//! # Admission rules are replaceable components
 //!
-//! Whether a request is served or rejected is decided by an [`Admission`]
+//! Whether a request is served or rejected is decided by an [`Rule`]
 //! implementation, nothing else: the handler records the arrival, asks the
 //! admission, answers. The stub chains up to four ([`Chain`], first rejection
 //! wins):
 //!
 //! 1. the outage: rejects everything for `--outage` after start;
-//! 2. [`FailFirst`]: rejects each client's first `--fail-first` requests (the
+//! 2. [`FailFirstPerWorker`]: rejects each client's first `--fail-first` requests (the
 //!    client is named by `X-Worker-Id`; requests without it share one name);
 //! 3. [`FailEvery`]: rejects every `--fail-every`-th request (a healthy
 //!    endpoint with a small, steady error rate: 1 / K of all requests);
@@ -58,7 +58,7 @@
 //! plain 503 when the bucket is empty — e.g. the very first request after
 //! start or after the outage.
 //!
-//! The stub answers through the [`Admission`] chain rather than by putting the
+//! The stub answers through the [`Rule`] chain rather than by putting the
 //! tower layer in front of the router because every arrival, rejected ones
 //! included, must be recorded in `/stats` with the status it got — a layer
 //! that answers before the handler would hide its rejections from the book.
@@ -79,7 +79,7 @@
 //!
 //! # Layout
 //!
-//! `args.rs` (the flags: [`StubArgs`]), `admission.rs` (the [`Admission`]
+//! `args.rs` (the flags: [`StubArgs`]), `admission.rs` (the [`Rule`]
 //! trait and the simple admissions), `pushback.rs` ([`Pushback`]), `chain.rs`
 //! (the chain the flags build: [`admission_from_args`]), `server.rs` (the
 //! HTTP server and `/stats`: [`Stub`]); this file is the command's entry,
@@ -91,49 +91,31 @@ mod chain;
 mod pushback;
 mod server;
 
-pub use admission::{Admission, Arrival, Capacity, FailEvery, FailFirst, Outage, Verdict};
+pub use admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
 pub use args::{pushback_enabled, StubArgs, Switch};
 pub use chain::{admission_from_args, Chain};
 pub use pushback::Pushback;
 pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub};
 
+use crate::error::{CliError, CliResult};
 use crate::{exit, limits};
 
-/// Runs `herdless stub`; returns the exit code.
-pub fn run(args: &StubArgs) -> i32 {
-    let admission = match admission_from_args(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("herdless stub: {e}");
-            return exit::USAGE;
-        }
-    };
+/// Runs `herdless stub` until SIGINT or SIGTERM.
+///
+/// # Errors
+///
+/// Usage errors (exit 2), a port or runtime it cannot get (exit 1).
+pub fn run(args: &StubArgs) -> CliResult {
+    let admission = admission_from_args(args).map_err(CliError::usage)?;
     limits::raise_nofile_limit();
-    let rt = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("herdless stub: cannot start the runtime: {e}");
-            return exit::FAILURE;
-        }
-    };
+    let rt = tokio::runtime::Runtime::new()
+        .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     rt.block_on(async {
-        let listener = match Stub::bind(args.port) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!(
-                    "herdless stub: cannot listen on 127.0.0.1:{}: {e}",
-                    args.port
-                );
-                return exit::FAILURE;
-            }
-        };
-        let (stub, task) = match Stub::start(listener, admission, shutdown_signal()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("herdless stub: {e}");
-                return exit::FAILURE;
-            }
-        };
+        let listener = Stub::bind(args.port).map_err(|e| {
+            CliError::failure(format!("cannot listen on 127.0.0.1:{}: {e}", args.port))
+        })?;
+        let (stub, task) = Stub::start(listener, admission, shutdown_signal())
+            .map_err(|e| CliError::failure(e.to_string()))?;
         {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -146,16 +128,10 @@ pub fn run(args: &StubArgs) -> i32 {
                     "herdless stub: shut down after {} arrivals",
                     stub.stats().total
                 );
-                exit::SUCCESS
+                Ok(exit::SUCCESS)
             }
-            Ok(Err(e)) => {
-                eprintln!("herdless stub: {e}");
-                exit::FAILURE
-            }
-            Err(e) => {
-                eprintln!("herdless stub: server task failed: {e}");
-                exit::FAILURE
-            }
+            Ok(Err(e)) => Err(CliError::failure(e.to_string())),
+            Err(e) => Err(CliError::failure(format!("server task failed: {e}"))),
         }
     })
 }

@@ -1,4 +1,4 @@
-//! Server-guided pushback: the library's slot allocator as an [`Admission`].
+//! Server-guided pushback: the library's slot allocator as an [`Rule`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,7 +7,7 @@ use axum::http::{HeaderValue, StatusCode};
 use herdless::fleet::pushback::{Allotment, SlotAllocator};
 use herdless_sim::endpoint::TokenBucket;
 
-use super::admission::{Admission, Arrival, Verdict};
+use super::admission::{Arrival, Rule, Verdict};
 
 /// Server-guided pushback: the library's [`SlotAllocator`] on the stub's clock
 /// (time since start). See the [`herdless stub` docs](super#server-guided-pushback-the-default-with---capacity).
@@ -76,7 +76,7 @@ impl Pushback {
     }
 }
 
-impl Admission for Pushback {
+impl Rule for Pushback {
     fn admit(&self, a: &Arrival<'_>) -> Verdict {
         let mut alloc = self.alloc.lock().unwrap_or_else(|p| p.into_inner());
         let in_outage = alloc.in_outage(a.since_start);

@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use herdless::http::RETRY_AFTER_MS;
 use serde::Serialize;
 
-use super::admission::{Admission, Arrival, Verdict};
+use super::admission::{Arrival, Rule, Verdict};
 
 /// One recorded arrival (an element of `/stats`'s `arrivals`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -45,7 +45,7 @@ struct Book {
 
 struct Shared {
     start: Instant,
-    admission: Box<dyn Admission>,
+    admission: Box<dyn Rule>,
     book: Mutex<Book>,
 }
 
@@ -84,7 +84,7 @@ impl Stub {
     /// The listener's address error.
     pub fn start(
         listener: tokio::net::TcpListener,
-        admission: impl Admission,
+        admission: impl Rule,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
         let addr = listener.local_addr()?;

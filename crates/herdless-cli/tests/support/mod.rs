@@ -7,7 +7,7 @@ use herdless_cli::stub::{admission_from_args, Stub};
 
 /// Starts a stub with `herdless stub` flags on 127.0.0.1 port 0; returns it and
 /// its device URL. It stops when the test's runtime ends.
-pub fn start_stub(flags: &[&str]) -> (Stub, String) {
+pub(crate) fn start_stub(flags: &[&str]) -> (Stub, String) {
     let argv = ["herdless", "stub"].iter().chain(flags);
     let Command::Stub(args) = Cli::try_parse_from(argv).unwrap().command else {
         unreachable!()

@@ -568,7 +568,7 @@ impl Engine {
     /// Whether the retry being decided goes through the escape lane: the first
     /// `quota` retries of an urgent call (the `k`-th retry follows attempt `k`).
     fn bypasses<N>(&self, cx: &Context<'_, N>) -> bool {
-        cx.urgent.is_some_and(|u| self.attempts <= u.get_quota())
+        cx.urgent.is_some_and(|u| self.attempts <= u.retry_quota())
     }
 
     fn spent_cause(&self) -> RetryCause {

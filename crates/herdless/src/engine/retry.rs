@@ -215,7 +215,7 @@ impl<C, T, N> Retry<C, T, N> {
     ///
     /// ```
     /// let r = herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).task_id("ingest-9");
-    /// assert_eq!(r.get_task_id(), "ingest-9");
+    /// assert_eq!(r.task(), "ingest-9");
     /// ```
     pub fn task_id(mut self, task_id: impl Into<Cow<'static, str>>) -> Self {
         self.task_id = task_id.into();
@@ -226,9 +226,9 @@ impl<C, T, N> Retry<C, T, N> {
     ///
     /// ```
     /// let r = herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry);
-    /// assert_eq!(r.get_task_id(), "");
+    /// assert_eq!(r.task(), "");
     /// ```
-    pub fn get_task_id(&self) -> &str {
+    pub fn task(&self) -> &str {
         &self.task_id
     }
 
@@ -388,27 +388,27 @@ impl<C, T, N> Retry<C, T, N> {
     /// The shared retry budget, if any.
     ///
     /// ```
-    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).get_budget().is_none());
+    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).shared_budget().is_none());
     /// ```
-    pub fn get_budget(&self) -> Option<&Arc<RetryBudget>> {
+    pub fn shared_budget(&self) -> Option<&Arc<RetryBudget>> {
         self.budget.as_ref()
     }
 
     /// The shared breaker, if any.
     ///
     /// ```
-    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).get_breaker().is_none());
+    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).shared_breaker().is_none());
     /// ```
-    pub fn get_breaker(&self) -> Option<&Arc<Breaker>> {
+    pub fn shared_breaker(&self) -> Option<&Arc<Breaker>> {
         self.breaker.as_ref()
     }
 
     /// The urgency, if the calls are urgent.
     ///
     /// ```
-    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).get_urgent().is_none());
+    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).urgency().is_none());
     /// ```
-    pub fn get_urgent(&self) -> Option<Urgent> {
+    pub fn urgency(&self) -> Option<Urgent> {
         self.urgent
     }
 }

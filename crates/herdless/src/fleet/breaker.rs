@@ -182,7 +182,7 @@ impl Breaker {
     ///
     /// ```
     /// let b = herdless::Breaker::new(3).probe_wait(std::time::Duration::from_millis(50));
-    /// assert_eq!(b.get_probe_wait().as_millis(), 50);
+    /// assert_eq!(b.probe_wait_time().as_millis(), 50);
     /// ```
     pub fn probe_wait(mut self, wait: Duration) -> Self {
         self.wait = wait;
@@ -192,9 +192,9 @@ impl Breaker {
     /// The configured probe wait.
     ///
     /// ```
-    /// assert_eq!(herdless::Breaker::new(3).get_probe_wait().as_secs(), 1);
+    /// assert_eq!(herdless::Breaker::new(3).probe_wait_time().as_secs(), 1);
     /// ```
-    pub fn get_probe_wait(&self) -> Duration {
+    pub fn probe_wait_time(&self) -> Duration {
         self.wait
     }
 

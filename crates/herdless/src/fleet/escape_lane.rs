@@ -58,7 +58,7 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// let u = herdless::Urgent::new(Duration::from_millis(300)).quota(1);
 /// assert_eq!(u.deadline(), Duration::from_millis(300));
-/// assert_eq!(u.get_quota(), 1);
+/// assert_eq!(u.retry_quota(), 1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Urgent {
@@ -71,7 +71,7 @@ impl Urgent {
     /// quota of 2 bypassing retries.
     ///
     /// ```
-    /// assert_eq!(herdless::Urgent::new(std::time::Duration::from_secs(1)).get_quota(), 2);
+    /// assert_eq!(herdless::Urgent::new(std::time::Duration::from_secs(1)).retry_quota(), 2);
     /// ```
     pub fn new(deadline: Duration) -> Self {
         Urgent { deadline, quota: 2 }
@@ -81,7 +81,7 @@ impl Urgent {
     ///
     /// ```
     /// let u = herdless::Urgent::new(std::time::Duration::from_secs(1)).quota(0);
-    /// assert_eq!(u.get_quota(), 0); // deadline only
+    /// assert_eq!(u.retry_quota(), 0); // deadline only
     /// ```
     pub fn quota(mut self, quota: u32) -> Self {
         self.quota = quota;
@@ -100,9 +100,9 @@ impl Urgent {
     /// The per-call quota of bypassing retries.
     ///
     /// ```
-    /// assert_eq!(herdless::Urgent::new(std::time::Duration::ZERO).quota(5).get_quota(), 5);
+    /// assert_eq!(herdless::Urgent::new(std::time::Duration::ZERO).quota(5).retry_quota(), 5);
     /// ```
-    pub fn get_quota(&self) -> u32 {
+    pub fn retry_quota(&self) -> u32 {
         self.quota
     }
 }

@@ -250,7 +250,7 @@ impl SlotAllocator {
     /// ```
     /// use std::time::Duration;
     /// let a = herdless::fleet::pushback::SlotAllocator::new(100.0, Duration::from_secs(9))?.burst(0);
-    /// assert_eq!(a.get_burst(), 1);
+    /// assert_eq!(a.burst_size(), 1);
     /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn burst(mut self, burst: u32) -> Self {
@@ -351,10 +351,10 @@ impl SlotAllocator {
     ///
     /// ```
     /// use std::time::Duration;
-    /// assert_eq!(herdless::fleet::pushback::SlotAllocator::new(250.0, Duration::from_secs(1))?.get_burst(), 25);
+    /// assert_eq!(herdless::fleet::pushback::SlotAllocator::new(250.0, Duration::from_secs(1))?.burst_size(), 25);
     /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
-    pub fn get_burst(&self) -> u32 {
+    pub fn burst_size(&self) -> u32 {
         self.burst
     }
 

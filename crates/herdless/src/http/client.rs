@@ -447,7 +447,7 @@ impl<T, N> HttpRetry<T, N> {
     /// let retry = Retry::new(Policy::default(), HttpClassifier::new(StatusClassifier::new().retry(409)))
     ///     .task_id("scan-7");
     /// let h = HttpRetry::from_retry(retry);
-    /// assert_eq!(h.retry().get_task_id(), "scan-7");
+    /// assert_eq!(h.retry().task(), "scan-7");
     /// ```
     pub fn from_retry(retry: Retry<HttpClassifier, T, N>) -> Self {
         Self {

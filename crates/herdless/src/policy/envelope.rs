@@ -287,7 +287,6 @@ impl Policy {
     /// memory. The totals take at most [`Envelope::EXACT_TERMS`] steps.
     ///
     /// ```
-    /// use std::time::Duration;
     /// use herdless::{Jitter, Policy};
     ///
     /// let p = Policy::builder().jitter(Jitter::DecorrelatedWindow).max_attempts(8).build()?;
