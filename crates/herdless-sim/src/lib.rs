@@ -1,12 +1,10 @@
 //! # herdless-sim: see the storm and its cure
 //!
 //! A discrete-event simulator of fleets of retrying clients, in virtual time
-//! (nothing sleeps), that draws every delay from the herdless library itself:
-//! [`Policy::next_delay`](herdless::Policy::next_delay) on each client's
-//! 16-byte [`Schedule`](herdless::Schedule), [`Policy::server_delay`](herdless::Policy::server_delay)
-//! for server-supplied delays and [`Policy::may_retry`](herdless::Policy::may_retry)
-//! for the budget, with the library's [`Rng`](herdless::Rng). It measures what
-//! ships, not a copy of the math. A run is deterministic for a given seed.
+//! (nothing sleeps), in which every client carries the herdless library's own
+//! decision engine ([`herdless::engine::Engine`]) and every retry decision is
+//! made by it, with the library's [`Rng`](herdless::Rng). It measures what
+//! ships, not a copy of the decision. A run is deterministic for a given seed.
 //!
 //! ```
 //! use herdless_sim::{Config, OutageParams, Simulation, StrategyKind, Report};

@@ -2,7 +2,7 @@
 //!
 //! A [`StrategyKind`] names a strategy (its CLI name is what `--jitter`
 //! accepts); a [`Strategy`] is a kind resolved against a scenario's base
-//! [`Policy`]; a [`Retrier`] is the per-run decision maker built from it.
+//! [`Policy`]: the policy every client's engine decides with.
 //!
 //! # Every decision comes from the library
 //!

@@ -291,7 +291,7 @@ impl<C, T, N> Retry<C, T, N> {
         }
     }
 
-    /// Adds a notify hook receiving every [`RetryEvent`] (beside `tracing`).
+    /// Adds a notify hook receiving every [`RetryEvent`](crate::RetryEvent) (beside `tracing`).
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU32, Ordering};

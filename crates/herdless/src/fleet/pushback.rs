@@ -47,7 +47,7 @@
 //! HTTP's `Retry-After` carries whole seconds (RFC 9110 `delay-seconds`), far
 //! coarser than slots `1 / capacity` apart. [`Allotment::retry_after_secs`]
 //! rounds **up** (a caller is never told to come before its slot; at least 1),
-//! and the layer also sends `Retry-After-Ms` (`RETRY_AFTER_MS` in `herdless::http`) with the
+//! and the layer also sends `Retry-After-Ms` ([`RETRY_AFTER_MS`]) with the
 //! slot in whole milliseconds, rounded up, which clients should prefer when
 //! present (the same header name Azure services use). A client that reads only
 //! `Retry-After` still never comes early; it loses only the sub-second spread.
@@ -70,6 +70,8 @@
 use std::fmt;
 use std::time::Duration;
 
+/// The header carrying the slot in milliseconds, beside `Retry-After`.
+pub const RETRY_AFTER_MS: &str = "retry-after-ms";
 /// The golden ratio's fractional part, for evenly offset overbooking passes.
 const GOLDEN: f64 = 0.618_033_988_749_894_9;
 

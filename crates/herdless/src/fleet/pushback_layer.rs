@@ -49,8 +49,7 @@ use std::time::{Duration, Instant};
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
-use crate::fleet::pushback::{Allotment, SlotAllocator};
-use crate::http::RETRY_AFTER_MS;
+use crate::fleet::pushback::{Allotment, SlotAllocator, RETRY_AFTER_MS};
 use crate::timer::{Clock, SystemTimer};
 
 struct Shared<K> {

@@ -64,7 +64,7 @@ use crate::classify::{Classification, Classify, Retryable};
 use crate::engine::events::{NoNotify, Notify};
 use crate::engine::RetryError;
 use crate::engine::{Attempt, Retry};
-use crate::http::RETRY_AFTER_MS;
+use crate::fleet::pushback::RETRY_AFTER_MS;
 use crate::http::{classify_response_ms, parse_retry_after, StatusClassifier};
 use crate::policy::Policy;
 use crate::timer::{AsyncSleep, SystemTimer};

@@ -41,7 +41,7 @@ pub mod status;
 
 #[cfg(feature = "reqwest")]
 pub use client::{AttemptRecord, Buffered, HttpError, HttpRetry, SendError};
-pub use retry_after::{parse_retry_after, parse_retry_after_ms, RetryAfterError, RETRY_AFTER_MS};
+pub use retry_after::{parse_retry_after, parse_retry_after_ms, RetryAfterError};
 pub use status::{StatusClass, StatusClassifier, StatusSet};
 
 /// The [`Classification`] of a response with `status` and an optional raw

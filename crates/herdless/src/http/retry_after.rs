@@ -171,9 +171,6 @@ fn saturating_seconds(digits: &[u8]) -> u64 {
     n
 }
 
-/// The header carrying the slot in milliseconds, beside `Retry-After`.
-pub const RETRY_AFTER_MS: &str = "retry-after-ms";
-
 /// Parses a `Retry-After-Ms` value (whole milliseconds, surrounding spaces
 /// allowed). `None` for anything else, including values that do not fit.
 ///
