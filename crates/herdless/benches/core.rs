@@ -9,6 +9,9 @@
 //!   budget, and `std_instant_now` / `idempotency_key` show what those cost here.
 //! * `delay/*`: one delay computation per jitter mode (herdless) against backon's
 //!   exponential backoff with jitter (its only jitter).
+//! * `retry_path/*`: fail three times then succeed, 1 ns delays, no sleep:
+//!   herdless unseeded (each call's own generator from `Rng::fresh`) and
+//!   seeded, against backon's blocking retry with a no-op sleeper.
 //!
 //! Run: `cargo bench -p herdless --bench core` (blocking and delay groups), and
 //! `cargo bench -p herdless --features tokio --bench core -- async` (the async
@@ -132,8 +135,82 @@ fn delay(c: &mut Criterion) {
     g.finish();
 }
 
+/// A timer that reads the real monotonic clock and does not sleep: the retry
+/// path's own cost, without the waiting.
+#[derive(Debug, Clone, Copy)]
+struct NoSleep;
+
+impl herdless::Clock for NoSleep {
+    fn now(&self) -> std::time::Instant {
+        std::time::Instant::now()
+    }
+}
+
+impl herdless::Sleep for NoSleep {
+    fn sleep(&self, _: Duration) {}
+}
+
+/// Fails three times, then succeeds.
+fn flaky() -> impl FnMut() -> Result<u64, std::io::Error> {
+    let mut left = 3;
+    move || {
+        if left > 0 {
+            left -= 1;
+            Err(std::io::Error::from(std::io::ErrorKind::TimedOut))
+        } else {
+            Ok(black_box(42))
+        }
+    }
+}
+
+/// Fail ×3 then succeed, 1 ns delays, no sleep: what the retry path itself
+/// costs per call (classify, limits, draw, events, budget bookkeeping), with a
+/// generator of its own per call (unseeded) or a seeded one, against backon's
+/// retry loop with a no-op sleeper.
+fn retry_path(c: &mut Criterion) {
+    let mut g = c.benchmark_group("retry_path");
+    let ns = Duration::from_nanos(1);
+    let policy = Policy::builder().base(ns).cap(ns).build().unwrap();
+    let unseeded = Retry::new(policy, AlwaysRetry).timer(NoSleep);
+    g.bench_function("herdless_blocking_unseeded", |b| {
+        b.iter(|| {
+            let mut op = flaky();
+            black_box(unseeded.call(|_| op()))
+        })
+    });
+    let seeded = Retry::new(policy, AlwaysRetry).timer(NoSleep).seed(7);
+    g.bench_function("herdless_blocking_seeded", |b| {
+        b.iter(|| {
+            let mut op = flaky();
+            black_box(seeded.call(|_| op()))
+        })
+    });
+    g.bench_function("backon_blocking", |b| {
+        b.iter(|| {
+            let op = flaky();
+            black_box(
+                op.retry(
+                    ExponentialBuilder::default()
+                        .with_jitter()
+                        .with_min_delay(ns)
+                        .with_max_delay(ns),
+                )
+                .sleep(|_| {})
+                .call(),
+            )
+        })
+    });
+    g.finish();
+}
+
 #[cfg(not(feature = "tokio"))]
 fn success_first_try_async(_: &mut Criterion) {}
 
-criterion_group!(benches, success_first_try, success_first_try_async, delay);
+criterion_group!(
+    benches,
+    success_first_try,
+    success_first_try_async,
+    delay,
+    retry_path
+);
 criterion_main!(benches);

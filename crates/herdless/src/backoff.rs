@@ -66,14 +66,14 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// A backoff with its own generator seeded from OS entropy.
+    /// A backoff with its own generator of its own ([`Rng::fresh`]).
     ///
     /// ```
     /// let mut a = herdless::Backoff::new(herdless::Policy::default());
     /// let _ = a.next_delay();
     /// ```
     pub fn new(policy: Policy) -> Self {
-        Self::with_rng(policy, Rng::from_entropy())
+        Self::with_rng(policy, Rng::fresh())
     }
 
     /// A reproducible backoff.

@@ -4,8 +4,11 @@
 //! seeding its randomness the same way, so the jittered
 //! delays are identical across the fleet. tower's retry clones one RNG sequence
 //! into every retrier; herdless gives each retrier ([`Backoff`](crate::Backoff),
-//! each call of [`Retry`](crate::Retry)) a generator of its own, seeded from the
-//! operating system's entropy source (`getrandom`). An explicit seed makes a run
+//! each call of [`Retry`](crate::Retry)) a generator of its own
+//! ([`Rng::fresh`]): its seed comes from a per-thread generator that was seeded
+//! once from the operating system's entropy source (`getrandom`), so there is
+//! one system call per thread, not one per failing call, and no two calls,
+//! threads or processes share a sequence. An explicit seed makes a run
 //! reproducible, which is what tests and the simulator use.
 //!
 //! The generator is `fastrand`'s wyrand: 8 bytes of state, a few nanoseconds a
@@ -21,7 +24,7 @@ use std::fmt;
 /// let mut a = Rng::with_seed(1);
 /// let mut b = Rng::with_seed(1);
 /// assert_eq!(a.next_u64(), b.next_u64()); // reproducible
-/// let mut c = Rng::from_entropy();          // distinct per retrier
+/// let mut c = Rng::fresh();                 // distinct per retrier
 /// let _ = c.next_u64();
 /// ```
 #[derive(Clone)]
@@ -46,6 +49,34 @@ impl Rng {
     pub fn from_entropy() -> Self {
         let seed = getrandom::u64().unwrap_or_else(|_| fastrand::u64(..));
         Self(fastrand::Rng::with_seed(seed))
+    }
+
+    /// A generator of its own for one retrier (one call of
+    /// [`Retry`](crate::Retry), one [`Backoff`](crate::Backoff)), without a
+    /// system call: seeded by a per-thread generator that was itself seeded
+    /// once from OS entropy (`getrandom`) when the thread first asked. Two
+    /// calls, two threads or two processes never share a sequence (the
+    /// per-thread seeds are independent OS draws, and each call takes the
+    /// thread generator's next 64-bit output through SplitMix64); what is
+    /// saved is one `getrandom` system call per failing call.
+    ///
+    /// ```
+    /// let a = herdless::Rng::fresh().next_u64();
+    /// let b = herdless::Rng::fresh().next_u64();
+    /// assert_ne!(a, b); // distinct streams on one thread
+    /// ```
+    pub fn fresh() -> Self {
+        THREAD_SEEDS.with(|cell| {
+            let mut state = cell.get();
+            if state == 0 {
+                state = getrandom::u64().unwrap_or_else(|_| fastrand::u64(..)) | 1;
+            }
+            // A Weyl sequence over the thread's seed: every call a new point,
+            // scrambled by SplitMix64 into an unrelated generator seed.
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15) | 1;
+            cell.set(state);
+            Self::with_seed(splitmix64(state))
+        })
     }
 
     /// A generator with an explicit seed: the same seed gives the same sequence.
@@ -111,6 +142,8 @@ impl Rng {
 }
 
 thread_local! {
+    /// This thread's seed sequence for [`Rng::fresh`]; 0 = not yet seeded.
+    static THREAD_SEEDS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// This thread's (salt, call counter) for idempotency keys; salt 0 = unset.
     static CALLS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
@@ -294,6 +327,21 @@ mod tests {
             (0..4).map(|_| r.next_u64()).collect()
         };
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn fresh_generators_are_distinct_within_and_across_threads() {
+        let firsts = || -> Vec<u64> { (0..10_000).map(|_| Rng::fresh().next_u64()).collect() };
+        let here = firsts();
+        let there = std::thread::spawn(firsts).join().unwrap();
+        let all: std::collections::HashSet<_> = here.iter().chain(&there).collect();
+        assert_eq!(all.len(), 20_000, "no two calls share a stream");
+        // and a stream is not a shifted copy of the next call's
+        let mut a = Rng::fresh();
+        let mut b = Rng::fresh();
+        let a: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
+        let b: Vec<u64> = (0..8).map(|_| b.next_u64()).collect();
+        assert!(a.iter().all(|x| !b.contains(x)));
     }
 
     #[test]

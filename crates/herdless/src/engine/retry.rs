@@ -8,7 +8,7 @@
 //!
 //! The success path allocates nothing and draws no randomness: the idempotency
 //! key is derived on demand from a per-thread call id, and each call's generator
-//! is created lazily at its first failure, from OS entropy (or from the
+//! is created lazily at its first failure, by [`Rng::fresh`] (or from the
 //! explicit seed).
 
 use std::borrow::Cow;
@@ -234,7 +234,8 @@ impl<C, T, N> Retry<C, T, N> {
 
     /// Makes the delays reproducible: call `k` of this retrier draws from a
     /// generator derived from `(seed, k)`. Without a seed every call's generator
-    /// is seeded from OS entropy.
+    /// is its own ([`Rng::fresh`]: a per-thread generator seeded once from OS
+    /// entropy seeds it, no system call per call).
     ///
     /// ```
     /// use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};
@@ -519,7 +520,7 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
             Some(seed) => {
                 Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed)))
             }
-            None => Rng::from_entropy(),
+            None => Rng::fresh(),
         });
         self.engine
             .failed(&retry.context(), now, classification, cause, rng)
@@ -529,7 +530,7 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
     pub(crate) fn ready(&mut self) -> Gate {
         let now = self.now();
         self.last = now;
-        let rng = self.rng.get_or_insert_with(Rng::from_entropy);
+        let rng = self.rng.get_or_insert_with(Rng::fresh);
         self.engine.ready(&self.retry.context(), now, rng)
     }
 
