@@ -84,13 +84,23 @@ proptest! {
         prop_assert!(p.ceiling(n) <= p.ceiling(n + 1));
     }
 
+    /// The server-delay rule: with `d = min(r, max_retry_after)`, the sleep is
+    /// in `[d, d · (1 + spread)]`: never below what the server asked nor below
+    /// the clamp, and at most `max_retry_after · (1 + spread)`.
     #[test]
-    fn server_delay_never_exceeds_the_clamp(p in policy(), r in duration(), seed: u64) {
-        let d = p.server_delay(r, &mut Rng::with_seed(seed));
-        prop_assert!(d <= p.max_retry_after());
-        if r < p.max_retry_after() {
-            prop_assert!(d >= r, "never earlier than the server asked");
-        }
+    fn server_delay_is_the_clamped_value_plus_the_spread(
+        p in policy(),
+        clamp in duration(),
+        spread in prop_oneof![0.0f64..=1.0, Just(0.0), Just(0.1), Just(1.0)],
+        r in duration(),
+        seed: u64,
+    ) {
+        let p = p.to_builder().max_retry_after(clamp).retry_after_spread(spread).build().unwrap();
+        let sleep = p.server_delay(r, &mut Rng::with_seed(seed));
+        let d = r.min(p.max_retry_after());
+        prop_assert!(sleep >= d, "{:?} below min(server {:?}, clamp {:?})", sleep, r, clamp);
+        let extra = (sleep - d).as_nanos() as f64;
+        prop_assert!(extra <= d.as_nanos() as f64 * spread, "{:?} above {:?} · (1 + {})", sleep, d, spread);
     }
 }
 

@@ -131,7 +131,9 @@ impl PolicyBuilder {
         self
     }
 
-    /// Sets the clamp on server-supplied delays (positive).
+    /// Sets the clamp on server-supplied delays (positive). It bounds the
+    /// server's value; the [spread](Self::retry_after_spread) is added on top,
+    /// so the longest server-guided sleep is `max × (1 + spread)`.
     ///
     /// ```
     /// let p = herdless::Policy::builder().max_retry_after(std::time::Duration::from_secs(5)).build()?;

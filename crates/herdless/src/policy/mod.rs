@@ -47,9 +47,9 @@ pub const MAX_DURATION: Duration = Duration::from_nanos(u64::MAX);
 ///
 /// The defaults: base 0.5 s, multiplier 2, cap 30 s,
 /// 6 attempts (1 initial call + 5 retries), 120 s total budget, full jitter.
-/// Server-supplied delays (Retry-After) are honored but clamped to 60 s and
-/// spread by up to +10 % so a fleet told "retry in 5 s" does not come back in
-/// one wave.
+/// Server-supplied delays (Retry-After) are honored but clamped to 60 s, then
+/// spread by +0 to 10 % so a fleet told "retry in 5 s" does not come back in
+/// one wave (the longest server-guided sleep is thus 66 s).
 ///
 /// ```
 /// use std::time::Duration;
@@ -192,7 +192,9 @@ impl Policy {
         self.jitter
     }
 
-    /// The clamp applied to a server-supplied delay (Retry-After).
+    /// The clamp applied to a server-supplied delay (Retry-After) before the
+    /// spread: the spread is added on top, so the longest server-guided sleep
+    /// is `max_retry_after · (1 + retry_after_spread)`.
     ///
     /// ```
     /// assert_eq!(herdless::Policy::default().max_retry_after().as_secs(), 60);
@@ -202,8 +204,10 @@ impl Policy {
     }
 
     /// The relative positive spread applied to a server-supplied delay: a server
-    /// delay `r` becomes a uniform draw in `[r, r · (1 + spread)]` (never past
-    /// [`max_retry_after`](Self::max_retry_after)).
+    /// delay `r`, first clamped to `d = min(r, max_retry_after)`, becomes a
+    /// uniform draw in `[d, d · (1 + spread)]`. The sleep is never shorter than
+    /// `d`, and may exceed [`max_retry_after`](Self::max_retry_after) by up to
+    /// the spread.
     ///
     /// ```
     /// assert_eq!(herdless::Policy::default().retry_after_spread(), 0.1);
