@@ -21,12 +21,19 @@
 //!   a fixed number of retries `N`; from then on the ceiling is the cap and no
 //!   floating point is evaluated at all, which keeps a delay computation in the
 //!   nanoseconds and makes huge attempt numbers trivially exact.
+//! * **The growth is computed in double-double arithmetic.** Below the cap,
+//!   `base · mⁿ` is evaluated by binary powering on pairs of `f64` (106
+//!   significant bits), within a relative 2⁻⁷¹ of the true value for every
+//!   `n ≤ u32::MAX`. That keeps [`Policy::ceiling`] non-decreasing in `n` for
+//!   every multiplier (even within 2⁻⁵² of 1) and exact to the nanosecond except
+//!   within 2⁻⁷ ns of a whole nanosecond.
 
 use std::time::Duration;
 
 mod builder;
 pub mod envelope;
 mod error;
+mod growth;
 pub mod jitter;
 pub mod server_delay;
 
@@ -216,9 +223,18 @@ impl Policy {
         self.retry_after_spread
     }
 
-    /// The ceiling `c = min(cap, base · multiplierⁿ)` for the retry with
-    /// zero-based index `n` (the first retry has `n = 0`, so its ceiling is the
-    /// base). Exact and overflow-free for every `n` up to `u32::MAX`.
+    /// The ceiling `c = min(cap, ⌊base · multiplierⁿ⌋)` (in whole nanoseconds)
+    /// for the retry with zero-based index `n` (the first retry has `n = 0`, so
+    /// its ceiling is the base). Overflow-free for every `n` up to `u32::MAX`,
+    /// and for every valid policy:
+    ///
+    /// * **non-decreasing in `n`**: `ceiling(n) ≤ ceiling(n + 1)`;
+    /// * **exact to the nanosecond, with one stated exception**: `base ·
+    ///   multiplierⁿ` is computed within a relative 2⁻⁷¹ of the true value
+    ///   (within 2⁻⁷ ns, as every value below the cap is below 2⁶⁴ ns), so the
+    ///   result is exactly `⌊base · multiplierⁿ⌋` unless that true value lies
+    ///   within 2⁻⁷ ns of a whole nanosecond, where the result may be that whole
+    ///   nanosecond (one above the floor) or the one below it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -226,6 +242,16 @@ impl Policy {
     /// assert_eq!(p.ceiling(0), Duration::from_millis(500));
     /// assert_eq!(p.ceiling(3), Duration::from_secs(4));
     /// assert_eq!(p.ceiling(u32::MAX), Duration::from_secs(30));
+    ///
+    /// // Multipliers just above 1 at retry indices in the millions:
+    /// // 1 ns · (1 + 2⁻²⁴)^369033424 = 3 570 978 526.5… ns.
+    /// let creeping = herdless::Policy::builder()
+    ///     .base(Duration::from_nanos(1))
+    ///     .cap(herdless::MAX_DURATION)
+    ///     .multiplier(1.0 + 2f64.powi(-24))
+    ///     .build()?;
+    /// assert_eq!(creeping.ceiling(369_033_424), Duration::from_nanos(3_570_978_526));
+    /// # Ok::<(), herdless::PolicyError>(())
     /// ```
     pub fn ceiling(&self, n: u32) -> Duration {
         Duration::from_nanos(self.ceiling_ns(n))
@@ -236,15 +262,9 @@ impl Policy {
         if u64::from(n) >= self.saturation {
             return self.cap_ns;
         }
-        // n < saturation: base · mⁿ < cap, finite and positive.
-        let growth = if n <= i32::MAX as u32 {
-            self.multiplier.powi(n as i32)
-        } else {
-            self.multiplier.powf(f64::from(n))
-        };
-        let c = self.base_ns as f64 * growth;
-        // `as` saturates; the clamp guards the rounding of base_ns and cap_ns
-        // through f64 (above 2⁵³ ns, about 104 days, f64 cannot hold every integer).
-        (c as u64).clamp(self.base_ns, self.cap_ns)
+        // n < saturation: base · mⁿ < cap. The same computation found the
+        // saturation index, so the two agree; the clamp only guards the floor.
+        growth::grown_ns(self.base_ns, self.multiplier, n, self.cap_ns)
+            .clamp(self.base_ns, self.cap_ns)
     }
 }
