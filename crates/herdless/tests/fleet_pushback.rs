@@ -109,7 +109,11 @@ fn a_high_capacity_admits_no_more_than_the_bound() {
         .filter(|&t| alloc.decide(Duration::from_nanos(t)).is_admit())
         .collect();
     let bound = 1.0 + 7e8 * 9_999e-9;
-    assert!(admitted.len() as f64 <= bound, "{} > {bound}", admitted.len());
+    assert!(
+        admitted.len() as f64 <= bound,
+        "{} > {bound}",
+        admitted.len()
+    );
     check_window_bound(&admitted, 7e8, 1).unwrap();
 }
 

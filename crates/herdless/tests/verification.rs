@@ -232,7 +232,10 @@ fn hostile_server_delay_is_clamped() {
         let (sleep, honored, _) = one_server_delay(policy, hostile);
         assert!(honored);
         // Clamped to 5 s, then spread by +0 to 10 %: never below the clamp.
-        assert!(sleep >= s(5) && sleep <= Duration::from_millis(5500), "{sleep:?}");
+        assert!(
+            sleep >= s(5) && sleep <= Duration::from_millis(5500),
+            "{sleep:?}"
+        );
     }
 }
 

@@ -366,7 +366,11 @@ mod tests {
     #[test]
     fn a_zero_probe_wait_is_raised_to_the_floor() {
         let mut rng = Rng::with_seed(3);
-        for wait in [Duration::ZERO, Duration::from_nanos(1), Duration::from_micros(999)] {
+        for wait in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_micros(999),
+        ] {
             let b = Arc::new(Breaker::new(1).probe_wait(wait));
             assert_eq!(b.probe_wait_time(), Breaker::MIN_PROBE_WAIT);
             b.record_failure();
@@ -374,12 +378,19 @@ mod tests {
             assert!(matches!(b.admit(), Admission::Wait));
             for _ in 0..1000 {
                 let w = b.wait_for(&mut rng);
-                assert!(w >= Duration::from_micros(500), "{wait:?} gave a {w:?} wait");
+                assert!(
+                    w >= Duration::from_micros(500),
+                    "{wait:?} gave a {w:?} wait"
+                );
                 assert!(w <= Breaker::MIN_PROBE_WAIT);
             }
         }
         let b = Breaker::new(1).probe_wait(Duration::from_millis(2));
-        assert_eq!(b.probe_wait_time(), Duration::from_millis(2), "above the floor: as given");
+        assert_eq!(
+            b.probe_wait_time(),
+            Duration::from_millis(2),
+            "above the floor: as given"
+        );
     }
 
     #[test]

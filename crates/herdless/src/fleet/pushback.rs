@@ -522,7 +522,10 @@ mod tests {
         for c in [0.3, 7.0, 123.456, 6.5e8, 999_999_999.0, 1e9] {
             let i = slot_interval_ns(c) as f64;
             assert!(i.mul_add(c, -1e9) >= 0.0, "{c}: {i}");
-            assert!((i - 1.0).mul_add(c, -1e9) < 0.0, "{c}: {i} is not the smallest");
+            assert!(
+                (i - 1.0).mul_add(c, -1e9) < 0.0,
+                "{c}: {i} is not the smallest"
+            );
         }
         // Above 2⁵³ ns: at least 10⁹ / capacity.
         assert!(slot_interval_ns(1e-9) >= 1_000_000_000_000_000_000);
