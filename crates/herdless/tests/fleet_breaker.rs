@@ -186,3 +186,39 @@ fn waiting_behind_a_probe_counts_against_max_elapsed() {
     assert!(timer.elapsed() <= Duration::from_secs(5));
     drop(held);
 }
+
+/// `probe_wait(Duration::ZERO)` is raised to `Breaker::MIN_PROBE_WAIT` (1 ms):
+/// a call parked behind a held probe for 20 ms re-checks at most 40 times
+/// (each wait is at least 0.5 ms) instead of spinning.
+#[test]
+fn a_zero_probe_wait_does_not_spin_behind_a_held_probe() {
+    let breaker = Arc::new(Breaker::new(1).probe_wait(Duration::ZERO));
+    assert_eq!(breaker.probe_wait_time(), Breaker::MIN_PROBE_WAIT);
+    breaker.record_failure();
+    let Admission::Probe(held) = breaker.admit() else {
+        panic!("probe")
+    };
+    let timer = ManualTimer::new();
+    let policy = Policy::builder()
+        .base(Duration::from_millis(1))
+        .max_elapsed(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let err = Retry::new(policy, AlwaysRetry)
+        .timer(timer.clone())
+        .breaker(breaker.clone())
+        .call(|_| Err::<(), _>("503"))
+        .unwrap_err();
+    assert_eq!(err.reason(), GiveUp::MaxElapsed);
+    let sleeps = timer.sleeps();
+    let waits = &sleeps[1..]; // the first sleep is the retry's own delay
+    assert!(
+        !waits.is_empty() && waits.len() <= 40,
+        "{} waits in 20 ms",
+        waits.len()
+    );
+    assert!(waits
+        .iter()
+        .all(|w| *w >= Duration::from_micros(500) && *w <= Duration::from_millis(1)));
+    drop(held);
+}

@@ -24,7 +24,7 @@ proptest! {
         if let Some(ms) = outage_ms {
             alloc = alloc.outage_until(Duration::from_millis(ms));
         }
-        let slot_ns = (1e9 / capacity).round() as u64;
+        let slot_ns = (1e9 / capacity).ceil() as u64;
         let mut now = Duration::ZERO;
         let mut last_slot: Option<Duration> = None;
         let mut full = false;
@@ -76,6 +76,80 @@ proptest! {
         // capacity · 5 s · (1 − 1 / factor) are admitted.
         let floor = capacity * 5.0 * (1.0 - 1.0 / offered_factor) - 2.0;
         prop_assert!(admitted as f64 >= floor.min(n as f64), "{admitted} < {floor}");
+    }
+}
+
+/// Admitted arrivals `times[i..=j]` must satisfy
+/// `j − i + 1 ≤ burst + capacity · (times[j] − times[i])` for every pair.
+fn check_window_bound(times: &[u64], capacity: f64, burst: u32) -> Result<(), String> {
+    for i in 0..times.len() {
+        for j in i..times.len() {
+            let count = (j - i + 1) as f64;
+            let allowed = f64::from(burst) + capacity * (times[j] - times[i]) as f64 / 1e9;
+            // 1e-9 relative: room for the f64 arithmetic of this check only.
+            if count > allowed * (1.0 + 1e-9) {
+                return Err(format!(
+                    "{count} admissions in {} ns, bound {allowed} (capacity {capacity}, burst {burst})",
+                    times[j] - times[i]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The reported case: 7·10⁸/s with a burst of 1 admitted 10 000 requests in
+/// 9 999 ns (one per nanosecond), where the bound is 1 + 7·10⁸ · 9 999 ns ≈ 7 000.
+#[test]
+fn a_high_capacity_admits_no_more_than_the_bound() {
+    let mut alloc = SlotAllocator::new(7e8, Duration::from_secs(60))
+        .unwrap()
+        .burst(1);
+    let admitted: Vec<u64> = (0..10_000u64)
+        .filter(|&t| alloc.decide(Duration::from_nanos(t)).is_admit())
+        .collect();
+    let bound = 1.0 + 7e8 * 9_999e-9;
+    assert!(
+        admitted.len() as f64 <= bound,
+        "{} > {bound}",
+        admitted.len()
+    );
+    check_window_bound(&admitted, 7e8, 1).unwrap();
+}
+
+proptest! {
+    /// `burst + capacity · T` in every window `T`, at every accepted capacity
+    /// (up to 10⁹/s, where one nanosecond holds less than two slots) and for
+    /// arrivals from back-to-back to sparse.
+    #[test]
+    fn admissions_respect_the_window_bound_at_every_capacity(
+        capacity in prop_oneof![
+            (0.0f64..=9.0).prop_map(|e| 10f64.powf(e)),
+            1e8f64..=1e9,
+            Just(1e9),
+            Just(7e8),
+            Just(6.5e8),
+            Just(3.0),
+        ],
+        burst in prop_oneof![Just(1u32), 1u32..20],
+        gaps in prop::collection::vec(
+            prop_oneof![3 => Just(0.0f64), 3 => 0.0f64..1.5, 1 => 0.0f64..20.0],
+            1..300,
+        ),
+    ) {
+        // Gaps are in slot widths (1 / capacity), rounded to whole nanoseconds.
+        let mut alloc = SlotAllocator::new(capacity, Duration::from_secs(1_000_000_000))
+            .unwrap()
+            .burst(burst);
+        let mut now = 0u64;
+        let mut admitted = Vec::new();
+        for g in gaps {
+            now += (g * 1e9 / capacity) as u64;
+            if alloc.decide(Duration::from_nanos(now)).is_admit() {
+                admitted.push(now);
+            }
+        }
+        prop_assert!(check_window_bound(&admitted, capacity, burst).is_ok(), "{:?}", check_window_bound(&admitted, capacity, burst));
     }
 }
 

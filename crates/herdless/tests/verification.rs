@@ -231,8 +231,11 @@ fn hostile_server_delay_is_clamped() {
     ] {
         let (sleep, honored, _) = one_server_delay(policy, hostile);
         assert!(honored);
-        assert!(sleep <= s(5), "{sleep:?}");
-        assert!(sleep >= Duration::from_secs_f64(5.0 / 1.1) - Duration::from_nanos(1));
+        // Clamped to 5 s, then spread by +0 to 10 %: never below the clamp.
+        assert!(
+            sleep >= s(5) && sleep <= Duration::from_millis(5500),
+            "{sleep:?}"
+        );
     }
 }
 

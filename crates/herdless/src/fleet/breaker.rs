@@ -162,6 +162,19 @@ impl Drop for Probe {
 }
 
 impl Breaker {
+    /// The shortest probe wait: [`probe_wait`](Self::probe_wait) raises any
+    /// shorter value (zero included) to 1 ms, so a caller parked behind a held
+    /// probe re-checks at most about once per 0.5–1 ms instead of spinning.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::Breaker;
+    /// assert_eq!(Breaker::MIN_PROBE_WAIT, Duration::from_millis(1));
+    /// let b = Breaker::new(1).probe_wait(Duration::ZERO);
+    /// assert_eq!(b.probe_wait_time(), Breaker::MIN_PROBE_WAIT);
+    /// ```
+    pub const MIN_PROBE_WAIT: Duration = Duration::from_millis(1);
+
     /// A closed breaker that opens after `threshold` consecutive failures (0 is
     /// taken as 1), with a probe wait of 1 s.
     ///
@@ -178,14 +191,19 @@ impl Breaker {
     }
 
     /// How long callers wait behind a probe before asking again: each wait is
-    /// uniform in `[wait / 2, wait]`.
+    /// uniform in `[wait / 2, wait]`. A `wait` below
+    /// [`MIN_PROBE_WAIT`](Self::MIN_PROBE_WAIT) (1 ms, zero included) is raised
+    /// to it: a zero wait would make every caller behind a held probe spin.
     ///
     /// ```
-    /// let b = herdless::Breaker::new(3).probe_wait(std::time::Duration::from_millis(50));
+    /// use std::time::Duration;
+    /// let b = herdless::Breaker::new(3).probe_wait(Duration::from_millis(50));
     /// assert_eq!(b.probe_wait_time().as_millis(), 50);
+    /// let floored = herdless::Breaker::new(3).probe_wait(Duration::from_nanos(10));
+    /// assert_eq!(floored.probe_wait_time(), Duration::from_millis(1));
     /// ```
     pub fn probe_wait(mut self, wait: Duration) -> Self {
-        self.wait = wait;
+        self.wait = wait.max(Self::MIN_PROBE_WAIT);
         self
     }
 
@@ -341,6 +359,38 @@ mod tests {
         p.succeeded();
         assert_eq!(b.consecutive_failures(), 0);
         assert!(matches!(b.admit(), Admission::Closed));
+    }
+
+    /// A zero (or sub-millisecond) probe wait is raised to the 1 ms floor, so
+    /// every wait behind a held probe is at least 0.5 ms: no spinning.
+    #[test]
+    fn a_zero_probe_wait_is_raised_to_the_floor() {
+        let mut rng = Rng::with_seed(3);
+        for wait in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_micros(999),
+        ] {
+            let b = Arc::new(Breaker::new(1).probe_wait(wait));
+            assert_eq!(b.probe_wait_time(), Breaker::MIN_PROBE_WAIT);
+            b.record_failure();
+            let _probe = b.admit();
+            assert!(matches!(b.admit(), Admission::Wait));
+            for _ in 0..1000 {
+                let w = b.wait_for(&mut rng);
+                assert!(
+                    w >= Duration::from_micros(500),
+                    "{wait:?} gave a {w:?} wait"
+                );
+                assert!(w <= Breaker::MIN_PROBE_WAIT);
+            }
+        }
+        let b = Breaker::new(1).probe_wait(Duration::from_millis(2));
+        assert_eq!(
+            b.probe_wait_time(),
+            Duration::from_millis(2),
+            "above the floor: as given"
+        );
     }
 
     #[test]

@@ -11,8 +11,15 @@
 //!   of a token bucket): at most `capacity` requests per second on average,
 //!   with a `burst` of back-to-back admissions tolerated (default: 100 ms worth
 //!   of capacity, at least 1). In any window of length `T`, at most
-//!   `burst + capacity · T` requests are admitted.
-//! * **Rejection** books the next free slot: slots are `1 / capacity` apart,
+//!   `burst + capacity · T` requests are admitted, at every capacity the
+//!   constructor accepts (up to 10⁹ per second).
+//! * **Slot interval.** Time is counted in whole nanoseconds, so the interval
+//!   between slots is `1 / capacity` rounded **up** to a whole nanosecond. The
+//!   allocator therefore never admits or books faster than the capacity; at
+//!   capacities where `10⁹ / capacity` is not a whole number it runs a little
+//!   below it (noticeably only at very high rates: 7·10⁸/s gives a 2 ns
+//!   interval, 5·10⁸/s).
+//! * **Rejection** books the next free slot: slots are one interval apart,
 //!   start after the capacity already promised to admitted requests, and each
 //!   rejection gets a slot strictly later than the previous one. A rejected
 //!   caller is told `slot − now`. A fleet of `N` rejected callers is thus spread
@@ -205,6 +212,26 @@ fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The slot interval: the smallest whole number of nanoseconds `i` with
+/// `i · capacity ≥ 10⁹` (for `capacity` in `(0, 10⁹]`), so that at most
+/// `capacity` slots fit in a second.
+fn slot_interval_ns(capacity: f64) -> u64 {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2⁵³: every integer below is an f64
+    let mut i = (1e9 / capacity).ceil();
+    if i < EXACT {
+        // The division rounds, possibly down onto a whole number: correct with
+        // an exact sign test (a fused multiply-add rounds once and keeps the
+        // sign of `i · capacity − 10⁹`).
+        while i.mul_add(capacity, -1e9) < 0.0 {
+            i += 1.0;
+        }
+    } else {
+        // Above 2⁵³ ns (104 days) step past the division's rounding error.
+        i = (i * (1.0 + f64::EPSILON)).ceil();
+    }
+    (i as u64).max(1)
+}
+
 impl SlotAllocator {
     /// An allocator admitting `capacity` requests per second and never telling
     /// a caller to wait longer than `horizon`.
@@ -213,7 +240,7 @@ impl SlotAllocator {
     ///
     /// [`PushbackError`] when the capacity is not a positive finite number of
     /// requests per second (at most 10⁹), or the horizon is shorter than one
-    /// slot (`1 / capacity`).
+    /// slot (`1 / capacity`, rounded up to a whole nanosecond).
     ///
     /// ```
     /// use std::time::Duration;
@@ -226,7 +253,7 @@ impl SlotAllocator {
         if !(capacity.is_finite() && capacity > 0.0 && capacity <= 1e9) {
             return Err(PushbackError::Capacity);
         }
-        let interval_ns = ((1e9 / capacity).round() as u64).max(1);
+        let interval_ns = slot_interval_ns(capacity);
         let horizon_ns = ns(horizon);
         if horizon_ns < interval_ns {
             return Err(PushbackError::Horizon);
@@ -479,3 +506,28 @@ impl fmt::Display for PushbackError {
 }
 
 impl std::error::Error for PushbackError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slot_interval_is_rounded_up() {
+        assert_eq!(slot_interval_ns(1e9), 1);
+        assert_eq!(slot_interval_ns(7e8), 2); // 1.43 ns: rounding to nearest gave 1
+        assert_eq!(slot_interval_ns(5e8), 2);
+        assert_eq!(slot_interval_ns(1000.0), 1_000_000);
+        assert_eq!(slot_interval_ns(3.0), 333_333_334);
+        assert_eq!(slot_interval_ns(1.0), 1_000_000_000);
+        for c in [0.3, 7.0, 123.456, 6.5e8, 999_999_999.0, 1e9] {
+            let i = slot_interval_ns(c) as f64;
+            assert!(i.mul_add(c, -1e9) >= 0.0, "{c}: {i}");
+            assert!(
+                (i - 1.0).mul_add(c, -1e9) < 0.0,
+                "{c}: {i} is not the smallest"
+            );
+        }
+        // Above 2⁵³ ns: at least 10⁹ / capacity.
+        assert!(slot_interval_ns(1e-9) >= 1_000_000_000_000_000_000);
+    }
+}

@@ -131,7 +131,9 @@ impl PolicyBuilder {
         self
     }
 
-    /// Sets the clamp on server-supplied delays (positive).
+    /// Sets the clamp on server-supplied delays (positive). It bounds the
+    /// server's value; the [spread](Self::retry_after_spread) is added on top,
+    /// so the longest server-guided sleep is `max × (1 + spread)`.
     ///
     /// ```
     /// let p = herdless::Policy::builder().max_retry_after(std::time::Duration::from_secs(5)).build()?;
@@ -227,8 +229,10 @@ fn delay_ns(field: PolicyField, d: Duration) -> Result<u64, PolicyError> {
 /// A saturation index beyond every `u32` retry index: the cap is never reached.
 const NEVER: u64 = u32::MAX as u64 + 1;
 
-/// The smallest `n` with `base · mⁿ ≥ cap`, or [`NEVER`] when the ceiling does
-/// not reach the cap within `u32` retries (including `m = 1`).
+/// The smallest `n` whose computed ceiling ([`growth`](super::growth)) reaches
+/// the cap, or [`NEVER`] when it does not within `u32` retries (including
+/// `m = 1`). The computed ceiling is non-decreasing in `n`, so this is a
+/// search; the logarithm only brackets it.
 fn saturation(base_ns: u64, cap_ns: u64, m: f64) -> u64 {
     if base_ns >= cap_ns {
         return 0;
@@ -236,26 +240,31 @@ fn saturation(base_ns: u64, cap_ns: u64, m: f64) -> u64 {
     if m <= 1.0 {
         return NEVER;
     }
-    let ratio = cap_ns as f64 / base_ns as f64;
-    let estimate = (ratio.ln() / m.ln()).ceil();
-    if estimate.is_nan() || estimate >= f64::from(u32::MAX) {
+    let reaches = |n: u32| super::growth::grown_ns(base_ns, m, n, cap_ns) >= cap_ns;
+    if !reaches(u32::MAX) {
         return NEVER;
     }
-    // Correct the floating-point estimate by at most a step either way, using the
-    // same arithmetic `ceiling_ns` uses so the two agree exactly.
-    let reaches = |n: u32| base_ns as f64 * m.powf(f64::from(n)) >= cap_ns as f64;
-    let mut n = estimate.max(0.0) as u32;
-    while n > 0 && reaches(n - 1) {
-        n -= 1;
+    // Invariant: !reaches(lo) (reaches(0) is false: base < cap), reaches(hi).
+    let (mut lo, mut hi) = (0u32, u32::MAX);
+    let estimate = ((cap_ns as f64 / base_ns as f64).ln() / m.ln()).ceil();
+    if estimate.is_finite() && estimate >= 2.0 && estimate < f64::from(u32::MAX) - 2.0 {
+        let e = estimate as u32;
+        if reaches(e + 2) {
+            hi = e + 2;
+        }
+        if !reaches(e - 2) {
+            lo = e - 2;
+        }
     }
-    while n < u32::MAX && !reaches(n) {
-        n += 1;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if reaches(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
     }
-    if reaches(n) {
-        u64::from(n)
-    } else {
-        NEVER
-    }
+    u64::from(hi)
 }
 
 #[cfg(test)]

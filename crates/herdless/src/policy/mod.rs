@@ -21,12 +21,19 @@
 //!   a fixed number of retries `N`; from then on the ceiling is the cap and no
 //!   floating point is evaluated at all, which keeps a delay computation in the
 //!   nanoseconds and makes huge attempt numbers trivially exact.
+//! * **The growth is computed in double-double arithmetic.** Below the cap,
+//!   `base · mⁿ` is evaluated by binary powering on pairs of `f64` (106
+//!   significant bits), within a relative 2⁻⁷¹ of the true value for every
+//!   `n ≤ u32::MAX`. That keeps [`Policy::ceiling`] non-decreasing in `n` for
+//!   every multiplier (even within 2⁻⁵² of 1) and exact to the nanosecond except
+//!   within 2⁻⁷ ns of a whole nanosecond.
 
 use std::time::Duration;
 
 mod builder;
 pub mod envelope;
 mod error;
+mod growth;
 pub mod jitter;
 pub mod server_delay;
 
@@ -47,9 +54,9 @@ pub const MAX_DURATION: Duration = Duration::from_nanos(u64::MAX);
 ///
 /// The defaults: base 0.5 s, multiplier 2, cap 30 s,
 /// 6 attempts (1 initial call + 5 retries), 120 s total budget, full jitter.
-/// Server-supplied delays (Retry-After) are honored but clamped to 60 s and
-/// spread by up to +10 % so a fleet told "retry in 5 s" does not come back in
-/// one wave.
+/// Server-supplied delays (Retry-After) are honored but clamped to 60 s, then
+/// spread by +0 to 10 % so a fleet told "retry in 5 s" does not come back in
+/// one wave (the longest server-guided sleep is thus 66 s).
 ///
 /// ```
 /// use std::time::Duration;
@@ -192,7 +199,9 @@ impl Policy {
         self.jitter
     }
 
-    /// The clamp applied to a server-supplied delay (Retry-After).
+    /// The clamp applied to a server-supplied delay (Retry-After) before the
+    /// spread: the spread is added on top, so the longest server-guided sleep
+    /// is `max_retry_after · (1 + retry_after_spread)`.
     ///
     /// ```
     /// assert_eq!(herdless::Policy::default().max_retry_after().as_secs(), 60);
@@ -202,8 +211,10 @@ impl Policy {
     }
 
     /// The relative positive spread applied to a server-supplied delay: a server
-    /// delay `r` becomes a uniform draw in `[r, r · (1 + spread)]` (never past
-    /// [`max_retry_after`](Self::max_retry_after)).
+    /// delay `r`, first clamped to `d = min(r, max_retry_after)`, becomes a
+    /// uniform draw in `[d, d · (1 + spread)]`. The sleep is never shorter than
+    /// `d`, and may exceed [`max_retry_after`](Self::max_retry_after) by up to
+    /// the spread.
     ///
     /// ```
     /// assert_eq!(herdless::Policy::default().retry_after_spread(), 0.1);
@@ -212,9 +223,18 @@ impl Policy {
         self.retry_after_spread
     }
 
-    /// The ceiling `c = min(cap, base · multiplierⁿ)` for the retry with
-    /// zero-based index `n` (the first retry has `n = 0`, so its ceiling is the
-    /// base). Exact and overflow-free for every `n` up to `u32::MAX`.
+    /// The ceiling `c = min(cap, ⌊base · multiplierⁿ⌋)` (in whole nanoseconds)
+    /// for the retry with zero-based index `n` (the first retry has `n = 0`, so
+    /// its ceiling is the base). Overflow-free for every `n` up to `u32::MAX`,
+    /// and for every valid policy:
+    ///
+    /// * **non-decreasing in `n`**: `ceiling(n) ≤ ceiling(n + 1)`;
+    /// * **exact to the nanosecond, with one stated exception**: `base ·
+    ///   multiplierⁿ` is computed within a relative 2⁻⁷¹ of the true value
+    ///   (within 2⁻⁷ ns, as every value below the cap is below 2⁶⁴ ns), so the
+    ///   result is exactly `⌊base · multiplierⁿ⌋` unless that true value lies
+    ///   within 2⁻⁷ ns of a whole nanosecond, where the result may be that whole
+    ///   nanosecond (one above the floor) or the one below it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -222,6 +242,16 @@ impl Policy {
     /// assert_eq!(p.ceiling(0), Duration::from_millis(500));
     /// assert_eq!(p.ceiling(3), Duration::from_secs(4));
     /// assert_eq!(p.ceiling(u32::MAX), Duration::from_secs(30));
+    ///
+    /// // Multipliers just above 1 at retry indices in the millions:
+    /// // 1 ns · (1 + 2⁻²⁴)^369033424 = 3 570 978 526.5… ns.
+    /// let creeping = herdless::Policy::builder()
+    ///     .base(Duration::from_nanos(1))
+    ///     .cap(herdless::MAX_DURATION)
+    ///     .multiplier(1.0 + 2f64.powi(-24))
+    ///     .build()?;
+    /// assert_eq!(creeping.ceiling(369_033_424), Duration::from_nanos(3_570_978_526));
+    /// # Ok::<(), herdless::PolicyError>(())
     /// ```
     pub fn ceiling(&self, n: u32) -> Duration {
         Duration::from_nanos(self.ceiling_ns(n))
@@ -232,15 +262,9 @@ impl Policy {
         if u64::from(n) >= self.saturation {
             return self.cap_ns;
         }
-        // n < saturation: base · mⁿ < cap, finite and positive.
-        let growth = if n <= i32::MAX as u32 {
-            self.multiplier.powi(n as i32)
-        } else {
-            self.multiplier.powf(f64::from(n))
-        };
-        let c = self.base_ns as f64 * growth;
-        // `as` saturates; the clamp guards the rounding of base_ns and cap_ns
-        // through f64 (above 2⁵³ ns, about 104 days, f64 cannot hold every integer).
-        (c as u64).clamp(self.base_ns, self.cap_ns)
+        // n < saturation: base · mⁿ < cap. The same computation found the
+        // saturation index, so the two agree; the clamp only guards the floor.
+        growth::grown_ns(self.base_ns, self.multiplier, n, self.cap_ns)
+            .clamp(self.base_ns, self.cap_ns)
     }
 }
