@@ -268,10 +268,9 @@ pub fn run(args: &ExecArgs) -> CliResult {
     let plan = plan(args).map_err(|e| usage(e.to_string()))?;
     let stdin =
         StdinSource::open(args.stdin).map_err(|e| usage(format!("cannot read stdin: {e}")))?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| usage(format!("cannot start the runtime: {e}")))?;
+    let rt =
+        crate::limits::build_runtime(tokio::runtime::Builder::new_current_thread().enable_all())
+            .map_err(|e| usage(format!("cannot start the runtime: {e}")))?;
     Ok(rt.block_on(execute(plan, stdin)))
 }
 
@@ -374,6 +373,10 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
     let classify = move |f: &Failure| match f {
         Failure::Exit(status) => classes.classify(*status),
         Failure::TimedOut(_) => Classification::retryable(),
+        // Out of file descriptors: a local, transient shortage.
+        Failure::Start { error, .. } if crate::limits::is_out_of_descriptors(error) => {
+            Classification::retryable()
+        }
         Failure::Start { .. } => Classification::terminal(),
     };
     let mut retry = Retry::new(plan.policy, classify)
@@ -471,6 +474,10 @@ async fn wait_child(
 fn start_failure(program: &OsString, error: io::Error) -> Failure {
     let name = program.to_string_lossy();
     let status = match error.kind() {
+        _ if crate::limits::is_out_of_descriptors(&error) => {
+            eprintln!("herdless exec: {name}: cannot start: {error}");
+            exit::EXEC_USAGE
+        }
         io::ErrorKind::NotFound => {
             eprintln!("herdless exec: {name}: command not found");
             exit::EXEC_NOT_FOUND

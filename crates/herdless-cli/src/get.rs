@@ -94,10 +94,9 @@ pub fn run(args: &GetArgs) -> CliResult {
     if args.timeout.is_zero() {
         return Err(CliError::usage("--timeout must be positive"));
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
+    let rt =
+        crate::limits::build_runtime(tokio::runtime::Builder::new_current_thread().enable_all())
+            .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     rt.block_on(async {
         let client = reqwest::Client::builder()
             .build()

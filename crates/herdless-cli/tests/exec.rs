@@ -55,7 +55,20 @@ impl Scratch {
     }
 
     fn herdless(&self) -> Command {
-        let mut c = Command::new(BIN);
+        self.env(Command::new(BIN))
+    }
+
+    /// `herdless` under `ulimit -n limit` (soft and hard), for that process
+    /// only: the test binary keeps its own limit. Arguments follow as usual.
+    fn herdless_limited(&self, limit: u32) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+            .arg(BIN);
+        self.env(c)
+    }
+
+    fn env(&self, mut c: Command) -> Command {
         c.current_dir(self.0.path())
             .env("XDG_CONFIG_HOME", self.0.path().join("no-config"))
             .stdin(Stdio::null());
@@ -677,4 +690,49 @@ fn a_file_on_stdin_is_rewound_for_every_attempt_and_first_passes_a_pipe_once() {
     }
     assert_eq!(child.wait().unwrap().code(), Some(1));
     assert_eq!(dir.read("seen"), "once\n", "later attempts read /dev/null");
+}
+
+/// At any descriptor limit, herdless fails with a clear message (or works):
+/// never a panic (exit 101), whether the runtime, the signal handlers, stdin
+/// or the child cannot get a descriptor.
+#[test]
+fn no_panic_at_small_descriptor_limits() {
+    let dir = Scratch::new();
+    for limit in 3..=10 {
+        for args in [
+            &["exec", "--", "true"][..],
+            &[
+                "exec",
+                "--max-attempts",
+                "2",
+                "--base",
+                "1ms",
+                "--",
+                "sh",
+                "-c",
+                "exit 1",
+            ],
+            &["get", "--max-attempts", "1", "http://127.0.0.1:1/"],
+        ] {
+            let mut c = dir.herdless_limited(limit);
+            c.args(args);
+            let out = run(c);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let code = out.status.code();
+            assert_ne!(code, Some(101), "ulimit -n {limit}: {args:?}: {stderr}");
+            assert!(
+                !stderr.contains("panicked"),
+                "ulimit -n {limit}: {args:?}: {stderr}"
+            );
+            if stderr.contains("error while loading shared libraries") {
+                continue; // the dynamic loader, before herdless runs at all
+            }
+            if code != Some(0) && args[0] == "exec" && args[2] == "true" {
+                // A clear one-line error from herdless itself.
+                assert_eq!(code, Some(125), "ulimit -n {limit}: {stderr}");
+                assert!(stderr.starts_with("herdless exec: "), "{stderr}");
+                assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            }
+        }
+    }
 }

@@ -72,7 +72,11 @@ impl StdinSource {
         let owned = match stdin.as_fd().try_clone_to_owned() {
             Ok(fd) => File::from(fd),
             // stdin is closed: the child gets /dev/null rather than a stray fd 0.
-            Err(_) => return Ok(StdinSource::Null),
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EBADF as i32) => {
+                return Ok(StdinSource::Null)
+            }
+            // Anything else (out of descriptors…): not "no input".
+            Err(e) => return Err(e),
         };
         match mode {
             StdinMode::Null => return Ok(StdinSource::Null),
