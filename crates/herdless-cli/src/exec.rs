@@ -14,7 +14,9 @@
 //! * **Classification by exit status** ([`Classes`]): an exit status carries no
 //!   standard meaning beyond "126: found but not executable", "127: not found"
 //!   and "128+N: killed by signal N", so by default every failure is retried
-//!   except 126 and 127, which no retry can fix and which are never retried.
+//!   except 126 and 127, which no retry can fix and which are never retried,
+//!   and 141 (killed by `SIGPIPE`: whoever read its output has gone, as in
+//!   `herdless exec -- yes | head -1`), terminal unless `--retry-on` lists it.
 //!   `--retry-on` turns that into an allowlist (fail closed: every other status is
 //!   terminal), recommended when the command documents its codes (sysexits'
 //!   `EX_TEMPFAIL` 75, qmail's 111); `--terminal-on` is a denylist.
@@ -74,7 +76,8 @@ predictable minimum gap between attempts (each delay is at least half its ceilin
 random half still spreads the same job running on many hosts. Fleet-facing subcommands keep full \
 jitter. Pass --jitter to choose.\n\n\
 Classification: every non-zero status is retried except 126 (not executable) and 127 (not found), \
-which are never retried. --retry-on makes an allowlist (every other status is terminal); \
+which are never retried, and 141 (killed by SIGPIPE: the reader went away), terminal unless \
+--retry-on lists it. --retry-on makes an allowlist (every other status is terminal); \
 --terminal-on a denylist. A child killed by signal N has status 128+N.\n\n\
 The child runs in its own process group with HERDLESS_ATTEMPT (1, 2, ...) and \
 HERDLESS_IDEMPOTENCY_KEY (the same on every attempt) in its environment. SIGINT, SIGTERM, SIGHUP \
@@ -128,6 +131,10 @@ pub struct Classes {
     terminal_on: CodeSet,
 }
 
+/// The status of a child killed by `SIGPIPE` (128 + 13), as a shell reports it:
+/// terminal unless `--retry-on` lists it.
+pub const SIGPIPE_STATUS: i32 = exit::SIGNAL_BASE + Signal::SIGPIPE as i32;
+
 /// Statuses no retry can fix: 126 (not executable) and 127 (not found).
 fn never_retried() -> CodeSet {
     let mut s = CodeSet::empty();
@@ -174,6 +181,9 @@ impl Classes {
         match &self.retry_on {
             Some(allow) if allow.contains(status) => Classification::retryable(),
             Some(_) => Classification::terminal(),
+            // Killed by SIGPIPE: the reader went away (`herdless exec -- yes |
+            // head -1`); a retry would write to the same closed pipe.
+            None if status == SIGPIPE_STATUS => Classification::terminal(),
             None => Classification::retryable(),
         }
     }
@@ -596,14 +606,17 @@ mod tests {
     }
 
     #[test]
-    fn default_retries_every_failure_but_126_and_127() {
+    fn default_retries_every_failure_but_126_127_and_sigpipe() {
         let c = Classes::new(None, None).unwrap();
         for s in [1, 2, 75, 125, 128, 137, 143, 255] {
             assert!(c.classify(s).is_retryable(), "{s}");
         }
-        for s in [126, 127] {
+        for s in [126, 127, 141] {
             assert!(!c.classify(s).is_retryable(), "{s}");
         }
+        // SIGPIPE is retried when the allowlist names it.
+        let pipe = Classes::new(codes("141"), None).unwrap();
+        assert!(pipe.classify(141).is_retryable());
     }
 
     #[test]

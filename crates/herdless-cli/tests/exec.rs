@@ -736,3 +736,59 @@ fn no_panic_at_small_descriptor_limits() {
         }
     }
 }
+
+/// A child killed by SIGPIPE (its reader went away: `exec -- yes | head -1`),
+/// or a shell exiting 141, is not retried by default; `--retry-on 141` retries it.
+#[test]
+fn death_by_sigpipe_is_terminal_unless_retry_on_lists_it() {
+    let dir = Scratch::new();
+    for script in ["kill -PIPE $$", "exit 141"] {
+        let mut c = dir.herdless();
+        c.args(["exec", "--base", "1ms", "--log-format", "json", "--"])
+            .args(["sh", "-c", script]);
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(141), "{script}: {out:?}");
+        assert_eq!(
+            names(&json_events(&out.stderr)),
+            ["retry_abandoned_terminal"],
+            "{script}"
+        );
+        let mut c = dir.herdless();
+        c.args(["exec", "--base", "1ms", "--max-attempts", "2"])
+            .args(["--retry-on", "141", "--log-format", "json", "--"])
+            .args(["sh", "-c", script]);
+        let out = run(c);
+        assert_eq!(
+            names(&json_events(&out.stderr)),
+            ["retry_scheduled", "retry_budget_exhausted"],
+            "{script}"
+        );
+    }
+    // The pipeline itself: one attempt, done at once.
+    let mut c = dir.herdless();
+    c.args([
+        "exec",
+        "--base",
+        "100ms",
+        "--log-format",
+        "json",
+        "--",
+        "yes",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "y\n");
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        names(&json_events(&out.stderr)),
+        ["retry_abandoned_terminal"]
+    );
+}
