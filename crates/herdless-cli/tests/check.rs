@@ -235,3 +235,44 @@ fn the_readme_example_file_checks_as_documented() {
     let out = check(&dir, toml, &["--policy", "ingest", "--max-elapsed", "10m"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A cap in the file below a base from a flag or a variable: the error names
+/// the flag (or the variable) that introduced the conflict, and the file's cap
+/// line beside it, instead of blaming the file alone.
+#[test]
+fn a_conflict_introduced_by_a_flag_or_variable_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "[policy.default]\ncap = \"1s\"\n";
+    let out = check(&dir, file, &["--base", "10s"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "herdless check: invalid cap: 1s is below base 10s \
+         (base from --base; cap from herdless.toml:2 (policy.default.cap))"
+    );
+    let mut c = Command::new(BIN);
+    std::fs::write(dir.path().join("herdless.toml"), file).unwrap();
+    c.current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("no-config"))
+        .env("HERDLESS_BASE", "10s")
+        .arg("check");
+    let out = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("(base from HERDLESS_BASE; cap from herdless.toml:2 (policy.default.cap))"),
+        "{stderr}"
+    );
+    // Both sides in the file: the file's line and key, as documented.
+    let out = check(
+        &dir,
+        "[policy.default]\nbase = \"10s\"\ncap = \"1s\"\n",
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("herdless check: herdless.toml:3: policy.default.cap: invalid cap"),
+        "{stderr}"
+    );
+}
