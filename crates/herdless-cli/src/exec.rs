@@ -143,34 +143,86 @@ fn never_retried() -> CodeSet {
     s
 }
 
+/// Why a pair of `retry_on` / `terminal_on` lists was refused; each caller
+/// names where the lists came from (flags, a policy file's line and key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassesError {
+    /// `retry_on` lists 0, which is success.
+    RetryOnZero,
+    /// `retry_on` lists nothing but statuses that are never retried (126, 127).
+    NeverRetried(CodeSet),
+    /// Both lists hold these statuses.
+    Both(CodeSet),
+}
+
+impl ClassesError {
+    /// The message, naming `retry_on` as `retry` and `terminal_on` as `terminal`
+    /// (e.g. `--retry-on`, `herdless.toml:3 (policy.a.terminal_on)`).
+    pub fn message(&self, retry: &str, terminal: &str) -> String {
+        match self {
+            ClassesError::RetryOnZero => format!("{retry}: 0 is success, not a failure to retry"),
+            ClassesError::NeverRetried(never) => format!(
+                "{retry}: {never} can never be retried (126: not executable, 127: not found)"
+            ),
+            ClassesError::Both(both) => format!("{retry} and {terminal} both list {both}"),
+        }
+    }
+}
+
 impl Classes {
-    /// Validates the lists: neither may retry 0, 126 or 127, and they may not
-    /// overlap.
+    /// Validates the lists: `retry_on` may not hold 0, nor list 126 or 127
+    /// (never retried) as items of their own (a range that spans them, such as
+    /// `1-255`, is kept without them, as [`left_out`](Self::left_out)
+    /// reports), and the lists may not overlap.
     ///
     /// # Errors
     ///
     /// A message naming the offending statuses.
     pub fn new(retry_on: Option<CodeSet>, terminal_on: Option<CodeSet>) -> Result<Self, String> {
+        Self::validate(retry_on, terminal_on).map_err(|e| e.message("--retry-on", "--terminal-on"))
+    }
+
+    /// [`new`](Self::new) with the reason as a value, for callers that name
+    /// the lists' sources themselves.
+    ///
+    /// # Errors
+    ///
+    /// The lists are refused.
+    pub fn validate(
+        retry_on: Option<CodeSet>,
+        terminal_on: Option<CodeSet>,
+    ) -> Result<Self, ClassesError> {
         let terminal_on = terminal_on.unwrap_or_default();
         if let Some(r) = retry_on {
             if r.contains(0) {
-                return Err("--retry-on: 0 is success, not a failure to retry".into());
+                return Err(ClassesError::RetryOnZero);
             }
             let never = r.intersection(&never_retried());
-            if !never.is_empty() {
-                return Err(format!(
-                    "--retry-on: {never} can never be retried (126: not executable, 127: not found)"
-                ));
+            // Listed alone (`126`, `1,127`) or nothing else: refused; within a
+            // range that holds others (`1-255`): left out.
+            let alone = never.listed_alone();
+            if !alone.is_empty() {
+                return Err(ClassesError::NeverRetried(alone));
+            }
+            if !never.is_empty() && r == never {
+                return Err(ClassesError::NeverRetried(never));
             }
             let both = r.intersection(&terminal_on);
             if !both.is_empty() {
-                return Err(format!("--retry-on and --terminal-on both list {both}"));
+                return Err(ClassesError::Both(both));
             }
         }
         Ok(Classes {
             retry_on,
             terminal_on,
         })
+    }
+
+    /// The statuses of `retry_on` that are never retried all the same (126,
+    /// 127 within a range such as `1-255`), if any.
+    pub fn left_out(&self) -> Option<CodeSet> {
+        let never = self.retry_on?.intersection(&never_retried());
+        (!never.is_empty()).then_some(never)
     }
 
     /// The verdict on a non-zero shell status.
@@ -230,6 +282,8 @@ struct Plan {
     format: LogFormat,
     program: OsString,
     args: Vec<OsString>,
+    /// Notes for stderr before the first attempt.
+    notes: Vec<String>,
 }
 
 fn plan(args: &ExecArgs) -> Result<Plan, String> {
@@ -238,10 +292,47 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
         .resolve_layered(DEFAULT_JITTER)
         .map_err(|e| e.to_string())?;
     let t = &resolved.table;
-    let classes = Classes::new(
+    // Where each list came from: the flag, or the policy file's line and key
+    // (the file's own lists were validated when it was read).
+    let from = |flag: &str, key: &str, line: Option<usize>| match (line, &resolved.file) {
+        (Some(line), Some(file)) => {
+            format!("{}:{line} (policy.{}.{key})", file.display(), t.name)
+        }
+        _ => flag.to_owned(),
+    };
+    let retry_from = if args.retry_on.is_some() {
+        "--retry-on".to_owned()
+    } else {
+        from(
+            "--retry-on",
+            "retry_on",
+            t.retry_on.as_ref().map(|a| a.line),
+        )
+    };
+    let terminal_from = if args.terminal_on.is_some() {
+        "--terminal-on".to_owned()
+    } else {
+        from(
+            "--terminal-on",
+            "terminal_on",
+            t.terminal_on.as_ref().map(|a| a.line),
+        )
+    };
+    let classes = Classes::validate(
         args.retry_on.or(t.retry_on.as_ref().map(|a| a.value)),
         args.terminal_on.or(t.terminal_on.as_ref().map(|a| a.value)),
-    )?;
+    )
+    .map_err(|e| e.message(&retry_from, &terminal_from))?;
+    let notes = classes
+        .left_out()
+        .map(|never| {
+            format!(
+                "note: {retry_from}: {never} left out (never retried: 126 not executable, \
+                 127 not found)"
+            )
+        })
+        .into_iter()
+        .collect();
     let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
     if timeout.is_some_and(|d| d.is_zero()) {
         return Err("--timeout must be greater than zero".into());
@@ -264,6 +355,7 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
         format: args.policy.log_format,
         program,
         args: command.collect(),
+        notes,
     })
 }
 
@@ -276,6 +368,9 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
 pub fn run(args: &ExecArgs) -> CliResult {
     let usage = |message: String| CliError::new(exit::EXEC_USAGE, message);
     let plan = plan(args).map_err(|e| usage(e.to_string()))?;
+    for note in &plan.notes {
+        eprintln!("herdless exec: {note}");
+    }
     let stdin =
         StdinSource::open(args.stdin).map_err(|e| usage(format!("cannot read stdin: {e}")))?;
     let rt =
@@ -632,9 +727,15 @@ mod tests {
         assert!(Classes::new(codes("0,1"), None)
             .unwrap_err()
             .contains("0 is success"));
-        assert!(Classes::new(codes("120-130"), None)
+        assert!(Classes::new(codes("126-127"), None)
             .unwrap_err()
-            .contains("126-127"));
+            .contains("126-127 can never be retried"));
+        // A range spanning 126-127 keeps the rest, and says what it left out.
+        let range = Classes::new(codes("1-255"), None).unwrap();
+        assert!(range.classify(1).is_retryable() && range.classify(141).is_retryable());
+        assert!(!range.classify(126).is_retryable() && !range.classify(127).is_retryable());
+        assert_eq!(range.left_out(), codes("126-127"));
+        assert_eq!(Classes::new(codes("75"), None).unwrap().left_out(), None);
         assert!(Classes::new(codes("1-5"), codes("5"))
             .unwrap_err()
             .contains("both list 5"));

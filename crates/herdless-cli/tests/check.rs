@@ -276,3 +276,60 @@ fn a_conflict_introduced_by_a_flag_or_variable_names_it() {
         "{stderr}"
     );
 }
+
+/// `check` refuses the policy files `exec` refuses, and both name the file,
+/// line and key; a range that spans 126-127 is accepted without them.
+#[test]
+fn check_and_exec_refuse_the_same_exec_keys_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "retry_on = \"126\"",
+            "herdless.toml:3: policy.a.retry_on: 126 can never be retried",
+        ),
+        (
+            "retry_on = \"0\"",
+            "herdless.toml:3: policy.a.retry_on: 0 is success",
+        ),
+        (
+            "retry_on = \"75\"\nterminal_on = \"75\"",
+            "herdless.toml:4: policy.a.terminal_on: retry_on (line 3) and terminal_on both list 75",
+        ),
+        (
+            "timeout = \"0s\"",
+            "herdless.toml:3: policy.a.timeout: must be greater than zero",
+        ),
+    ];
+    for (keys, expected) in cases {
+        let file = format!("[policy.a]\nbase = \"1ms\"\n{keys}\n");
+        for args in [&["--policy", "a"][..], &["--policy", "a", "--exec"]] {
+            let out = check(&dir, &file, args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{keys} {args:?}: {stderr}");
+            assert!(
+                stderr.starts_with(&format!("herdless check: {expected}")),
+                "{keys}: {stderr}"
+            );
+        }
+        let mut c = Command::new(BIN);
+        c.current_dir(dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("no-config"))
+            .stdin(Stdio::null())
+            .args(["exec", "--policy", "a", "--", "true"]);
+        let out = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{keys}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("herdless exec: {expected}")),
+            "{keys}: {stderr}"
+        );
+    }
+    let out = check(
+        &dir,
+        "[policy.a]\nretry_on = \"1-255\"\n",
+        &["--policy", "a"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = check(&dir, "[policy.a]\n", &["--policy", "a", "--timeout", "0s"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}

@@ -792,3 +792,51 @@ fn death_by_sigpipe_is_terminal_unless_retry_on_lists_it() {
         ["retry_abandoned_terminal"]
     );
 }
+
+/// `--retry-on 1-255` is accepted: 126 and 127 are left out (never retried),
+/// with a note on stderr; a list of nothing but them is still refused. A flag
+/// that conflicts with the file names both.
+#[test]
+fn a_retry_on_range_spanning_126_127_leaves_them_out_with_a_note() {
+    let dir = Scratch::new();
+    let mut c = dir.herdless();
+    c.args([
+        "exec",
+        "--retry-on",
+        "1-255",
+        "--base",
+        "1ms",
+        "--max-attempts",
+        "2",
+    ])
+    .args(["--log-format", "json", "--", "sh", "-c", "exit 127"]);
+    let out = run(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "herdless exec: note: --retry-on: 126-127 left out (never retried: 126 not \
+             executable, 127 not found)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        names(&json_events(&out.stderr)),
+        ["retry_abandoned_terminal"]
+    );
+    let mut c = dir.herdless();
+    c.args(["exec", "--retry-on", "126", "--", "true"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--retry-on: 126 can never be retried"));
+    dir.write("herdless.toml", "[policy.default]\nterminal_on = \"75\"\n");
+    let mut c = dir.herdless();
+    c.args(["exec", "--retry-on", "75", "--", "true"]);
+    let out = run(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "herdless exec: --retry-on and herdless.toml:2 (policy.default.terminal_on) both list 75"
+    );
+}
