@@ -428,14 +428,22 @@ fn validate_exec_keys(p: &FilePolicy) -> Result<(), (usize, &'static str, String
 /// `explicit` names no file.
 pub fn locate(explicit: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
     if let Some(p) = explicit {
-        if p.is_file() {
-            return Ok(Some(p.to_owned()));
-        }
+        let given = "(given by --config or HERDLESS_CONFIG)";
+        let message = match std::fs::metadata(p) {
+            Ok(m) if m.is_file() => return Ok(Some(p.to_owned())),
+            Ok(m) if m.is_dir() => format!("is a directory, not a policy file {given}"),
+            Ok(_) => format!("is not a regular file, not a policy file {given}"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                format!("no such policy file {given}")
+            }
+            // A symlink loop, a directory that cannot be searched…
+            Err(e) => format!("cannot read the policy file {given}: {e}"),
+        };
         return Err(ConfigError {
             file: Some(p.to_owned()),
             line: None,
             key: None,
-            message: "no such policy file (given by --config or HERDLESS_CONFIG)".into(),
+            message,
         });
     }
     let local = PathBuf::from(FILE_NAME);

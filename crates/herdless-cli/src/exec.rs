@@ -371,8 +371,7 @@ pub fn run(args: &ExecArgs) -> CliResult {
     for note in &plan.notes {
         eprintln!("herdless exec: {note}");
     }
-    let stdin =
-        StdinSource::open(args.stdin).map_err(|e| usage(format!("cannot read stdin: {e}")))?;
+    let stdin = StdinSource::open(args.stdin).map_err(|e| usage(e.to_string()))?;
     let rt =
         crate::limits::build_runtime(tokio::runtime::Builder::new_current_thread().enable_all())
             .map_err(|e| usage(format!("cannot start the runtime: {e}")))?;

@@ -840,3 +840,55 @@ fn a_retry_on_range_spanning_126_127_leaves_them_out_with_a_note() {
         "herdless exec: --retry-on and herdless.toml:2 (policy.default.terminal_on) both list 75"
     );
 }
+
+/// Errors say what actually failed: a `--config` that is a directory, a
+/// symlink loop or a device is not "no such policy file", and a replay file
+/// that cannot be created is not "cannot read stdin".
+#[test]
+fn errors_name_what_actually_failed() {
+    let dir = Scratch::new();
+    std::fs::create_dir(dir.path("conf.d")).unwrap();
+    std::os::unix::fs::symlink(dir.path("loop"), dir.path("loop")).unwrap();
+    for (config, expected) in [
+        ("conf.d", "is a directory"),
+        ("loop", "cannot read the policy file"),
+        ("/dev/null", "is not a regular file"),
+        ("missing.toml", "no such policy file"),
+    ] {
+        let mut c = dir.herdless();
+        c.args(["exec", "--config", config, "--", "true"]);
+        let out = run(c);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{config}: {stderr}");
+        assert!(stderr.contains(expected), "{config}: {stderr}");
+        if config != "missing.toml" {
+            assert!(
+                !stderr.contains("no such policy file"),
+                "{config}: {stderr}"
+            );
+        }
+    }
+    let mut c = dir.herdless();
+    c.env("TMPDIR", "/nonexistent")
+        .args(["exec", "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(b"data\n");
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "herdless exec: cannot create the file that replays stdin to every attempt in \
+             /nonexistent"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot read stdin"), "{stderr}");
+}
