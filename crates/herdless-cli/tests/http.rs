@@ -793,3 +793,42 @@ async fn fleet_urgent_calls_end_by_their_deadline() {
     }
     assert!(r["duration_s"].as_f64().unwrap() < 5.0, "{r}");
 }
+
+/// A redirect to an unreachable host: the error names the URL that failed
+/// (not the one asked for) and the redirect chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_redirect_names_the_url_that_failed_and_the_chain() {
+    use axum::http::{header, StatusCode};
+    let app = axum::Router::new()
+        .route(
+            "/start",
+            axum::routing::get(|| async { (StatusCode::FOUND, [(header::LOCATION, "/hop")]) }),
+        )
+        .route(
+            "/hop",
+            axum::routing::get(|| async {
+                (
+                    StatusCode::FOUND,
+                    [(header::LOCATION, "http://127.0.0.1:1/gone")],
+                )
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let start = format!("http://{addr}/start");
+    let out = herdless(&["get", "--max-attempts", "1", &start]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("for url (http://127.0.0.1:1/gone)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "(the request to http://127.0.0.1:1/gone failed, after redirects: \
+             {start} -> http://{addr}/hop -> http://127.0.0.1:1/gone)"
+        )),
+        "{stderr}"
+    );
+}
