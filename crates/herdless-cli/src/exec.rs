@@ -81,8 +81,8 @@ which are never retried, and 141 (killed by SIGPIPE: the reader went away), term
 --terminal-on a denylist. A child killed by signal N has status 128+N.\n\n\
 The child runs in its own process group with HERDLESS_ATTEMPT (1, 2, ...) and \
 HERDLESS_IDEMPOTENCY_KEY (the same on every attempt) in its environment. SIGINT, SIGTERM, SIGHUP \
-and SIGQUIT are forwarded to that group while it runs (no further attempt follows); between \
-attempts they stop herdless at once.\n\n\
+and SIGQUIT are forwarded to that group while it runs (no further attempt follows; a second \
+one sends SIGKILL to the group); between attempts they stop herdless at once.\n\n\
 Exit status: 0 on success; the child's last status when it failed terminally or the budget ran \
 out; 124 when the last attempt timed out; 128+N when interrupted by signal N; 125 for usage or \
 policy-file errors; 126/127 when CMD cannot be executed / is not found."
@@ -510,8 +510,12 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
                 return exit::SIGNAL_BASE + sig as i32;
             }
             sig = signals.next() => {
+                let again = state.interrupted.get().is_some();
                 state.interrupted.set(Some(sig));
                 match state.running.get() {
+                    // A second signal: the child's group had its chance (it
+                    // may ignore the first); SIGKILL it.
+                    Some(pgid) if again => child::signal_group(pgid, Signal::SIGKILL),
                     Some(pgid) => child::signal_group(pgid, sig),
                     // Between attempts: no child exists; dropping `call` cancels the sleep.
                     None => return exit::SIGNAL_BASE + sig as i32,

@@ -892,3 +892,32 @@ fn errors_name_what_actually_failed() {
     );
     assert!(!stderr.contains("cannot read stdin"), "{stderr}");
 }
+
+/// A second SIGTERM escalates: a child that ignores the forwarded SIGTERM is
+/// killed (SIGKILL to its group), and herdless exits 143 without waiting for
+/// the grace period.
+#[test]
+fn a_second_sigterm_kills_a_child_that_ignores_the_first() {
+    let dir = Scratch::new();
+    let script = dir.write(
+        "child.sh",
+        "trap 'echo got-term >&2' TERM\necho child-ready >&2\nwhile :; do sleep 0.05; done\n",
+    );
+    let mut c = dir.herdless();
+    c.args(["exec", "--base", "1ms", "--kill-after", "60s", "--", "sh"])
+        .arg(&script);
+    let (mut child, mut err) = spawn_with_events(c);
+    await_line(&mut err, "child-ready");
+    let herdless = Pid::from_raw(child.id() as i32);
+    kill(herdless, Signal::SIGTERM).expect("signal herdless");
+    await_line(&mut err, "got-term");
+    let started = Instant::now();
+    kill(herdless, Signal::SIGTERM).expect("signal herdless again");
+    let status = child.wait().expect("wait herdless");
+    assert_eq!(status.code(), Some(143));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
