@@ -138,7 +138,20 @@ impl PolicyArgs {
     /// the file, line and key (or the flag) responsible.
     pub fn resolve_layered(&self, default_jitter: Jitter) -> Result<Resolved, ConfigError> {
         let path = config::locate(self.config.as_deref())?;
-        let file = path.as_deref().map(ConfigFile::read).transpose()?;
+        let file = path
+            .as_deref()
+            .map(ConfigFile::read)
+            .transpose()
+            .map_err(|mut e| {
+                if self.config.is_none() && self.policy.is_none() {
+                    // Found, not asked for: say why it was read at all.
+                    e.message.push_str(
+                        " (the policy file is read whenever it exists, even without --policy: \
+                         fix it, or pass --config PATH to use another)",
+                    );
+                }
+                e
+            })?;
         let table = match (&self.policy, &file) {
             (Some(name), Some(f)) => Some(f.policy(name)?.clone()),
             (Some(name), None) => return Err(config::no_file_for(name)),

@@ -333,3 +333,39 @@ fn check_and_exec_refuse_the_same_exec_keys_naming_the_line() {
     let out = check(&dir, "[policy.a]\n", &["--policy", "a", "--timeout", "0s"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// `check --help` lists only flags that apply to it, and still accepts the
+/// hidden ones (scripts may pass a shared set of policy flags).
+#[test]
+fn check_help_hides_flags_that_do_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = check(&dir, "", &["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("--base"), "{help}");
+    for hidden in ["--seed", "--task-id", "--log-format"] {
+        assert!(!help.contains(hidden), "{hidden}: {help}");
+    }
+    let out = check(
+        &dir,
+        "",
+        &["--seed", "1", "--task-id", "t", "--log-format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// A broken ./herdless.toml that nobody asked for says why it was read.
+#[test]
+fn a_broken_implicit_policy_file_says_why_it_was_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = check(&dir, "[policy.a]\ncapp = \"1s\"\n", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("herdless check: herdless.toml:2: policy.a.capp"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("read whenever it exists, even without --policy"),
+        "{stderr}"
+    );
+}
