@@ -18,41 +18,79 @@ use std::str::FromStr;
 /// assert_eq!(set.to_string(), "75,111,200-210");
 /// # Ok::<(), herdless_cli::codes::ParseCodesError>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub struct CodeSet([u64; 4]);
+#[derive(Clone, Copy, Default)]
+pub struct CodeSet {
+    codes: [u64; 4],
+    /// The statuses written as a single item (`126`), not within a range
+    /// (`1-255`): a range may span statuses that a caller leaves out.
+    singles: [u64; 4],
+}
+
+/// Two sets are equal when they hold the same statuses, however written.
+impl PartialEq for CodeSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.codes == other.codes
+    }
+}
+
+impl Eq for CodeSet {}
+
+fn bit(code: u8) -> (usize, u64) {
+    (usize::from(code >> 6), 1 << (code & 63))
+}
 
 impl CodeSet {
     /// The empty set.
     pub const fn empty() -> Self {
-        CodeSet([0; 4])
+        CodeSet {
+            codes: [0; 4],
+            singles: [0; 4],
+        }
     }
 
     /// Adds `code`.
     pub fn insert(&mut self, code: u8) {
-        self.0[usize::from(code >> 6)] |= 1 << (code & 63);
+        let (i, b) = bit(code);
+        self.codes[i] |= b;
     }
 
     /// Whether `status` is in the set (statuses outside `0..=255` never are).
     pub fn contains(&self, status: i32) -> bool {
         match u8::try_from(status) {
-            Ok(code) => self.0[usize::from(code >> 6)] & (1 << (code & 63)) != 0,
+            Ok(code) => {
+                let (i, b) = bit(code);
+                self.codes[i] & b != 0
+            }
             Err(_) => false,
         }
     }
 
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
-        self.0 == [0; 4]
+        self.codes == [0; 4]
     }
 
-    /// The statuses in both sets.
+    /// The statuses in both sets (those `self` listed alone stay so).
     pub fn intersection(&self, other: &CodeSet) -> CodeSet {
-        CodeSet([
-            self.0[0] & other.0[0],
-            self.0[1] & other.0[1],
-            self.0[2] & other.0[2],
-            self.0[3] & other.0[3],
-        ])
+        let and = |a: [u64; 4], b: [u64; 4]| std::array::from_fn(|i| a[i] & b[i]);
+        CodeSet {
+            codes: and(self.codes, other.codes),
+            singles: and(self.singles, other.codes),
+        }
+    }
+
+    /// The statuses that were written as single items, not within a range.
+    ///
+    /// ```
+    /// let set: herdless_cli::codes::CodeSet = "75,120-130".parse()?;
+    /// assert_eq!(set.listed_alone().to_string(), "75");
+    /// # Ok::<(), herdless_cli::codes::ParseCodesError>(())
+    /// ```
+    pub fn listed_alone(&self) -> CodeSet {
+        CodeSet {
+            codes: self.singles,
+            singles: self.singles,
+        }
     }
 
     /// The statuses in the set, ascending.
@@ -145,7 +183,12 @@ impl FromStr for CodeSet {
                         set.insert(c);
                     }
                 }
-                None => set.insert(code(item, &whole)?),
+                None => {
+                    let c = code(item, &whole)?;
+                    set.insert(c);
+                    let (i, b) = bit(c);
+                    set.singles[i] |= b;
+                }
             }
         }
         Ok(set)

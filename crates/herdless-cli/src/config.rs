@@ -348,6 +348,9 @@ impl ConfigFile {
                     }
                 }
             }
+            validate_exec_keys(&p).map_err(|(line, key, message)| {
+                err_at(Some(line), Some(format!("policy.{name}.{key}")), message)
+            })?;
             policies.insert(name, p);
         }
         Ok(ConfigFile {
@@ -378,6 +381,45 @@ impl ConfigFile {
     }
 }
 
+/// The rules `exec` applies to its own keys, checked when the file is read so
+/// that `check` refuses what `exec` would: a per-attempt `timeout` above zero,
+/// and `retry_on` / `terminal_on` as [`Classes::validate`] accepts them.
+/// Returns the line and key at fault and the message.
+///
+/// [`Classes::validate`]: crate::exec::Classes::validate
+fn validate_exec_keys(p: &FilePolicy) -> Result<(), (usize, &'static str, String)> {
+    use crate::exec::{Classes, ClassesError};
+    if let Some(t) = p.timeout.as_ref().filter(|t| t.value.is_zero()) {
+        return Err((t.line, "timeout", "must be greater than zero".into()));
+    }
+    let retry = p.retry_on.as_ref();
+    let terminal = p.terminal_on.as_ref();
+    match Classes::validate(retry.map(|a| a.value), terminal.map(|a| a.value)) {
+        Ok(_) => Ok(()),
+        Err(e @ ClassesError::Both(_)) => {
+            // Blame the later of the two lines, naming the other.
+            let (r, t) = (retry.map_or(0, |a| a.line), terminal.map_or(0, |a| a.line));
+            let (line, key, other) = if t >= r {
+                (t, "terminal_on", format!("retry_on (line {r})"))
+            } else {
+                (r, "retry_on", format!("terminal_on (line {t})"))
+            };
+            let message = match key {
+                "terminal_on" => e.message(&other, "terminal_on"),
+                _ => e.message("retry_on", &other),
+            };
+            Err((line, key, message))
+        }
+        Err(e) => {
+            let line = retry.map_or(p.line, |a| a.line);
+            // The key is already named before the message.
+            let message = e.message("retry_on", "terminal_on");
+            let message = message.strip_prefix("retry_on: ").unwrap_or(&message);
+            Err((line, "retry_on", message.to_owned()))
+        }
+    }
+}
+
 /// Where the policy file is: `explicit` (which must exist), else
 /// `./herdless.toml`, else `<config dir>/herdless/herdless.toml`, else none.
 ///
@@ -386,14 +428,22 @@ impl ConfigFile {
 /// `explicit` names no file.
 pub fn locate(explicit: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
     if let Some(p) = explicit {
-        if p.is_file() {
-            return Ok(Some(p.to_owned()));
-        }
+        let given = "(given by --config or HERDLESS_CONFIG)";
+        let message = match std::fs::metadata(p) {
+            Ok(m) if m.is_file() => return Ok(Some(p.to_owned())),
+            Ok(m) if m.is_dir() => format!("is a directory, not a policy file {given}"),
+            Ok(_) => format!("is not a regular file, not a policy file {given}"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                format!("no such policy file {given}")
+            }
+            // A symlink loop, a directory that cannot be searched…
+            Err(e) => format!("cannot read the policy file {given}: {e}"),
+        };
         return Err(ConfigError {
             file: Some(p.to_owned()),
             line: None,
             key: None,
-            message: "no such policy file (given by --config or HERDLESS_CONFIG)".into(),
+            message,
         });
     }
     let local = PathBuf::from(FILE_NAME);

@@ -14,7 +14,9 @@
 //! * **Classification by exit status** ([`Classes`]): an exit status carries no
 //!   standard meaning beyond "126: found but not executable", "127: not found"
 //!   and "128+N: killed by signal N", so by default every failure is retried
-//!   except 126 and 127, which no retry can fix and which are never retried.
+//!   except 126 and 127, which no retry can fix and which are never retried,
+//!   and 141 (killed by `SIGPIPE`: whoever read its output has gone, as in
+//!   `herdless exec -- yes | head -1`), terminal unless `--retry-on` lists it.
 //!   `--retry-on` turns that into an allowlist (fail closed: every other status is
 //!   terminal), recommended when the command documents its codes (sysexits'
 //!   `EX_TEMPFAIL` 75, qmail's 111); `--terminal-on` is a denylist.
@@ -74,12 +76,13 @@ predictable minimum gap between attempts (each delay is at least half its ceilin
 random half still spreads the same job running on many hosts. Fleet-facing subcommands keep full \
 jitter. Pass --jitter to choose.\n\n\
 Classification: every non-zero status is retried except 126 (not executable) and 127 (not found), \
-which are never retried. --retry-on makes an allowlist (every other status is terminal); \
+which are never retried, and 141 (killed by SIGPIPE: the reader went away), terminal unless \
+--retry-on lists it. --retry-on makes an allowlist (every other status is terminal); \
 --terminal-on a denylist. A child killed by signal N has status 128+N.\n\n\
 The child runs in its own process group with HERDLESS_ATTEMPT (1, 2, ...) and \
 HERDLESS_IDEMPOTENCY_KEY (the same on every attempt) in its environment. SIGINT, SIGTERM, SIGHUP \
-and SIGQUIT are forwarded to that group while it runs (no further attempt follows); between \
-attempts they stop herdless at once.\n\n\
+and SIGQUIT are forwarded to that group while it runs (no further attempt follows; a second \
+one sends SIGKILL to the group); between attempts they stop herdless at once.\n\n\
 Exit status: 0 on success; the child's last status when it failed terminally or the budget ran \
 out; 124 when the last attempt timed out; 128+N when interrupted by signal N; 125 for usage or \
 policy-file errors; 126/127 when CMD cannot be executed / is not found."
@@ -128,6 +131,10 @@ pub struct Classes {
     terminal_on: CodeSet,
 }
 
+/// The status of a child killed by `SIGPIPE` (128 + 13), as a shell reports it:
+/// terminal unless `--retry-on` lists it.
+pub const SIGPIPE_STATUS: i32 = exit::SIGNAL_BASE + Signal::SIGPIPE as i32;
+
 /// Statuses no retry can fix: 126 (not executable) and 127 (not found).
 fn never_retried() -> CodeSet {
     let mut s = CodeSet::empty();
@@ -136,34 +143,86 @@ fn never_retried() -> CodeSet {
     s
 }
 
+/// Why a pair of `retry_on` / `terminal_on` lists was refused; each caller
+/// names where the lists came from (flags, a policy file's line and key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassesError {
+    /// `retry_on` lists 0, which is success.
+    RetryOnZero,
+    /// `retry_on` lists nothing but statuses that are never retried (126, 127).
+    NeverRetried(CodeSet),
+    /// Both lists hold these statuses.
+    Both(CodeSet),
+}
+
+impl ClassesError {
+    /// The message, naming `retry_on` as `retry` and `terminal_on` as `terminal`
+    /// (e.g. `--retry-on`, `herdless.toml:3 (policy.a.terminal_on)`).
+    pub fn message(&self, retry: &str, terminal: &str) -> String {
+        match self {
+            ClassesError::RetryOnZero => format!("{retry}: 0 is success, not a failure to retry"),
+            ClassesError::NeverRetried(never) => format!(
+                "{retry}: {never} can never be retried (126: not executable, 127: not found)"
+            ),
+            ClassesError::Both(both) => format!("{retry} and {terminal} both list {both}"),
+        }
+    }
+}
+
 impl Classes {
-    /// Validates the lists: neither may retry 0, 126 or 127, and they may not
-    /// overlap.
+    /// Validates the lists: `retry_on` may not hold 0, nor list 126 or 127
+    /// (never retried) as items of their own (a range that spans them, such as
+    /// `1-255`, is kept without them, as [`left_out`](Self::left_out)
+    /// reports), and the lists may not overlap.
     ///
     /// # Errors
     ///
     /// A message naming the offending statuses.
     pub fn new(retry_on: Option<CodeSet>, terminal_on: Option<CodeSet>) -> Result<Self, String> {
+        Self::validate(retry_on, terminal_on).map_err(|e| e.message("--retry-on", "--terminal-on"))
+    }
+
+    /// [`new`](Self::new) with the reason as a value, for callers that name
+    /// the lists' sources themselves.
+    ///
+    /// # Errors
+    ///
+    /// The lists are refused.
+    pub fn validate(
+        retry_on: Option<CodeSet>,
+        terminal_on: Option<CodeSet>,
+    ) -> Result<Self, ClassesError> {
         let terminal_on = terminal_on.unwrap_or_default();
         if let Some(r) = retry_on {
             if r.contains(0) {
-                return Err("--retry-on: 0 is success, not a failure to retry".into());
+                return Err(ClassesError::RetryOnZero);
             }
             let never = r.intersection(&never_retried());
-            if !never.is_empty() {
-                return Err(format!(
-                    "--retry-on: {never} can never be retried (126: not executable, 127: not found)"
-                ));
+            // Listed alone (`126`, `1,127`) or nothing else: refused; within a
+            // range that holds others (`1-255`): left out.
+            let alone = never.listed_alone();
+            if !alone.is_empty() {
+                return Err(ClassesError::NeverRetried(alone));
+            }
+            if !never.is_empty() && r == never {
+                return Err(ClassesError::NeverRetried(never));
             }
             let both = r.intersection(&terminal_on);
             if !both.is_empty() {
-                return Err(format!("--retry-on and --terminal-on both list {both}"));
+                return Err(ClassesError::Both(both));
             }
         }
         Ok(Classes {
             retry_on,
             terminal_on,
         })
+    }
+
+    /// The statuses of `retry_on` that are never retried all the same (126,
+    /// 127 within a range such as `1-255`), if any.
+    pub fn left_out(&self) -> Option<CodeSet> {
+        let never = self.retry_on?.intersection(&never_retried());
+        (!never.is_empty()).then_some(never)
     }
 
     /// The verdict on a non-zero shell status.
@@ -174,6 +233,9 @@ impl Classes {
         match &self.retry_on {
             Some(allow) if allow.contains(status) => Classification::retryable(),
             Some(_) => Classification::terminal(),
+            // Killed by SIGPIPE: the reader went away (`herdless exec -- yes |
+            // head -1`); a retry would write to the same closed pipe.
+            None if status == SIGPIPE_STATUS => Classification::terminal(),
             None => Classification::retryable(),
         }
     }
@@ -220,6 +282,8 @@ struct Plan {
     format: LogFormat,
     program: OsString,
     args: Vec<OsString>,
+    /// Notes for stderr before the first attempt.
+    notes: Vec<String>,
 }
 
 fn plan(args: &ExecArgs) -> Result<Plan, String> {
@@ -228,10 +292,47 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
         .resolve_layered(DEFAULT_JITTER)
         .map_err(|e| e.to_string())?;
     let t = &resolved.table;
-    let classes = Classes::new(
+    // Where each list came from: the flag, or the policy file's line and key
+    // (the file's own lists were validated when it was read).
+    let from = |flag: &str, key: &str, line: Option<usize>| match (line, &resolved.file) {
+        (Some(line), Some(file)) => {
+            format!("{}:{line} (policy.{}.{key})", file.display(), t.name)
+        }
+        _ => flag.to_owned(),
+    };
+    let retry_from = if args.retry_on.is_some() {
+        "--retry-on".to_owned()
+    } else {
+        from(
+            "--retry-on",
+            "retry_on",
+            t.retry_on.as_ref().map(|a| a.line),
+        )
+    };
+    let terminal_from = if args.terminal_on.is_some() {
+        "--terminal-on".to_owned()
+    } else {
+        from(
+            "--terminal-on",
+            "terminal_on",
+            t.terminal_on.as_ref().map(|a| a.line),
+        )
+    };
+    let classes = Classes::validate(
         args.retry_on.or(t.retry_on.as_ref().map(|a| a.value)),
         args.terminal_on.or(t.terminal_on.as_ref().map(|a| a.value)),
-    )?;
+    )
+    .map_err(|e| e.message(&retry_from, &terminal_from))?;
+    let notes = classes
+        .left_out()
+        .map(|never| {
+            format!(
+                "note: {retry_from}: {never} left out (never retried: 126 not executable, \
+                 127 not found)"
+            )
+        })
+        .into_iter()
+        .collect();
     let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
     if timeout.is_some_and(|d| d.is_zero()) {
         return Err("--timeout must be greater than zero".into());
@@ -254,6 +355,7 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
         format: args.policy.log_format,
         program,
         args: command.collect(),
+        notes,
     })
 }
 
@@ -266,12 +368,13 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
 pub fn run(args: &ExecArgs) -> CliResult {
     let usage = |message: String| CliError::new(exit::EXEC_USAGE, message);
     let plan = plan(args).map_err(|e| usage(e.to_string()))?;
-    let stdin =
-        StdinSource::open(args.stdin).map_err(|e| usage(format!("cannot read stdin: {e}")))?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| usage(format!("cannot start the runtime: {e}")))?;
+    for note in &plan.notes {
+        eprintln!("herdless exec: {note}");
+    }
+    let stdin = StdinSource::open(args.stdin).map_err(|e| usage(e.to_string()))?;
+    let rt =
+        crate::limits::build_runtime(tokio::runtime::Builder::new_current_thread().enable_all())
+            .map_err(|e| usage(format!("cannot start the runtime: {e}")))?;
     Ok(rt.block_on(execute(plan, stdin)))
 }
 
@@ -374,6 +477,10 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
     let classify = move |f: &Failure| match f {
         Failure::Exit(status) => classes.classify(*status),
         Failure::TimedOut(_) => Classification::retryable(),
+        // Out of file descriptors: a local, transient shortage.
+        Failure::Start { error, .. } if crate::limits::is_out_of_descriptors(error) => {
+            Classification::retryable()
+        }
         Failure::Start { .. } => Classification::terminal(),
     };
     let mut retry = Retry::new(plan.policy, classify)
@@ -403,8 +510,12 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
                 return exit::SIGNAL_BASE + sig as i32;
             }
             sig = signals.next() => {
+                let again = state.interrupted.get().is_some();
                 state.interrupted.set(Some(sig));
                 match state.running.get() {
+                    // A second signal: the child's group had its chance (it
+                    // may ignore the first); SIGKILL it.
+                    Some(pgid) if again => child::signal_group(pgid, Signal::SIGKILL),
                     Some(pgid) => child::signal_group(pgid, sig),
                     // Between attempts: no child exists; dropping `call` cancels the sleep.
                     None => return exit::SIGNAL_BASE + sig as i32,
@@ -471,6 +582,10 @@ async fn wait_child(
 fn start_failure(program: &OsString, error: io::Error) -> Failure {
     let name = program.to_string_lossy();
     let status = match error.kind() {
+        _ if crate::limits::is_out_of_descriptors(&error) => {
+            eprintln!("herdless exec: {name}: cannot start: {error}");
+            exit::EXEC_USAGE
+        }
         io::ErrorKind::NotFound => {
             eprintln!("herdless exec: {name}: command not found");
             exit::EXEC_NOT_FOUND
@@ -589,14 +704,17 @@ mod tests {
     }
 
     #[test]
-    fn default_retries_every_failure_but_126_and_127() {
+    fn default_retries_every_failure_but_126_127_and_sigpipe() {
         let c = Classes::new(None, None).unwrap();
         for s in [1, 2, 75, 125, 128, 137, 143, 255] {
             assert!(c.classify(s).is_retryable(), "{s}");
         }
-        for s in [126, 127] {
+        for s in [126, 127, 141] {
             assert!(!c.classify(s).is_retryable(), "{s}");
         }
+        // SIGPIPE is retried when the allowlist names it.
+        let pipe = Classes::new(codes("141"), None).unwrap();
+        assert!(pipe.classify(141).is_retryable());
     }
 
     #[test]
@@ -612,9 +730,15 @@ mod tests {
         assert!(Classes::new(codes("0,1"), None)
             .unwrap_err()
             .contains("0 is success"));
-        assert!(Classes::new(codes("120-130"), None)
+        assert!(Classes::new(codes("126-127"), None)
             .unwrap_err()
-            .contains("126-127"));
+            .contains("126-127 can never be retried"));
+        // A range spanning 126-127 keeps the rest, and says what it left out.
+        let range = Classes::new(codes("1-255"), None).unwrap();
+        assert!(range.classify(1).is_retryable() && range.classify(141).is_retryable());
+        assert!(!range.classify(126).is_retryable() && !range.classify(127).is_retryable());
+        assert_eq!(range.left_out(), codes("126-127"));
+        assert_eq!(Classes::new(codes("75"), None).unwrap().left_out(), None);
         assert!(Classes::new(codes("1-5"), codes("5"))
             .unwrap_err()
             .contains("both list 5"));

@@ -12,6 +12,7 @@
 //! terminal status or error, 4 budget exhausted, 1 stdout or runtime failure.
 
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
@@ -94,12 +95,13 @@ pub fn run(args: &GetArgs) -> CliResult {
     if args.timeout.is_zero() {
         return Err(CliError::usage("--timeout must be positive"));
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
+    let rt =
+        crate::limits::build_runtime(tokio::runtime::Builder::new_current_thread().enable_all())
+            .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     rt.block_on(async {
+        let redirects = Redirects::default();
         let client = reqwest::Client::builder()
+            .redirect(redirects.policy())
             .build()
             .map_err(|e| CliError::failure(format!("cannot build the HTTP client: {e}")))?;
         let mut retry = Retry::new(policy, HttpClassifier::default()).notify(StderrEvents {
@@ -114,7 +116,10 @@ pub fn run(args: &GetArgs) -> CliResult {
         let http = HttpRetry::from_retry(retry).idempotency_key_header(args.idempotency_key);
         let request = client.get(url).headers(headers).timeout(args.timeout);
         // The body is read inside each attempt: a reset or stall mid-body is retried.
-        match http.send_buffered(request).await {
+        match http
+            .send_buffered_observed(request, |_| redirects.attempt_done())
+            .await
+        {
             Ok(response) => {
                 let mut out = std::io::stdout().lock();
                 out.write_all(&response.body)
@@ -128,11 +133,71 @@ pub fn run(args: &GetArgs) -> CliResult {
                 } else {
                     exit::EXHAUSTED
                 };
-                Err(CliError::new(code, e.to_string()))
+                Err(CliError::new(code, redirects.explain(e.to_string())))
             }
             Err(e) => Err(CliError::usage(e.to_string())),
         }
     })
+}
+
+/// The redirects each attempt followed, so that an error names the URL that
+/// failed rather than the one asked for (reqwest reports a failure after a
+/// redirect with the original URL).
+#[derive(Debug, Clone, Default)]
+struct Redirects {
+    /// The current attempt's chain: the original URL, then each redirect's.
+    current: Arc<Mutex<Vec<reqwest::Url>>>,
+    /// The last finished attempt's chain.
+    last: Arc<Mutex<Vec<reqwest::Url>>>,
+}
+
+/// Redirects followed per request at most (reqwest's default).
+const MAX_REDIRECTS: usize = 10;
+
+impl Redirects {
+    fn policy(&self) -> reqwest::redirect::Policy {
+        let current = Arc::clone(&self.current);
+        reqwest::redirect::Policy::custom(move |attempt| {
+            let mut chain = attempt.previous().to_vec();
+            chain.push(attempt.url().clone());
+            if let Ok(mut c) = current.lock() {
+                *c = chain;
+            }
+            if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error("too many redirects")
+            } else {
+                attempt.follow()
+            }
+        })
+    }
+
+    /// An attempt ended: its chain becomes the last one.
+    fn attempt_done(&self) {
+        if let (Ok(mut current), Ok(mut last)) = (self.current.lock(), self.last.lock()) {
+            *last = std::mem::take(&mut *current);
+        }
+    }
+
+    /// `message` naming the URL that failed and the redirect chain, when the
+    /// last attempt followed redirects.
+    fn explain(&self, message: String) -> String {
+        let chain = self.last.lock().map(|c| c.clone()).unwrap_or_default();
+        let (Some(first), Some(failed)) = (chain.first(), chain.last()) else {
+            return message;
+        };
+        if chain.len() < 2 {
+            return message;
+        }
+        let message = message.replace(
+            &format!("for url ({first})"),
+            &format!("for url ({failed})"),
+        );
+        let hops: Vec<&str> = chain.iter().map(reqwest::Url::as_str).collect();
+        format!(
+            "{message} (the request to {failed} failed, after redirects: {})",
+            hops.join(" -> ")
+        )
+    }
 }
 
 #[cfg(test)]

@@ -138,7 +138,20 @@ impl PolicyArgs {
     /// the file, line and key (or the flag) responsible.
     pub fn resolve_layered(&self, default_jitter: Jitter) -> Result<Resolved, ConfigError> {
         let path = config::locate(self.config.as_deref())?;
-        let file = path.as_deref().map(ConfigFile::read).transpose()?;
+        let file = path
+            .as_deref()
+            .map(ConfigFile::read)
+            .transpose()
+            .map_err(|mut e| {
+                if self.config.is_none() && self.policy.is_none() {
+                    // Found, not asked for: say why it was read at all.
+                    e.message.push_str(
+                        " (the policy file is read whenever it exists, even without --policy: \
+                         fix it, or pass --config PATH to use another)",
+                    );
+                }
+                e
+            })?;
         let table = match (&self.policy, &file) {
             (Some(name), Some(f)) => Some(f.policy(name)?.clone()),
             (Some(name), None) => return Err(config::no_file_for(name)),
@@ -210,7 +223,10 @@ impl PolicyArgs {
         })
     }
 
-    /// Points a policy error at the flag or the file line that set the field.
+    /// Points a policy error at the layer that introduced it: of the refused
+    /// field and the field it conflicts with (a cap below the base), the one
+    /// set by the higher layer (flag, then `HERDLESS_*` variable, then file,
+    /// then default), naming where the other side came from too.
     fn blame(
         &self,
         e: PolicyError,
@@ -218,7 +234,52 @@ impl PolicyArgs {
         table: Option<&FilePolicy>,
     ) -> ConfigError {
         let key = e.field().as_str();
-        let from_flag = match key {
+        let source = self.source_of(key, table);
+        // The only rule across fields: the cap may not be below the base.
+        let partner = (key == "cap").then(|| ("base", self.source_of("base", table)));
+        let culprit = match &partner {
+            Some((_, p)) if p.rank() > source.rank() => p,
+            _ => &source,
+        };
+        if let (Source::File(_), Some(t)) = (culprit, table) {
+            // Only the file (and defaults) took part: its line and key.
+            let (key, line) = match (&source, &partner) {
+                (Source::File(line), _) => (key, *line),
+                (_, Some((k, Source::File(line)))) => (*k, *line),
+                _ => (key, t.line),
+            };
+            return ConfigError {
+                file: file.cloned(),
+                line: Some(line),
+                key: Some(format!("policy.{}.{key}", t.name)),
+                message: e.to_string(),
+            };
+        }
+        let at = |k: &str, s: &Source| s.describe(k, file, table);
+        let message = match &partner {
+            Some((pkey, psource)) if std::ptr::eq(culprit, psource) => format!(
+                "{e} ({pkey} from {}; {key} from {})",
+                at(pkey, psource),
+                at(key, &source)
+            ),
+            Some((pkey, psource)) => format!(
+                "{e} ({key} from {}; {pkey} from {})",
+                at(key, &source),
+                at(pkey, psource)
+            ),
+            None => format!("{e} (from {})", at(key, &source)),
+        };
+        ConfigError {
+            file: None,
+            line: None,
+            key: None,
+            message,
+        }
+    }
+
+    /// Which layer set policy field `key`.
+    fn source_of(&self, key: &str, table: Option<&FilePolicy>) -> Source {
+        let set_here = match key {
             "base" => self.base.is_some(),
             "multiplier" => self.multiplier.is_some(),
             "cap" => self.cap.is_some(),
@@ -227,23 +288,59 @@ impl PolicyArgs {
             "max_retry_after" => self.max_retry_after.is_some(),
             _ => false,
         };
-        match table.and_then(|t| t.line_of(key).map(|l| (t, l))) {
-            Some((t, line)) if !from_flag => ConfigError {
-                file: file.cloned(),
-                line: Some(line),
-                key: Some(format!("policy.{}.{key}", t.name)),
-                message: e.to_string(),
-            },
-            _ => ConfigError {
-                file: None,
-                line: None,
-                key: None,
-                message: format!(
-                    "{e} (from --{} or HERDLESS_{}, or the default)",
-                    key.replace('_', "-"),
-                    key.to_uppercase()
-                ),
-            },
+        let flag = format!("--{}", key.replace('_', "-"));
+        let var = format!("HERDLESS_{}", key.to_uppercase());
+        if set_here {
+            let on_command_line =
+                std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+            return if on_command_line {
+                Source::Flag(flag)
+            } else if std::env::var_os(&var).is_some() {
+                Source::Env(var)
+            } else {
+                Source::FlagOrEnv(flag, var)
+            };
+        }
+        match table.and_then(|t| t.line_of(key)) {
+            Some(line) => Source::File(line),
+            None => Source::Default,
+        }
+    }
+}
+
+/// Where a policy field's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    Default,
+    File(usize),
+    Env(String),
+    /// Set, but neither found on the command line nor in the environment
+    /// (flags built in code).
+    FlagOrEnv(String, String),
+    Flag(String),
+}
+
+impl Source {
+    fn rank(&self) -> u8 {
+        match self {
+            Source::Default => 0,
+            Source::File(_) => 1,
+            Source::Env(_) | Source::FlagOrEnv(..) => 2,
+            Source::Flag(_) => 3,
+        }
+    }
+
+    fn describe(&self, key: &str, file: Option<&PathBuf>, table: Option<&FilePolicy>) -> String {
+        match self {
+            Source::Default => "the default".into(),
+            Source::File(line) => {
+                let path = file.map(|p| p.display().to_string()).unwrap_or_default();
+                let name = table.map(|t| t.name.as_str()).unwrap_or_default();
+                format!("{path}:{line} (policy.{name}.{key})")
+            }
+            Source::Env(var) => var.clone(),
+            Source::FlagOrEnv(flag, var) => format!("{flag} or {var}"),
+            Source::Flag(flag) => flag.clone(),
         }
     }
 }
@@ -333,17 +430,38 @@ mod tests {
             err.contains("invalid cap") && err.contains("--cap or HERDLESS_CAP"),
             "{err}"
         );
-        // A flag base above the file's cap: the error points at the file's cap line.
+        assert!(err.contains("base from h.toml:3 (policy.p.base)"), "{err}");
+        // A flag base above the file's cap: the flag (or its variable)
+        // introduced the conflict, and the file's cap line is named beside it.
         let high_base = PolicyArgs {
             base: Some(Duration::from_secs(10)),
             ..Default::default()
         };
         let err = high_base
-            .layer(Jitter::Full, Some("h.toml".into()), Some(table))
+            .layer(Jitter::Full, Some("h.toml".into()), Some(table.clone()))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "invalid cap: 8s is below base 10s (base from --base or HERDLESS_BASE; \
+             cap from h.toml:4 (policy.p.cap))"
+        );
+        // Both from the file: its line and key, as before.
+        let file = crate::config::ConfigFile::parse(
+            std::path::Path::new("h.toml"),
+            "[policy.q]\nbase = \"10s\"\ncap = \"1s\"\n",
+        )
+        .unwrap();
+        let err = PolicyArgs::default()
+            .layer(
+                Jitter::Full,
+                Some("h.toml".into()),
+                file.policies.get("q").cloned(),
+            )
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("h.toml:4: policy.p.cap: invalid cap"),
+            err.starts_with("h.toml:3: policy.q.cap: invalid cap"),
             "{err}"
         );
     }

@@ -235,3 +235,137 @@ fn the_readme_example_file_checks_as_documented() {
     let out = check(&dir, toml, &["--policy", "ingest", "--max-elapsed", "10m"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A cap in the file below a base from a flag or a variable: the error names
+/// the flag (or the variable) that introduced the conflict, and the file's cap
+/// line beside it, instead of blaming the file alone.
+#[test]
+fn a_conflict_introduced_by_a_flag_or_variable_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "[policy.default]\ncap = \"1s\"\n";
+    let out = check(&dir, file, &["--base", "10s"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "herdless check: invalid cap: 1s is below base 10s \
+         (base from --base; cap from herdless.toml:2 (policy.default.cap))"
+    );
+    let mut c = Command::new(BIN);
+    std::fs::write(dir.path().join("herdless.toml"), file).unwrap();
+    c.current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("no-config"))
+        .env("HERDLESS_BASE", "10s")
+        .arg("check");
+    let out = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("(base from HERDLESS_BASE; cap from herdless.toml:2 (policy.default.cap))"),
+        "{stderr}"
+    );
+    // Both sides in the file: the file's line and key, as documented.
+    let out = check(
+        &dir,
+        "[policy.default]\nbase = \"10s\"\ncap = \"1s\"\n",
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("herdless check: herdless.toml:3: policy.default.cap: invalid cap"),
+        "{stderr}"
+    );
+}
+
+/// `check` refuses the policy files `exec` refuses, and both name the file,
+/// line and key; a range that spans 126-127 is accepted without them.
+#[test]
+fn check_and_exec_refuse_the_same_exec_keys_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "retry_on = \"126\"",
+            "herdless.toml:3: policy.a.retry_on: 126 can never be retried",
+        ),
+        (
+            "retry_on = \"0\"",
+            "herdless.toml:3: policy.a.retry_on: 0 is success",
+        ),
+        (
+            "retry_on = \"75\"\nterminal_on = \"75\"",
+            "herdless.toml:4: policy.a.terminal_on: retry_on (line 3) and terminal_on both list 75",
+        ),
+        (
+            "timeout = \"0s\"",
+            "herdless.toml:3: policy.a.timeout: must be greater than zero",
+        ),
+    ];
+    for (keys, expected) in cases {
+        let file = format!("[policy.a]\nbase = \"1ms\"\n{keys}\n");
+        for args in [&["--policy", "a"][..], &["--policy", "a", "--exec"]] {
+            let out = check(&dir, &file, args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{keys} {args:?}: {stderr}");
+            assert!(
+                stderr.starts_with(&format!("herdless check: {expected}")),
+                "{keys}: {stderr}"
+            );
+        }
+        let mut c = Command::new(BIN);
+        c.current_dir(dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("no-config"))
+            .stdin(Stdio::null())
+            .args(["exec", "--policy", "a", "--", "true"]);
+        let out = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{keys}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("herdless exec: {expected}")),
+            "{keys}: {stderr}"
+        );
+    }
+    let out = check(
+        &dir,
+        "[policy.a]\nretry_on = \"1-255\"\n",
+        &["--policy", "a"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = check(&dir, "[policy.a]\n", &["--policy", "a", "--timeout", "0s"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// `check --help` lists only flags that apply to it, and still accepts the
+/// hidden ones (scripts may pass a shared set of policy flags).
+#[test]
+fn check_help_hides_flags_that_do_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = check(&dir, "", &["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("--base"), "{help}");
+    for hidden in ["--seed", "--task-id", "--log-format"] {
+        assert!(!help.contains(hidden), "{hidden}: {help}");
+    }
+    let out = check(
+        &dir,
+        "",
+        &["--seed", "1", "--task-id", "t", "--log-format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// A broken ./herdless.toml that nobody asked for says why it was read.
+#[test]
+fn a_broken_implicit_policy_file_says_why_it_was_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = check(&dir, "[policy.a]\ncapp = \"1s\"\n", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("herdless check: herdless.toml:2: policy.a.capp"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("read whenever it exists, even without --policy"),
+        "{stderr}"
+    );
+}

@@ -55,7 +55,20 @@ impl Scratch {
     }
 
     fn herdless(&self) -> Command {
-        let mut c = Command::new(BIN);
+        self.env(Command::new(BIN))
+    }
+
+    /// `herdless` under `ulimit -n limit` (soft and hard), for that process
+    /// only: the test binary keeps its own limit. Arguments follow as usual.
+    fn herdless_limited(&self, limit: u32) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+            .arg(BIN);
+        self.env(c)
+    }
+
+    fn env(&self, mut c: Command) -> Command {
         c.current_dir(self.0.path())
             .env("XDG_CONFIG_HOME", self.0.path().join("no-config"))
             .stdin(Stdio::null());
@@ -677,4 +690,234 @@ fn a_file_on_stdin_is_rewound_for_every_attempt_and_first_passes_a_pipe_once() {
     }
     assert_eq!(child.wait().unwrap().code(), Some(1));
     assert_eq!(dir.read("seen"), "once\n", "later attempts read /dev/null");
+}
+
+/// At any descriptor limit, herdless fails with a clear message (or works):
+/// never a panic (exit 101), whether the runtime, the signal handlers, stdin
+/// or the child cannot get a descriptor.
+#[test]
+fn no_panic_at_small_descriptor_limits() {
+    let dir = Scratch::new();
+    for limit in 3..=10 {
+        for args in [
+            &["exec", "--", "true"][..],
+            &[
+                "exec",
+                "--max-attempts",
+                "2",
+                "--base",
+                "1ms",
+                "--",
+                "sh",
+                "-c",
+                "exit 1",
+            ],
+            &["get", "--max-attempts", "1", "http://127.0.0.1:1/"],
+        ] {
+            let mut c = dir.herdless_limited(limit);
+            c.args(args);
+            let out = run(c);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let code = out.status.code();
+            assert_ne!(code, Some(101), "ulimit -n {limit}: {args:?}: {stderr}");
+            assert!(
+                !stderr.contains("panicked"),
+                "ulimit -n {limit}: {args:?}: {stderr}"
+            );
+            if stderr.contains("error while loading shared libraries") {
+                continue; // the dynamic loader, before herdless runs at all
+            }
+            if code != Some(0) && args[0] == "exec" && args[2] == "true" {
+                // A clear one-line error from herdless itself.
+                assert_eq!(code, Some(125), "ulimit -n {limit}: {stderr}");
+                assert!(stderr.starts_with("herdless exec: "), "{stderr}");
+                assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            }
+        }
+    }
+}
+
+/// A child killed by SIGPIPE (its reader went away: `exec -- yes | head -1`),
+/// or a shell exiting 141, is not retried by default; `--retry-on 141` retries it.
+#[test]
+fn death_by_sigpipe_is_terminal_unless_retry_on_lists_it() {
+    let dir = Scratch::new();
+    for script in ["kill -PIPE $$", "exit 141"] {
+        let mut c = dir.herdless();
+        c.args(["exec", "--base", "1ms", "--log-format", "json", "--"])
+            .args(["sh", "-c", script]);
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(141), "{script}: {out:?}");
+        assert_eq!(
+            names(&json_events(&out.stderr)),
+            ["retry_abandoned_terminal"],
+            "{script}"
+        );
+        let mut c = dir.herdless();
+        c.args(["exec", "--base", "1ms", "--max-attempts", "2"])
+            .args(["--retry-on", "141", "--log-format", "json", "--"])
+            .args(["sh", "-c", script]);
+        let out = run(c);
+        assert_eq!(
+            names(&json_events(&out.stderr)),
+            ["retry_scheduled", "retry_budget_exhausted"],
+            "{script}"
+        );
+    }
+    // The pipeline itself: one attempt, done at once.
+    let mut c = dir.herdless();
+    c.args([
+        "exec",
+        "--base",
+        "100ms",
+        "--log-format",
+        "json",
+        "--",
+        "yes",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "y\n");
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        names(&json_events(&out.stderr)),
+        ["retry_abandoned_terminal"]
+    );
+}
+
+/// `--retry-on 1-255` is accepted: 126 and 127 are left out (never retried),
+/// with a note on stderr; a list of nothing but them is still refused. A flag
+/// that conflicts with the file names both.
+#[test]
+fn a_retry_on_range_spanning_126_127_leaves_them_out_with_a_note() {
+    let dir = Scratch::new();
+    let mut c = dir.herdless();
+    c.args([
+        "exec",
+        "--retry-on",
+        "1-255",
+        "--base",
+        "1ms",
+        "--max-attempts",
+        "2",
+    ])
+    .args(["--log-format", "json", "--", "sh", "-c", "exit 127"]);
+    let out = run(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "herdless exec: note: --retry-on: 126-127 left out (never retried: 126 not \
+             executable, 127 not found)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        names(&json_events(&out.stderr)),
+        ["retry_abandoned_terminal"]
+    );
+    let mut c = dir.herdless();
+    c.args(["exec", "--retry-on", "126", "--", "true"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--retry-on: 126 can never be retried"));
+    dir.write("herdless.toml", "[policy.default]\nterminal_on = \"75\"\n");
+    let mut c = dir.herdless();
+    c.args(["exec", "--retry-on", "75", "--", "true"]);
+    let out = run(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "herdless exec: --retry-on and herdless.toml:2 (policy.default.terminal_on) both list 75"
+    );
+}
+
+/// Errors say what actually failed: a `--config` that is a directory, a
+/// symlink loop or a device is not "no such policy file", and a replay file
+/// that cannot be created is not "cannot read stdin".
+#[test]
+fn errors_name_what_actually_failed() {
+    let dir = Scratch::new();
+    std::fs::create_dir(dir.path("conf.d")).unwrap();
+    std::os::unix::fs::symlink(dir.path("loop"), dir.path("loop")).unwrap();
+    for (config, expected) in [
+        ("conf.d", "is a directory"),
+        ("loop", "cannot read the policy file"),
+        ("/dev/null", "is not a regular file"),
+        ("missing.toml", "no such policy file"),
+    ] {
+        let mut c = dir.herdless();
+        c.args(["exec", "--config", config, "--", "true"]);
+        let out = run(c);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{config}: {stderr}");
+        assert!(stderr.contains(expected), "{config}: {stderr}");
+        if config != "missing.toml" {
+            assert!(
+                !stderr.contains("no such policy file"),
+                "{config}: {stderr}"
+            );
+        }
+    }
+    let mut c = dir.herdless();
+    c.env("TMPDIR", "/nonexistent")
+        .args(["exec", "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(b"data\n");
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "herdless exec: cannot create the file that replays stdin to every attempt in \
+             /nonexistent"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot read stdin"), "{stderr}");
+}
+
+/// A second SIGTERM escalates: a child that ignores the forwarded SIGTERM is
+/// killed (SIGKILL to its group), and herdless exits 143 without waiting for
+/// the grace period.
+#[test]
+fn a_second_sigterm_kills_a_child_that_ignores_the_first() {
+    let dir = Scratch::new();
+    let script = dir.write(
+        "child.sh",
+        "trap 'echo got-term >&2' TERM\necho child-ready >&2\nwhile :; do sleep 0.05; done\n",
+    );
+    let mut c = dir.herdless();
+    c.args(["exec", "--base", "1ms", "--kill-after", "60s", "--", "sh"])
+        .arg(&script);
+    let (mut child, mut err) = spawn_with_events(c);
+    await_line(&mut err, "child-ready");
+    let herdless = Pid::from_raw(child.id() as i32);
+    kill(herdless, Signal::SIGTERM).expect("signal herdless");
+    await_line(&mut err, "got-term");
+    let started = Instant::now();
+    kill(herdless, Signal::SIGTERM).expect("signal herdless again");
+    let status = child.wait().expect("wait herdless");
+    assert_eq!(status.code(), Some(143));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }

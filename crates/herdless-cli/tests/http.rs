@@ -187,6 +187,62 @@ async fn get_exhausts_the_budget_with_exit_4_and_rejects_bad_input_with_2() {
     }
 }
 
+/// `herdless ARGS` under `ulimit -n limit` (soft and hard, for that process
+/// only: the test binary keeps its own limit).
+async fn herdless_limited(limit: u32, args: &[&str]) -> Output {
+    tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_herdless"))
+        .args(args)
+        .output()
+        .await
+        .unwrap()
+}
+
+/// "Too many open files" is a local, transient shortage: a `get` that cannot
+/// open its socket retries instead of giving up after one attempt. Scans the
+/// limits around the one where the runtime starts but the socket cannot be
+/// opened (where exactly depends on the descriptors the process inherits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_retries_when_out_of_file_descriptors() {
+    let (_stub, url) = start_stub(&[]);
+    let mut exercised = false;
+    for limit in 3..=24 {
+        let out = herdless_limited(
+            limit,
+            &[
+                "get",
+                "--base",
+                "1ms",
+                "--max-attempts",
+                "2",
+                "--log-format",
+                "json",
+                &url,
+            ],
+        )
+        .await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let names: Vec<String> = events(&out)
+            .iter()
+            .map(|e| e["event"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|n| n == "retry_abandoned_terminal"),
+            "ulimit -n {limit}: out of descriptors is not terminal: {stderr}"
+        );
+        if stderr.contains("Too many open files") && names.iter().any(|n| n == "retry_scheduled") {
+            assert_eq!(out.status.code(), Some(4), "ulimit -n {limit}: {stderr}");
+            exercised = true;
+        }
+        if out.status.success() {
+            break;
+        }
+    }
+    assert!(exercised, "no limit made the socket fail");
+}
+
 /// The retries (every arrival after a worker's first) as seen by the server:
 /// per worker, sorted by time.
 fn retries_by_worker(arrivals: &[ArrivalRecord]) -> BTreeMap<String, Vec<f64>> {
@@ -736,4 +792,43 @@ async fn fleet_urgent_calls_end_by_their_deadline() {
         assert!(span <= 0.4 + 0.5, "worker {w} kept calling for {span:.3} s");
     }
     assert!(r["duration_s"].as_f64().unwrap() < 5.0, "{r}");
+}
+
+/// A redirect to an unreachable host: the error names the URL that failed
+/// (not the one asked for) and the redirect chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_redirect_names_the_url_that_failed_and_the_chain() {
+    use axum::http::{header, StatusCode};
+    let app = axum::Router::new()
+        .route(
+            "/start",
+            axum::routing::get(|| async { (StatusCode::FOUND, [(header::LOCATION, "/hop")]) }),
+        )
+        .route(
+            "/hop",
+            axum::routing::get(|| async {
+                (
+                    StatusCode::FOUND,
+                    [(header::LOCATION, "http://127.0.0.1:1/gone")],
+                )
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let start = format!("http://{addr}/start");
+    let out = herdless(&["get", "--max-attempts", "1", &start]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("for url (http://127.0.0.1:1/gone)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "(the request to http://127.0.0.1:1/gone failed, after redirects: \
+             {start} -> http://{addr}/hop -> http://127.0.0.1:1/gone)"
+        )),
+        "{stderr}"
+    );
 }

@@ -70,6 +70,10 @@ pub fn run(args: &CheckArgs) -> CliResult {
         .policy
         .resolve_layered(default_jitter)
         .map_err(|e| CliError::usage(e.to_string()))?;
+    // As `exec` refuses it (a file's zero timeout is refused when it is read).
+    if args.timeout.is_some_and(|d| d.is_zero()) {
+        return Err(CliError::usage("--timeout must be greater than zero"));
+    }
     let facts = facts(args, &resolved);
     let envelope = resolved.policy.envelope(MAX_ROWS);
     let findings = checks(&envelope, &facts);

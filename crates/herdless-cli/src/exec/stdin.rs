@@ -65,14 +65,26 @@ impl StdinSource {
     ///
     /// # Errors
     ///
-    /// Reading a pipe into the spool failed.
+    /// Stdin could not be inspected or read, or the replay file could not be
+    /// created or written; the message says which.
     pub fn open(mode: StdinMode) -> io::Result<Self> {
+        Self::open_inner(mode).map_err(|e| match e.get_ref() {
+            Some(inner) if inner.is::<Context>() => e,
+            _ => context(e, "cannot read stdin"),
+        })
+    }
+
+    fn open_inner(mode: StdinMode) -> io::Result<Self> {
         let stdin = io::stdin();
         let terminal = stdin.is_terminal();
         let owned = match stdin.as_fd().try_clone_to_owned() {
             Ok(fd) => File::from(fd),
             // stdin is closed: the child gets /dev/null rather than a stray fd 0.
-            Err(_) => return Ok(StdinSource::Null),
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EBADF as i32) => {
+                return Ok(StdinSource::Null)
+            }
+            // Anything else (out of descriptors…): not "no input".
+            Err(e) => return Err(e),
         };
         match mode {
             StdinMode::Null => return Ok(StdinSource::Null),
@@ -108,9 +120,18 @@ impl StdinSource {
             });
         }
         // A pipe, FIFO or socket: replay it.
-        let mut spool = tempfile_in_tmp()?;
-        let mut source = owned;
-        let n = io::copy(&mut source, &mut spool)?;
+        let dir = std::env::temp_dir();
+        let mut spool = tempfile_in_tmp().map_err(|e| {
+            context(
+                e,
+                &format!(
+                    "cannot create the file that replays stdin to every attempt in {} \
+                     ($TMPDIR; or pass --stdin first or null)",
+                    dir.display()
+                ),
+            )
+        })?;
+        let n = spool_all(owned, &mut spool)?;
         if n == 0 {
             return Ok(StdinSource::Null);
         }
@@ -144,6 +165,50 @@ impl StdinSource {
             StdinSource::Null => Ok((Stdio::null(), false)),
         }
     }
+}
+
+/// Copies `source` to the end into `spool`, saying which side failed.
+fn spool_all(mut source: File, spool: &mut File) -> io::Result<u64> {
+    use std::io::{Read, Write};
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match source.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(context(e, "cannot read stdin")),
+        };
+        spool
+            .write_all(&buf[..n])
+            .map_err(|e| context(e, "cannot write the file that replays stdin"))?;
+        total += n as u64;
+    }
+}
+
+/// An error with what herdless was doing; the kind is kept.
+#[derive(Debug)]
+struct Context {
+    what: String,
+    error: io::Error,
+}
+
+impl std::fmt::Display for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.error)
+    }
+}
+
+impl std::error::Error for Context {}
+
+fn context(error: io::Error, what: &str) -> io::Error {
+    io::Error::new(
+        error.kind(),
+        Context {
+            what: what.to_owned(),
+            error,
+        },
+    )
 }
 
 /// An unlinked temporary file: gone from the file system once herdless exits.

@@ -194,7 +194,9 @@ pub fn is_transport_timeout(error: &reqwest::Error) -> bool {
 /// * timeouts: retryable (per-attempt timeout);
 /// * an `io::Error` in the source chain decides by its kind (refused, reset,
 ///   aborted, broken pipe, unexpected EOF such as a body cut short: retryable;
-///   e.g. invalid data from a TLS failure: terminal);
+///   e.g. invalid data from a TLS failure: terminal), except that running out
+///   of file descriptors (`EMFILE`, `ENFILE`: "too many open files") is a
+///   local, transient shortage and retryable ([`classify_io`]);
 /// * other decode errors (a body that is not what it claims): terminal;
 /// * other connect, request and body errors (e.g. "connection closed before
 ///   message completed"): retryable;
@@ -211,7 +213,7 @@ pub fn classify_transport(error: &reqwest::Error) -> Classification {
     let mut source = std::error::Error::source(error);
     while let Some(e) = source {
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            return io.classification();
+            return classify_io(io);
         }
         source = e.source();
     }
@@ -222,6 +224,40 @@ pub fn classify_transport(error: &reqwest::Error) -> Classification {
         return Classification::retryable();
     }
     Classification::Unknown
+}
+
+/// Classifies an `io::Error` found in a transport error's source chain: by its
+/// kind ([`Retryable`] for `io::Error`), except that a process or system out of
+/// file descriptors (`EMFILE`, `ENFILE`: "too many open files", which has no
+/// `ErrorKind` of its own) is retryable: the shortage is local and passes as
+/// other connections close.
+///
+/// ```
+/// use herdless::http::client::classify_io;
+/// let emfile = std::io::Error::from_raw_os_error(24);
+/// # #[cfg(unix)]
+/// assert!(classify_io(&emfile).is_retryable());
+/// let invalid = std::io::Error::from(std::io::ErrorKind::InvalidData);
+/// assert!(!classify_io(&invalid).is_retryable());
+/// ```
+pub fn classify_io(error: &std::io::Error) -> Classification {
+    if is_out_of_descriptors(error) {
+        return Classification::retryable();
+    }
+    error.classification()
+}
+
+/// Whether `error` is `EMFILE` (this process's descriptor limit) or `ENFILE`
+/// (the system's).
+fn is_out_of_descriptors(error: &std::io::Error) -> bool {
+    // The same numbers on Linux, the BSDs and macOS; WSAEMFILE on Windows.
+    #[cfg(unix)]
+    const CODES: &[i32] = &[23, 24];
+    #[cfg(windows)]
+    const CODES: &[i32] = &[10024];
+    #[cfg(not(any(unix, windows)))]
+    const CODES: &[i32] = &[];
+    error.raw_os_error().is_some_and(|c| CODES.contains(&c))
 }
 
 enum Kind {
@@ -661,4 +697,47 @@ pub struct Buffered {
 #[cold]
 fn unreachable_attempt() -> ! {
     unreachable!("a non-replayable request is attempted once")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How hyper's connector reports a socket it could not open: the OS error
+    /// wrapped in its own error type.
+    #[derive(Debug)]
+    struct ConnectError(std::io::Error);
+
+    impl fmt::Display for ConnectError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("tcp open error")
+        }
+    }
+
+    impl std::error::Error for ConnectError {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn too_many_open_files_is_retryable() {
+        for code in [23, 24] {
+            let io = std::io::Error::from_raw_os_error(code);
+            assert!(classify_io(&io).is_retryable(), "errno {code}: {io}");
+            // Wrapped, as the connector wraps it; a transport error's chain
+            // reaches it the same way.
+            let wrapped = ConnectError(std::io::Error::from_raw_os_error(code));
+            let inner = std::error::Error::source(&wrapped)
+                .and_then(|e| e.downcast_ref::<std::io::Error>())
+                .unwrap();
+            assert!(classify_io(inner).is_retryable());
+        }
+        // Other OS errors keep their kind's verdict.
+        let denied = std::io::Error::from_raw_os_error(13); // EACCES
+        assert!(!classify_io(&denied).is_retryable());
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(classify_io(&refused).is_retryable());
+    }
 }
