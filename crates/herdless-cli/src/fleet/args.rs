@@ -9,13 +9,19 @@ use serde::Serialize;
 
 use crate::policy_args::{parse_duration, PolicyArgs};
 
+/// The largest `--workers`: one process's fleet. Its memory grows linearly with
+/// the workers (docs/http.md gives the measured figure per worker), and a
+/// larger fleet needs more sockets than a default open-file limit allows.
+pub const MAX_WORKERS: u32 = 100_000;
+
 /// `herdless fleet` flags.
 #[derive(Debug, Clone, Args)]
 pub struct FleetArgs {
     /// The URL every worker GETs.
     pub url: String,
-    /// Number of concurrent workers.
-    #[arg(long, value_name = "N")]
+    /// Number of concurrent workers, 1 to 100000 (each holds a task, a
+    /// socket and its attempt times: see docs/http.md for the memory per worker).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_WORKERS)))]
     pub workers: u32,
     /// Per-attempt timeout (connect to end of response).
     #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "10s")]
@@ -158,6 +164,30 @@ impl FleetArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workers_has_a_documented_range_named_in_the_error() {
+        use clap::Parser;
+        let parse = |n: &str| {
+            crate::cli::Cli::try_parse_from([
+                "herdless",
+                "fleet",
+                "--workers",
+                n,
+                "http://127.0.0.1:1/",
+            ])
+        };
+        for bad in ["0", "100001", "100000000"] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            let msg = e.to_string();
+            assert!(msg.contains("--workers"), "{bad}: {msg}");
+            assert!(msg.contains("1..=100000"), "{bad}: {msg}");
+        }
+        for good in ["1", "100000"] {
+            assert!(parse(good).is_ok(), "{good}");
+        }
+    }
 
     #[test]
     fn guard_flags_build_shared_pieces_or_clear_errors() {

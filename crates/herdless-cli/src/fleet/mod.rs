@@ -73,7 +73,7 @@ use std::io::IsTerminal;
 
 use herdless::Jitter;
 
-pub use args::{BudgetKind, FleetArgs, FleetStrategy, GuardFlags};
+pub use args::{BudgetKind, FleetArgs, FleetStrategy, GuardFlags, MAX_WORKERS};
 pub use herdless_sim::metrics::BUCKET;
 pub use render::render_text;
 pub use report::{summarize, Bucket, FleetReport, GiveUps, PeakReport};
