@@ -737,3 +737,91 @@ async fn fleet_urgent_calls_end_by_their_deadline() {
     }
     assert!(r["duration_s"].as_f64().unwrap() < 5.0, "{r}");
 }
+
+/// Interrupting a fleet keeps the run: the partial report is printed (marked
+/// interrupted, every worker counted in exactly one outcome) and the exit is
+/// 128 + the signal. The stub fails everything for an hour, so every call is
+/// still retrying; the signal is sent once every worker has scheduled a retry
+/// (its `retry_scheduled` event on fleet's stderr).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_fleet_prints_its_partial_report_and_exits_128_plus_the_signal() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+    let (stub, url) = start_stub(&["--outage", "1h"]);
+    for (signal, json, code) in [(Signal::SIGTERM, true, 143), (Signal::SIGINT, false, 130)] {
+        let workers = 8;
+        let mut args = vec![
+            "fleet".to_owned(),
+            "--workers".into(),
+            workers.to_string(),
+            "--base".into(),
+            "200ms".into(),
+            "--max-attempts".into(),
+            "1000".into(),
+            "--max-elapsed".into(),
+            "1h".into(),
+            "--log-format".into(),
+            "json".into(),
+        ];
+        if json {
+            args.push("--json".into());
+        }
+        args.push(url.clone());
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let reading = tokio::spawn(async move {
+            let mut s = String::new();
+            stdout.read_to_string(&mut s).await.unwrap();
+            s
+        });
+        // Readiness: each worker has failed once and is sleeping before a retry.
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut sleeping = std::collections::BTreeSet::new();
+        while sleeping.len() < workers {
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("retry events within 30 s")
+                .unwrap()
+                .expect("stderr open until the fleet ends");
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if v["event"] == "retry_scheduled" {
+                    sleeping.insert(v["task_id"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+        let drain = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+        kill(pid, signal).unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("the fleet ends promptly on a signal")
+            .unwrap();
+        let out = reading.await.unwrap();
+        drain.await.unwrap();
+        assert_eq!(status.code(), Some(code), "{signal:?}: {out}");
+        if json {
+            let v: Value = serde_json::from_str(&out).expect("one JSON report");
+            assert_eq!(v["interrupted"], true, "{v}");
+            assert_eq!(v["workers"], workers);
+            let n = |k: &str| v[k].as_u64().unwrap();
+            assert_eq!(
+                n("succeeded") + n("terminal") + n("exhausted") + n("interrupted_workers"),
+                n("workers"),
+                "every worker in exactly one outcome: {v}"
+            );
+            assert_eq!(n("interrupted_workers"), workers as u64, "{v}");
+            assert!(n("calls") >= workers as u64, "{v}");
+        } else {
+            assert!(out.starts_with("interrupted: partial report"), "{out}");
+            assert!(out.contains(&format!("interrupted  {workers}")), "{out}");
+        }
+    }
+    assert!(stub.stats().total >= 16, "both fleets reached the stub");
+}
