@@ -492,6 +492,47 @@ async fn stub_rejects_bad_flags_with_exit_2() {
     }
 }
 
+/// A flag that cannot apply is refused (exit 2), naming what it needs,
+/// rather than accepted and ignored; an empty Retry-After is never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flags_that_cannot_apply_are_refused_naming_what_they_need() {
+    let url = "http://127.0.0.1:1/";
+    for (bad, needs) in [
+        (vec!["stub", "--horizon", "5s"], "--capacity"),
+        (
+            vec![
+                "stub",
+                "--capacity",
+                "10",
+                "--pushback",
+                "off",
+                "--horizon",
+                "5s",
+            ],
+            "pushback",
+        ),
+        (vec!["stub", "--retry-after", ""], "--retry-after"),
+        (
+            vec!["fleet", "--workers", "2", "--urgent-quota", "3", url],
+            "--urgent",
+        ),
+        (
+            vec!["fleet", "--workers", "2", "--urgent-workers", "1", url],
+            "--urgent",
+        ),
+        (
+            vec!["fleet", "--workers", "2", "--probe-wait", "1s", url],
+            "--breaker",
+        ),
+    ] {
+        let out = herdless(&bad).await;
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needs), "{bad:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{bad:?}: nothing ran");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_outage_fails_everything_until_it_ends() {
     let (stub, url) = start_stub(&["--outage", "1s", "--retry-after", "soon"]);

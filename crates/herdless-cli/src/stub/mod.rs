@@ -92,7 +92,7 @@ mod pushback;
 mod server;
 
 pub use admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
-pub use args::{pushback_enabled, StubArgs, Switch};
+pub use args::{pushback_enabled, StubArgs, Switch, DEFAULT_HORIZON};
 pub use chain::{admission_from_args, Chain};
 pub use pushback::Pushback;
 pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub};
