@@ -866,3 +866,55 @@ async fn an_interrupted_fleet_prints_its_partial_report_and_exits_128_plus_the_s
     }
     assert!(stub.stats().total >= 16, "both fleets reached the stub");
 }
+
+/// `/stats` keeps only the most recent arrivals (a ring), so a long run's
+/// memory stays bounded, while `total` still counts every arrival.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stub_stats_keep_the_last_arrivals_and_count_all() {
+    use herdless_cli::stub::{admission_from_args, Stub, StubArgs};
+    let args = StubArgs {
+        port: 0,
+        fail_first: 0,
+        fail_every: 0,
+        outage: None,
+        capacity: None,
+        pushback: None,
+        horizon: None,
+        retry_after: None,
+        fail_status: 503,
+    };
+    let admission = admission_from_args(&args).unwrap();
+    let listener = Stub::bind(0).unwrap();
+    let (stub, _task) =
+        Stub::start_keeping(listener, admission, std::future::pending(), 5).unwrap();
+    let base = format!("http://{}", stub.addr());
+    let client = reqwest::Client::new();
+    for i in 0..8 {
+        let r = client
+            .get(format!("{base}/device"))
+            .header("X-Worker-Id", i.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let stats: Value = client
+        .get(format!("{base}/stats"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap();
+    assert_eq!(stats["total"], 8);
+    assert_eq!(stats["dropped"], 3);
+    let workers: Vec<&str> = stats["arrivals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["worker"].as_str().unwrap())
+        .collect();
+    assert_eq!(workers, ["3", "4", "5", "6", "7"], "the last 5, in order");
+    assert_eq!(herdless_cli::stub::ARRIVALS_KEPT, 100_000, "as documented");
+}

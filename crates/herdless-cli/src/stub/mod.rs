@@ -8,7 +8,9 @@
 //!
 //! Every path except `/stats` is "the device". Each arrival is recorded (time
 //! since start, `X-Worker-Id`, status returned) and `GET /stats` returns them
-//! all as JSON. The first stdout line is `listening on 127.0.0.1:PORT` (port 0,
+//! as JSON: `total` counts every arrival, `arrivals` keeps the most recent
+//! [`ARRIVALS_KEPT`] (100,000; older ones are dropped, counted in `dropped`),
+//! so a long run's memory stays bounded. The first stdout line is `listening on 127.0.0.1:PORT` (port 0,
 //! the default, picks a free one); SIGINT or SIGTERM shut it down cleanly.
 //!
 //! # Admission rules are replaceable components
@@ -95,7 +97,7 @@ pub use admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Ru
 pub use args::{pushback_enabled, StubArgs, Switch, DEFAULT_HORIZON};
 pub use chain::{admission_from_args, Chain};
 pub use pushback::Pushback;
-pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub};
+pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub, ARRIVALS_KEPT};
 
 use crate::error::{CliError, CliResult};
 use crate::{exit, limits};
