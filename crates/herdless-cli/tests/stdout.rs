@@ -77,11 +77,12 @@ fn herdless(dir: &Path, args: &[&str], stdout: Stdio) -> Output {
     c.output().unwrap()
 }
 
-/// A pipe whose read end is already closed: every write fails with EPIPE.
+/// A stream whose reading end is already closed: every write fails with
+/// EPIPE, as into `| true` once `true` has exited.
 fn closed_pipe() -> Stdio {
-    let (reader, writer) = std::io::pipe().unwrap();
+    let (writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
     drop(reader);
-    writer.into()
+    std::os::fd::OwnedFd::from(writer).into()
 }
 
 #[test]
