@@ -713,6 +713,14 @@ fn no_panic_at_small_descriptor_limits() {
                 "exit 1",
             ],
             &["get", "--max-attempts", "1", "http://127.0.0.1:1/"],
+            &[
+                "fleet",
+                "--workers",
+                "2",
+                "--max-attempts",
+                "1",
+                "http://127.0.0.1:1/",
+            ],
         ] {
             let mut c = dir.herdless_limited(limit);
             c.args(args);

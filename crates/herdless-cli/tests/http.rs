@@ -548,6 +548,47 @@ async fn stub_rejects_bad_flags_with_exit_2() {
     }
 }
 
+/// A flag that cannot apply is refused (exit 2), naming what it needs,
+/// rather than accepted and ignored; an empty Retry-After is never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flags_that_cannot_apply_are_refused_naming_what_they_need() {
+    let url = "http://127.0.0.1:1/";
+    for (bad, needs) in [
+        (vec!["stub", "--horizon", "5s"], "--capacity"),
+        (
+            vec![
+                "stub",
+                "--capacity",
+                "10",
+                "--pushback",
+                "off",
+                "--horizon",
+                "5s",
+            ],
+            "pushback",
+        ),
+        (vec!["stub", "--retry-after", ""], "--retry-after"),
+        (
+            vec!["fleet", "--workers", "2", "--urgent-quota", "3", url],
+            "--urgent",
+        ),
+        (
+            vec!["fleet", "--workers", "2", "--urgent-workers", "1", url],
+            "--urgent",
+        ),
+        (
+            vec!["fleet", "--workers", "2", "--probe-wait", "1s", url],
+            "--breaker",
+        ),
+    ] {
+        let out = herdless(&bad).await;
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needs), "{bad:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{bad:?}: nothing ran");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_outage_fails_everything_until_it_ends() {
     let (stub, url) = start_stub(&["--outage", "1s", "--retry-after", "soon"]);
@@ -831,4 +872,144 @@ async fn a_failed_redirect_names_the_url_that_failed_and_the_chain() {
         )),
         "{stderr}"
     );
+}
+
+/// Interrupting a fleet keeps the run: the partial report is printed (marked
+/// interrupted, every worker counted in exactly one outcome) and the exit is
+/// 128 + the signal. The stub fails everything for an hour, so every call is
+/// still retrying; the signal is sent once every worker has scheduled a retry
+/// (its `retry_scheduled` event on fleet's stderr).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_fleet_prints_its_partial_report_and_exits_128_plus_the_signal() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+    let (stub, url) = start_stub(&["--outage", "1h"]);
+    for (signal, json, code) in [(Signal::SIGTERM, true, 143), (Signal::SIGINT, false, 130)] {
+        let workers = 8;
+        let mut args = vec![
+            "fleet".to_owned(),
+            "--workers".into(),
+            workers.to_string(),
+            "--base".into(),
+            "200ms".into(),
+            "--max-attempts".into(),
+            "1000".into(),
+            "--max-elapsed".into(),
+            "1h".into(),
+            "--log-format".into(),
+            "json".into(),
+        ];
+        if json {
+            args.push("--json".into());
+        }
+        args.push(url.clone());
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let reading = tokio::spawn(async move {
+            let mut s = String::new();
+            stdout.read_to_string(&mut s).await.unwrap();
+            s
+        });
+        // Readiness: each worker has failed once and is sleeping before a retry.
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut sleeping = std::collections::BTreeSet::new();
+        while sleeping.len() < workers {
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("retry events within 30 s")
+                .unwrap()
+                .expect("stderr open until the fleet ends");
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if v["event"] == "retry_scheduled" {
+                    sleeping.insert(v["task_id"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+        let drain = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+        kill(pid, signal).unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("the fleet ends promptly on a signal")
+            .unwrap();
+        let out = reading.await.unwrap();
+        drain.await.unwrap();
+        assert_eq!(status.code(), Some(code), "{signal:?}: {out}");
+        if json {
+            let v: Value = serde_json::from_str(&out).expect("one JSON report");
+            assert_eq!(v["interrupted"], true, "{v}");
+            assert_eq!(v["workers"], workers);
+            let n = |k: &str| v[k].as_u64().unwrap();
+            assert_eq!(
+                n("succeeded") + n("terminal") + n("exhausted") + n("interrupted_workers"),
+                n("workers"),
+                "every worker in exactly one outcome: {v}"
+            );
+            assert_eq!(n("interrupted_workers"), workers as u64, "{v}");
+            assert!(n("calls") >= workers as u64, "{v}");
+        } else {
+            assert!(out.starts_with("interrupted: partial report"), "{out}");
+            assert!(out.contains(&format!("interrupted  {workers}")), "{out}");
+        }
+    }
+    assert!(stub.stats().total >= 16, "both fleets reached the stub");
+}
+
+/// `/stats` keeps only the most recent arrivals (a ring), so a long run's
+/// memory stays bounded, while `total` still counts every arrival.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stub_stats_keep_the_last_arrivals_and_count_all() {
+    use herdless_cli::stub::{admission_from_args, Stub, StubArgs};
+    let args = StubArgs {
+        port: 0,
+        fail_first: 0,
+        fail_every: 0,
+        outage: None,
+        capacity: None,
+        pushback: None,
+        horizon: None,
+        retry_after: None,
+        fail_status: 503,
+    };
+    let admission = admission_from_args(&args).unwrap();
+    let listener = Stub::bind(0).unwrap();
+    let (stub, _task) =
+        Stub::start_keeping(listener, admission, std::future::pending(), 5).unwrap();
+    let base = format!("http://{}", stub.addr());
+    let client = reqwest::Client::new();
+    for i in 0..8 {
+        let r = client
+            .get(format!("{base}/device"))
+            .header("X-Worker-Id", i.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let stats: Value = client
+        .get(format!("{base}/stats"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap();
+    assert_eq!(stats["total"], 8);
+    assert_eq!(stats["dropped"], 3);
+    let workers: Vec<&str> = stats["arrivals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["worker"].as_str().unwrap())
+        .collect();
+    assert_eq!(workers, ["3", "4", "5", "6", "7"], "the last 5, in order");
+    assert_eq!(herdless_cli::stub::ARRIVALS_KEPT, 100_000, "as documented");
 }

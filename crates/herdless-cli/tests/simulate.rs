@@ -101,6 +101,7 @@ fn json_is_one_object_with_the_documented_fields() {
             "completion_s",
             "last_success_s",
             "vs_limit",
+            "drained",
             "succeeded",
             "gave_up",
             "gave_up_retry_budget",
@@ -260,5 +261,52 @@ fn unwritable_out_dir_fails_with_its_own_code_after_the_table() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("spread: 200 workers"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An outage longer than any budget: every client gives up, so no strategy
+/// drained; the table shows "-" rather than a completion below the physical
+/// limit, and the JSON says `drained: false`.
+#[test]
+fn runs_that_gave_up_never_read_as_beating_the_physical_limit() {
+    let dir = temp_dir("gave-up");
+    let args = [
+        "--outage",
+        "1h",
+        "--jitter",
+        "full,full+pushback",
+        "--clients",
+        "2000",
+        "--capacity",
+        "500",
+        "--no-plots",
+    ];
+    let out = herdless(&dir, &args);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let cells = |label: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row: {text}"));
+        line[label.len()..]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(cells("completion (s)")[..2], ["-", "-"], "{text}");
+    assert_eq!(cells("x physical limit"), ["-", "-", "1.00"], "{text}");
+    assert_eq!(cells("gave up")[..2], ["2000", "2000"], "{text}");
+    assert!(text.contains("did not drain"), "{text}");
+    let v = json(&herdless(
+        &dir,
+        &[&args[..args.len() - 1], &["--json"][..]].concat(),
+    ));
+    for s in v["strategies"].as_array().unwrap() {
+        assert_eq!(s["drained"], false, "{s}");
+        assert!(s["drain_s"].is_null(), "{s}");
+        assert!(s["drain_vs_limit"].is_null(), "{s}");
+        assert_eq!(s["gave_up"], 2000, "{s}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

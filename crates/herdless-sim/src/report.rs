@@ -416,16 +416,21 @@ fn outage_table(r: &OutageReport) -> String {
                 .map(|f| format!("{:.2}", f.calls))
                 .chain([format!("{:.2}", r.min_calls_per_client)]),
         ),
+        // A run with give-ups did not drain: it has no completion to set
+        // beside the limit (it may be "done" long before it, by giving up).
         row(
             "completion (s)",
             s.iter()
-                .map(|f| format!("{:.3}", f.completion_s))
+                .map(|f| f.drain_s.map_or("-".to_owned(), |d| format!("{d:.3}")))
                 .chain([format!("{:.3}", r.physical_limit_s)]),
         ),
         row(
             "x physical limit",
             s.iter()
-                .map(|f| format!("{:.2}", f.vs_limit))
+                .map(|f| {
+                    f.drain_vs_limit
+                        .map_or("-".to_owned(), |x| format!("{x:.2}"))
+                })
                 .chain(["1.00".to_owned()]),
         ),
         row(
@@ -466,6 +471,12 @@ fn outage_table(r: &OutageReport) -> String {
         ),
     ];
     out.push_str(&grid(&h, &rows));
+    if s.iter().any(|f| !f.drained) {
+        out.push_str(
+            "\n-: clients gave up, so the fleet did not drain (no completion to compare \
+             with the physical limit)\n",
+        );
+    }
     out
 }
 

@@ -151,6 +151,89 @@ fn assert_within_limit(r: &OutageReport) {
             assert!(s.completion_s >= r.physical_limit_s);
         }
         assert_eq!(s.succeeded + s.gave_up, u64::from(p.clients));
+        // Only a run where every client succeeded drained, and its drain is
+        // never below the limit.
+        assert_eq!(s.drained, s.gave_up == 0, "{}", s.strategy);
+        assert_eq!(s.drain_s.is_some(), s.drained, "{}", s.strategy);
+        if let (Some(d), Some(x)) = (s.drain_s, s.drain_vs_limit) {
+            assert!(
+                d >= r.physical_limit_s - 1e-9,
+                "{} drained at {d}",
+                s.strategy
+            );
+            assert!(x >= 1.0 - 1e-9, "{}: {x}x the limit", s.strategy);
+        } else {
+            assert_eq!(s.drain_vs_limit, None, "{}", s.strategy);
+        }
+    }
+    assert_table_obeys_limit(r);
+}
+
+/// The law as the table prints it: every cell of the `completion (s)` and
+/// `x physical limit` rows is either "-" (the run did not drain) or at least
+/// the limit.
+fn assert_table_obeys_limit(r: &OutageReport) {
+    let table = Report::Outage(r.clone()).table();
+    for (label, floor) in [
+        ("completion (s)", r.physical_limit_s),
+        ("x physical limit", 1.0),
+    ] {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row in\n{table}"));
+        let cells: Vec<&str> = line[label.len()..].split_whitespace().collect();
+        assert_eq!(cells.len(), r.strategies.len() + 1, "{line}");
+        for (cell, s) in cells.iter().zip(&r.strategies) {
+            if s.drained {
+                let v: f64 = cell.parse().unwrap();
+                // Printed rounded: allow the last printed digit.
+                assert!(v >= floor - 0.01, "{}: {cell} in {line}", s.strategy);
+            } else {
+                assert_eq!(*cell, "-", "{} gave up {}: {line}", s.strategy, s.gave_up);
+            }
+        }
+    }
+    if r.strategies.iter().any(|s| !s.drained) {
+        assert!(table.contains("did not drain"), "{table}");
+    }
+}
+
+/// A run where every client gave up (an outage longer than any budget) is
+/// done early but did not drain: no cell reads as beating the limit, and the
+/// JSON says `drained: false` with no drain time.
+#[test]
+fn a_fleet_that_gave_up_did_not_drain() {
+    let params = OutageParams {
+        clients: 2_000,
+        capacity: 500,
+        burst: 50,
+        outage: std::time::Duration::from_secs(3_600),
+        ..OutageParams::default()
+    };
+    let kinds = vec![FULL, "full+pushback".parse::<StrategyKind>().unwrap()];
+    let r = match Simulation::new(Config::Outage(params))
+        .strategies(kinds)
+        .seed(1)
+        .run()
+        .unwrap()
+    {
+        Report::Outage(r) => r,
+        other => panic!("{other:?}"),
+    };
+    for s in &r.strategies {
+        assert_eq!(s.gave_up, 2_000, "{}: nobody outlasts an hour", s.strategy);
+        assert!(s.vs_limit < 1.0, "done early, by giving up");
+        assert!(!s.drained);
+        assert_eq!((s.drain_s, s.drain_vs_limit), (None, None));
+    }
+    assert_within_limit(&r);
+    let json: serde_json::Value =
+        serde_json::from_str(&Report::Outage(r.clone()).to_json()).unwrap();
+    for s in json["strategies"].as_array().unwrap() {
+        assert_eq!(s["drained"], false, "{s}");
+        assert!(s["drain_s"].is_null() && s["drain_vs_limit"].is_null());
+        assert!(s["vs_limit"].is_number(), "the existing field stays");
     }
 }
 

@@ -239,9 +239,15 @@ pub trait Retryable {
     }
 }
 
+/// Out of file descriptors (`EMFILE`: this process's limit, `ENFILE`: the
+/// system's): a local, transient shortage that clears as other connections
+/// close, so it is retryable.
 impl Retryable for std::io::Error {
     fn classification(&self) -> Classification {
         use std::io::ErrorKind as K;
+        if is_out_of_descriptors(self) {
+            return Classification::retryable();
+        }
         match self.kind() {
             K::TimedOut
             | K::ConnectionRefused
@@ -260,6 +266,19 @@ impl Retryable for std::io::Error {
     fn is_timeout(&self) -> bool {
         self.kind() == std::io::ErrorKind::TimedOut
     }
+}
+
+/// Whether `error` is `EMFILE` (this process's descriptor limit) or `ENFILE`
+/// (the system's).
+pub(crate) fn is_out_of_descriptors(error: &std::io::Error) -> bool {
+    // The same numbers on Linux, the BSDs and macOS; WSAEMFILE on Windows.
+    #[cfg(unix)]
+    const CODES: &[i32] = &[23, 24];
+    #[cfg(windows)]
+    const CODES: &[i32] = &[10024];
+    #[cfg(not(any(unix, windows)))]
+    const CODES: &[i32] = &[];
+    error.raw_os_error().is_some_and(|c| CODES.contains(&c))
 }
 
 /// Classifies with the error type's own [`Retryable`] implementation.
@@ -295,5 +314,21 @@ pub struct AlwaysRetry;
 impl<E: ?Sized> Classify<E> for AlwaysRetry {
     fn classify(&self, _error: &E) -> Classification {
         Classification::retryable()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn out_of_file_descriptors_is_retryable() {
+        for code in [23, 24] {
+            let e = std::io::Error::from_raw_os_error(code);
+            assert!(ByTrait.classify(&e).is_retryable(), "os error {code}");
+        }
+        let other = std::io::Error::from_raw_os_error(13); // EACCES
+        assert!(!ByTrait.classify(&other).is_retryable());
     }
 }

@@ -9,13 +9,19 @@ use serde::Serialize;
 
 use crate::policy_args::{parse_duration, PolicyArgs};
 
+/// The largest `--workers`: one process's fleet. Its memory grows linearly with
+/// the workers (docs/http.md gives the measured figure per worker), and a
+/// larger fleet needs more sockets than a default open-file limit allows.
+pub const MAX_WORKERS: u32 = 100_000;
+
 /// `herdless fleet` flags.
 #[derive(Debug, Clone, Args)]
 pub struct FleetArgs {
     /// The URL every worker GETs.
     pub url: String,
-    /// Number of concurrent workers.
-    #[arg(long, value_name = "N")]
+    /// Number of concurrent workers, 1 to 100000 (each holds a task, a
+    /// socket and its attempt times: see docs/http.md for the memory per worker).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_WORKERS)))]
     pub workers: u32,
     /// Per-attempt timeout (connect to end of response).
     #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "10s")]
@@ -34,16 +40,16 @@ pub struct FleetArgs {
     #[arg(long, value_name = "THRESHOLD")]
     pub breaker: Option<u32>,
     /// With --breaker: how long the others wait behind a probe (jittered in [DUR/2, DUR]).
-    #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "1s")]
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "1s", requires = "breaker")]
     pub probe_wait: Duration,
     /// Escape lane: urgent calls never sleep past DUR from their start.
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub urgent: Option<Duration>,
     /// With --urgent: retries per call that skip the budget and the breaker.
-    #[arg(long, value_name = "Q", default_value_t = 2)]
+    #[arg(long, value_name = "Q", default_value_t = 2, requires = "urgent")]
     pub urgent_quota: u32,
     /// With --urgent: how many workers (the first K) are urgent (default: all).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", requires = "urgent")]
     pub urgent_workers: Option<u32>,
     /// Retry policy.
     #[command(flatten)]
@@ -160,6 +166,62 @@ mod tests {
     use super::*;
 
     #[test]
+    fn workers_has_a_documented_range_named_in_the_error() {
+        use clap::Parser;
+        let parse = |n: &str| {
+            crate::cli::Cli::try_parse_from([
+                "herdless",
+                "fleet",
+                "--workers",
+                n,
+                "http://127.0.0.1:1/",
+            ])
+        };
+        for bad in ["0", "100001", "100000000"] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            let msg = e.to_string();
+            assert!(msg.contains("--workers"), "{bad}: {msg}");
+            assert!(msg.contains("1..=100000"), "{bad}: {msg}");
+        }
+        for good in ["1", "100000"] {
+            assert!(parse(good).is_ok(), "{good}");
+        }
+    }
+
+    /// A flag that only means something beside another is refused without it
+    /// (exit 2), and the message names the flag it needs.
+    #[test]
+    fn flags_that_cannot_apply_are_refused_naming_what_they_need() {
+        use clap::Parser;
+        let parse = |extra: &[&str]| {
+            let argv = ["herdless", "fleet", "--workers", "10"]
+                .iter()
+                .chain(extra)
+                .chain(&["http://127.0.0.1:1/"]);
+            crate::cli::Cli::try_parse_from(argv)
+        };
+        for (bad, needs) in [
+            (&["--urgent-quota", "3"][..], "--urgent <DUR>"),
+            (&["--urgent-workers", "2"], "--urgent <DUR>"),
+            (&["--probe-wait", "1s"], "--breaker <THRESHOLD>"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+            let msg = e.to_string();
+            assert!(msg.contains(needs), "{bad:?}: {msg}");
+        }
+        for good in [
+            &["--urgent", "1s", "--urgent-quota", "3"][..],
+            &["--urgent", "1s", "--urgent-workers", "2"],
+            &["--breaker", "3", "--probe-wait", "1s"],
+            &[],
+        ] {
+            assert!(parse(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
     fn guard_flags_build_shared_pieces_or_clear_errors() {
         use clap::Parser;
         let parse = |extra: &[&str]| {
@@ -201,7 +263,6 @@ mod tests {
                 "--budget-tokens",
             ),
             (&["--breaker", "0"], "at least 1"),
-            (&["--urgent-workers", "2"], "needs --urgent"),
             (&["--urgent", "0s"], "positive"),
             (&["--breaker", "3", "--probe-wait", "0ms"], "--probe-wait"),
             (

@@ -14,8 +14,8 @@
 //! status from 400 up terminal; `Retry-After` clamped and spread, connection errors and
 //! per-attempt timeouts retried). The report:
 //!
-//! * `succeeded` / `terminal` / `exhausted`: every worker lands in exactly one,
-//!   so they sum to `workers` in every run — a reset connection or a hung
+//! * `succeeded` / `terminal` / `exhausted` / `interrupted_workers`: every
+//!   worker lands in exactly one, so they sum to `workers` in every run — a reset connection or a hung
 //!   server is a retryable failure bounded by `--timeout` and the budget, and
 //!   a worker task that somehow dies is counted as terminal (and said so);
 //! * `calls`: every request sent (first tries and retries);
@@ -29,6 +29,9 @@
 //!   give-ups by reason (`terminal`, `max_attempts`, `max_elapsed`,
 //!   `retry_budget`), `budget_denials`, and how concentrated the give-ups were
 //!   in time (`give_ups_peak_100ms`).
+//!
+//! SIGINT or SIGTERM stops the calls still running (counted as interrupted),
+//! prints the partial report (marked `interrupted`) and exits 130 or 143.
 //!
 //! # Fleet-level protection
 //!
@@ -70,10 +73,12 @@ mod report;
 mod run;
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 
 use herdless::Jitter;
 
-pub use args::{BudgetKind, FleetArgs, FleetStrategy, GuardFlags};
+pub use args::{BudgetKind, FleetArgs, FleetStrategy, GuardFlags, MAX_WORKERS};
 pub use herdless_sim::metrics::BUCKET;
 pub use render::render_text;
 pub use report::{summarize, Bucket, FleetReport, GiveUps, PeakReport};
@@ -84,8 +89,31 @@ use crate::get::parse_url;
 use crate::output::print;
 use crate::{exit, limits};
 
+/// Completes on the first SIGINT or SIGTERM after this call, storing its
+/// number in `caught`. The handlers are installed here, before the fleet
+/// starts, so no signal between the start and the first poll is lost.
+fn interrupt_signal(
+    caught: Arc<AtomicI32>,
+) -> Result<impl std::future::Future<Output = ()> + Send + 'static, String> {
+    use nix::sys::signal::Signal;
+    use tokio::signal::unix::{signal, SignalKind};
+    let install = |kind: SignalKind| {
+        signal(kind).map_err(|e| format!("cannot install a signal handler: {e}"))
+    };
+    let mut int = install(SignalKind::interrupt())?;
+    let mut term = install(SignalKind::terminate())?;
+    Ok(async move {
+        let number = tokio::select! {
+            _ = int.recv() => Signal::SIGINT as i32,
+            _ = term.recv() => Signal::SIGTERM as i32,
+        };
+        caught.store(number, Ordering::SeqCst);
+    })
+}
+
 /// Runs `herdless fleet`: exit 0 when every worker succeeded, 4 when any
-/// exhausted its budget, else 3 when any ended terminal.
+/// exhausted its budget, else 3 when any ended terminal; 130 (SIGINT) or 143
+/// (SIGTERM) when interrupted, after printing the partial report.
 ///
 /// # Errors
 ///
@@ -125,26 +153,36 @@ pub fn run(args: &FleetArgs) -> CliResult {
         }
         bar
     });
-    let rt = tokio::runtime::Runtime::new()
+    let rt = limits::build_runtime(tokio::runtime::Builder::new_multi_thread().enable_all())
         .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
-    let report = rt.block_on(run_fleet(
-        url,
-        args.workers,
-        policy,
-        args.timeout,
-        &policy_args,
-        guards,
-        strategy,
-        progress,
-    ));
-    let report = report.map_err(CliError::failure)?;
+    let (report, signal) = rt
+        .block_on(async {
+            let caught = Arc::new(AtomicI32::new(0));
+            let interrupt = interrupt_signal(caught.clone())?;
+            let report = run_fleet(
+                url,
+                args.workers,
+                policy,
+                args.timeout,
+                &policy_args,
+                guards,
+                strategy,
+                progress,
+                interrupt,
+            )
+            .await?;
+            Ok::<_, String>((report, caught.load(Ordering::SeqCst)))
+        })
+        .map_err(CliError::failure)?;
     if args.json {
         let json = serde_json::to_string(&report).map_err(|e| CliError::failure(e.to_string()))?;
         print(&format!("{json}\n"))?;
     } else {
         print(&render_text(&report))?;
     }
-    Ok(if report.succeeded == report.workers {
+    Ok(if report.interrupted {
+        exit::SIGNAL_BASE + signal
+    } else if report.succeeded == report.workers {
         exit::SUCCESS
     } else if report.exhausted > 0 {
         exit::EXHAUSTED

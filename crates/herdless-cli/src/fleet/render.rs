@@ -8,10 +8,19 @@ use super::report::FleetReport;
 pub fn render_text(r: &FleetReport) -> String {
     let mut s = String::new();
     let pct = |x: f64| x * 100.0;
+    if r.interrupted {
+        s.push_str(&format!(
+            "interrupted: partial report ({} of {} workers' calls were still running)\n",
+            r.interrupted_workers, r.workers
+        ));
+    }
     s.push_str(&format!("workers      {}\n", r.workers));
     s.push_str(&format!("succeeded    {}\n", r.succeeded));
     s.push_str(&format!("terminal     {}\n", r.terminal));
     s.push_str(&format!("exhausted    {}\n", r.exhausted));
+    if r.interrupted {
+        s.push_str(&format!("interrupted  {}\n", r.interrupted_workers));
+    }
     s.push_str(&format!(
         "calls        {} ({} retries)\n",
         r.calls, r.retries

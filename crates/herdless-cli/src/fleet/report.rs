@@ -60,6 +60,13 @@ pub struct FleetReport {
     pub terminal: u64,
     /// Workers whose budget ran out.
     pub exhausted: u64,
+    /// Whether SIGINT or SIGTERM ended the fleet before every call ended:
+    /// the report is then partial, over what finished.
+    pub interrupted: bool,
+    /// Workers whose call was still running when the fleet was interrupted
+    /// (0 unless `interrupted`). With `succeeded`, `terminal` and
+    /// `exhausted` they sum to `workers`.
+    pub interrupted_workers: u64,
     /// Every request sent, first tries included.
     pub calls: u64,
     /// Attempts numbered 2 or more.
@@ -167,6 +174,8 @@ pub fn summarize(
         succeeded: count(Outcome::Succeeded),
         terminal: count(Outcome::Terminal),
         exhausted: count(Outcome::Exhausted),
+        interrupted: false,
+        interrupted_workers: count(Outcome::Interrupted),
         calls: all.len() as u64,
         retries: retries.len() as u64,
         duration_s,
@@ -237,6 +246,7 @@ mod tests {
             (r.workers, r.succeeded, r.terminal, r.exhausted),
             (3, 1, 1, 1)
         );
+        assert_eq!((r.interrupted, r.interrupted_workers), (false, 0));
         assert_eq!((r.calls, r.retries), (5, 2));
         assert_eq!(r.peak_100ms.attempts, 3);
         assert_eq!(r.peak_100ms_retries.attempts, 2);
@@ -279,6 +289,25 @@ mod tests {
             None,
         );
         assert_eq!(none.drain_s, None);
+        // An interrupted worker is counted as such, and in nothing else.
+        let mut ends = ends.to_vec();
+        ends.push(end(Outcome::Interrupted, None, 950));
+        let mut r = summarize(&ends, &attempts, Duration::from_secs(1), strategy, None);
+        r.interrupted = true;
+        assert_eq!(
+            (r.workers, r.succeeded, r.terminal, r.exhausted),
+            (4, 1, 1, 1)
+        );
+        assert_eq!(r.interrupted_workers, 1);
+        assert_eq!(r.give_ups.max_attempts + r.give_ups.retry_budget, 1);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            (&json["interrupted"], &json["interrupted_workers"]),
+            (&true.into(), &1.into())
+        );
+        let text = render_text(&r);
+        assert!(text.starts_with("interrupted: partial report"), "{text}");
+        assert!(text.contains("interrupted  1"), "{text}");
     }
 
     /// Bucket and window boundaries are exact: an attempt at 300 ms is in

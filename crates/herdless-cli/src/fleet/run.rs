@@ -1,6 +1,7 @@
 //! Running the fleet: one tokio task per worker, each one logical GET through
 //! [`HttpRetry`], and what each saw of its attempts.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,8 @@ pub enum Outcome {
     Terminal,
     /// The budget ran out.
     Exhausted,
+    /// The fleet was interrupted (SIGINT or SIGTERM) before the call ended.
+    Interrupted,
 }
 
 /// One worker's end, as the fleet saw it.
@@ -34,9 +37,10 @@ pub enum Outcome {
 pub struct WorkerEnd {
     /// How its call ended.
     pub outcome: Outcome,
-    /// Why it gave up (`None` on success).
+    /// Why it gave up (`None` on success and when interrupted).
     pub reason: Option<GiveUp>,
-    /// When its call returned, nanoseconds since the fleet started.
+    /// When its call returned (or was interrupted), nanoseconds since the
+    /// fleet started.
     pub end_ns: u64,
 }
 
@@ -53,6 +57,10 @@ pub struct AttemptAt {
 
 /// Runs the fleet against `url` and returns the report (the engine of
 /// `herdless fleet`, usable in-process).
+///
+/// When `interrupt` completes first, every call still running is stopped and
+/// counted as [`Outcome::Interrupted`] (its attempts so far are kept), and the
+/// report is marked `interrupted`: a partial report of what finished.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_fleet(
     url: reqwest::Url,
@@ -63,6 +71,7 @@ pub async fn run_fleet(
     guards: GuardFlags,
     strategy: FleetStrategy,
     progress: Option<indicatif::ProgressBar>,
+    interrupt: impl Future<Output = ()> + Send + 'static,
 ) -> Result<FleetReport, String> {
     let client = reqwest::Client::builder()
         .connect_timeout(timeout)
@@ -70,12 +79,19 @@ pub async fn run_fleet(
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let format = args.log_format;
     let task_prefix: Arc<str> = Arc::from(args.task_id.clone().unwrap_or_else(|| "worker-".into()));
+    // Every worker watches `stop`; the watcher flips it when `interrupt` completes.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let watcher = tokio::spawn(async move {
+        interrupt.await;
+        let _ = stop_tx.send(true);
+    });
     let start = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for i in 0..workers {
         let (client, url, prefix) = (client.clone(), url.clone(), task_prefix.clone());
         let seed = args.seed;
         let guards = guards.clone();
+        let mut stop = stop_rx.clone();
         set.spawn(async move {
             let mut retry = Retry::new(policy, HttpClassifier::default())
                 .notify(StderrEvents { format })
@@ -98,15 +114,18 @@ pub async fn run_fleet(
                 .get(url)
                 .header("x-worker-id", i.to_string())
                 .timeout(timeout);
-            let outcome = http
-                .send_observed(request, |a| attempts.push((a.started, a.number)))
-                .await;
+            let outcome = tokio::select! {
+                o = http.send_observed(request, |a| attempts.push((a.started, a.number))) => Some(o),
+                // Resolves once `stop` is true (an error: the fleet is ending anyway).
+                _ = stop.wait_for(|&s| s) => None,
+            };
             let (outcome, reason) = match outcome {
-                Ok(_) => (Outcome::Succeeded, None),
-                Err(SendError::Retry(e)) if e.is_exhausted() => {
+                None => (Outcome::Interrupted, None),
+                Some(Ok(_)) => (Outcome::Succeeded, None),
+                Some(Err(SendError::Retry(e))) if e.is_exhausted() => {
                     (Outcome::Exhausted, Some(e.reason()))
                 }
-                Err(_) => (Outcome::Terminal, Some(GiveUp::Terminal)),
+                Some(Err(_)) => (Outcome::Terminal, Some(GiveUp::Terminal)),
             };
             let end = WorkerEnd {
                 outcome,
@@ -144,7 +163,11 @@ pub async fn run_fleet(
     if let Some(p) = progress {
         p.finish_and_clear();
     }
+    watcher.abort();
+    let interrupted = *stop_rx.borrow();
     let duration = start.elapsed();
     let tokens_left = guards.budget.as_ref().map(|b| b.tokens());
-    Ok(summarize(&ends, &attempts, duration, strategy, tokens_left))
+    let mut report = summarize(&ends, &attempts, duration, strategy, tokens_left);
+    report.interrupted = interrupted;
+    Ok(report)
 }

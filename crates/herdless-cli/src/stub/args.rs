@@ -29,16 +29,29 @@ pub struct StubArgs {
     /// slots (default: on when --capacity is given and --retry-after is not).
     #[arg(long, value_enum, value_name = "on|off")]
     pub pushback: Option<Switch>,
-    /// With pushback: the longest Retry-After handed out.
-    #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "60s")]
-    pub horizon: Duration,
+    /// With pushback (--capacity): the longest Retry-After handed out [default: 60s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
+    pub horizon: Option<Duration>,
     /// Retry-After value sent with every rejection, verbatim and the same for
-    /// everyone (e.g. 2, or an HTTP-date); turns pushback off.
-    #[arg(long, value_name = "VALUE")]
+    /// everyone (e.g. 2, or an HTTP-date); turns pushback off. Not empty.
+    #[arg(long, value_name = "VALUE", value_parser = parse_retry_after)]
     pub retry_after: Option<String>,
     /// Status for --fail-first and --outage rejections (400-599).
     #[arg(long, value_name = "CODE", default_value_t = 503)]
     pub fail_status: u16,
+}
+
+/// The pushback horizon without `--horizon`: the longest Retry-After handed out.
+pub const DEFAULT_HORIZON: Duration = Duration::from_secs(60);
+
+/// `--retry-after`: any header value but an empty (or blank) one, which would
+/// send an empty `Retry-After` header.
+fn parse_retry_after(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        Err("must not be empty (leave --retry-after out to send no Retry-After)".into())
+    } else {
+        Ok(s.to_owned())
+    }
 }
 
 /// An on/off flag value.
@@ -84,7 +97,7 @@ mod tests {
             outage: None,
             capacity: None,
             pushback: None,
-            horizon: Duration::from_secs(60),
+            horizon: None,
             retry_after: None,
             fail_status: 503,
         };
@@ -122,7 +135,7 @@ mod tests {
         assert!(e.contains("--pushback off"), "{e}");
         let e = admission_from_args(&StubArgs {
             capacity: Some(10),
-            horizon: Duration::from_millis(10),
+            horizon: Some(Duration::from_millis(10)),
             ..base
         })
         .unwrap_err();
@@ -137,10 +150,49 @@ mod tests {
             outage: None,
             capacity: None,
             pushback: None,
-            horizon: Duration::from_secs(60),
+            horizon: None,
             retry_after: None,
             fail_status: 503,
         }
+    }
+
+    /// A flag that cannot apply is refused (exit 2) naming what it needs;
+    /// an empty Retry-After is refused rather than sent.
+    #[test]
+    fn flags_that_cannot_apply_are_refused() {
+        use clap::Parser;
+        let parse = |flags: &[&str]| {
+            let argv = ["herdless", "stub"].iter().chain(flags);
+            crate::cli::Cli::try_parse_from(argv)
+        };
+        for (bad, needs) in [
+            (&["--horizon", "5s"][..], "--capacity <N>"),
+            (&["--retry-after", ""], "--retry-after"),
+            (&["--retry-after", "  "], "--retry-after"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+            let msg = e.to_string();
+            assert!(msg.contains(needs), "{bad:?}: {msg}");
+        }
+        // --horizon with a capacity but pushback off does not apply either.
+        for flags in [
+            &["--capacity", "10", "--horizon", "5s", "--pushback", "off"][..],
+            &["--capacity", "10", "--horizon", "5s", "--retry-after", "2"],
+        ] {
+            let crate::cli::Command::Stub(a) = parse(flags).unwrap().command else {
+                unreachable!()
+            };
+            let e = admission_from_args(&a).unwrap_err();
+            assert!(e.contains("--horizon") && e.contains("pushback"), "{e}");
+        }
+        let crate::cli::Command::Stub(a) = parse(&["--capacity", "10", "--horizon", "5s"])
+            .unwrap()
+            .command
+        else {
+            unreachable!()
+        };
+        assert!(admission_from_args(&a).is_ok());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use axum::http::{HeaderValue, StatusCode};
 
 use super::admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
-use super::args::{pushback_enabled, StubArgs};
+use super::args::{pushback_enabled, StubArgs, DEFAULT_HORIZON};
 use super::pushback::Pushback;
 
 /// Asks each admission in order; the first rejection wins.
@@ -49,9 +49,20 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
         return Err("--capacity 0: must be at least 1 request per second".into());
     }
     let pushback = match (pushback_enabled(args)?, args.capacity) {
-        (true, Some(n)) => Some(Pushback::new(n, args.horizon, args.outage, status)?),
+        (true, Some(n)) => Some(Pushback::new(
+            n,
+            args.horizon.unwrap_or(DEFAULT_HORIZON),
+            args.outage,
+            status,
+        )?),
         _ => None,
     };
+    if let (None, Some(h)) = (&pushback, args.horizon) {
+        return Err(format!(
+            "--horizon {h:?} applies to server-guided pushback, which --pushback off or \
+             --retry-after turns off (drop --horizon, or use pushback)"
+        ));
+    }
     let mut chain: Vec<Box<dyn Rule>> = Vec::new();
     if let Some(duration) = args.outage {
         match &pushback {
@@ -113,7 +124,7 @@ mod tests {
             outage: Some(Duration::from_secs(1)),
             capacity: Some(2),
             pushback: None,
-            horizon: Duration::from_secs(60),
+            horizon: None,
             retry_after: Some("7".into()),
             fail_status: 502,
         };
@@ -143,7 +154,7 @@ mod tests {
             outage: None,
             capacity: None,
             pushback: None,
-            horizon: Duration::from_secs(60),
+            horizon: None,
             retry_after: None,
             fail_status: 503,
         }

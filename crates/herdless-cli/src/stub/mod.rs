@@ -8,7 +8,9 @@
 //!
 //! Every path except `/stats` is "the device". Each arrival is recorded (time
 //! since start, `X-Worker-Id`, status returned) and `GET /stats` returns them
-//! all as JSON. The first stdout line is `listening on 127.0.0.1:PORT` (port 0,
+//! as JSON: `total` counts every arrival, `arrivals` keeps the most recent
+//! [`ARRIVALS_KEPT`] (100,000; older ones are dropped, counted in `dropped`),
+//! so a long run's memory stays bounded. The first stdout line is `listening on 127.0.0.1:PORT` (port 0,
 //! the default, picks a free one); SIGINT or SIGTERM shut it down cleanly.
 //!
 //! # Admission rules are replaceable components
@@ -92,10 +94,10 @@ mod pushback;
 mod server;
 
 pub use admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
-pub use args::{pushback_enabled, StubArgs, Switch};
+pub use args::{pushback_enabled, StubArgs, Switch, DEFAULT_HORIZON};
 pub use chain::{admission_from_args, Chain};
 pub use pushback::Pushback;
-pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub};
+pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub, ARRIVALS_KEPT};
 
 use crate::error::{CliError, CliResult};
 use crate::{exit, limits};
@@ -108,7 +110,7 @@ use crate::{exit, limits};
 pub fn run(args: &StubArgs) -> CliResult {
     let admission = admission_from_args(args).map_err(CliError::usage)?;
     limits::raise_nofile_limit();
-    let rt = tokio::runtime::Runtime::new()
+    let rt = limits::build_runtime(tokio::runtime::Builder::new_multi_thread().enable_all())
         .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     rt.block_on(async {
         let listener = Stub::bind(args.port).map_err(|e| {

@@ -28,25 +28,35 @@ pub struct ArrivalRecord {
     pub status: u16,
 }
 
+/// How many arrivals `/stats` keeps: the most recent [`ARRIVALS_KEPT`], so a
+/// long run's memory stays bounded (tens of bytes each, a few MB in all);
+/// `total` still counts every arrival.
+pub const ARRIVALS_KEPT: usize = 100_000;
+
 /// The `/stats` document.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stats {
-    /// Number of arrivals.
+    /// Number of arrivals since start, all of them (also those no longer kept).
     pub total: usize,
-    /// Every arrival, in order.
+    /// Arrivals no longer kept (`total` minus the length of `arrivals`).
+    pub dropped: usize,
+    /// The most recent arrivals (at most [`ARRIVALS_KEPT`]), in order.
     pub arrivals: Vec<ArrivalRecord>,
 }
 
 #[derive(Default)]
 struct Book {
     per_worker: std::collections::HashMap<Option<String>, u64>,
-    arrivals: Vec<ArrivalRecord>,
+    total: usize,
+    /// A ring of the last `keep` arrivals.
+    arrivals: std::collections::VecDeque<ArrivalRecord>,
 }
 
 struct Shared {
     start: Instant,
     admission: Box<dyn Rule>,
     book: Mutex<Book>,
+    keep: usize,
 }
 
 /// A running stub: its address and its arrivals.
@@ -78,6 +88,7 @@ impl Stub {
 
     /// Starts serving on `listener` with `admission` until `shutdown` completes.
     /// Returns the stub and the server task (which ends after shutdown).
+    /// `/stats` keeps the last [`ARRIVALS_KEPT`] arrivals.
     ///
     /// # Errors
     ///
@@ -87,11 +98,27 @@ impl Stub {
         admission: impl Rule,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
+        Self::start_keeping(listener, admission, shutdown, ARRIVALS_KEPT)
+    }
+
+    /// [`Stub::start`], keeping the last `keep` arrivals (at least 1) for
+    /// `/stats` instead of [`ARRIVALS_KEPT`].
+    ///
+    /// # Errors
+    ///
+    /// The listener's address error.
+    pub fn start_keeping(
+        listener: tokio::net::TcpListener,
+        admission: impl Rule,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        keep: usize,
+    ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             start: Instant::now(),
             admission: Box::new(admission),
             book: Mutex::new(Book::default()),
+            keep: keep.max(1),
         });
         let app = Router::new()
             .route("/stats", get(stats))
@@ -119,8 +146,9 @@ impl Stub {
 fn stats_of(shared: &Shared) -> Stats {
     let book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
     Stats {
-        total: book.arrivals.len(),
-        arrivals: book.arrivals.clone(),
+        total: book.total,
+        dropped: book.total - book.arrivals.len(),
+        arrivals: book.arrivals.iter().cloned().collect(),
     }
 }
 
@@ -147,11 +175,15 @@ async fn device(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
         Verdict::Admit => StatusCode::OK,
         Verdict::Reject { status, .. } => *status,
     };
-    book.arrivals.push(ArrivalRecord {
+    if book.arrivals.len() >= shared.keep {
+        book.arrivals.pop_front();
+    }
+    book.arrivals.push_back(ArrivalRecord {
         t_s: since_start.as_secs_f64(),
         worker,
         status: status.as_u16(),
     });
+    book.total += 1;
     drop(book);
     match verdict {
         Verdict::Admit => (StatusCode::OK, "ok\n").into_response(),

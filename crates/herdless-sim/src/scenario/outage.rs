@@ -169,8 +169,20 @@ pub struct OutageFigures {
     pub completion_s: f64,
     /// Virtual time of the last successful call, in seconds (0 when none).
     pub last_success_s: f64,
-    /// `completion_s` divided by the physical limit.
+    /// `completion_s` divided by the physical limit. A drain's ratio only
+    /// when `drained`: with give-ups it can fall below 1 (a fleet that gave
+    /// up early is done early without having drained).
     pub vs_limit: f64,
+    /// Whether every client succeeded. Only then did the fleet drain, and
+    /// only then is `completion_s` a drain time, never below the physical
+    /// limit.
+    pub drained: bool,
+    /// When the fleet drained (its last success), seconds; `None` (JSON
+    /// `null`) when any client gave up.
+    pub drain_s: Option<f64>,
+    /// `drain_s` divided by the physical limit (at least 1); `None` when any
+    /// client gave up.
+    pub drain_vs_limit: Option<f64>,
     /// Clients that succeeded.
     pub succeeded: u64,
     /// Clients that gave up.
@@ -248,6 +260,8 @@ pub fn run(
         .max_bucket_from(first_bucket_at_or_after(params.outage))
         .map_or(0, |(_, c)| c);
     let completion_s = out.last_done_ns as f64 / 1e9;
+    let drained = out.gave_up == 0;
+    let drain_s = drained.then_some(out.last_success_ns as f64 / 1e9);
     Ok(OutageFigures {
         strategy: kind.name().to_owned(),
         calls: out.calls as f64 / n,
@@ -255,6 +269,9 @@ pub fn run(
         completion_s,
         last_success_s: out.last_success_ns as f64 / 1e9,
         vs_limit: completion_s / params.physical_limit_s(),
+        drained,
+        drain_s,
+        drain_vs_limit: drain_s.map(|d| d / params.physical_limit_s()),
         succeeded: out.succeeded,
         gave_up: out.gave_up,
         gave_up_retry_budget: out.gave_up_retry_budget,

@@ -241,23 +241,7 @@ pub fn classify_transport(error: &reqwest::Error) -> Classification {
 /// assert!(!classify_io(&invalid).is_retryable());
 /// ```
 pub fn classify_io(error: &std::io::Error) -> Classification {
-    if is_out_of_descriptors(error) {
-        return Classification::retryable();
-    }
     error.classification()
-}
-
-/// Whether `error` is `EMFILE` (this process's descriptor limit) or `ENFILE`
-/// (the system's).
-fn is_out_of_descriptors(error: &std::io::Error) -> bool {
-    // The same numbers on Linux, the BSDs and macOS; WSAEMFILE on Windows.
-    #[cfg(unix)]
-    const CODES: &[i32] = &[23, 24];
-    #[cfg(windows)]
-    const CODES: &[i32] = &[10024];
-    #[cfg(not(any(unix, windows)))]
-    const CODES: &[i32] = &[];
-    error.raw_os_error().is_some_and(|c| CODES.contains(&c))
 }
 
 enum Kind {
