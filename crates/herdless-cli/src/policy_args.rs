@@ -54,7 +54,8 @@ pub enum LogFormat {
 /// Retry policy flags.
 #[derive(Debug, Clone, Default, Args)]
 pub struct PolicyArgs {
-    /// Jitter mode: none, full, equal, decorrelated, decorrelated-window.
+    /// Jitter mode: none, full, equal, decorrelated, decorrelated-window
+    /// [default: full; exec: equal].
     #[arg(long, env = "HERDLESS_JITTER", value_parser = parse_jitter, value_name = "MODE")]
     pub jitter: Option<Jitter>,
     /// Base delay: the first retry's ceiling [default: 500ms].
