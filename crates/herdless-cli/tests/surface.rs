@@ -185,3 +185,17 @@ proptest! {
         }
     }
 }
+
+/// Every retrying subcommand's help shows `--jitter`'s default.
+#[test]
+fn jitter_help_shows_its_default() {
+    for sub in ["get", "fleet", "check", "exec"] {
+        let err = Cli::try_parse_from(["herdless", sub, "--help"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
+        let help = err.to_string();
+        assert!(
+            help.contains("[default: full; exec: equal]"),
+            "{sub} --help:\n{help}"
+        );
+    }
+}
