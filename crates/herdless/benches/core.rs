@@ -185,6 +185,12 @@ fn retry_path(c: &mut Criterion) {
             black_box(seeded.call(|_| op()))
         })
     });
+    // What a call's own generator costs: a `getrandom` system call each, or
+    // a draw from the per-thread generator (what unseeded calls use).
+    g.bench_function("rng_from_entropy", |b| {
+        b.iter(|| black_box(Rng::from_entropy()))
+    });
+    g.bench_function("rng_fresh", |b| b.iter(|| black_box(Rng::fresh())));
     g.bench_function("backon_blocking", |b| {
         b.iter(|| {
             let op = flaky();

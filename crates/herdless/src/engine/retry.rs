@@ -482,10 +482,12 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
         let number = self.engine.begin();
         Attempt {
             number,
+            // A retry starts right after `ready` read the clock (nothing
+            // sleeps in between): its elapsed time is that reading.
             elapsed: if number == 1 {
                 Duration::ZERO
             } else {
-                self.now()
+                self.last
             },
             key: self.key,
         }
