@@ -104,7 +104,7 @@ pub use policy::{
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 
-#[cfg(all(feature = "tower", feature = "http"))]
-pub use integrations::{CloneBody, HttpClassifier};
 #[cfg(feature = "tower")]
 pub use integrations::{ByError, ClassifyResult, CloneRequest, Cloned, FailClosed, RetryPolicy};
+#[cfg(all(feature = "tower", feature = "http"))]
+pub use integrations::{CloneBody, HttpClassifier};

@@ -96,7 +96,10 @@ impl<B, E, C: Classify<E>> ClassifyResult<Response<B>, E> for HttpClassifier<C> 
     }
 
     fn is_timeout(&self, result: &Result<Response<B>, E>) -> bool {
-        result.as_ref().err().is_some_and(|e| self.errors.is_timeout(e))
+        result
+            .as_ref()
+            .err()
+            .is_some_and(|e| self.errors.is_timeout(e))
     }
 }
 

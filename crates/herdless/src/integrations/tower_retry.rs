@@ -221,7 +221,9 @@ where
         };
         let Call { engine, rng, .. } = &mut *state;
         let rng = rng.get_or_insert_with(|| match retry.seed {
-            Some(seed) => Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed))),
+            Some(seed) => {
+                Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed)))
+            }
             None => Rng::fresh(),
         });
         match engine.failed(&cx, now, classification, cause, rng) {
