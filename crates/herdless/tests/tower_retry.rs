@@ -195,3 +195,44 @@ async fn a_request_whose_body_cannot_be_cloned_is_sent_once() {
     assert_eq!(policy.not_clonable(), 1);
     assert_eq!(timer.sleeps().len(), 1);
 }
+
+/// Sans socket: `tower::service_fn`, the default `SystemTimer` under
+/// `tokio::time::pause`, a shared budget; and a call dropped during its
+/// backoff refunds the retry it was admitted.
+#[tokio::test(start_paused = true)]
+async fn service_fn_with_paused_time_and_a_budget() {
+    use herdless::{Classification, Jitter, RetryBudget};
+    let classify = |r: &Result<u16, Infallible>| match r {
+        Ok(200) => None,
+        Ok(503) => Some(Classification::retryable()),
+        _ => Some(Classification::terminal()),
+    };
+    let policy = Policy::builder()
+        .base(Duration::from_secs(10))
+        .jitter(Jitter::None)
+        .build()
+        .unwrap();
+    let budget = Arc::new(RetryBudget::aws());
+    let retry = Retry::new(policy, classify).budget(budget.clone()).seed(7);
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let mut svc = ServiceBuilder::new()
+        .layer(RetryLayer::new(RetryPolicy::new(retry)))
+        .service(tower::service_fn(move |()| {
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<u16, Infallible>(if n % 3 == 2 { 200 } else { 503 }) }
+        }));
+
+    let start = tokio::time::Instant::now();
+    assert_eq!(svc.ready().await.unwrap().call(()).await, Ok(200));
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    assert_eq!(start.elapsed(), Duration::from_secs(30)); // 10 s + 20 s, virtual
+    assert_eq!(budget.tokens(), 495.0); // two retries at 5; the success returned the last one's cost
+
+    // Dropped 5 s into a 10 s backoff: the admitted retry is refunded.
+    let call = svc.ready().await.unwrap().call(());
+    let cut = tokio::time::timeout(Duration::from_secs(5), call).await;
+    assert!(cut.is_err());
+    assert_eq!(hits.load(Ordering::SeqCst), 4);
+    assert_eq!(budget.tokens(), 495.0); // 495 − 5 admitted, + 5 refunded on drop
+}
