@@ -8,12 +8,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::engine::{Decision, Engine, Gate, Notify, Retry};
+use crate::engine::{Decision, Engine, Gate, NoNotify, Notify, Retry};
 use crate::fleet::RetryCause;
 use crate::integrations::tower_classify::{ClassifyResult, CloneRequest, Cloned};
 use crate::rng::{call_seed, Rng};
 use crate::timer::{AsyncSleep, Clock, SystemTimer};
-use crate::NoNotify;
 
 /// The configuration every call shares.
 struct Shared<C, T, N, K> {
@@ -22,8 +21,7 @@ struct Shared<C, T, N, K> {
     not_clonable: AtomicU64,
 }
 
-/// One call's state: the engine, the generator, and whether a breaker wait
-/// gave up.
+/// One call's state: engine, generator, whether a breaker wait gave up.
 struct Call {
     engine: Engine,
     rng: Option<Rng>,
@@ -105,8 +103,8 @@ impl<C, T: Clock, N, K> RetryPolicy<C, T, N, K> {
     /// ```
     /// use herdless::integrations::{ByError, RetryPolicy};
     /// use herdless::{AlwaysRetry, Policy, Retry};
-    /// let buffered_only = |req: &Option<String>| req.clone().map(Some);
-    /// let _p = RetryPolicy::with_cloner(Retry::new(Policy::default(), ByError(AlwaysRetry)), buffered_only);
+    /// let never = |_: &String| None::<String>; // e.g. every body is a one-shot stream
+    /// let _p = RetryPolicy::with_cloner(Retry::new(Policy::default(), ByError(AlwaysRetry)), never);
     /// ```
     pub fn with_cloner(retry: Retry<C, T, N>, cloner: K) -> Self {
         let origin = retry.timer.now();
@@ -161,8 +159,7 @@ impl<C, T, N, K> RetryPolicy<C, T, N, K> {
     }
 }
 
-/// A clone is a fresh call: tower's `Retry` clones its policy for every
-/// request, so the clone starts its own engine at the current instant.
+/// A clone is a fresh call (tower clones the policy per request): its own engine, from now.
 impl<C, T: Clock, N, K> Clone for RetryPolicy<C, T, N, K> {
     fn clone(&self) -> Self {
         RetryPolicy {
@@ -173,8 +170,7 @@ impl<C, T: Clock, N, K> Clone for RetryPolicy<C, T, N, K> {
     }
 }
 
-/// A call dropped early (its response future cancelled) settles the engine:
-/// an admitted retry that never started is refunded, a held probe released.
+/// A call dropped early settles the engine (refunds an unstarted retry, releases a probe).
 impl<C, T, N, K> Drop for RetryPolicy<C, T, N, K> {
     fn drop(&mut self) {
         if let Some(call) = &self.call {
@@ -207,7 +203,7 @@ where
         });
         let mut state = lock(call);
         if state.gave_up {
-            return None;
+            return None; // the attempt a breaker wait gave up on: its result stands
         }
         let cx = retry.context();
         let Some(classification) = retry.classifier.classify(result) else {
@@ -258,10 +254,9 @@ pin_project_lite::pin_project! {
     /// again while an open breaker's probe is out.
     ///
     /// ```
-    /// use herdless::integrations::{Backoff, ByError};
-    /// use herdless::{AlwaysRetry, ManualTimer, NoNotify, integrations::Cloned};
-    /// fn assert_send<F: Send>() {}
-    /// assert_send::<Backoff<ByError<AlwaysRetry>, ManualTimer, NoNotify, Cloned>>();
+    /// use herdless::{integrations::{Backoff, ByError, Cloned}, AlwaysRetry, ManualTimer, NoNotify};
+    /// fn send<F: Send>() {}
+    /// send::<Backoff<ByError<AlwaysRetry>, ManualTimer, NoNotify, Cloned>>();
     /// ```
     pub struct Backoff<C, T: AsyncSleep, N, K> {
         #[pin]
