@@ -48,6 +48,7 @@
 //! | retryable / terminal classification | [`classify`] |
 //! | fleet-level guards: shared retry budget, breaker, escape lane, pushback | [`fleet`] |
 //! | HTTP statuses, `Retry-After`, `Retry-After-Ms`, `reqwest` (features `http`, `reqwest`) | `http` |
+//! | tower client-side retry (`RetryPolicy`, a `tower::retry::Policy` over the engine) and `RetryBudget` as tower's `Budget` (feature `tower`; HTTP flavour with `http`) | `integrations` |
 //! | long-lived backoff with a reset policy (reconnect loops) | [`backoff`] |
 //! | per-retrier randomness, idempotency keys | [`rng`] |
 //! | injectable clock and sleep | [`timer`] |
@@ -59,7 +60,11 @@
 //!   makes async tests instant.
 //!
 //! * `tower`: `fleet::PushbackLayer`, the server side of [`fleet::pushback`]
-//!   as a tower `Layer` (adds `tower`'s traits, `http`, `pin-project-lite`).
+//!   as a tower `Layer`, and the client side: `integrations::RetryPolicy`, a
+//!   `tower::retry::Policy` driving the engine, and `RetryBudget` as tower's
+//!   `Budget` (adds `tower` with its `retry` module, `http`,
+//!   `pin-project-lite`; implies `tokio`). With `http` too:
+//!   `integrations::HttpClassifier` (statuses, `Retry-After`).
 //! * `http`: [`http`] — the HTTP status classifier (retryable and terminal sets that
 //!   fail closed) and a hostile-input-safe `Retry-After` parser (adds `httpdate`).
 //! * `reqwest`: `http::client` — a retrying `reqwest` sender: idempotent
@@ -79,6 +84,9 @@ pub mod fleet;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod integrations;
 pub mod policy;
 pub mod rng;
 pub mod timer;
@@ -95,3 +103,8 @@ pub use policy::{
 };
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
+
+#[cfg(feature = "tower")]
+pub use integrations::{ByError, ClassifyResult, CloneRequest, Cloned, FailClosed, RetryPolicy};
+#[cfg(all(feature = "tower", feature = "http"))]
+pub use integrations::{CloneBody, HttpClassifier};
