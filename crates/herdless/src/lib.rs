@@ -93,7 +93,9 @@ pub mod timer;
 
 pub use backoff::{Backoff, ResetPolicy};
 pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, Retryable, WithTimeouts};
-pub use engine::{Attempt, EventValue, GiveUp, NoNotify, Notify, Retry, RetryError, RetryEvent};
+pub use engine::{
+    Attempt, EventLevels, EventValue, GiveUp, NoNotify, Notify, Retry, RetryError, RetryEvent,
+};
 pub use fleet::{
     Breaker, Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent, Urgent,
 };

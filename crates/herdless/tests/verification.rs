@@ -108,7 +108,7 @@ fn terminal_error_makes_exactly_one_attempt() {
     let events = cap.events();
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].name(), "retry_abandoned_terminal");
-    assert_eq!(events[0].level, "ERROR");
+    assert_eq!(events[0].level, "WARN");
     assert_eq!(events[0].get("task_id"), "scan-401");
     assert_eq!(events[0].get("attempt"), "1");
 }

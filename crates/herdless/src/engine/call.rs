@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::classify::Classification;
 use crate::engine::events::{NoNotify, Notify, RetryEvent};
-use crate::engine::GiveUp;
+use crate::engine::{EventLevels, GiveUp};
 use crate::fleet::{Breaker, RetryBudget, RetryCause, Urgent};
 use crate::policy::{Policy, Schedule};
 use crate::rng::Rng;
@@ -35,6 +35,7 @@ pub struct Context<'a, N = NoNotify> {
     breaker: Option<&'a Breaker>,
     urgent: Option<Urgent>,
     trace: bool,
+    levels: EventLevels,
 }
 
 impl<N> fmt::Debug for Context<'_, N> {
@@ -46,6 +47,7 @@ impl<N> fmt::Debug for Context<'_, N> {
             .field("breaker", &self.breaker)
             .field("urgent", &self.urgent)
             .field("trace", &self.trace)
+            .field("levels", &self.levels)
             .finish_non_exhaustive()
     }
 }
@@ -76,6 +78,7 @@ impl<'a> Context<'a> {
             breaker: None,
             urgent: None,
             trace: true,
+            levels: EventLevels::DEFAULT,
         }
     }
 }
@@ -111,6 +114,7 @@ impl<'a, N> Context<'a, N> {
             breaker: self.breaker,
             urgent: self.urgent,
             trace: self.trace,
+            levels: self.levels,
         }
     }
 
@@ -163,6 +167,31 @@ impl<'a, N> Context<'a, N> {
         self
     }
 
+    /// The `tracing` level of each event (default: [`EventLevels::DEFAULT`]).
+    ///
+    /// ```
+    /// use herdless::engine::{Context, EventLevels};
+    /// let p = herdless::Policy::default();
+    /// let levels = EventLevels::default().retry_scheduled(tracing::Level::DEBUG);
+    /// let cx = Context::new(&p).event_levels(levels);
+    /// assert_eq!(cx.levels(), levels);
+    /// ```
+    pub fn event_levels(mut self, levels: EventLevels) -> Self {
+        self.levels = levels;
+        self
+    }
+
+    /// The event levels in force.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let cx = herdless::engine::Context::new(&p);
+    /// assert_eq!(cx.levels(), herdless::engine::EventLevels::DEFAULT);
+    /// ```
+    pub fn levels(&self) -> EventLevels {
+        self.levels
+    }
+
     /// The policy.
     ///
     /// ```
@@ -191,7 +220,7 @@ impl<'a, N> Context<'a, N> {
 impl<N: Notify> Context<'_, N> {
     fn emit(&self, event: RetryEvent<'_>) {
         if self.trace {
-            event.trace();
+            crate::engine::emit::trace(&event, self.levels.level(&event));
         }
         self.notify.notify(&event);
     }

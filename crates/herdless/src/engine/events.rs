@@ -4,12 +4,20 @@
 //! in the logs before it shows on the hardware. The events are a public contract
 //! (names and fields are stable; fields may be added):
 //!
-//! | event | level | fields |
+//! | event | default level | fields |
 //! |---|---|---|
 //! | `retry_scheduled` | WARN | `task_id`, `attempt`, `computed_jitter_s`, `sleep_s`, `honored_retry_after`, `elapsed_s` |
 //! | `retry_succeeded` | INFO | `task_id`, `attempt`, `elapsed_s` |
-//! | `retry_abandoned_terminal` | ERROR | `task_id`, `attempt`, `classification` |
+//! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `elapsed_s` |
 //! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`) |
+//!
+//! The levels are configurable per event ([`EventLevels`](crate::engine::EventLevels), set with
+//! [`Retry::event_levels`](crate::Retry::event_levels) or
+//! [`Context::event_levels`](crate::engine::Context::event_levels)). A terminal
+//! error on the first attempt defaults to WARN, not ERROR: nothing was retried,
+//! the endpoint answered "no" to the caller's request (a 404, a 401), and the
+//! caller gets that answer as its error; ERROR is kept for calls that spent
+//! retries and still failed. See [`levels`](crate::engine::levels).
 //!
 //! `attempt` is the 1-based number of the attempt that just ended (1 is the
 //! first call). Durations are seconds as `f64`. `retry_succeeded` is emitted only
@@ -193,70 +201,6 @@ impl RetryEvent<'_> {
                 f("elapsed_s", Seconds(elapsed));
                 f("reason", Str(reason.as_str()));
             }
-        }
-    }
-
-    /// Emits the event through `tracing` (target `herdless`).
-    pub(crate) fn trace(&self) {
-        match *self {
-            RetryEvent::Scheduled {
-                task_id,
-                attempt,
-                computed_jitter,
-                sleep,
-                honored_retry_after,
-                elapsed,
-            } => tracing::warn!(
-                target: "herdless",
-                event = "retry_scheduled",
-                task_id,
-                attempt,
-                computed_jitter_s = computed_jitter.as_secs_f64(),
-                sleep_s = sleep.as_secs_f64(),
-                honored_retry_after,
-                elapsed_s = elapsed.as_secs_f64(),
-                "retry_scheduled"
-            ),
-            RetryEvent::Succeeded {
-                task_id,
-                attempt,
-                elapsed,
-            } => tracing::info!(
-                target: "herdless",
-                event = "retry_succeeded",
-                task_id,
-                attempt,
-                elapsed_s = elapsed.as_secs_f64(),
-                "retry_succeeded"
-            ),
-            RetryEvent::AbandonedTerminal {
-                task_id,
-                attempt,
-                classification,
-                elapsed,
-            } => tracing::error!(
-                target: "herdless",
-                event = "retry_abandoned_terminal",
-                task_id,
-                attempt,
-                classification = classification.as_str(),
-                elapsed_s = elapsed.as_secs_f64(),
-                "retry_abandoned_terminal"
-            ),
-            RetryEvent::BudgetExhausted {
-                task_id,
-                attempt,
-                elapsed,
-                reason,
-            } => tracing::error!(
-                target: "herdless",
-                event = "retry_budget_exhausted",
-                task_id,
-                attempt,
-                elapsed_s = elapsed.as_secs_f64(),
-                reason = reason.as_str(),
-                "retry_budget_exhausted"
-            ),
         }
     }
 }

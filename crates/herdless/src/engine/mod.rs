@@ -96,11 +96,14 @@
 mod asynchronous;
 mod blocking;
 mod call;
+mod emit;
 mod error;
 pub mod events;
+pub mod levels;
 mod retry;
 
 pub use call::{Context, Decision, Engine, Gate};
 pub use error::{GiveUp, RetryError};
 pub use events::{EventValue, NoNotify, Notify, RetryEvent};
+pub use levels::{EventLevels, UnknownEvent};
 pub use retry::{Attempt, Retry};

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::classify::Classify;
 use crate::engine::call::{Context, Decision, Engine, Gate};
 use crate::engine::events::{NoNotify, Notify};
-use crate::engine::{GiveUp, RetryError};
+use crate::engine::{EventLevels, GiveUp, RetryError};
 use crate::fleet::{Breaker, RetryBudget, RetryCause, Urgent};
 use crate::policy::Policy;
 use crate::rng::{call_seed, next_call_id, IdempotencyKey, Rng};
@@ -161,6 +161,7 @@ pub struct Retry<C, T = SystemTimer, N = NoNotify> {
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) breaker: Option<Arc<Breaker>>,
     pub(crate) urgent: Option<Urgent>,
+    pub(crate) levels: EventLevels,
 }
 
 impl<C, T, N> fmt::Debug for Retry<C, T, N> {
@@ -172,6 +173,7 @@ impl<C, T, N> fmt::Debug for Retry<C, T, N> {
             .field("budget", &self.budget)
             .field("breaker", &self.breaker)
             .field("urgent", &self.urgent)
+            .field("levels", &self.levels)
             .finish_non_exhaustive()
     }
 }
@@ -196,6 +198,7 @@ impl<C> Retry<C> {
             budget: None,
             breaker: None,
             urgent: None,
+            levels: EventLevels::DEFAULT,
         }
     }
 }
@@ -289,6 +292,7 @@ impl<C, T, N> Retry<C, T, N> {
             budget: self.budget,
             breaker: self.breaker,
             urgent: self.urgent,
+            levels: self.levels,
         }
     }
 
@@ -320,6 +324,7 @@ impl<C, T, N> Retry<C, T, N> {
             budget: self.budget,
             breaker: self.breaker,
             urgent: self.urgent,
+            levels: self.levels,
         }
     }
 }
@@ -386,6 +391,31 @@ impl<C, T, N> Retry<C, T, N> {
         self
     }
 
+    /// Sets the `tracing` level of each event (default:
+    /// [`EventLevels::DEFAULT`]; see [`levels`](crate::engine::levels)).
+    ///
+    /// ```
+    /// use herdless::{engine::EventLevels, AlwaysRetry, Policy, Retry};
+    /// use tracing::Level;
+    /// let r = Retry::new(Policy::default(), AlwaysRetry)
+    ///     .event_levels(EventLevels::default().retry_scheduled(Level::DEBUG));
+    /// assert_eq!(r.levels().get("retry_scheduled"), Some(Level::DEBUG));
+    /// ```
+    pub fn event_levels(mut self, levels: EventLevels) -> Self {
+        self.levels = levels;
+        self
+    }
+
+    /// The event levels in force.
+    ///
+    /// ```
+    /// let r = herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry);
+    /// assert_eq!(r.levels(), herdless::engine::EventLevels::DEFAULT);
+    /// ```
+    pub fn levels(&self) -> EventLevels {
+        self.levels
+    }
+
     /// The shared retry budget, if any.
     ///
     /// ```
@@ -419,6 +449,7 @@ impl<C, T, N> Retry<C, T, N> {
     pub(crate) fn context(&self) -> Context<'_, N> {
         let cx = Context::new(&self.policy)
             .task_id(&self.task_id)
+            .event_levels(self.levels)
             .notify(&self.notify);
         let cx = match &self.budget {
             Some(b) => cx.budget(b),

@@ -1,0 +1,83 @@
+//! The engine's one event path: `tracing` at the configured level.
+
+use tracing::Level;
+
+use crate::engine::events::RetryEvent;
+
+/// `tracing::event!` at a level known only at run time (the macro wants a
+/// constant): one callsite per level.
+macro_rules! event_at {
+    ($level:expr, $($rest:tt)+) => {
+        match $level {
+            Level::ERROR => tracing::event!(target: "herdless", Level::ERROR, $($rest)+),
+            Level::WARN => tracing::event!(target: "herdless", Level::WARN, $($rest)+),
+            Level::INFO => tracing::event!(target: "herdless", Level::INFO, $($rest)+),
+            Level::DEBUG => tracing::event!(target: "herdless", Level::DEBUG, $($rest)+),
+            _ => tracing::event!(target: "herdless", Level::TRACE, $($rest)+),
+        }
+    };
+}
+
+/// Emits `event` through `tracing` (target `herdless`) at `level`.
+pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
+    match *event {
+        RetryEvent::Scheduled {
+            task_id,
+            attempt,
+            computed_jitter,
+            sleep,
+            honored_retry_after,
+            elapsed,
+        } => event_at!(
+            level,
+            event = "retry_scheduled",
+            task_id,
+            attempt,
+            computed_jitter_s = computed_jitter.as_secs_f64(),
+            sleep_s = sleep.as_secs_f64(),
+            honored_retry_after,
+            elapsed_s = elapsed.as_secs_f64(),
+            "retry_scheduled"
+        ),
+        RetryEvent::Succeeded {
+            task_id,
+            attempt,
+            elapsed,
+        } => event_at!(
+            level,
+            event = "retry_succeeded",
+            task_id,
+            attempt,
+            elapsed_s = elapsed.as_secs_f64(),
+            "retry_succeeded"
+        ),
+        RetryEvent::AbandonedTerminal {
+            task_id,
+            attempt,
+            classification,
+            elapsed,
+        } => event_at!(
+            level,
+            event = "retry_abandoned_terminal",
+            task_id,
+            attempt,
+            classification = classification.as_str(),
+            elapsed_s = elapsed.as_secs_f64(),
+            "retry_abandoned_terminal"
+        ),
+        RetryEvent::BudgetExhausted {
+            task_id,
+            attempt,
+            elapsed,
+            reason,
+        } => event_at!(
+            level,
+            event = "retry_budget_exhausted",
+            task_id,
+            attempt,
+            elapsed_s = elapsed.as_secs_f64(),
+            reason = reason.as_str(),
+            "retry_budget_exhausted"
+        ),
+    }
+}

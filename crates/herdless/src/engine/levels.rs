@@ -1,0 +1,253 @@
+//! [`EventLevels`]: the `tracing` level of each retry event, configurable.
+//!
+//! | event | default level |
+//! |---|---|
+//! | `retry_scheduled` | WARN |
+//! | `retry_succeeded` | INFO |
+//! | `retry_abandoned_terminal` on the first attempt | WARN |
+//! | `retry_abandoned_terminal` after a retry | ERROR |
+//! | `retry_budget_exhausted` | ERROR |
+//!
+//! A terminal error on the **first** attempt is WARN, not ERROR: nothing was
+//! retried, the endpoint answered and the answer was "no" (a 404, a 401, a
+//! validation error). It is the caller's error, which the caller sees in the
+//! returned [`RetryError`](crate::RetryError) anyway; logging it at ERROR would
+//! make every bad request page someone as if the retry layer had failed. WARN
+//! rather than INFO keeps it under the usual `warn` filter, because a burst of
+//! them is still worth seeing. A terminal error *after* retries stays ERROR:
+//! the call spent retries (and the fleet's capacity) and still failed.
+//!
+//! Set levels on a [`Retry`](crate::Retry) with
+//! [`Retry::event_levels`](crate::Retry::event_levels), or on an engine
+//! [`Context`](crate::engine::Context) with
+//! [`Context::event_levels`](crate::engine::Context::event_levels); every
+//! driver (the executors, the tower policy, a hand-written driver) emits through
+//! the context, so the levels hold everywhere.
+
+use std::fmt;
+
+/// `tracing`'s level type, re-exported so levels can be named without a
+/// direct `tracing` dependency.
+///
+/// ```
+/// use herdless::engine::levels::Level;
+/// assert!(Level::ERROR < Level::WARN); // more severe is smaller
+/// ```
+pub use tracing::Level;
+
+use crate::engine::events::RetryEvent;
+
+/// The `tracing` level of each retry event (see the [module
+/// documentation](self) for the defaults and why).
+///
+/// ```
+/// use herdless::engine::EventLevels;
+/// use tracing::Level;
+/// let quiet = EventLevels::default()
+///     .retry_scheduled(Level::DEBUG)
+///     .set("retry_budget_exhausted", Level::WARN)?;
+/// assert_eq!(quiet.get("retry_scheduled"), Some(Level::DEBUG));
+/// assert_eq!(quiet.get("retry_budget_exhausted"), Some(Level::WARN));
+/// # Ok::<(), herdless::engine::UnknownEvent>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventLevels {
+    scheduled: Level,
+    succeeded: Level,
+    terminal_first: Level,
+    terminal: Level,
+    exhausted: Level,
+}
+
+impl Default for EventLevels {
+    fn default() -> Self {
+        EventLevels::DEFAULT
+    }
+}
+
+impl EventLevels {
+    /// The defaults: WARN, INFO, WARN (terminal on the first attempt), ERROR
+    /// (terminal after a retry), ERROR.
+    ///
+    /// ```
+    /// use herdless::engine::EventLevels;
+    /// assert_eq!(EventLevels::DEFAULT, EventLevels::default());
+    /// assert_eq!(EventLevels::DEFAULT.get("retry_succeeded"), Some(tracing::Level::INFO));
+    /// ```
+    pub const DEFAULT: EventLevels = EventLevels {
+        scheduled: Level::WARN,
+        succeeded: Level::INFO,
+        terminal_first: Level::WARN,
+        terminal: Level::ERROR,
+        exhausted: Level::ERROR,
+    };
+
+    /// The four event names, in the order of the events table.
+    ///
+    /// ```
+    /// assert_eq!(herdless::engine::EventLevels::NAMES.len(), 4);
+    /// ```
+    pub const NAMES: [&'static str; 4] = [
+        "retry_scheduled",
+        "retry_succeeded",
+        "retry_abandoned_terminal",
+        "retry_budget_exhausted",
+    ];
+
+    /// The level of `retry_scheduled`.
+    ///
+    /// ```
+    /// let l = herdless::engine::EventLevels::default().retry_scheduled(tracing::Level::INFO);
+    /// assert_eq!(l.get("retry_scheduled"), Some(tracing::Level::INFO));
+    /// ```
+    pub const fn retry_scheduled(mut self, level: Level) -> Self {
+        self.scheduled = level;
+        self
+    }
+
+    /// The level of `retry_succeeded`.
+    ///
+    /// ```
+    /// let l = herdless::engine::EventLevels::default().retry_succeeded(tracing::Level::DEBUG);
+    /// assert_eq!(l.get("retry_succeeded"), Some(tracing::Level::DEBUG));
+    /// ```
+    pub const fn retry_succeeded(mut self, level: Level) -> Self {
+        self.succeeded = level;
+        self
+    }
+
+    /// The level of `retry_abandoned_terminal` after at least one retry
+    /// (attempt ≥ 2).
+    ///
+    /// ```
+    /// let l = herdless::engine::EventLevels::default().retry_abandoned_terminal(tracing::Level::WARN);
+    /// assert_eq!(l.get("retry_abandoned_terminal"), Some(tracing::Level::WARN));
+    /// ```
+    pub const fn retry_abandoned_terminal(mut self, level: Level) -> Self {
+        self.terminal = level;
+        self
+    }
+
+    /// The level of `retry_abandoned_terminal` on the first attempt (nothing
+    /// was retried: the caller's error, answered by the endpoint).
+    ///
+    /// ```
+    /// use herdless::{Classification, RetryEvent};
+    /// use tracing::Level;
+    /// let l = herdless::engine::EventLevels::default().first_attempt_terminal(Level::INFO);
+    /// let e = RetryEvent::AbandonedTerminal {
+    ///     task_id: "", attempt: 1, classification: Classification::terminal(), elapsed: Default::default(),
+    /// };
+    /// assert_eq!(l.level(&e), Level::INFO);
+    /// ```
+    pub const fn first_attempt_terminal(mut self, level: Level) -> Self {
+        self.terminal_first = level;
+        self
+    }
+
+    /// The level of `retry_budget_exhausted`.
+    ///
+    /// ```
+    /// let l = herdless::engine::EventLevels::default().retry_budget_exhausted(tracing::Level::WARN);
+    /// assert_eq!(l.get("retry_budget_exhausted"), Some(tracing::Level::WARN));
+    /// ```
+    pub const fn retry_budget_exhausted(mut self, level: Level) -> Self {
+        self.exhausted = level;
+        self
+    }
+
+    /// Sets an event's level by its name (from a configuration file, say).
+    /// `retry_abandoned_terminal` sets both of its levels (first attempt and
+    /// after a retry).
+    ///
+    /// ```
+    /// use herdless::engine::EventLevels;
+    /// assert!(EventLevels::default().set("retry_scheduled", tracing::Level::INFO).is_ok());
+    /// let err = EventLevels::default().set("retry_sheduled", tracing::Level::INFO).unwrap_err();
+    /// assert_eq!(err.to_string(), "unknown retry event \"retry_sheduled\" (expected one of retry_scheduled, retry_succeeded, retry_abandoned_terminal, retry_budget_exhausted)");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`UnknownEvent`] when `event` is not one of [`NAMES`](Self::NAMES).
+    pub fn set(self, event: &str, level: Level) -> Result<Self, UnknownEvent> {
+        Ok(match event {
+            "retry_scheduled" => self.retry_scheduled(level),
+            "retry_succeeded" => self.retry_succeeded(level),
+            "retry_abandoned_terminal" => self
+                .retry_abandoned_terminal(level)
+                .first_attempt_terminal(level),
+            "retry_budget_exhausted" => self.retry_budget_exhausted(level),
+            other => return Err(UnknownEvent(other.to_owned())),
+        })
+    }
+
+    /// An event's level by its name (`retry_abandoned_terminal`: after a
+    /// retry), or `None` for an unknown name.
+    ///
+    /// ```
+    /// let l = herdless::engine::EventLevels::default();
+    /// assert_eq!(l.get("retry_abandoned_terminal"), Some(tracing::Level::ERROR));
+    /// assert_eq!(l.get("nope"), None);
+    /// ```
+    pub fn get(&self, event: &str) -> Option<Level> {
+        match event {
+            "retry_scheduled" => Some(self.scheduled),
+            "retry_succeeded" => Some(self.succeeded),
+            "retry_abandoned_terminal" => Some(self.terminal),
+            "retry_budget_exhausted" => Some(self.exhausted),
+            _ => None,
+        }
+    }
+
+    /// The level this event is emitted at.
+    ///
+    /// ```
+    /// use herdless::{engine::EventLevels, RetryEvent};
+    /// let e = RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() };
+    /// assert_eq!(EventLevels::default().level(&e), tracing::Level::INFO);
+    /// ```
+    pub fn level(&self, event: &RetryEvent<'_>) -> Level {
+        match *event {
+            RetryEvent::Scheduled { .. } => self.scheduled,
+            RetryEvent::Succeeded { .. } => self.succeeded,
+            RetryEvent::AbandonedTerminal { attempt, .. } if attempt <= 1 => self.terminal_first,
+            RetryEvent::AbandonedTerminal { .. } => self.terminal,
+            RetryEvent::BudgetExhausted { .. } => self.exhausted,
+        }
+    }
+}
+
+/// An event name [`EventLevels::set`] does not know.
+///
+/// ```
+/// let e = herdless::engine::EventLevels::default().set("x", tracing::Level::INFO).unwrap_err();
+/// assert_eq!(e.name(), "x");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownEvent(String);
+
+impl UnknownEvent {
+    /// The name that was given.
+    ///
+    /// ```
+    /// let e = herdless::engine::EventLevels::default().set("y", tracing::Level::INFO).unwrap_err();
+    /// assert_eq!(e.name(), "y");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for UnknownEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown retry event {:?} (expected one of {})",
+            self.0,
+            EventLevels::NAMES.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownEvent {}
