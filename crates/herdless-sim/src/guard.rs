@@ -321,7 +321,7 @@ impl Guards {
     /// ```
     #[inline]
     pub fn context<'a>(&'a self, policy: &'a Policy, client: u32) -> Context<'a> {
-        let cx = Context::new(policy).trace(false);
+        let cx = Context::new(policy).trace(false).metrics(false);
         let p = self.params.process(client);
         let cx = match self.budgets.get(p) {
             Some(b) => cx.budget(b),

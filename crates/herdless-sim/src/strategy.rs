@@ -336,7 +336,7 @@ mod tests {
             .build()
             .unwrap();
         let s = StrategyKind::FixedInterval.resolve(&base);
-        let cx = Context::new(s.policy()).trace(false);
+        let cx = Context::new(s.policy()).trace(false).metrics(false);
         let mut call = Engine::new(Duration::ZERO);
         let mut rng = Rng::with_seed(1);
         let mut now = Duration::ZERO;

@@ -44,7 +44,7 @@
 //! | concept | module |
 //! |---|---|
 //! | policy, validating builder, jitter math, server delays (clamp and spread) | [`policy`] |
-//! | the sans-IO decision engine, `Retry` and its blocking / async executors, errors, events | [`engine`] |
+//! | the sans-IO decision engine, `Retry` and its blocking / async executors, errors, events, event levels, metrics | [`engine`] |
 //! | retryable / terminal classification | [`classify`] |
 //! | fleet-level guards: shared retry budget, breaker, escape lane, pushback | [`fleet`] |
 //! | HTTP statuses, `Retry-After`, `Retry-After-Ms`, `reqwest` (features `http`, `reqwest`) | `http` |
@@ -70,6 +70,9 @@
 //! * `reqwest`: `http::client` — a retrying `reqwest` sender: idempotent
 //!   methods only by default, refuses bodies it cannot clone, optional
 //!   `Idempotency-Key` (adds `reqwest`; implies `http` and `tokio`).
+//! * `metrics`: counters, a histogram and gauges through the `metrics`
+//!   crate's facade, recorded on the engine's event path (names and labels in
+//!   [`engine::metrics`]; adds `metrics`).
 //!
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 

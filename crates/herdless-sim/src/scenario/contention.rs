@@ -204,7 +204,7 @@ pub fn run_trial(
         sd: params.hop_sd.as_secs_f64() * 1e9,
     };
     let mut rng = Rng::with_seed(seed);
-    let cx = Context::new(strategy.policy()).trace(false);
+    let cx = Context::new(strategy.policy()).trace(false).metrics(false);
     let mut writers: Vec<Writer> = (0..n)
         .map(|_| Writer {
             engine: Engine::new(Duration::ZERO),

@@ -35,6 +35,7 @@ pub struct Context<'a, N = NoNotify> {
     breaker: Option<&'a Breaker>,
     urgent: Option<Urgent>,
     trace: bool,
+    metrics: bool,
     levels: EventLevels,
 }
 
@@ -47,6 +48,7 @@ impl<N> fmt::Debug for Context<'_, N> {
             .field("breaker", &self.breaker)
             .field("urgent", &self.urgent)
             .field("trace", &self.trace)
+            .field("metrics", &self.metrics)
             .field("levels", &self.levels)
             .finish_non_exhaustive()
     }
@@ -78,6 +80,7 @@ impl<'a> Context<'a> {
             breaker: None,
             urgent: None,
             trace: true,
+            metrics: true,
             levels: EventLevels::DEFAULT,
         }
     }
@@ -114,6 +117,7 @@ impl<'a, N> Context<'a, N> {
             breaker: self.breaker,
             urgent: self.urgent,
             trace: self.trace,
+            metrics: self.metrics,
             levels: self.levels,
         }
     }
@@ -164,6 +168,20 @@ impl<'a, N> Context<'a, N> {
     /// ```
     pub fn trace(mut self, trace: bool) -> Self {
         self.trace = trace;
+        self
+    }
+
+    /// Whether the engine records [metrics](crate::engine::metrics) (default:
+    /// yes; they exist only with the `metrics` feature). The fleet simulator
+    /// turns them off with tracing, so its virtual clients stay out of a real
+    /// process's metrics.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let _unmetered = herdless::engine::Context::new(&p).trace(false).metrics(false);
+    /// ```
+    pub fn metrics(mut self, metrics: bool) -> Self {
+        self.metrics = metrics;
         self
     }
 
@@ -218,11 +236,28 @@ impl<'a, N> Context<'a, N> {
 }
 
 impl<N: Notify> Context<'_, N> {
-    fn emit(&self, event: RetryEvent<'_>) {
+    /// The one event path: `tracing` at the configured level, metrics, the
+    /// hook. `attempt_ended` is false for a give-up while waiting on the
+    /// breaker (no attempt ran since the last event).
+    fn emit(&self, event: RetryEvent<'_>, attempt_ended: bool) {
         if self.trace {
             crate::engine::emit::trace(&event, self.levels.level(&event));
         }
+        #[cfg(feature = "metrics")]
+        if self.metrics {
+            crate::engine::metrics::event(&event, attempt_ended, self.budget, self.breaker);
+        }
+        let _ = attempt_ended;
         self.notify.notify(&event);
+    }
+
+    /// A first-try success: no event (the hot path), only metrics.
+    #[inline]
+    fn first_success(&self) {
+        #[cfg(feature = "metrics")]
+        if self.metrics {
+            crate::engine::metrics::first_success(self.budget, self.breaker);
+        }
     }
 }
 
@@ -422,11 +457,16 @@ impl Engine {
         }
         self.release_probe(cx);
         if self.attempts > 1 {
-            cx.emit(RetryEvent::Succeeded {
-                task_id: cx.task_id,
-                attempt: self.attempts,
-                elapsed: self.elapsed(now),
-            });
+            cx.emit(
+                RetryEvent::Succeeded {
+                    task_id: cx.task_id,
+                    attempt: self.attempts,
+                    elapsed: self.elapsed(now),
+                },
+                true,
+            );
+        } else {
+            cx.first_success();
         }
     }
 
@@ -465,12 +505,15 @@ impl Engine {
         if !classification.is_retryable() {
             // The endpoint answered: neither a breaker failure nor a success.
             self.release_probe(cx);
-            cx.emit(RetryEvent::AbandonedTerminal {
-                task_id: cx.task_id,
-                attempt: self.attempts,
-                classification,
-                elapsed,
-            });
+            cx.emit(
+                RetryEvent::AbandonedTerminal {
+                    task_id: cx.task_id,
+                    attempt: self.attempts,
+                    classification,
+                    elapsed,
+                },
+                true,
+            );
             return Decision::GiveUp(GiveUp::Terminal);
         }
         if let Some(breaker) = cx.breaker {
@@ -504,7 +547,7 @@ impl Engine {
         if let (Some(budget), false) = (cx.budget, self.bypasses(cx)) {
             let level = f64::from(self.level) / 65_536.0;
             if budget.try_retry(cause, level).is_err() {
-                return self.exhausted(cx, GiveUp::RetryBudget, elapsed);
+                return self.exhausted(cx, GiveUp::RetryBudget, elapsed, true);
             }
             let cause_bits = match cause {
                 RetryCause::Timeout => PENDING_TIMEOUT | SPENT_TIMEOUT,
@@ -513,14 +556,17 @@ impl Engine {
             self.flags &= !(SPENT_TIMEOUT | PENDING_TIMEOUT);
             self.flags |= SPENT | PENDING | cause_bits;
         }
-        cx.emit(RetryEvent::Scheduled {
-            task_id: cx.task_id,
-            attempt: self.attempts,
-            computed_jitter: Duration::from_nanos(computed_ns),
-            sleep: delay,
-            honored_retry_after: honored,
-            elapsed,
-        });
+        cx.emit(
+            RetryEvent::Scheduled {
+                task_id: cx.task_id,
+                attempt: self.attempts,
+                computed_jitter: Duration::from_nanos(computed_ns),
+                sleep: delay,
+                honored_retry_after: honored,
+                elapsed,
+            },
+            true,
+        );
         Decision::Retry {
             delay,
             honored_retry_after: honored,
@@ -565,7 +611,7 @@ impl Engine {
         let elapsed = self.elapsed(now);
         if elapsed.saturating_add(wait) > cx.max_elapsed() {
             self.refund(cx);
-            self.exhausted(cx, GiveUp::MaxElapsed, elapsed);
+            self.exhausted(cx, GiveUp::MaxElapsed, elapsed, false);
             return Gate::GiveUp(GiveUp::MaxElapsed);
         }
         Gate::Wait(wait)
@@ -643,7 +689,7 @@ impl Engine {
         if let Some(budget) = cx.budget {
             budget.record_failure();
         }
-        self.exhausted(cx, reason, elapsed)
+        self.exhausted(cx, reason, elapsed, true)
     }
 
     fn exhausted<N: Notify>(
@@ -651,13 +697,17 @@ impl Engine {
         cx: &Context<'_, N>,
         reason: GiveUp,
         elapsed: Duration,
+        attempt_ended: bool,
     ) -> Decision {
-        cx.emit(RetryEvent::BudgetExhausted {
-            task_id: cx.task_id,
-            attempt: self.attempts,
-            elapsed,
-            reason,
-        });
+        cx.emit(
+            RetryEvent::BudgetExhausted {
+                task_id: cx.task_id,
+                attempt: self.attempts,
+                elapsed,
+                reason,
+            },
+            attempt_ended,
+        );
         Decision::GiveUp(reason)
     }
 }

@@ -100,6 +100,7 @@ mod emit;
 mod error;
 pub mod events;
 pub mod levels;
+pub mod metrics;
 mod retry;
 
 pub use call::{Context, Decision, Engine, Gate};

@@ -1,0 +1,145 @@
+//! Metrics through the `metrics` crate's facade (feature `metrics`).
+//!
+//! The engine records them on its one event path, beside the `tracing` events
+//! and the notify hook, so every driver (the blocking and async executors, the
+//! tower `RetryPolicy`, a hand-written driver) reports the same numbers. They
+//! go to whatever recorder the application installed (a Prometheus exporter,
+//! say); with none installed they cost a no-op call. Without the feature this
+//! module only names them and nothing is recorded.
+//!
+//! | name | kind | labels | recorded |
+//! |---|---|---|---|
+//! | `herdless_attempts_total` | counter | — | once per attempt that ended (success or failure) |
+//! | `herdless_retries_total` | counter | — | once per retry scheduled (`retry_scheduled`) |
+//! | `herdless_retry_successes_total` | counter | — | once per call that succeeded after at least one retry (`retry_succeeded`) |
+//! | `herdless_give_ups_total` | counter | `reason` = `terminal` \| `max_attempts` \| `max_elapsed` \| `retry_budget` | once per call that gave up (`retry_abandoned_terminal`, `retry_budget_exhausted`) |
+//! | `herdless_retry_sleep_seconds` | histogram | — | the sleep before each scheduled retry, in seconds (`sleep_s`) |
+//! | `herdless_retry_budget_tokens` | gauge | — | a shared [`RetryBudget`]'s tokens after each event (calls with a budget only) |
+//! | `herdless_breaker_open` | gauge | — | a shared [`Breaker`]'s state after each event: 1 open, 0 closed (calls with a breaker only) |
+//!
+//! Notes:
+//!
+//! - A first-try success emits no event but still counts one attempt (and
+//!   sets the gauges when the call has guards).
+//! - A call given up while waiting on an open breaker counts a give-up
+//!   (`max_elapsed`) but no extra attempt: the retry it waited for never ran.
+//! - A call dropped mid-chain counts the attempts that ended, no give-up.
+//! - No label carries the task id: task ids are often per request or per
+//!   worker, and a label per task id would grow the recorder without bound.
+//! - The gauges have no label: with several budgets or breakers in one
+//!   process, each event writes the state of the call's own, so the gauge
+//!   shows the one used last.
+//! - [`Context::metrics(false)`](crate::engine::Context::metrics) turns them
+//!   off for a context (the fleet simulator does, beside `trace(false)`: its
+//!   virtual clients must not show up in a real process's metrics).
+//!
+//! [`RetryBudget`]: crate::RetryBudget
+//! [`Breaker`]: crate::Breaker
+
+/// Attempts that ended, successful or not (counter).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::ATTEMPTS, "herdless_attempts_total");
+/// ```
+pub const ATTEMPTS: &str = "herdless_attempts_total";
+
+/// Retries scheduled (counter).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::RETRIES, "herdless_retries_total");
+/// ```
+pub const RETRIES: &str = "herdless_retries_total";
+
+/// Calls that succeeded after at least one retry (counter).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::RETRY_SUCCESSES, "herdless_retry_successes_total");
+/// ```
+pub const RETRY_SUCCESSES: &str = "herdless_retry_successes_total";
+
+/// Calls that gave up, labelled `reason` (counter).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::GIVE_UPS, "herdless_give_ups_total");
+/// ```
+pub const GIVE_UPS: &str = "herdless_give_ups_total";
+
+/// The sleep before each scheduled retry, in seconds (histogram).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::RETRY_SLEEP, "herdless_retry_sleep_seconds");
+/// ```
+pub const RETRY_SLEEP: &str = "herdless_retry_sleep_seconds";
+
+/// A shared retry budget's tokens (gauge).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::BUDGET_TOKENS, "herdless_retry_budget_tokens");
+/// ```
+pub const BUDGET_TOKENS: &str = "herdless_retry_budget_tokens";
+
+/// A shared breaker's state, 1 open and 0 closed (gauge).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::BREAKER_OPEN, "herdless_breaker_open");
+/// ```
+pub const BREAKER_OPEN: &str = "herdless_breaker_open";
+
+/// The label of [`GIVE_UPS`]: its values are [`GiveUp::as_str`](crate::GiveUp::as_str).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::REASON, "reason");
+/// ```
+pub const REASON: &str = "reason";
+
+#[cfg(feature = "metrics")]
+pub(crate) use record::{event, first_success};
+
+#[cfg(feature = "metrics")]
+mod record {
+    use super::*;
+    use crate::engine::events::RetryEvent;
+    use crate::fleet::{Breaker, RetryBudget};
+
+    fn gauges(budget: Option<&RetryBudget>, breaker: Option<&Breaker>) {
+        if let Some(budget) = budget {
+            metrics::gauge!(BUDGET_TOKENS).set(budget.tokens());
+        }
+        if let Some(breaker) = breaker {
+            metrics::gauge!(BREAKER_OPEN).set(if breaker.is_open() { 1.0 } else { 0.0 });
+        }
+    }
+
+    /// Records one event; `attempt_ended` is false for a give-up while
+    /// waiting on the breaker (no attempt ran).
+    pub(crate) fn event(
+        event: &RetryEvent<'_>,
+        attempt_ended: bool,
+        budget: Option<&RetryBudget>,
+        breaker: Option<&Breaker>,
+    ) {
+        if attempt_ended {
+            metrics::counter!(ATTEMPTS).increment(1);
+        }
+        match *event {
+            RetryEvent::Scheduled { sleep, .. } => {
+                metrics::counter!(RETRIES).increment(1);
+                metrics::histogram!(RETRY_SLEEP).record(sleep.as_secs_f64());
+            }
+            RetryEvent::Succeeded { .. } => metrics::counter!(RETRY_SUCCESSES).increment(1),
+            RetryEvent::AbandonedTerminal { .. } => {
+                metrics::counter!(GIVE_UPS, REASON => "terminal").increment(1);
+            }
+            RetryEvent::BudgetExhausted { reason, .. } => {
+                metrics::counter!(GIVE_UPS, REASON => reason.as_str()).increment(1);
+            }
+        }
+        gauges(budget, breaker);
+    }
+
+    /// A first-try success: one attempt, no event.
+    pub(crate) fn first_success(budget: Option<&RetryBudget>, breaker: Option<&Breaker>) {
+        metrics::counter!(ATTEMPTS).increment(1);
+        gauges(budget, breaker);
+    }
+}
