@@ -1,22 +1,105 @@
-//! Retry events on stderr: `--log-format text|json`.
+//! Retry events on stderr: `--log-format text|json`, `--quiet`, `RUST_LOG`.
 //!
 //! With `json`, each retry event is one JSON object per line with the key
 //! `event` (`retry_scheduled`, `retry_succeeded`, `retry_abandoned_terminal`,
 //! `retry_budget_exhausted`) and the event's fields as the library names them,
 //! seconds as numbers.
-
+//!
+//! Which events are written is an [`EventFilter`]: none with `--quiet`;
+//! otherwise, when `RUST_LOG` is set, those whose level (the library's
+//! default [`EventLevels`]) `RUST_LOG` enables for the target `herdless`, read
+//! as `tracing-subscriber`'s `EnvFilter` reads it (`off`, `error`,
+//! `herdless=warn`, `info,hyper=debug`, …). Without `RUST_LOG` every event is
+//! written.
 use std::io::Write;
 
-use herdless::{EventValue, Notify, RetryEvent};
+use herdless::{EventLevels, EventValue, Notify, RetryEvent};
 use serde_json::{Map, Value};
+use tracing::Level;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::EnvFilter;
 
 use crate::policy_args::LogFormat;
 
-/// A [`Notify`] hook writing each event to stderr in the chosen format.
+/// Which retry events reach stderr: `--quiet` and `RUST_LOG`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Whether each level is written: ERROR, WARN, INFO, DEBUG, TRACE.
+    enabled: [bool; 5],
+    levels: EventLevels,
+}
+
+const LEVELS: [Level; 5] = [
+    Level::ERROR,
+    Level::WARN,
+    Level::INFO,
+    Level::DEBUG,
+    Level::TRACE,
+];
+
+fn index(level: Level) -> usize {
+    LEVELS.iter().position(|l| *l == level).unwrap_or(4)
+}
+
+impl EventFilter {
+    /// Every event written (no `--quiet`, no `RUST_LOG`).
+    pub const ALL: EventFilter = EventFilter {
+        enabled: [true; 5],
+        levels: EventLevels::DEFAULT,
+    };
+
+    /// No event written (`--quiet`).
+    pub const NONE: EventFilter = EventFilter {
+        enabled: [false; 5],
+        levels: EventLevels::DEFAULT,
+    };
+
+    /// The filter for `--quiet` and the `RUST_LOG` of this process.
+    pub fn from_env(quiet: bool) -> Self {
+        Self::new(quiet, std::env::var("RUST_LOG").ok().as_deref())
+    }
+
+    /// The filter for `--quiet` and a `RUST_LOG` value (`None` or blank: unset).
+    /// Invalid directives are ignored, as `EnvFilter` does when parsing lossily.
+    pub fn new(quiet: bool, rust_log: Option<&str>) -> Self {
+        match rust_log.map(str::trim) {
+            _ if quiet => Self::NONE,
+            None | Some("") => Self::ALL,
+            Some(spec) => {
+                let filter = EnvFilter::builder().parse_lossy(spec);
+                let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(filter));
+                let mut enabled = [false; 5];
+                tracing::dispatcher::with_default(&dispatch, || {
+                    enabled = [
+                        tracing::enabled!(target: "herdless", Level::ERROR),
+                        tracing::enabled!(target: "herdless", Level::WARN),
+                        tracing::enabled!(target: "herdless", Level::INFO),
+                        tracing::enabled!(target: "herdless", Level::DEBUG),
+                        tracing::enabled!(target: "herdless", Level::TRACE),
+                    ];
+                });
+                EventFilter {
+                    enabled,
+                    levels: EventLevels::DEFAULT,
+                }
+            }
+        }
+    }
+
+    /// Whether `event` is written.
+    pub fn admits(&self, event: &RetryEvent<'_>) -> bool {
+        self.enabled[index(self.levels.level(event))]
+    }
+}
+
+/// A [`Notify`] hook writing each event the filter admits to stderr in the
+/// chosen format.
 #[derive(Debug, Clone, Copy)]
 pub struct StderrEvents {
     /// Text or JSON, one line per event.
     pub format: LogFormat,
+    /// Which events are written.
+    pub filter: EventFilter,
 }
 
 /// The event as a JSON object (the `--log-format json` line): `event` plus the
@@ -58,6 +141,9 @@ pub fn to_text(event: &RetryEvent<'_>) -> String {
 
 impl Notify for StderrEvents {
     fn notify(&self, event: &RetryEvent<'_>) {
+        if !self.filter.admits(event) {
+            return;
+        }
         let line = match self.format {
             LogFormat::Json => to_json(event).to_string(),
             LogFormat::Text => to_text(event),
@@ -93,5 +179,42 @@ mod tests {
         let text = to_text(&e);
         assert!(text.starts_with("herdless: retry_scheduled"), "{text}");
         assert!(text.contains("sleep_s=2.000"), "{text}");
+    }
+
+    #[test]
+    fn rust_log_filters_by_the_events_level() {
+        let scheduled = RetryEvent::Scheduled {
+            task_id: "",
+            attempt: 1,
+            computed_jitter: Duration::ZERO,
+            sleep: Duration::ZERO,
+            honored_retry_after: false,
+            elapsed: Duration::ZERO,
+        };
+        let succeeded = RetryEvent::Succeeded {
+            task_id: "",
+            attempt: 2,
+            elapsed: Duration::ZERO,
+        };
+        let exhausted = RetryEvent::BudgetExhausted {
+            task_id: "",
+            attempt: 6,
+            elapsed: Duration::ZERO,
+            reason: herdless::GiveUp::MaxAttempts,
+        };
+        let admits = |quiet, log: Option<&str>| {
+            let f = EventFilter::new(quiet, log);
+            [&scheduled, &succeeded, &exhausted].map(|e| f.admits(e))
+        };
+        assert_eq!(admits(false, None), [true; 3]);
+        assert_eq!(admits(false, Some("")), [true; 3]);
+        assert_eq!(admits(true, None), [false; 3]);
+        assert_eq!(admits(true, Some("trace")), [false; 3]);
+        assert_eq!(admits(false, Some("off")), [false; 3]);
+        assert_eq!(admits(false, Some("herdless=error")), [false, false, true]);
+        assert_eq!(admits(false, Some("warn")), [true, false, true]);
+        assert_eq!(admits(false, Some("info,hyper=off")), [true; 3]);
+        assert_eq!(admits(false, Some("herdless=off,info")), [false; 3]);
+        assert_eq!(admits(false, Some("hyper=debug")), [false; 3]);
     }
 }

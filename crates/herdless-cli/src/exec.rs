@@ -53,7 +53,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::codes::{parse_codes, CodeSet};
 use crate::error::{CliError, CliResult};
-use crate::events_out::to_json;
+use crate::events_out::{to_json, EventFilter};
 use crate::exit;
 use crate::policy_args::{parse_duration, LogFormat, PolicyArgs};
 use stdin::{StdinMode, StdinSource};
@@ -280,6 +280,8 @@ struct Plan {
     kill_after: Duration,
     key: Option<IdempotencyKey>,
     format: LogFormat,
+    /// Which retry events reach stderr (`--quiet`, `RUST_LOG`).
+    filter: EventFilter,
     program: OsString,
     args: Vec<OsString>,
     /// Notes for stderr before the first attempt.
@@ -353,6 +355,7 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
             .unwrap_or(DEFAULT_KILL_AFTER),
         key: args.idempotency_key,
         format: args.policy.log_format,
+        filter: EventFilter::from_env(args.policy.quiet),
         program,
         args: command.collect(),
         notes,
@@ -397,11 +400,15 @@ struct State {
 #[derive(Debug)]
 struct ExecEvents {
     format: LogFormat,
+    filter: EventFilter,
     state: Rc<State>,
 }
 
 impl Notify for ExecEvents {
     fn notify(&self, event: &RetryEvent<'_>) {
+        if !self.filter.admits(event) {
+            return;
+        }
         let mut v = to_json(event);
         if let (Some((status, timed_out)), Value::Object(map)) = (self.state.last.get(), &mut v) {
             if event.name() != "retry_succeeded" {
@@ -486,6 +493,7 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
     let mut retry = Retry::new(plan.policy, classify)
         .notify(ExecEvents {
             format: plan.format,
+            filter: plan.filter,
             state: Rc::clone(&state),
         })
         .task_id(plan.task_id.clone().unwrap_or_default());

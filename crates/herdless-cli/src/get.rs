@@ -22,7 +22,7 @@ use herdless::{Jitter, Retry};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::{CliError, CliResult};
-use crate::events_out::StderrEvents;
+use crate::events_out::{EventFilter, StderrEvents};
 use crate::exit;
 use crate::policy_args::{parse_duration, PolicyArgs};
 
@@ -106,6 +106,7 @@ pub fn run(args: &GetArgs) -> CliResult {
             .map_err(|e| CliError::failure(format!("cannot build the HTTP client: {e}")))?;
         let mut retry = Retry::new(policy, HttpClassifier::default()).notify(StderrEvents {
             format: policy_args.log_format,
+            filter: EventFilter::from_env(policy_args.quiet),
         });
         if let Some(id) = &policy_args.task_id {
             retry = retry.task_id(id.clone());

@@ -85,6 +85,11 @@ pub struct PolicyArgs {
     /// Retry event format on stderr.
     #[arg(long, env = "HERDLESS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// No retry events on stderr (results and errors are still printed).
+    /// Without it, `RUST_LOG` filters them by level (e.g. `RUST_LOG=off`,
+    /// `RUST_LOG=herdless=error`).
+    #[arg(long, short = 'q', env = "HERDLESS_QUIET")]
+    pub quiet: bool,
     /// Named policy from the policy file (default: its [policy.default], if any).
     #[arg(long, env = "HERDLESS_POLICY", value_name = "NAME")]
     pub policy: Option<String>,

@@ -30,6 +30,8 @@ const VARS: &[&str] = &[
     "HERDLESS_CONFIG",
     "HERDLESS_ATTEMPT",
     "HERDLESS_IDEMPOTENCY_KEY",
+    "HERDLESS_QUIET",
+    "RUST_LOG",
 ];
 
 /// A scratch directory that is also herdless's working and config directory.
@@ -216,6 +218,83 @@ fn a_terminal_status_makes_exactly_one_attempt() {
     c.args(["exec", "--base", "1ms", "--", "sh"]).arg(&script);
     assert_eq!(run(c).status.code(), Some(127));
     assert_eq!(dir.read("count").trim(), "1");
+}
+
+/// The retry event names in a text-format stderr (`herdless: NAME ...` lines).
+fn text_events(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix("herdless: "))
+        .map(|l| l.split(' ').next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// `exec` of a command failing 3 times with status 9 (writing to stdout and
+/// stderr each time), with `extra` flags and `env` variables.
+fn failing_exec(extra: &[&str], env: &[(&str, &str)]) -> (Output, Scratch) {
+    let dir = Scratch::new();
+    let script = counting_script(&dir, "echo out; echo child-err >&2; exit 9");
+    let mut c = dir.herdless();
+    c.args(["exec", "--base", "1ms", "--max-attempts", "3"])
+        .args(extra)
+        .arg("--")
+        .arg("sh")
+        .arg(&script);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    (run(c), dir)
+}
+
+#[test]
+fn quiet_and_rust_log_filter_the_retry_events_not_the_results() {
+    let scheduled_twice = [
+        "retry_scheduled",
+        "retry_scheduled",
+        "retry_budget_exhausted",
+    ];
+    let (out, dir) = failing_exec(&[], &[]);
+    assert_eq!(out.status.code(), Some(9));
+    assert_eq!(text_events(&out.stderr), scheduled_twice, "{out:?}");
+    assert_eq!(dir.read("count").trim(), "3");
+
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+    let silent: [Case<'_>; 5] = [
+        (&["--quiet"], &[]),
+        (&["-q"], &[]),
+        (&[], &[("HERDLESS_QUIET", "true")]),
+        (&[], &[("RUST_LOG", "off")]),
+        (&["--log-format", "json"], &[("RUST_LOG", "off")]),
+    ];
+    for (flags, env) in silent {
+        let (out, dir) = failing_exec(flags, env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{flags:?} {env:?}");
+        assert!(!stderr.contains("retry_"), "{flags:?} {env:?}: {stderr}");
+        assert_eq!(dir.read("count").trim(), "3", "{flags:?} {env:?}");
+        // The child's own output still flows.
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\nout\nout\n");
+        assert_eq!(stderr.matches("child-err").count(), 3, "{stderr}");
+    }
+
+    // Levels: retry_scheduled is WARN, retry_budget_exhausted ERROR.
+    let (out, _) = failing_exec(&[], &[("RUST_LOG", "herdless=error")]);
+    assert_eq!(text_events(&out.stderr), ["retry_budget_exhausted"]);
+    let (out, _) = failing_exec(&[], &[("RUST_LOG", "warn")]);
+    assert_eq!(text_events(&out.stderr), scheduled_twice);
+    // --quiet wins over RUST_LOG.
+    let (out, _) = failing_exec(&["--quiet"], &[("RUST_LOG", "trace")]);
+    assert!(text_events(&out.stderr).is_empty());
+
+    // Errors are still printed under --quiet.
+    let dir = Scratch::new();
+    let mut c = dir.herdless();
+    c.args(["exec", "--quiet", "--", "herdless-no-such-command"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(127));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("command not found"), "{stderr}");
+    assert!(!stderr.contains("retry_"), "{stderr}");
 }
 
 #[test]

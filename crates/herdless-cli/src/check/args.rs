@@ -23,6 +23,7 @@ pub enum ReportFormat {
     mut_arg("seed", |a| a.hide(true)),
     mut_arg("task_id", |a| a.hide(true)),
     mut_arg("log_format", |a| a.hide(true)),
+    mut_arg("quiet", |a| a.hide(true)),
     about = "Show a policy's delay envelope and check it against the known failure modes",
     long_about = "Show a policy's delay envelope per retry (ceiling, median and p99 of the delay for its \
 jitter mode, and the cumulative worst case) and check it against the known failure modes of a retry \

@@ -11,7 +11,7 @@ use herdless::{GiveUp, Policy, Retry};
 
 use super::args::{FleetStrategy, GuardFlags};
 use super::report::{summarize, FleetReport};
-use crate::events_out::StderrEvents;
+use crate::events_out::{EventFilter, StderrEvents};
 use crate::policy_args::PolicyArgs;
 
 /// A time since the fleet started in nanoseconds (saturating after ~584 years).
@@ -78,6 +78,7 @@ pub async fn run_fleet(
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let format = args.log_format;
+    let filter = EventFilter::from_env(args.quiet);
     let task_prefix: Arc<str> = Arc::from(args.task_id.clone().unwrap_or_else(|| "worker-".into()));
     // Every worker watches `stop`; the watcher flips it when `interrupt` completes.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -94,7 +95,7 @@ pub async fn run_fleet(
         let mut stop = stop_rx.clone();
         set.spawn(async move {
             let mut retry = Retry::new(policy, HttpClassifier::default())
-                .notify(StderrEvents { format })
+                .notify(StderrEvents { format, filter })
                 .task_id(format!("{prefix}{i}"));
             if let Some(seed) = seed {
                 retry = retry.seed(seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15));
