@@ -71,6 +71,12 @@
 //!   methods only by default, refuses bodies it cannot clone, optional
 //!   `Idempotency-Key` (adds `reqwest`; implies `http` and `tokio`).
 //!
+//! * `serde`: `Serialize`/`Deserialize` for [`Policy`] and [`Jitter`], with
+//!   human durations (`"500ms"`, `"2m"`) and jitter names; deserializing
+//!   validates through [`PolicyBuilder`], so an invalid value is an error
+//!   naming the field. `PolicyConfig` is the partial form for layered
+//!   configuration (`policy::serde`; adds `serde` and `humantime`).
+//!
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 
 #![forbid(unsafe_code)]
@@ -99,7 +105,7 @@ pub use fleet::{
 };
 pub use policy::{
     Envelope, EnvelopeRow, Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError,
-    PolicyField, QuantileSource, Schedule, MAX_DURATION,
+    PolicyField, QuantileSource, Schedule, UnknownPolicyField, MAX_DURATION,
 };
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
@@ -108,3 +114,5 @@ pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 pub use integrations::{ByError, ClassifyResult, CloneRequest, Cloned, FailClosed, RetryPolicy};
 #[cfg(all(feature = "tower", feature = "http"))]
 pub use integrations::{CloneBody, HttpClassifier};
+#[cfg(feature = "serde")]
+pub use policy::serde::PolicyConfig;
