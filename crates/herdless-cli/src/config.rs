@@ -34,22 +34,25 @@
 //! any table fails the first run (and `herdless check`) instead of the night it is
 //! needed. Every error names the file, the line and the key:
 //! `herdless.toml:7: policy.ingest: unknown key "capp" (expected one of …)`.
-//! Keys are parsed here by hand from spanned TOML values rather than by a derived
-//! `Deserialize`, because serde's errors carry the line but not the key's full
-//! path, and policy-level errors (a cap below the base) must point at the line of
-//! the key that caused them.
+//! The policy keys (`jitter`, `base`, … `retry_after_spread`) are read by the
+//! library's own serde support ([`PolicyConfig::set`]), the same syntax and
+//! checks as a `Policy` deserialized anywhere else: human durations, jitter
+//! names, each value refused on its own when invalid. The table is walked
+//! here key by key from spanned TOML values, because serde's errors carry the
+//! line but not the key's full path, and policy-level errors (a cap below the
+//! base) must point at the line of the key that caused them.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use herdless::Jitter;
+use herdless::policy::serde::{duration as human, PolicyConfig};
+use herdless::{Jitter, PolicyField};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use crate::codes::CodeSet;
-use crate::policy_args::parse_duration;
 
 /// The file name looked for in the working directory and the config dir.
 pub const FILE_NAME: &str = "herdless.toml";
@@ -294,26 +297,11 @@ impl ConfigFile {
                 let path_key = format!("policy.{name}.{key}");
                 let value = value.into_inner();
                 let bad = |msg: String| err_at(Some(line), Some(path_key.clone()), msg);
+                if let Ok(field) = key.parse::<PolicyField>() {
+                    set_policy_key(&mut p, field, line, value).map_err(bad)?;
+                    continue;
+                }
                 match key.as_str() {
-                    "jitter" => p.jitter = Some(At::new(line, jitter(&value).map_err(bad)?)),
-                    "base" => p.base = Some(At::new(line, duration(&value).map_err(bad)?)),
-                    "multiplier" => {
-                        p.multiplier = Some(At::new(line, number(&value).map_err(bad)?))
-                    }
-                    "cap" => p.cap = Some(At::new(line, duration(&value).map_err(bad)?)),
-                    "max_attempts" => {
-                        let n = integer(&value, 1, u64::from(u32::MAX)).map_err(bad)?;
-                        p.max_attempts = Some(At::new(line, n as u32));
-                    }
-                    "max_elapsed" => {
-                        p.max_elapsed = Some(At::new(line, duration(&value).map_err(bad)?))
-                    }
-                    "max_retry_after" => {
-                        p.max_retry_after = Some(At::new(line, duration(&value).map_err(bad)?))
-                    }
-                    "retry_after_spread" => {
-                        p.retry_after_spread = Some(At::new(line, number(&value).map_err(bad)?))
-                    }
                     "seed" => {
                         p.seed = Some(At::new(
                             line,
@@ -379,6 +367,39 @@ impl ConfigFile {
             }
         })
     }
+}
+
+/// Reads policy key `field` with the library's serde support (syntax and the
+/// field's own checks) into `p`. The message drops the library's
+/// `invalid FIELD: ` prefix: the error names the key already.
+fn set_policy_key(
+    p: &mut FilePolicy,
+    field: PolicyField,
+    line: usize,
+    value: Value,
+) -> Result<(), String> {
+    let mut c = PolicyConfig::default();
+    c.set(field, value).map_err(|e| {
+        let message = e.message().trim();
+        let prefix = format!("invalid {field}: ");
+        message.strip_prefix(&prefix).unwrap_or(message).to_owned()
+    })?;
+    match field {
+        PolicyField::Jitter => p.jitter = c.jitter.map(|v| At::new(line, v)),
+        PolicyField::Base => p.base = c.base.map(|v| At::new(line, v)),
+        PolicyField::Multiplier => p.multiplier = c.multiplier.map(|v| At::new(line, v)),
+        PolicyField::Cap => p.cap = c.cap.map(|v| At::new(line, v)),
+        PolicyField::MaxAttempts => p.max_attempts = c.max_attempts.map(|v| At::new(line, v)),
+        PolicyField::MaxElapsed => p.max_elapsed = c.max_elapsed.map(|v| At::new(line, v)),
+        PolicyField::MaxRetryAfter => {
+            p.max_retry_after = c.max_retry_after.map(|v| At::new(line, v))
+        }
+        PolicyField::RetryAfterSpread => {
+            p.retry_after_spread = c.retry_after_spread.map(|v| At::new(line, v))
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The rules `exec` applies to its own keys, checked when the file is read so
@@ -477,32 +498,10 @@ fn string(v: &Value) -> Result<&str, String> {
         .ok_or_else(|| format!("expected a string, found {}", kind(v)))
 }
 
-fn jitter(v: &Value) -> Result<Jitter, String> {
-    string(v)?.parse::<Jitter>().map_err(|e| e.to_string())
-}
-
-/// A duration: a string in human form (`"500ms"`, `"2m"`) or a number of seconds.
+/// A duration: a string in human form (`"500ms"`, `"2m"`) or a number of
+/// seconds, by the library's rules (the same as the policy keys').
 fn duration(v: &Value) -> Result<Duration, String> {
-    match v {
-        Value::String(s) => parse_duration(s),
-        Value::Integer(i) => u64::try_from(*i)
-            .map(Duration::from_secs)
-            .map_err(|_| format!("{i} is negative (expected a duration such as \"2s\")")),
-        Value::Float(f) => Duration::try_from_secs_f64(*f)
-            .map_err(|_| format!("{f} is not a non-negative number of seconds within range")),
-        other => Err(format!(
-            "expected a duration such as \"500ms\", \"2s\" or a number of seconds, found {}",
-            kind(other)
-        )),
-    }
-}
-
-fn number(v: &Value) -> Result<f64, String> {
-    match v {
-        Value::Float(f) => Ok(*f),
-        Value::Integer(i) => Ok(*i as f64),
-        other => Err(format!("expected a number, found {}", kind(other))),
-    }
+    human::deserialize(v.clone()).map_err(|e| e.message().trim().to_owned())
 }
 
 fn integer(v: &Value, min: u64, max: u64) -> Result<u64, String> {
@@ -612,11 +611,19 @@ kill_after = "2s"
             ),
             (
                 "[policy.a]\n\nmax_attempts = 0\n",
-                "herdless.toml:3: policy.a.max_attempts: 0 is out of range",
+                "herdless.toml:3: policy.a.max_attempts: must be at least 1",
             ),
             (
                 "[policy.a]\nmax_attempts = \"6\"\n",
                 "herdless.toml:2: policy.a.max_attempts: expected a whole number, found string",
+            ),
+            (
+                "[policy.a]\nmultiplier = 0.5\n",
+                "herdless.toml:2: policy.a.multiplier: 0.5 must be a finite number of at least 1.0",
+            ),
+            (
+                "[policy.a]\nvisibility_timeout = true\n",
+                "herdless.toml:2: policy.a.visibility_timeout: expected a duration",
             ),
             (
                 "[policy.a]\njitter = \"fuzzy\"\n",

@@ -24,16 +24,10 @@ use herdless::{Jitter, Policy, PolicyError};
 use crate::config::{self, ConfigError, ConfigFile, FilePolicy};
 
 /// A duration in human form: `500ms`, `2s`, `1m`, `1h 30m`; a bare number is seconds.
+/// The library's syntax ([`herdless::policy::serde::parse_duration`]), shared
+/// with the policy file.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if t.is_empty() {
-        return Err("empty duration".into());
-    }
-    if let Ok(secs) = t.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs)
-            .map_err(|_| format!("{t:?} is not a non-negative number of seconds within range"));
-    }
-    humantime::parse_duration(t).map_err(|e| format!("{t:?}: {e} (examples: 500ms, 2s, 1m)"))
+    herdless::policy::serde::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// Parses a jitter mode name for clap.

@@ -74,6 +74,12 @@
 //!   crate's facade, recorded on the engine's event path (names and labels in
 //!   [`engine::metrics`]; adds `metrics`).
 //!
+//! * `serde`: `Serialize`/`Deserialize` for [`Policy`] and [`Jitter`], with
+//!   human durations (`"500ms"`, `"2m"`) and jitter names; deserializing
+//!   validates through [`PolicyBuilder`], so an invalid value is an error
+//!   naming the field. `PolicyConfig` is the partial form for layered
+//!   configuration (`policy::serde`; adds `serde` and `humantime`).
+//!
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 
 #![forbid(unsafe_code)]
@@ -104,7 +110,7 @@ pub use fleet::{
 };
 pub use policy::{
     Envelope, EnvelopeRow, Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError,
-    PolicyField, QuantileSource, Schedule, MAX_DURATION,
+    PolicyField, QuantileSource, Schedule, UnknownPolicyField, MAX_DURATION,
 };
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
@@ -113,3 +119,5 @@ pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 pub use integrations::{ByError, ClassifyResult, CloneRequest, Cloned, FailClosed, RetryPolicy};
 #[cfg(all(feature = "tower", feature = "http"))]
 pub use integrations::{CloneBody, HttpClassifier};
+#[cfg(feature = "serde")]
+pub use policy::serde::PolicyConfig;

@@ -14,7 +14,7 @@ use crate::classify::Classify;
 use crate::engine::call::{Decision, Gate};
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry, Run};
-use crate::engine::RetryError;
+use crate::engine::{GiveUp, RetryError};
 use crate::timer::AsyncSleep;
 
 impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
@@ -63,17 +63,32 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
                 }
                 Err(error) => error,
             };
-            match run.failed(&error) {
-                Decision::Retry { delay, .. } => self.timer.sleep(delay).await,
-                Decision::GiveUp(reason) => return Err(run.error(reason, error)),
+            let decision = run.failed(&error);
+            if let Err(reason) = back_off(&mut run, &self.timer, decision).await {
+                return Err(run.error(reason, error));
             }
-            loop {
-                match run.ready() {
-                    Gate::Go => break,
-                    Gate::Wait(wait) => self.timer.sleep(wait).await,
-                    Gate::GiveUp(reason) => return Err(run.error(reason, error)),
-                }
-            }
+        }
+    }
+}
+
+/// After a failed attempt, the engine's `decision` carried out: sleeps the
+/// delay, then waits at the gate (the breaker) until the retry may start.
+/// `Err(reason)` when the call gives up instead. Shared by every async
+/// executor, so none of them decides anything on its own.
+pub(super) async fn back_off<C, T: AsyncSleep, N: Notify>(
+    run: &mut Run<'_, C, T, N>,
+    timer: &T,
+    decision: Decision,
+) -> Result<(), GiveUp> {
+    match decision {
+        Decision::Retry { delay, .. } => timer.sleep(delay).await,
+        Decision::GiveUp(reason) => return Err(reason),
+    }
+    loop {
+        match run.ready() {
+            Gate::Go => return Ok(()),
+            Gate::Wait(wait) => timer.sleep(wait).await,
+            Gate::GiveUp(reason) => return Err(reason),
         }
     }
 }

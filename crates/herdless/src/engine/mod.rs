@@ -93,6 +93,7 @@
 //! [`Breaker`]: crate::Breaker
 //! [`Urgent`]: crate::Urgent
 
+mod async_mut;
 mod asynchronous;
 mod blocking;
 mod call;

@@ -222,6 +222,25 @@ impl PolicyBuilder {
     }
 }
 
+impl PolicyBuilder {
+    /// Checks `field` on its own, as [`build`](Self::build) would, but without
+    /// the rule across fields (a cap below the base): what a configuration
+    /// layer can refuse before knowing the other layers.
+    pub(super) fn check_alone(self, field: PolicyField) -> Result<(), PolicyError> {
+        let mut b = self;
+        if field != PolicyField::Base {
+            b.base = Duration::from_nanos(1);
+        }
+        if field != PolicyField::Cap {
+            b.cap = super::MAX_DURATION;
+        }
+        match b.build() {
+            Err(e) if e.field() == field && !e.is_across_fields() => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
 fn delay_ns(field: PolicyField, d: Duration) -> Result<u64, PolicyError> {
     u64::try_from(d.as_nanos()).map_err(|_| PolicyError::new(field, Reason::TooLarge(d)))
 }

@@ -28,9 +28,27 @@ pub enum PolicyField {
     MaxRetryAfter,
     /// `retry_after_spread`
     RetryAfterSpread,
+    /// `jitter` (named by configuration errors: an unknown mode name)
+    Jitter,
 }
 
 impl PolicyField {
+    /// Every field, in documentation order.
+    ///
+    /// ```
+    /// assert_eq!(herdless::PolicyField::ALL.len(), 8);
+    /// ```
+    pub const ALL: [PolicyField; 8] = [
+        PolicyField::Jitter,
+        PolicyField::Base,
+        PolicyField::Multiplier,
+        PolicyField::Cap,
+        PolicyField::MaxAttempts,
+        PolicyField::MaxElapsed,
+        PolicyField::MaxRetryAfter,
+        PolicyField::RetryAfterSpread,
+    ];
+
     /// The field's name in `snake_case`, as in configuration files.
     ///
     /// ```
@@ -45,9 +63,45 @@ impl PolicyField {
             PolicyField::MaxElapsed => "max_elapsed",
             PolicyField::MaxRetryAfter => "max_retry_after",
             PolicyField::RetryAfterSpread => "retry_after_spread",
+            PolicyField::Jitter => "jitter",
         }
     }
 }
+
+impl std::str::FromStr for PolicyField {
+    type Err = UnknownPolicyField;
+
+    /// A field by its `snake_case` name.
+    ///
+    /// ```
+    /// use herdless::PolicyField;
+    /// assert_eq!("max_elapsed".parse(), Ok(PolicyField::MaxElapsed));
+    /// assert!("capp".parse::<PolicyField>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PolicyField::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or(UnknownPolicyField)
+    }
+}
+
+/// A name that is not a [`PolicyField`].
+///
+/// ```
+/// let err = "capp".parse::<herdless::PolicyField>().unwrap_err();
+/// assert_eq!(err.to_string(), "unknown policy field");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownPolicyField;
+
+impl fmt::Display for UnknownPolicyField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("unknown policy field")
+    }
+}
+
+impl std::error::Error for UnknownPolicyField {}
 
 impl fmt::Display for PolicyField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -96,6 +150,11 @@ impl PolicyError {
     /// ```
     pub fn field(&self) -> PolicyField {
         self.field
+    }
+
+    /// Whether this is the one rule across fields (a cap below the base).
+    pub(super) fn is_across_fields(&self) -> bool {
+        matches!(self.reason, Reason::Below { .. })
     }
 }
 

@@ -35,11 +35,14 @@ pub mod envelope;
 mod error;
 mod growth;
 pub mod jitter;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod serde;
 pub mod server_delay;
 
 pub use builder::PolicyBuilder;
 pub use envelope::{Envelope, EnvelopeRow, QuantileSource};
-pub use error::{PolicyError, PolicyField};
+pub use error::{PolicyError, PolicyField, UnknownPolicyField};
 pub use jitter::{Jitter, ParseJitterError, Schedule};
 
 /// The largest duration a delay-like policy field may hold: `u64::MAX` nanoseconds
