@@ -222,6 +222,7 @@ impl PolicyBuilder {
     }
 }
 
+#[cfg(feature = "serde")]
 impl PolicyBuilder {
     /// Checks `field` on its own, as [`build`](Self::build) would, but without
     /// the rule across fields (a cap below the base): what a configuration

@@ -153,6 +153,7 @@ impl PolicyError {
     }
 
     /// Whether this is the one rule across fields (a cap below the base).
+    #[cfg(feature = "serde")]
     pub(super) fn is_across_fields(&self) -> bool {
         matches!(self.reason, Reason::Below { .. })
     }
