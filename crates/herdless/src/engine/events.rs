@@ -9,7 +9,7 @@
 //! | `retry_scheduled` | WARN | `task_id`, `attempt`, `computed_jitter_s`, `sleep_s`, `honored_retry_after`, `elapsed_s` |
 //! | `retry_succeeded` | INFO | `task_id`, `attempt`, `elapsed_s` |
 //! | `retry_abandoned_terminal` | ERROR | `task_id`, `attempt`, `classification` |
-//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`) |
+//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
 //!
 //! `attempt` is the 1-based number of the attempt that just ended (1 is the
 //! first call). Durations are seconds as `f64`. `retry_succeeded` is emitted only
@@ -82,7 +82,7 @@ pub enum RetryEvent<'a> {
         attempt: u32,
         /// Time since the call started.
         elapsed: Duration,
-        /// Which budget.
+        /// Which budget (`ServerPushback`: the server's own, it asked not to be retried).
         reason: GiveUp,
     },
 }
