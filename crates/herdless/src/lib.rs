@@ -113,6 +113,8 @@ pub use policy::{
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 
+#[cfg(all(feature = "tower", feature = "grpc"))]
+pub use integrations::GrpcClassifier;
 #[cfg(feature = "tower")]
 pub use integrations::{ByError, ClassifyResult, CloneRequest, Cloned, FailClosed, RetryPolicy};
 #[cfg(all(feature = "tower", feature = "http"))]
