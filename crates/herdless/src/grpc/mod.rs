@@ -29,20 +29,29 @@
 //! [`Retry::call_async`](crate::Retry::call_async) (an `OK` cannot be an
 //! error, so `None` fails closed):
 //!
-//! ```ignore
+//! ```
+//! use std::time::Duration;
 //! use herdless::grpc::{classify_status, CodeClassifier, PUSHBACK_HEADER};
-//! use herdless::{Classification, Policy, Retry};
+//! use herdless::{Classification, Classify, Policy, Retry};
 //!
 //! let codes = CodeClassifier::new().retry(8); // also RESOURCE_EXHAUSTED
-//! let retry = Retry::new(Policy::default(), move |s: &tonic::Status| {
+//! let classify = move |s: &tonic::Status| {
 //!     let pushback = s.metadata().get(PUSHBACK_HEADER).map(|v| v.as_encoded_bytes());
 //!     classify_status(&codes, s.code() as i32, pushback).unwrap_or(Classification::Unknown)
-//! });
-//! let reply = retry.call_async(|_| client.clone().say_hello(request.clone())).await?;
+//! };
+//! let mut busy = tonic::Status::unavailable("overloaded");
+//! busy.metadata_mut().insert(PUSHBACK_HEADER, "750".parse().unwrap());
+//! assert_eq!(classify.classify(&busy), Classification::retry_after(Duration::from_millis(750)));
+//! busy.metadata_mut().insert(PUSHBACK_HEADER, "-1".parse().unwrap());
+//! assert_eq!(classify.classify(&busy), Classification::ServerPushback);
+//! assert_eq!(classify.classify(&tonic::Status::not_found("no such scan")), Classification::Terminal);
+//!
+//! let _retry = Retry::new(Policy::default(), classify);
+//! // let reply = _retry.call_async(|_| client.clone().get_scan(request.clone())).await?;
 //! ```
 //!
 //! (Pass the raw bytes, not `to_str().ok()`: a value that is not text must
-//! stop the retries, not vanish.) The same without tonic, runnable:
+//! stop the retries, not vanish.) A whole call, with a stand-in for the status:
 //!
 //! ```
 //! use std::time::Duration;
