@@ -42,6 +42,25 @@ pub enum Classification {
     /// Not known to be either: treated as terminal (fail closed), reported as
     /// such with `classification = "unknown"` in the event.
     Unknown,
+    /// The server asked not to be retried at all: gRPC's negative or
+    /// unparseable `grpc-retry-pushback-ms` on a retryable status (see
+    /// `herdless::grpc`, feature `grpc`). Never retried: the call gives up
+    /// with [`GiveUp::ServerPushback`](crate::GiveUp::ServerPushback)
+    /// (`retry_budget_exhausted`, `reason = "server_pushback"`). Unlike
+    /// [`Terminal`](Self::Terminal) it is news about load, not about the
+    /// request: the breaker and the shared budget count it as a failure, as
+    /// gRPC's retry throttling counts a pushed-back call.
+    ///
+    /// ```
+    /// use herdless::{Classification, GiveUp, ManualTimer, Policy, Retry};
+    /// let err = Retry::new(Policy::default(), |_: &&str| Classification::ServerPushback)
+    ///     .timer(ManualTimer::new())
+    ///     .call(|_| Err::<(), _>("UNAVAILABLE, pushback -1"))
+    ///     .unwrap_err();
+    /// assert_eq!(err.reason(), GiveUp::ServerPushback);
+    /// assert_eq!(err.attempts(), 1);
+    /// ```
+    ServerPushback,
 }
 
 impl Classification {
@@ -115,7 +134,7 @@ impl Classification {
         }
     }
 
-    /// A short name for events: `retryable`, `terminal` or `unknown`.
+    /// A short name: `retryable`, `terminal`, `unknown` or `server_pushback`.
     ///
     /// ```
     /// assert_eq!(herdless::Classification::Unknown.as_str(), "unknown");
@@ -125,6 +144,7 @@ impl Classification {
             Classification::Retryable { .. } => "retryable",
             Classification::Terminal => "terminal",
             Classification::Unknown => "unknown",
+            Classification::ServerPushback => "server_pushback",
         }
     }
 }

@@ -48,6 +48,7 @@
 //! | retryable / terminal classification | [`classify`] |
 //! | fleet-level guards: shared retry budget, breaker, escape lane, pushback | [`fleet`] |
 //! | HTTP statuses, `Retry-After`, `Retry-After-Ms`, `reqwest` (features `http`, `reqwest`) | `http` |
+//! | gRPC status codes (`UNAVAILABLE` by default), `grpc-retry-pushback-ms` (feature `grpc`; tower flavour with `tower`) | `grpc` |
 //! | tower client-side retry (`RetryPolicy`, a `tower::retry::Policy` over the engine) and `RetryBudget` as tower's `Budget` (feature `tower`; HTTP flavour with `http`) | `integrations` |
 //! | long-lived backoff with a reset policy (reconnect loops) | [`backoff`] |
 //! | per-retrier randomness, idempotency keys | [`rng`] |
@@ -67,6 +68,11 @@
 //!   `integrations::HttpClassifier` (statuses, `Retry-After`).
 //! * `http`: [`http`] — the HTTP status classifier (retryable and terminal sets that
 //!   fail closed) and a hostile-input-safe `Retry-After` parser (adds `httpdate`).
+//! * `grpc`: `grpc` — the gRPC status-code classifier (`UNAVAILABLE` plus
+//!   configured codes; unknown codes fail closed) and `grpc-retry-pushback-ms`
+//!   under the gRPC retry design (a negative or unparseable value stops the
+//!   retries: `GiveUp::ServerPushback`). Adds no dependency. With `tower` too:
+//!   `integrations::GrpcClassifier` (`grpc-status` of trailers-only responses).
 //! * `reqwest`: `http::client` — a retrying `reqwest` sender: idempotent
 //!   methods only by default, refuses bodies it cannot clone, optional
 //!   `Idempotency-Key` (adds `reqwest`; implies `http` and `tokio`).
@@ -90,6 +96,9 @@ pub mod backoff;
 pub mod classify;
 pub mod engine;
 pub mod fleet;
+#[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
+pub mod grpc;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
@@ -115,6 +124,8 @@ pub use policy::{
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 
+#[cfg(all(feature = "tower", feature = "grpc"))]
+pub use integrations::GrpcClassifier;
 #[cfg(feature = "tower")]
 pub use integrations::{ByError, ClassifyResult, CloneRequest, Cloned, FailClosed, RetryPolicy};
 #[cfg(all(feature = "tower", feature = "http"))]

@@ -473,8 +473,9 @@ impl Engine {
     /// The current attempt failed at `now`: decides whether and when to retry.
     ///
     /// In order: a terminal (or unknown) classification gives up
-    /// (`retry_abandoned_terminal`); the breaker learns the failure;
-    /// `max_attempts` is checked; the delay is drawn (advancing the schedule)
+    /// (`retry_abandoned_terminal`); the breaker learns the failure; a
+    /// [`ServerPushback`](Classification::ServerPushback) gives up
+    /// ([`GiveUp::ServerPushback`]); `max_attempts` is checked; the delay is drawn (advancing the schedule)
     /// and replaced by the server's delay, clamped and spread, when the
     /// classification carries one; `elapsed + delay` is checked against the
     /// elapsed limit; the shared budget is asked (unless the escape lane
@@ -502,7 +503,8 @@ impl Engine {
         rng: &mut Rng,
     ) -> Decision {
         let elapsed = self.elapsed(now);
-        if !classification.is_retryable() {
+        let pushback = classification == Classification::ServerPushback;
+        if !classification.is_retryable() && !pushback {
             // The endpoint answered: neither a breaker failure nor a success.
             self.release_probe(cx);
             cx.emit(
@@ -520,6 +522,10 @@ impl Engine {
             breaker.record_failure();
         }
         self.release_probe(cx);
+        if pushback {
+            // The server asked not to be retried: a failure about load.
+            return self.denied(cx, GiveUp::ServerPushback, elapsed);
+        }
         let policy = cx.policy;
         if self.attempts >= policy.max_attempts {
             return self.denied(cx, GiveUp::MaxAttempts, elapsed);

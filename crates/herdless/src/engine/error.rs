@@ -21,11 +21,22 @@ pub enum GiveUp {
     MaxElapsed,
     /// A shared retry budget denied the retry.
     RetryBudget,
+    /// The server asked not to be retried
+    /// ([`Classification::ServerPushback`](crate::Classification::ServerPushback):
+    /// gRPC's negative or unparseable `grpc-retry-pushback-ms`). Counted as
+    /// exhaustion, not as a terminal error: the server's capacity, not the
+    /// request, ended the call.
+    ///
+    /// ```
+    /// assert_eq!(herdless::GiveUp::ServerPushback.as_str(), "server_pushback");
+    /// assert!(herdless::GiveUp::ServerPushback.is_exhausted());
+    /// ```
+    ServerPushback,
 }
 
 impl GiveUp {
     /// The reason's name as used in events and JSON: `terminal`, `max_attempts`,
-    /// `max_elapsed`, `retry_budget`.
+    /// `max_elapsed`, `retry_budget`, `server_pushback`.
     ///
     /// ```
     /// assert_eq!(herdless::GiveUp::MaxAttempts.as_str(), "max_attempts");
@@ -36,10 +47,12 @@ impl GiveUp {
             GiveUp::MaxAttempts => "max_attempts",
             GiveUp::MaxElapsed => "max_elapsed",
             GiveUp::RetryBudget => "retry_budget",
+            GiveUp::ServerPushback => "server_pushback",
         }
     }
 
-    /// Whether the budget (not the error) ended the call.
+    /// Whether a budget (not the error) ended the call: every reason but
+    /// [`Terminal`](Self::Terminal), the server's pushback included.
     ///
     /// ```
     /// assert!(herdless::GiveUp::MaxElapsed.is_exhausted());
@@ -59,7 +72,8 @@ impl fmt::Display for GiveUp {
 /// A retried call that did not succeed: terminal error or exhausted budget.
 ///
 /// Every started call ends in exactly one of success (`Ok`), a terminal error
-/// ([`GiveUp::Terminal`]) or an exhausted budget (the other reasons), and this
+/// ([`GiveUp::Terminal`]) or an exhausted budget (the other reasons, a server's
+/// pushback included), and this
 /// error says which, how many attempts were made, how long it took, and carries
 /// the operation's last error.
 ///
@@ -169,8 +183,8 @@ impl<E> RetryError<E> {
         self.reason == GiveUp::Terminal
     }
 
-    /// Whether a budget (attempts, elapsed time or a shared retry budget) ended
-    /// the call.
+    /// Whether a budget (attempts, elapsed time, a shared retry budget or the
+    /// server's pushback) ended the call.
     ///
     /// ```
     /// # use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};

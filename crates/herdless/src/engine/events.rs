@@ -9,7 +9,7 @@
 //! | `retry_scheduled` | WARN | `task_id`, `attempt`, `computed_jitter_s`, `sleep_s`, `honored_retry_after`, `elapsed_s` |
 //! | `retry_succeeded` | INFO | `task_id`, `attempt`, `elapsed_s` |
 //! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `elapsed_s` |
-//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`) |
+//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
 //!
 //! The levels are configurable per event ([`EventLevels`](crate::engine::EventLevels), set with
 //! [`Retry::event_levels`](crate::Retry::event_levels) or
@@ -90,7 +90,7 @@ pub enum RetryEvent<'a> {
         attempt: u32,
         /// Time since the call started.
         elapsed: Duration,
-        /// Which budget.
+        /// Which budget (`ServerPushback`: the server's own, it asked not to be retried).
         reason: GiveUp,
     },
 }

@@ -20,6 +20,11 @@
 //!    (`retry_abandoned_terminal`). Neither the budget nor the breaker learns
 //!    anything: the endpoint answered.
 //! 2. **The breaker** learns the failure (a held probe is resolved).
+//!    **Server pushback.** A [`Classification::ServerPushback`] (the server
+//!    asked not to be retried: gRPC's negative `grpc-retry-pushback-ms`) gives
+//!    up here with [`GiveUp::ServerPushback`] (`retry_budget_exhausted`,
+//!    `reason = "server_pushback"`), charging the budget's failure cost like
+//!    steps 3 and 5: it is news about load, as gRPC's retry throttling counts it.
 //! 3. **Attempt limit.** `max_attempts` attempts made: [`GiveUp::MaxAttempts`]
 //!    — checked *before* anything is drawn, so a give-up consumes no
 //!    randomness.
@@ -92,6 +97,7 @@
 //! [`RetryBudget`]: crate::RetryBudget
 //! [`Breaker`]: crate::Breaker
 //! [`Urgent`]: crate::Urgent
+//! [`Classification::ServerPushback`]: crate::Classification::ServerPushback
 
 mod async_mut;
 mod asynchronous;

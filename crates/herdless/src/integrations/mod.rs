@@ -28,7 +28,7 @@
 //!
 //! `retry` classifies the result with a [`ClassifyResult`] (a closure over
 //! `&Result<Res, E>`, [`ByError`] around any [`Classify`](crate::Classify),
-//! or [`HttpClassifier`]) and asks `Engine::failed`; on
+//! [`HttpClassifier`] or [`GrpcClassifier`]) and asks `Engine::failed`; on
 //! [`Decision::Retry`](crate::engine::Decision) it returns a [`Backoff`]
 //! future that sleeps the delay through the timer ([`SystemTimer`](crate::SystemTimer):
 //! `tokio::time::sleep`, so `tokio::time::pause` works; or a
@@ -63,6 +63,19 @@
 //! to `max_retry_after`, spreads it, and counts it against `max_elapsed`
 //! (see [`classify_response_ms`](crate::http::classify_response_ms)).
 //!
+//! ## gRPC: `grpc-status` and pushback
+//!
+//! With the `grpc` feature, [`GrpcClassifier`] classifies a gRPC channel's
+//! `Result<http::Response<B>, E>` by its `grpc-status` header (trailers-only
+//! responses: a call that failed before any message) and
+//! `grpc-retry-pushback-ms` under the gRPC retry design: a valid pushback is a
+//! server delay (clamped, spread, counted against `max_elapsed`), a negative
+//! or unparseable one ends the call with
+//! [`GiveUp::ServerPushback`](crate::GiveUp::ServerPushback). A status that
+//! only arrives in the trailers after a message is not visible to a tower
+//! policy: classify the final `tonic::Status` with
+//! [`grpc::classify_status`](crate::grpc::classify_status) instead.
+//!
 //! # tower's `Budget`
 //!
 //! [`RetryBudget`](crate::RetryBudget) implements
@@ -73,15 +86,21 @@
 //! | [`RetryPolicy`], [`Backoff`] | `tower_retry.rs` |
 //! | [`ClassifyResult`], [`ByError`], [`FailClosed`], [`CloneRequest`], [`Cloned`] | `tower_classify.rs` |
 //! | [`HttpClassifier`], [`CloneBody`] (with `http`) | `tower_http.rs` |
+//! | [`GrpcClassifier`] (with `grpc`) | `tower_grpc.rs` |
 //! | `Budget for RetryBudget` | [`tower_budget`] |
 
 pub mod tower_budget;
 mod tower_classify;
+#[cfg(feature = "grpc")]
+mod tower_grpc;
 #[cfg(feature = "http")]
 mod tower_http;
 mod tower_retry;
 
 pub use tower_classify::{ByError, ClassifyResult, CloneRequest, Cloned, FailClosed};
+#[cfg(feature = "grpc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
+pub use tower_grpc::GrpcClassifier;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use tower_http::{CloneBody, HttpClassifier};

@@ -8,8 +8,9 @@ use crate::classify::{Classification, Classify};
 /// [`Classification`] (an `Unknown` fails closed: not retried).
 ///
 /// Implemented for every `Fn(&Result<Res, E>) -> Option<Classification>`
-/// closure, for [`ByError`] and, with the `http` feature, for
-/// [`HttpClassifier`](crate::integrations::HttpClassifier).
+/// closure, for [`ByError`], with the `http` feature for
+/// [`HttpClassifier`](crate::integrations::HttpClassifier) and with the
+/// `grpc` feature for [`GrpcClassifier`](crate::integrations::GrpcClassifier).
 ///
 /// ```
 /// use herdless::integrations::ClassifyResult;
