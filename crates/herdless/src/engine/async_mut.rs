@@ -10,7 +10,8 @@
 use crate::classify::Classify;
 use crate::engine::asynchronous::back_off;
 use crate::engine::events::Notify;
-use crate::engine::retry::{Attempt, Retry, Run};
+use crate::engine::retry::{Attempt, Retry};
+use crate::engine::run::Run;
 use crate::engine::RetryError;
 use crate::timer::AsyncSleep;
 

@@ -13,7 +13,8 @@ use std::future::Future;
 use crate::classify::Classify;
 use crate::engine::call::{Decision, Gate};
 use crate::engine::events::Notify;
-use crate::engine::retry::{Attempt, Retry, Run};
+use crate::engine::retry::{Attempt, Retry};
+use crate::engine::run::Run;
 use crate::engine::{GiveUp, RetryError};
 use crate::timer::AsyncSleep;
 

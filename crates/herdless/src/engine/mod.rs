@@ -103,14 +103,17 @@ mod async_mut;
 mod asynchronous;
 mod blocking;
 mod call;
+mod context;
 mod emit;
 mod error;
 pub mod events;
 pub mod levels;
 pub mod metrics;
 mod retry;
+mod run;
 
-pub use call::{Context, Decision, Engine, Gate};
+pub use call::{Decision, Engine, Gate};
+pub use context::Context;
 pub use error::{GiveUp, RetryError};
 pub use events::{EventValue, NoNotify, Notify, RetryEvent};
 pub use levels::{EventLevels, UnknownEvent};

@@ -8,23 +8,22 @@
 //!
 //! The success path allocates nothing and draws no randomness: the idempotency
 //! key is derived on demand from a per-thread call id, and each call's generator
-//! is created lazily at its first failure, by [`Rng::fresh`] (or from the
+//! is created lazily at its first failure, by [`Rng::fresh`](crate::Rng::fresh) (or from the
 //! explicit seed).
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::classify::Classify;
-use crate::engine::call::{Context, Decision, Engine, Gate};
-use crate::engine::events::{NoNotify, Notify};
-use crate::engine::{EventLevels, GiveUp, RetryError};
-use crate::fleet::{Breaker, RetryBudget, RetryCause, Urgent};
+use crate::engine::context::Context;
+use crate::engine::events::NoNotify;
+use crate::engine::EventLevels;
+use crate::fleet::{Breaker, RetryBudget, Urgent};
 use crate::policy::Policy;
-use crate::rng::{call_seed, next_call_id, IdempotencyKey, Rng};
-use crate::timer::{Clock, SystemTimer};
+use crate::rng::IdempotencyKey;
+use crate::timer::SystemTimer;
 
 /// What the operation sees on each attempt.
 ///
@@ -42,15 +41,15 @@ use crate::timer::{Clock, SystemTimer};
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attempt {
-    number: u32,
-    elapsed: Duration,
-    key: CallKey,
+    pub(super) number: u32,
+    pub(super) elapsed: Duration,
+    pub(super) key: CallKey,
 }
 
 /// Where a call's idempotency key comes from: given by the caller, or derived on
 /// demand from a per-thread call id (so the success path draws no randomness).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CallKey {
+pub(super) enum CallKey {
     Explicit(IdempotencyKey),
     Derived(u128),
 }
@@ -237,7 +236,7 @@ impl<C, T, N> Retry<C, T, N> {
 
     /// Makes the delays reproducible: call `k` of this retrier draws from a
     /// generator derived from `(seed, k)`. Without a seed every call's generator
-    /// is its own ([`Rng::fresh`]: a per-thread generator seeded once from OS
+    /// is its own ([`Rng::fresh`](crate::Rng::fresh): a per-thread generator seeded once from OS
     /// entropy seeds it, no system call per call).
     ///
     /// ```
@@ -332,7 +331,7 @@ impl<C, T, N> Retry<C, T, N> {
 impl<C, T, N> Retry<C, T, N> {
     /// Shares a [`RetryBudget`] with every other retrier holding the same
     /// `Arc`: each retry must be admitted by it, successes refund it. A denied
-    /// retry ends the call with [`GiveUp::RetryBudget`]. See
+    /// retry ends the call with [`GiveUp::RetryBudget`](crate::GiveUp::RetryBudget). See
     /// [`retry_budget`](crate::fleet::budget).
     ///
     /// ```
@@ -462,118 +461,6 @@ impl<C, T, N> Retry<C, T, N> {
         match self.urgent {
             Some(u) => cx.urgent(u),
             None => cx,
-        }
-    }
-}
-
-/// One call in an executor: the engine's state plus what the executor owns
-/// (the clock origin, the generator, the key). Dropping it early (a cancelled
-/// future, a panic) settles the engine: an admitted retry is refunded, a held
-/// probe released.
-pub(crate) struct Run<'r, C, T, N> {
-    retry: &'r Retry<C, T, N>,
-    origin: Instant,
-    engine: Engine,
-    rng: Option<Rng>,
-    key: CallKey,
-    /// The time of the last decision: the elapsed time a give-up reports.
-    last: Duration,
-}
-
-impl<C, T, N> Drop for Run<'_, C, T, N> {
-    fn drop(&mut self) {
-        self.engine.cancel(&self.retry.context());
-    }
-}
-
-impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
-    pub(crate) fn new(retry: &'r Retry<C, T, N>) -> Self {
-        Run {
-            retry,
-            origin: retry.timer.now(),
-            engine: Engine::new(Duration::ZERO),
-            rng: None,
-            last: Duration::ZERO,
-            key: retry
-                .key
-                .map_or_else(|| CallKey::Derived(next_call_id()), CallKey::Explicit),
-        }
-    }
-
-    fn now(&self) -> Duration {
-        self.retry
-            .timer
-            .now()
-            .saturating_duration_since(self.origin)
-    }
-
-    /// Starts the next attempt.
-    #[inline]
-    pub(crate) fn begin(&mut self) -> Attempt {
-        let number = self.engine.begin();
-        Attempt {
-            number,
-            // A retry starts right after `ready` read the clock (nothing
-            // sleeps in between): its elapsed time is that reading.
-            elapsed: if number == 1 {
-                Duration::ZERO
-            } else {
-                self.last
-            },
-            key: self.key,
-        }
-    }
-
-    /// Records a success.
-    #[inline]
-    pub(crate) fn succeeded(&mut self) {
-        let now = if self.engine.attempts() > 1 {
-            self.now()
-        } else {
-            Duration::ZERO
-        };
-        self.engine.succeeded(&self.retry.context(), now);
-    }
-
-    /// Classifies a failure and asks the engine what follows.
-    pub(crate) fn failed<E>(&mut self, error: &E) -> Decision
-    where
-        C: Classify<E>,
-    {
-        let retry = self.retry;
-        let classification = retry.classifier.classify(error);
-        let cause = if classification.is_retryable() && retry.classifier.is_timeout(error) {
-            RetryCause::Timeout
-        } else {
-            RetryCause::Error
-        };
-        let now = self.now();
-        self.last = now;
-        let rng = self.rng.get_or_insert_with(|| match retry.seed {
-            Some(seed) => {
-                Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed)))
-            }
-            None => Rng::fresh(),
-        });
-        self.engine
-            .failed(&retry.context(), now, classification, cause, rng)
-    }
-
-    /// After the backoff wait: may the retry start?
-    pub(crate) fn ready(&mut self) -> Gate {
-        let now = self.now();
-        self.last = now;
-        let rng = self.rng.get_or_insert_with(Rng::fresh);
-        self.engine.ready(&self.retry.context(), now, rng)
-    }
-
-    /// The error the call ends with.
-    pub(crate) fn error<E>(&self, reason: GiveUp, last: E) -> RetryError<E> {
-        RetryError {
-            reason,
-            attempts: self.engine.attempts(),
-            elapsed: self.last,
-            last,
         }
     }
 }

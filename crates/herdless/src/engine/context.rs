@@ -1,0 +1,260 @@
+//! [`Context`]: what a decision reads besides the call's own state.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::engine::events::{NoNotify, Notify, RetryEvent};
+use crate::engine::EventLevels;
+use crate::fleet::{Breaker, RetryBudget, Urgent};
+use crate::policy::Policy;
+
+/// What a decision reads besides the call's own state: the policy, the shared
+/// fleet-level guards, the task id and where events go. Built per decision (it
+/// only borrows), so one engine state can be driven from anywhere: a future, a
+/// tower policy, a simulator's event loop or a message taken from a queue.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::engine::Context;
+/// use herdless::{Policy, RetryBudget, Urgent};
+/// let policy = Policy::default();
+/// let budget = RetryBudget::aws();
+/// let cx = Context::new(&policy)
+///     .task_id("scan-7")
+///     .budget(&budget)
+///     .urgent(Urgent::new(Duration::from_secs(1)));
+/// assert_eq!(cx.max_elapsed(), Duration::from_secs(1)); // the urgent deadline is tighter
+/// ```
+pub struct Context<'a, N = NoNotify> {
+    pub(super) policy: &'a Policy,
+    pub(super) task_id: &'a str,
+    pub(super) notify: &'a N,
+    pub(super) budget: Option<&'a RetryBudget>,
+    pub(super) breaker: Option<&'a Breaker>,
+    pub(super) urgent: Option<Urgent>,
+    pub(super) trace: bool,
+    pub(super) metrics: bool,
+    pub(super) levels: EventLevels,
+}
+
+impl<N> fmt::Debug for Context<'_, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("policy", self.policy)
+            .field("task_id", &self.task_id)
+            .field("budget", &self.budget)
+            .field("breaker", &self.breaker)
+            .field("urgent", &self.urgent)
+            .field("trace", &self.trace)
+            .field("metrics", &self.metrics)
+            .field("levels", &self.levels)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<N> Clone for Context<'_, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<N> Copy for Context<'_, N> {}
+
+impl<'a> Context<'a> {
+    /// A context with `policy` only: no task id, no hook, no shared guards,
+    /// events traced.
+    ///
+    /// ```
+    /// let policy = herdless::Policy::default();
+    /// let cx = herdless::engine::Context::new(&policy);
+    /// assert_eq!(cx.policy().max_attempts(), 6);
+    /// ```
+    pub fn new(policy: &'a Policy) -> Self {
+        Context {
+            policy,
+            task_id: "",
+            notify: &NoNotify,
+            budget: None,
+            breaker: None,
+            urgent: None,
+            trace: true,
+            metrics: true,
+            levels: EventLevels::DEFAULT,
+        }
+    }
+}
+
+impl<'a, N> Context<'a, N> {
+    /// The task id every event carries.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let _cx = herdless::engine::Context::new(&p).task_id("ingest-9");
+    /// ```
+    pub fn task_id(mut self, task_id: &'a str) -> Self {
+        self.task_id = task_id;
+        self
+    }
+
+    /// A hook receiving every event (beside `tracing`).
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use herdless::RetryEvent;
+    /// let seen = Cell::new(0);
+    /// let hook = |_: &RetryEvent<'_>| seen.set(seen.get() + 1);
+    /// let p = herdless::Policy::default();
+    /// let _cx = herdless::engine::Context::new(&p).notify(&hook);
+    /// ```
+    pub fn notify<N2>(self, notify: &'a N2) -> Context<'a, N2> {
+        Context {
+            policy: self.policy,
+            task_id: self.task_id,
+            notify,
+            budget: self.budget,
+            breaker: self.breaker,
+            urgent: self.urgent,
+            trace: self.trace,
+            metrics: self.metrics,
+            levels: self.levels,
+        }
+    }
+
+    /// The shared retry budget every retry must be admitted by.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let b = herdless::RetryBudget::aws();
+    /// let _cx = herdless::engine::Context::new(&p).budget(&b);
+    /// ```
+    pub fn budget(mut self, budget: &'a RetryBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The shared breaker that gates retries.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let b = herdless::Breaker::new(5);
+    /// let _cx = herdless::engine::Context::new(&p).breaker(&b);
+    /// ```
+    pub fn breaker(mut self, breaker: &'a Breaker) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// Marks the call urgent (the escape lane, see [`Urgent`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = herdless::Policy::default();
+    /// let cx = herdless::engine::Context::new(&p).urgent(herdless::Urgent::new(Duration::from_secs(2)));
+    /// assert_eq!(cx.max_elapsed(), Duration::from_secs(2));
+    /// ```
+    pub fn urgent(mut self, urgent: Urgent) -> Self {
+        self.urgent = Some(urgent);
+        self
+    }
+
+    /// Whether events also go to `tracing` (default: yes). A simulator of a
+    /// million clients turns this off; the hook still receives every event.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let _quiet = herdless::engine::Context::new(&p).trace(false);
+    /// ```
+    pub fn trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// Whether the engine records [metrics](crate::engine::metrics) (default:
+    /// yes; they exist only with the `metrics` feature). The fleet simulator
+    /// turns them off with tracing, so its virtual clients stay out of a real
+    /// process's metrics.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let _unmetered = herdless::engine::Context::new(&p).trace(false).metrics(false);
+    /// ```
+    pub fn metrics(mut self, metrics: bool) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// The `tracing` level of each event (default: [`EventLevels::DEFAULT`]).
+    ///
+    /// ```
+    /// use herdless::engine::{Context, EventLevels};
+    /// let p = herdless::Policy::default();
+    /// let levels = EventLevels::default().retry_scheduled(tracing::Level::DEBUG);
+    /// let cx = Context::new(&p).event_levels(levels);
+    /// assert_eq!(cx.levels(), levels);
+    /// ```
+    pub fn event_levels(mut self, levels: EventLevels) -> Self {
+        self.levels = levels;
+        self
+    }
+
+    /// The event levels in force.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let cx = herdless::engine::Context::new(&p);
+    /// assert_eq!(cx.levels(), herdless::engine::EventLevels::DEFAULT);
+    /// ```
+    pub fn levels(&self) -> EventLevels {
+        self.levels
+    }
+
+    /// The policy.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// assert_eq!(herdless::engine::Context::new(&p).policy(), &p);
+    /// ```
+    pub fn policy(&self) -> &'a Policy {
+        self.policy
+    }
+
+    /// The elapsed limit in force: `max_elapsed`, or the urgent deadline when
+    /// it is tighter.
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// assert_eq!(herdless::engine::Context::new(&p).max_elapsed(), p.max_elapsed());
+    /// ```
+    pub fn max_elapsed(&self) -> Duration {
+        match self.urgent {
+            Some(u) => self.policy.max_elapsed.min(u.deadline()),
+            None => self.policy.max_elapsed,
+        }
+    }
+}
+
+impl<N: Notify> Context<'_, N> {
+    /// The one event path: `tracing` at the configured level, metrics, the
+    /// hook. `attempt_ended` is false for a give-up while waiting on the
+    /// breaker (no attempt ran since the last event).
+    pub(super) fn emit(&self, event: RetryEvent<'_>, attempt_ended: bool) {
+        if self.trace {
+            crate::engine::emit::trace(&event, self.levels.level(&event));
+        }
+        #[cfg(feature = "metrics")]
+        if self.metrics {
+            crate::engine::metrics::event(&event, attempt_ended, self.budget, self.breaker);
+        }
+        let _ = attempt_ended;
+        self.notify.notify(&event);
+    }
+
+    /// A first-try success: no event (the hot path), only metrics.
+    #[inline]
+    pub(super) fn first_success(&self) {
+        #[cfg(feature = "metrics")]
+        if self.metrics {
+            crate::engine::metrics::first_success(self.budget, self.breaker);
+        }
+    }
+}
