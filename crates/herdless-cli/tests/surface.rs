@@ -6,7 +6,7 @@
 use clap::Parser;
 use herdless::Jitter;
 use herdless_cli::cli::{Cli, Command};
-use herdless_cli::config::ConfigFile;
+use herdless_cli::config::{ConfigFile, KEYS};
 use herdless_cli::policy_args::PolicyArgs;
 use proptest::prelude::*;
 
@@ -48,27 +48,6 @@ const FLAGS: &[&str] = &[
     "--urgent-quota",
     "--retry-budget",
     "--horizon",
-];
-
-const KEYS: &[&str] = &[
-    "jitter",
-    "base",
-    "multiplier",
-    "cap",
-    "max_attempts",
-    "max_elapsed",
-    "max_retry_after",
-    "retry_after_spread",
-    "seed",
-    "task_id",
-    "recovery_time",
-    "visibility_timeout",
-    "workers",
-    "retry_on",
-    "terminal_on",
-    "timeout",
-    "kill_after",
-    "capp",
 ];
 
 /// Values that stress the parsers: durations at and past every bound, huge
@@ -121,7 +100,8 @@ fn argv() -> impl Strategy<Value = Vec<String>> {
 /// known and unknown keys with values of every kind, sometimes unquoted.
 fn policy_file() -> impl Strategy<Value = String> {
     let entry = (
-        prop::sample::select(KEYS),
+        // Every key a policy table may hold, and one misspelt.
+        prop::sample::select(KEYS.iter().copied().chain(["capp"]).collect::<Vec<_>>()),
         value(),
         prop_oneof![Just('"'), Just(' ')],
     )

@@ -1,4 +1,5 @@
-//! The laws the seeds and the published experiment state, checked on the
+//! The laws a retry simulator must obey (no strategy beats the physical limit,
+//! jitter removes the spikes, backoff beats no backoff under contention), checked on the
 //! simulator's own runs with fixed seeds.
 
 use herdless::Jitter;
