@@ -78,6 +78,19 @@ pub fn parse_url(url: &str) -> Result<reqwest::Url, String> {
     }
 }
 
+/// "cannot build the HTTP client: " and the error with its causes (reqwest's
+/// own message is only "builder error"; the cause says what failed, e.g.
+/// the trust store could not be read).
+pub(crate) fn client_error(error: &reqwest::Error) -> String {
+    let mut message = format!("cannot build the HTTP client: {error}");
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        message.push_str(&format!(": {e}"));
+        source = e.source();
+    }
+    message
+}
+
 /// Runs `herdless get`: exit 0 with the body on stdout, 3 when a terminal
 /// status ended it, 4 when the budget ran out.
 ///
@@ -95,15 +108,17 @@ pub fn run(args: &GetArgs) -> CliResult {
     if args.timeout.is_zero() {
         return Err(CliError::usage("--timeout must be positive"));
     }
+    // The client first: it loads the TLS trust store (one file descriptor,
+    // closed again) before the runtime holds its own descriptors.
+    let redirects = Redirects::default();
+    let client = reqwest::Client::builder()
+        .redirect(redirects.policy())
+        .build()
+        .map_err(|e| CliError::failure(client_error(&e)))?;
     let rt =
         crate::limits::build_runtime(tokio::runtime::Builder::new_current_thread().enable_all())
             .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     rt.block_on(async {
-        let redirects = Redirects::default();
-        let client = reqwest::Client::builder()
-            .redirect(redirects.policy())
-            .build()
-            .map_err(|e| CliError::failure(format!("cannot build the HTTP client: {e}")))?;
         let mut retry = Retry::new(policy, HttpClassifier::default()).notify(StderrEvents {
             format: policy_args.log_format,
             filter: EventFilter::from_env(policy_args.quiet),

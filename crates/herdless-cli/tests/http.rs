@@ -1013,3 +1013,28 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
     assert_eq!(workers, ["3", "4", "5", "6", "7"], "the last 5, in order");
     assert_eq!(herdless_cli::stub::ARRIVALS_KEPT, 100_000, "as documented");
 }
+
+/// The first bytes a client sends to a listener on 127.0.0.1 (it answers nothing).
+async fn first_bytes_sent(listener: &tokio::net::TcpListener) -> [u8; 3] {
+    use tokio::io::AsyncReadExt;
+    let (mut socket, _) = listener.accept().await.unwrap();
+    let mut head = [0u8; 3];
+    socket.read_exact(&mut head).await.unwrap();
+    head
+}
+
+/// The library forces no TLS backend; the CLI brings rustls for itself, so
+/// `get` and `fleet` speak TLS to an `https` URL: the first bytes on the wire
+/// are a TLS handshake record (type 22, version 3.x), not plain HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_and_fleet_speak_tls_to_an_https_url() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/", listener.local_addr().unwrap());
+    let get = ["get", "--max-attempts", "1", "--timeout", "5s", &url];
+    let fleet = ["fleet", "--workers", "1", "--max-attempts", "1", &url];
+    for args in [&get[..], &fleet[..]] {
+        let (out, head) = tokio::join!(herdless(args), first_bytes_sent(&listener));
+        assert_eq!(head[..2], [0x16, 0x03], "{args:?}: {out:?}");
+        assert_ne!(out.status.code(), Some(0), "no TLS server: {out:?}");
+    }
+}

@@ -75,7 +75,11 @@
 //!   `integrations::GrpcClassifier` (`grpc-status` of trailers-only responses).
 //! * `reqwest`: `http::client` — a retrying `reqwest` sender: idempotent
 //!   methods only by default, refuses bodies it cannot clone, optional
-//!   `Idempotency-Key` (adds `reqwest`; implies `http` and `tokio`).
+//!   `Idempotency-Key` (adds `reqwest` 0.13 with its default features off: no
+//!   TLS backend is forced, the application enables one on its own `reqwest`
+//!   dependency; implies `http` and `tokio`). With `tower` too:
+//!   `reqwest::Client` in a `tower::retry::RetryLayer`, classified by
+//!   `http::client::HttpClassifier`.
 //! * `metrics`: counters, a histogram and gauges through the `metrics`
 //!   crate's facade, recorded on the engine's event path (names and labels in
 //!   [`engine::metrics`]; adds `metrics`).

@@ -382,3 +382,66 @@ async fn a_per_attempt_timeout_costs_the_aws_timeout_price() {
     }
     assert_eq!(spent, vec![10.0, 5.0], "timeout retry vs error retry");
 }
+
+/// reqwest's `Client` is a `tower::Service<reqwest::Request>`: in a
+/// `RetryLayer` with a `RetryPolicy`, the same classifier and engine retry it.
+/// A 503 twice (the second with `Retry-After-Ms`), then a 200; a 404 is not
+/// retried; a streaming body is sent once.
+#[tokio::test]
+async fn reqwest_client_as_a_tower_service_retries_through_the_engine() {
+    use herdless::http::client::HttpClassifier;
+    use herdless::{ManualTimer, RetryPolicy};
+    use tower::{retry::RetryLayer, Service, ServiceBuilder, ServiceExt};
+
+    let (url, seen) = scripted(vec![
+        (503, ""),
+        (503, "retry-after-ms: 40\r\n"),
+        (200, ""),
+        (404, ""),
+        (503, ""),
+    ])
+    .await;
+    let timer = ManualTimer::new();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let log = events.clone();
+    let retry = Retry::new(fast(), HttpClassifier::default())
+        .timer(timer.clone())
+        .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name()));
+    let policy = RetryPolicy::with_cloner(retry, |r: &reqwest::Request| r.try_clone());
+    let mut client = ServiceBuilder::new()
+        .layer(RetryLayer::new(policy))
+        .service(reqwest::Client::new());
+    let get = || reqwest::Request::new(reqwest::Method::GET, url.parse().unwrap());
+
+    let ok = client.ready().await.unwrap().call(get()).await.unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(seen.lock().unwrap().len(), 3);
+    let sleeps = timer.sleeps();
+    assert_eq!(sleeps.len(), 2, "{sleeps:?}");
+    assert!(
+        sleeps[0] <= Duration::from_millis(5),
+        "jitter under base: {sleeps:?}"
+    );
+    assert!(
+        sleeps[1] >= Duration::from_millis(40) && sleeps[1] <= Duration::from_millis(44),
+        "Retry-After-Ms 40 spread by at most 10 %: {sleeps:?}"
+    );
+    assert_eq!(
+        *events.lock().unwrap(),
+        ["retry_scheduled", "retry_scheduled", "retry_succeeded"]
+    );
+
+    // A terminal status is returned after one request.
+    let not_found = client.ready().await.unwrap().call(get()).await.unwrap();
+    assert_eq!(not_found.status(), 404);
+    assert_eq!(seen.lock().unwrap().len(), 4);
+
+    // A body that cannot be cloned: sent once, its 503 returned as it came.
+    let mut put = reqwest::Request::new(reqwest::Method::PUT, url.parse().unwrap());
+    *put.body_mut() = Some(reqwest::Body::wrap(http_body_util::Full::new(
+        bytes::Bytes::from_static(b"page"),
+    )));
+    let busy = client.ready().await.unwrap().call(put).await.unwrap();
+    assert_eq!(busy.status(), 503);
+    assert_eq!(seen.lock().unwrap().len(), 5);
+}

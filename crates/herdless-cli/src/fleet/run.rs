@@ -76,7 +76,7 @@ pub async fn run_fleet(
     let client = reqwest::Client::builder()
         .connect_timeout(timeout)
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        .map_err(|e| crate::get::client_error(&e))?;
     let format = args.log_format;
     let filter = EventFilter::from_env(args.quiet);
     let task_prefix: Arc<str> = Arc::from(args.task_id.clone().unwrap_or_else(|| "worker-".into()));

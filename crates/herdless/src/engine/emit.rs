@@ -1,4 +1,5 @@
-//! The engine's one event path: `tracing` at the configured level.
+//! The engine's one event path: `tracing` at the configured level; and the
+//! one event a driver emits itself, `retry_not_clonable`.
 
 use tracing::Level;
 
@@ -80,4 +81,21 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             "retry_budget_exhausted"
         ),
     }
+}
+
+/// `retry_not_clonable` (DEBUG, target `herdless`): a request is sent once,
+/// never retried, because the driver cannot copy it (a streaming body). The
+/// drivers that send requests (the tower policy, the reqwest middleware)
+/// emit it before the attempt.
+#[cfg_attr(
+    not(any(feature = "tower", feature = "reqwest-middleware")),
+    allow(dead_code)
+)]
+pub(crate) fn not_clonable(task_id: &str) {
+    tracing::debug!(
+        target: "herdless",
+        event = "retry_not_clonable",
+        task_id,
+        "retry_not_clonable"
+    );
 }

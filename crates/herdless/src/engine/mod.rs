@@ -104,7 +104,7 @@ mod asynchronous;
 mod blocking;
 mod call;
 mod context;
-mod emit;
+pub(crate) mod emit;
 mod error;
 pub mod events;
 pub mod levels;

@@ -10,6 +10,7 @@
 //! | both together: a response's [`Classification`] | [`classify_response`] |
 //! | the same, preferring a valid `Retry-After-Ms` (pushback's millisecond slot) | [`classify_response_ms`] |
 //! | `reqwest` integration (feature `reqwest`) | `client` |
+//! | a `reqwest_middleware::Middleware` (feature `reqwest-middleware`) | `middleware` |
 //!
 //! ```
 //! use std::time::SystemTime;
@@ -36,11 +37,14 @@ use crate::classify::Classification;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub mod client;
+#[cfg(feature = "reqwest-middleware")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
+pub mod middleware;
 pub mod retry_after;
 pub mod status;
 
 #[cfg(feature = "reqwest")]
-pub use client::{AttemptRecord, Buffered, HttpError, HttpRetry, SendError};
+pub use client::{AttemptRecord, Buffered, HttpError, HttpRetry, NotRetried, SendError};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms, RetryAfterError};
 pub use status::{StatusClass, StatusClassifier, StatusSet};
 

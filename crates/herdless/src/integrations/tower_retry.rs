@@ -237,12 +237,7 @@ where
         let copy = self.shared.cloner.clone_request(req);
         if copy.is_none() {
             self.shared.not_clonable.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(
-                target: "herdless",
-                event = "retry_not_clonable",
-                task_id = %self.shared.retry.task(),
-                "retry_not_clonable"
-            );
+            crate::engine::emit::not_clonable(self.shared.retry.task());
         }
         copy
     }
