@@ -47,7 +47,7 @@
 //! | the sans-IO decision engine, `Retry` and its blocking / async executors, errors, events, event levels, metrics | [`engine`] |
 //! | retryable / terminal classification | [`classify`] |
 //! | fleet-level guards: shared retry budget, breaker, escape lane, pushback | [`fleet`] |
-//! | HTTP statuses, `Retry-After`, `Retry-After-Ms`, `reqwest` (features `http`, `reqwest`) | `http` |
+//! | HTTP statuses, `Retry-After`, `Retry-After-Ms`, `reqwest`, reqwest-middleware (features `http`, `reqwest`, `reqwest-middleware`) | `http` |
 //! | gRPC status codes (`UNAVAILABLE` by default), `grpc-retry-pushback-ms` (feature `grpc`; tower flavour with `tower`) | `grpc` |
 //! | tower client-side retry (`RetryPolicy`, a `tower::retry::Policy` over the engine) and `RetryBudget` as tower's `Budget` (feature `tower`; HTTP flavour with `http`) | `integrations` |
 //! | long-lived backoff with a reset policy (reconnect loops) | [`backoff`] |
@@ -80,6 +80,10 @@
 //!   dependency; implies `http` and `tokio`). With `tower` too:
 //!   `reqwest::Client` in a `tower::retry::RetryLayer`, classified by
 //!   `http::client::HttpClassifier`.
+//! * `reqwest-middleware`: `http::middleware::RetryMiddleware`, a
+//!   `reqwest_middleware::Middleware` that drives the engine with an
+//!   `HttpRetry`'s configuration (adds `reqwest-middleware` and `async-trait`;
+//!   implies `reqwest`).
 //! * `metrics`: counters, a histogram and gauges through the `metrics`
 //!   crate's facade, recorded on the engine's event path (names and labels in
 //!   [`engine::metrics`]; adds `metrics`).

@@ -1,14 +1,13 @@
 //! tower client-side retry (`RetryPolicy` in a `tower::retry::RetryLayer`)
 //! over real sockets on 127.0.0.1: an axum server, hyper-util's client.
 
+mod support;
+
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::routing::any;
-use axum::Router;
 use bytes::Bytes;
 use herdless::integrations::{CloneBody, HttpClassifier, RetryPolicy};
 use herdless::{ManualTimer, Policy, Retry, RetryEvent};
@@ -16,36 +15,9 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Either, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use tokio::net::TcpListener;
+use support::server::serve;
 use tower::retry::RetryLayer;
 use tower::{Service, ServiceBuilder, ServiceExt};
-
-/// A server answering the n-th request with `script[n]` (the last entry
-/// repeats): a status and extra headers. Returns its base URL and a hit count.
-async fn serve(
-    script: Vec<(u16, Vec<(&'static str, &'static str)>)>,
-) -> (String, Arc<AtomicUsize>) {
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
-    let app = Router::new().route(
-        "/",
-        any(move || {
-            let n = counter.fetch_add(1, Ordering::SeqCst);
-            let (status, headers) = script[n.min(script.len() - 1)].clone();
-            async move {
-                let mut map = HeaderMap::new();
-                for (k, v) in headers {
-                    map.insert(HeaderName::from_static(k), HeaderValue::from_static(v));
-                }
-                (StatusCode::from_u16(status).unwrap(), map, "body")
-            }
-        }),
-    );
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, hits)
-}
 
 type Events = Arc<Mutex<Vec<String>>>;
 
@@ -90,7 +62,7 @@ async fn fails_twice_then_succeeds_on_the_third_attempt() {
     let res = svc.ready().await.unwrap().call(get(&url)).await.unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(res.into_body().collect().await.unwrap().to_bytes(), "body");
-    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    assert_eq!(hits.count(), 3);
     let sleeps = timer.sleeps();
     assert_eq!(sleeps.len(), 2);
     assert!(
@@ -105,7 +77,7 @@ async fn fails_twice_then_succeeds_on_the_third_attempt() {
     // The next request through the same service is a fresh call.
     let res = svc.ready().await.unwrap().call(get(&url)).await.unwrap();
     assert_eq!(res.status(), 200);
-    assert_eq!(hits.load(Ordering::SeqCst), 4);
+    assert_eq!(hits.count(), 4);
     assert_eq!(timer.sleeps().len(), 2);
 }
 
@@ -129,7 +101,7 @@ async fn retry_after_and_retry_after_ms_are_honored() {
 
     let res = svc.ready().await.unwrap().call(get(&url)).await.unwrap();
     assert_eq!(res.status(), 200);
-    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    assert_eq!(hits.count(), 3);
     let sleeps = timer.sleeps();
     // The server's delay, spread upward by at most 10 % (the default spread).
     assert!(
@@ -154,7 +126,7 @@ async fn a_terminal_status_is_not_retried() {
 
     let res = svc.ready().await.unwrap().call(get(&url)).await.unwrap();
     assert_eq!(res.status(), 404);
-    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    assert_eq!(hits.count(), 1);
     assert!(timer.sleeps().is_empty());
     assert_eq!(*events.lock().unwrap(), ["retry_abandoned_terminal"]);
 }
@@ -180,7 +152,7 @@ async fn a_request_whose_body_cannot_be_cloned_is_sent_once() {
     let req = http::Request::post(&url).body(stream).unwrap();
     let res = svc.ready().await.unwrap().call(req).await.unwrap();
     assert_eq!(res.status(), 503); // returned as it came: no retry possible
-    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    assert_eq!(hits.count(), 1);
     assert_eq!(policy.not_clonable(), 1); // the documented reason, counted
     assert!(timer.sleeps().is_empty());
     assert!(events.lock().unwrap().is_empty()); // the engine never saw it
@@ -191,7 +163,7 @@ async fn a_request_whose_body_cannot_be_cloned_is_sent_once() {
         .unwrap();
     let res = svc.ready().await.unwrap().call(req).await.unwrap();
     assert_eq!(res.status(), 200);
-    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    assert_eq!(hits.count(), 3);
     assert_eq!(policy.not_clonable(), 1);
     assert_eq!(timer.sleeps().len(), 1);
 }

@@ -11,6 +11,11 @@
 //! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `elapsed_s` |
 //! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
 //!
+//! The drivers that send requests (the tower `RetryPolicy`, the reqwest
+//! `RetryMiddleware`) add one of their own, outside these levels:
+//! `retry_not_clonable` (DEBUG, `task_id`), a request that cannot be copied
+//! (a streaming body) is sent once, never retried.
+//!
 //! The levels are configurable per event ([`EventLevels`](crate::engine::EventLevels), set with
 //! [`Retry::event_levels`](crate::Retry::event_levels) or
 //! [`Context::event_levels`](crate::engine::Context::event_levels)). A terminal

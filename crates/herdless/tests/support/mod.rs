@@ -1,6 +1,9 @@
-//! Test support: capture `tracing` events as (name, fields) records.
+//! Test support: capture `tracing` events as (name, fields) records; a
+//! scripted HTTP server (`server`).
 
 #![allow(dead_code)]
+
+pub(crate) mod server;
 
 use std::collections::BTreeMap;
 use std::fmt;

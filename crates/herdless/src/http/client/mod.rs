@@ -86,6 +86,11 @@
 //!   reported as timeouts ([`Classify::is_timeout`]) so a shared retry budget
 //!   can charge them more. A per-attempt timeout is the request's own
 //!   `RequestBuilder::timeout`, which applies to every attempt.
+//!
+//! [`StatusClassifier`]: crate::http::StatusClassifier
+//! [`parse_retry_after`]: crate::http::parse_retry_after
+//! [`classify_response_ms`]: crate::http::classify_response_ms
+//! [`Classify::is_timeout`]: crate::Classify::is_timeout
 
 mod classify;
 mod error;
