@@ -92,7 +92,10 @@
 //!   human durations (`"500ms"`, `"2m"`) and jitter names; deserializing
 //!   validates through [`PolicyBuilder`], so an invalid value is an error
 //!   naming the field. `PolicyConfig` is the partial form for layered
-//!   configuration (`policy::serde`; adds `serde` and `humantime`).
+//!   configuration (`policy::serde`; adds `serde` and `humantime`). The
+//!   shared guards' settings too: [`RetryBudget`] (a preset and its knobs) and
+//!   [`Breaker`] (threshold, probe wait), validated by [`RetryBudgetBuilder`]
+//!   and [`BreakerBuilder`].
 //!
 //! The default build depends on `tracing`, `fastrand` and `getrandom` only.
 
@@ -123,7 +126,8 @@ pub use engine::{
     Attempt, EventLevels, EventValue, GiveUp, NoNotify, Notify, Retry, RetryError, RetryEvent,
 };
 pub use fleet::{
-    Breaker, Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent, Urgent,
+    Breaker, BreakerBuilder, BreakerError, Denied, RetryBudget, RetryBudgetBuilder,
+    RetryBudgetError, RetryCause, Spent, Urgent,
 };
 pub use policy::{
     Envelope, EnvelopeRow, Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError,

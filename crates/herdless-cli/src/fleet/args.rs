@@ -122,13 +122,21 @@ impl FleetArgs {
                     .map_err(|e| format!("--budget-tokens: {e}"))?,
             ),
         };
-        if self.breaker == Some(0) {
-            return Err("--breaker 0: the threshold must be at least 1".into());
-        }
-        if self.probe_wait.is_zero() {
-            // A zero wait would make every waiting call re-ask in a busy loop.
-            return Err("--probe-wait must be positive".into());
-        }
+        // The library's builder validates (threshold at least 1, probe wait
+        // from 1 ms: a shorter one would make the waiting calls spin).
+        let breaker = match self.breaker {
+            None => None,
+            Some(threshold) => Some(
+                Breaker::builder()
+                    .threshold(threshold)
+                    .probe_wait(self.probe_wait)
+                    .build()
+                    .map_err(|e| match e.field() {
+                        "threshold" => format!("--breaker {threshold}: {e}"),
+                        _ => format!("--probe-wait: {e}"),
+                    })?,
+            ),
+        };
         if self.urgent.is_some_and(|d| d.is_zero()) {
             return Err("--urgent must be positive".into());
         }
@@ -151,9 +159,7 @@ impl FleetArgs {
         };
         let guards = GuardFlags {
             budget: budget.map(Arc::new),
-            breaker: self
-                .breaker
-                .map(|t| Arc::new(Breaker::new(t).probe_wait(self.probe_wait))),
+            breaker: breaker.map(Arc::new),
             urgent: self.urgent.map(|d| Urgent::new(d).quota(self.urgent_quota)),
             urgent_workers,
         };
@@ -265,6 +271,10 @@ mod tests {
             (&["--breaker", "0"], "at least 1"),
             (&["--urgent", "0s"], "positive"),
             (&["--breaker", "3", "--probe-wait", "0ms"], "--probe-wait"),
+            (
+                &["--breaker", "3", "--probe-wait", "500us"],
+                "--probe-wait: invalid breaker probe_wait: 500µs is below the minimum 1ms",
+            ),
             (
                 &["--retry-budget", "aws", "--budget-tokens", "NaN"],
                 "--budget-tokens",

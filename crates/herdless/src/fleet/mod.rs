@@ -24,7 +24,7 @@ pub mod pushback;
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod pushback_layer;
 
-pub use breaker::{Admission, Breaker, Probe};
+pub use breaker::{Admission, Breaker, BreakerBuilder, BreakerError, Probe};
 pub use budget::{Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent};
 pub use escape_lane::Urgent;
 pub use pushback::{Allotment, PushbackError, SlotAllocator};

@@ -36,7 +36,8 @@ use ::serde::{Deserialize, Serialize};
 
 use super::{Jitter, Policy, PolicyBuilder, PolicyError, PolicyField};
 
-mod values;
+pub(crate) mod fields;
+pub(crate) mod values;
 
 pub use values::{duration, format_duration, parse_duration, ParseDurationError};
 
@@ -265,19 +266,14 @@ impl<'de> Deserialize<'de> for PolicyConfig {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a retry policy (a map of its fields)")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PolicyConfig, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<PolicyConfig, A::Error> {
                 let mut config = PolicyConfig::default();
-                let mut seen = Vec::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    let field: PolicyField = key
+                fields::visit_fields(map, FIELDS, |name, map| {
+                    let field: PolicyField = name
                         .parse()
-                        .map_err(|_| de::Error::unknown_field(&key, FIELDS))?;
-                    if seen.contains(&field) {
-                        return Err(de::Error::duplicate_field(field.as_str()));
-                    }
-                    seen.push(field);
-                    map.next_value_seed(Field(&mut config, field))?;
-                }
+                        .map_err(|_| de::Error::unknown_field(name, FIELDS))?;
+                    map.next_value_seed(Field(&mut config, field))
+                })?;
                 Ok(config)
             }
         }

@@ -83,6 +83,8 @@
 //! ```
 
 mod builder;
+#[cfg(feature = "serde")]
+mod serde;
 
 pub use builder::{RetryBudgetBuilder, RetryBudgetError};
 

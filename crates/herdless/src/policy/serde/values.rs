@@ -145,12 +145,12 @@ macro_rules! wrong_kinds {
     };
 }
 
-fn found<E: de::Error>(field: &str, what: &str, kind: &str) -> E {
+pub(crate) fn found<E: de::Error>(field: &str, what: &str, kind: &str) -> E {
     err(field, format_args!("expected {what}, found {kind}"))
 }
 
 /// `invalid FIELD: MESSAGE`, or the message alone without a field.
-fn err<E: de::Error>(field: &str, message: impl fmt::Display) -> E {
+pub(crate) fn err<E: de::Error>(field: &str, message: impl fmt::Display) -> E {
     if field.is_empty() {
         E::custom(message)
     } else {
@@ -161,7 +161,7 @@ fn err<E: de::Error>(field: &str, message: impl fmt::Display) -> E {
 const A_DURATION: &str = "a duration such as \"500ms\", \"2s\" or a number of seconds";
 
 /// A duration, for the field named (empty: none).
-pub(super) struct Human(pub(super) &'static str);
+pub(crate) struct Human(pub(crate) &'static str);
 
 impl<'de> Visitor<'de> for Human {
     type Value = Duration;
@@ -194,7 +194,7 @@ impl<'de> Visitor<'de> for Human {
 }
 
 /// A number: integer or float.
-pub(super) struct Number(pub(super) &'static str);
+pub(crate) struct Number(pub(crate) &'static str);
 
 impl<'de> Visitor<'de> for Number {
     type Value = f64;
@@ -217,7 +217,7 @@ impl<'de> Visitor<'de> for Number {
 }
 
 /// A whole number in `0..=max`.
-pub(super) struct Whole(pub(super) &'static str, pub(super) u64);
+pub(crate) struct Whole(pub(crate) &'static str, pub(crate) u64);
 
 impl<'de> Visitor<'de> for Whole {
     type Value = u64;
@@ -257,6 +257,69 @@ impl<'de> Visitor<'de> for Whole {
         Err(found(self.0, "a whole number", "string"))
     }
     wrong_kinds!("a whole number");
+}
+
+/// `true` or `false`.
+pub(crate) struct Flag(pub(crate) &'static str);
+
+impl<'de> Visitor<'de> for Flag {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("true or false")
+    }
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<bool, E> {
+        Ok(b)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Err(found(self.0, "true or false", "integer"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Err(found(self.0, "true or false", "integer"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Err(found(self.0, "true or false", "float"))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        Err(found(self.0, "true or false", "string"))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Err(found(self.0, "true or false", "nothing"))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<bool, A::Error> {
+        Err(found(self.0, "true or false", "array"))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, _: A) -> Result<bool, A::Error> {
+        Err(found(self.0, "true or false", "table"))
+    }
+}
+
+/// One of a few names (a preset's): `Choice(field, names)`.
+pub(crate) struct Choice(pub(crate) &'static str, pub(crate) &'static [&'static str]);
+
+impl<'de> Visitor<'de> for Choice {
+    type Value = &'static str;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "one of {}", self.1.join(", "))
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<&'static str, E> {
+        self.1.iter().copied().find(|n| *n == s).ok_or_else(|| {
+            let names = self.1.join(", ");
+            err(
+                self.0,
+                format_args!("unknown name {s:?} (expected one of {names})"),
+            )
+        })
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<&'static str, E> {
+        Err(found(self.0, "a string", "integer"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<&'static str, E> {
+        Err(found(self.0, "a string", "integer"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<&'static str, E> {
+        Err(found(self.0, "a string", "float"))
+    }
+    wrong_kinds!("a string");
 }
 
 /// A jitter mode by name.

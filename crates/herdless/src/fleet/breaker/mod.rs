@@ -48,12 +48,18 @@
 //! assert!(matches!(breaker.admit(), Admission::Closed));
 //! ```
 
+mod builder;
+#[cfg(feature = "serde")]
+mod serde;
+
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::rng::Rng;
+
+pub use builder::{BreakerBuilder, BreakerError};
 
 /// A shared half-open probe breaker. See the [module documentation](crate::fleet::breaker).
 ///
@@ -188,6 +194,19 @@ impl Breaker {
             failures: AtomicU32::new(0),
             probing: AtomicBool::new(false),
         }
+    }
+
+    /// A validating builder (threshold 5, probe wait 1 s): for settings that
+    /// come from outside the program, where an invalid value must be an
+    /// error rather than adjusted.
+    ///
+    /// ```
+    /// let b = herdless::Breaker::builder().threshold(3).build()?;
+    /// assert_eq!(b.threshold(), 3);
+    /// # Ok::<(), herdless::fleet::breaker::BreakerError>(())
+    /// ```
+    pub fn builder() -> BreakerBuilder {
+        BreakerBuilder::new()
     }
 
     /// How long callers wait behind a probe before asking again: each wait is
