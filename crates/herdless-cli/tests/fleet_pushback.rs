@@ -13,6 +13,7 @@
 
 use serde_json::Value;
 
+#[allow(dead_code)] // each test binary uses part of it
 mod support;
 use support::start_stub;
 
