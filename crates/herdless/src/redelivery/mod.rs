@@ -67,5 +67,9 @@
 mod state;
 mod task;
 
+#[cfg(feature = "nats")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
+pub mod nats;
+
 pub use state::{StateError, TaskState, MAX_STATE_LEN, STATE_HEADER, STATE_VERSION};
 pub use task::{rng_for, unix_now, Delivery, Resumed};
