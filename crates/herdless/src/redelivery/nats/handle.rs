@@ -113,6 +113,9 @@ pub(super) struct Delivered {
     pub(super) sequence: u64,
     pub(super) resumed: Resumed,
     pub(super) task_id: String,
+    /// Messages the server still had to deliver to the consumer when it sent
+    /// this one.
+    pub(super) pending: u64,
 }
 
 impl<C, N: Notify> Worker<C, N> {
@@ -123,6 +126,7 @@ impl<C, N: Notify> Worker<C, N> {
             .map_err(|e| NatsError::broker("reading a message's metadata", e))?;
         let stream = info.stream.to_owned();
         let sequence = info.stream_sequence;
+        let pending = info.pending;
         let stored_ns = u64::try_from(info.published.unix_timestamp_nanos()).unwrap_or(0);
         let delivery = Delivery {
             delivered: u32::try_from(info.delivered).unwrap_or(u32::MAX),
@@ -141,6 +145,7 @@ impl<C, N: Notify> Worker<C, N> {
             stream,
             sequence,
             resumed,
+            pending,
         })
     }
 

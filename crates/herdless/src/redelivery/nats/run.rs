@@ -133,6 +133,8 @@ impl<C, N: Notify> Worker<C, N> {
         let mut inflight = FuturesUnordered::new();
         let mut batch: Option<Batch> = None;
         let mut taken_in_batch = 0usize;
+        // What the server had left to deliver at the last message taken.
+        let mut left = u64::MAX;
         let (mut stopping, mut aborted) = (false, false);
         let mut summary = Summary::default();
         let mut backoff = pull_backoff();
@@ -174,13 +176,25 @@ impl<C, N: Notify> Worker<C, N> {
                 }
                 _ = &mut stop, if !stopping => stopping = true,
                 () = &mut pause, if paused => paused = false,
-                Some(done) = inflight.next(), if !inflight.is_empty() => summary.record(done),
+                Some(done) = inflight.next(), if !inflight.is_empty() => {
+                    summary.record(done);
+                    // Drained: stop now rather than after the pull's wait
+                    // (nothing is left to deliver to its request).
+                    let drained = left == 0 && inflight.is_empty();
+                    if self.exit_when_idle && drained && idle(consumer).await? {
+                        stopping = true;
+                        batch = None;
+                    }
+                }
                 taken = next(&mut batch) => match taken {
                     Some(Ok(message)) => {
                         summary.deliveries += 1;
                         taken_in_batch += 1;
                         match self.resume(message) {
-                            Ok(d) => inflight.push(self.handle(js, d, &op, Some(progress), &aborting)),
+                            Ok(d) => {
+                                left = d.pending;
+                                inflight.push(self.handle(js, d, &op, Some(progress), &aborting));
+                            }
                             Err(e) => summary.record(Err(e)),
                         }
                     }
