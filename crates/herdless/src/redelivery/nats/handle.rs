@@ -150,7 +150,8 @@ impl<C, N: Notify> Worker<C, N> {
     }
 
     /// Runs one delivery to its verb. `op` runs the attempt; `progress` is
-    /// the in-progress ack interval.
+    /// the in-progress ack interval; `take` false hands the task straight
+    /// back (it arrived after the worker began to stop).
     pub(super) async fn handle<F, Fut, E>(
         &self,
         js: &jetstream::Context,
@@ -158,6 +159,7 @@ impl<C, N: Notify> Worker<C, N> {
         op: &F,
         progress: Option<Duration>,
         abort: &Abort,
+        take: bool,
     ) -> Result<Outcome, NatsError>
     where
         C: Classify<E>,
@@ -167,7 +169,7 @@ impl<C, N: Notify> Worker<C, N> {
     {
         let task_id = d.task_id.clone();
         let cx = self.context(&task_id);
-        if abort.raised() {
+        if abort.raised() || !take {
             settle(&d.message, AckKind::Nak(None)).await?;
             return Ok(Outcome::HandedBack);
         }

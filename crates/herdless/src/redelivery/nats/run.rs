@@ -84,10 +84,10 @@ async fn next(batch: &mut Option<Batch>) -> Option<Result<jetstream::Message, as
 
 impl<C, N: Notify> Worker<C, N> {
     /// Takes tasks from `consumer` and runs `op` on each, up to
-    /// `concurrency` at once, until `stop` resolves (no new task is taken;
-    /// running attempts finish and are settled) or `abort` does (running
-    /// attempts are dropped and handed back to the broker at once). Returns
-    /// what it did.
+    /// `concurrency` at once, until `stop` resolves (no new task is started:
+    /// one that still arrives on an outstanding pull is handed back; running
+    /// attempts finish and are settled) or `abort` does (running attempts are
+    /// dropped and handed back to the broker at once). Returns what it did.
     ///
     /// # Errors
     ///
@@ -181,7 +181,7 @@ impl<C, N: Notify> Worker<C, N> {
                     // Drained: stop now rather than after the pull's wait
                     // (nothing is left to deliver to its request).
                     let drained = left == 0 && inflight.is_empty();
-                    if self.exit_when_idle && drained && idle(consumer).await? {
+                    if self.exit_when_idle && drained && idle(consumer).await {
                         stopping = true;
                         batch = None;
                     }
@@ -193,7 +193,8 @@ impl<C, N: Notify> Worker<C, N> {
                         match self.resume(message) {
                             Ok(d) => {
                                 left = d.pending;
-                                inflight.push(self.handle(js, d, &op, Some(progress), &aborting));
+                                // Stopping: a task that still arrives goes straight back.
+                                inflight.push(self.handle(js, d, &op, Some(progress), &aborting, !stopping));
                             }
                             Err(e) => summary.record(Err(e)),
                         }
@@ -205,7 +206,7 @@ impl<C, N: Notify> Worker<C, N> {
                     None => {
                         batch = None;
                         let quiet = taken_in_batch == 0 && inflight.is_empty();
-                        if quiet && self.exit_when_idle && idle(consumer).await? {
+                        if quiet && self.exit_when_idle && idle(consumer).await {
                             stopping = true;
                         }
                     }
@@ -216,11 +217,14 @@ impl<C, N: Notify> Worker<C, N> {
 }
 
 /// Whether the consumer has nothing to deliver and nothing awaiting an
-/// acknowledgement or a redelivery.
-async fn idle(consumer: &PullConsumer) -> Result<bool, NatsError> {
-    let info = consumer
-        .get_info()
-        .await
-        .map_err(|e| NatsError::broker("reading the consumer", e))?;
-    Ok(info.num_pending == 0 && info.num_ack_pending == 0)
+/// acknowledgement or a redelivery (not idle when it cannot be read: the
+/// next pull finds out more).
+async fn idle(consumer: &PullConsumer) -> bool {
+    match consumer.get_info().await {
+        Ok(info) => info.num_pending == 0 && info.num_ack_pending == 0,
+        Err(e) => {
+            tracing::warn!(target: "herdless", error = %e, "cannot read the consumer");
+            false
+        }
+    }
 }
