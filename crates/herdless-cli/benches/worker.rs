@@ -17,7 +17,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use nats_server::{publish, task_streams, NatsServer};
 
 const BIN: &str = env!("CARGO_BIN_EXE_herdless");
-const BACKLOG: u64 = 300;
+const BACKLOG: u64 = 1000;
 
 fn drain(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();

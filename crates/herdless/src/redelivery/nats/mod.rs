@@ -107,6 +107,10 @@ pub const MAX_CONCURRENCY: usize = 4096;
 /// How long one pull request waits for messages before the worker asks again.
 const FETCH_WAIT: Duration = Duration::from_secs(1);
 
+/// The same under `exit_when_idle`, which reads its last request to the end
+/// before it exits.
+const IDLE_FETCH_WAIT: Duration = Duration::from_millis(200);
+
 /// A JetStream worker driving the engine: the policy, the classifier of the
 /// operation's errors, and the worker's settings. See the [module
 /// documentation](self).

@@ -11,7 +11,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::error::check_consumer;
 use super::handle::{Abort, Outcome, Task};
-use super::{NatsError, Worker, FETCH_WAIT};
+use super::{NatsError, Worker, FETCH_WAIT, IDLE_FETCH_WAIT};
 use crate::backoff::Backoff;
 use crate::classify::Classify;
 use crate::engine::Notify;
@@ -147,7 +147,11 @@ impl<C, N: Notify> Worker<C, N> {
                 let pulled = consumer
                     .batch()
                     .max_messages(free)
-                    .expires(FETCH_WAIT)
+                    .expires(if self.exit_when_idle {
+                        IDLE_FETCH_WAIT
+                    } else {
+                        FETCH_WAIT
+                    })
                     .messages()
                     .await;
                 match pulled {
@@ -178,12 +182,13 @@ impl<C, N: Notify> Worker<C, N> {
                 () = &mut pause, if paused => paused = false,
                 Some(done) = inflight.next(), if !inflight.is_empty() => {
                     summary.record(done);
-                    // Drained: stop now rather than after the pull's wait
-                    // (nothing is left to deliver to its request).
+                    // Drained: stop taking tasks. The outstanding pull is
+                    // read to its end (a short one in this mode): a task
+                    // published meanwhile is handed back, not stranded in a
+                    // dropped request until the ack wait.
                     let drained = left == 0 && inflight.is_empty();
                     if self.exit_when_idle && drained && idle(consumer).await {
                         stopping = true;
-                        batch = None;
                     }
                 }
                 taken = next(&mut batch) => match taken {
