@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let delivered = u32::from(count.first().copied().unwrap_or(1));
     let stored_at = Duration::from_secs(1_000);
     let delivery = Delivery { delivered, stored_at, identity: 1 };
-    let r = Resumed::new(&Policy::default(), Some(&header), &delivery, None);
+    let r = Resumed::new(&Policy::default(), Some(&*header), &delivery, None);
     assert!(r.attempt() >= delivered.max(1));
     assert!(r.engine.start() <= stored_at);
 });
