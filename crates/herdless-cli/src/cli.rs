@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::error::CliResult;
-use crate::{check, exec, exit, fleet, get, simulate, stub};
+use crate::{check, exec, exit, fleet, get, simulate, stub, worker};
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -29,6 +29,8 @@ pub enum Command {
     Stub(stub::StubArgs),
     /// N concurrent workers, one logical GET each; counts, peak share, histogram.
     Fleet(fleet::FleetArgs),
+    /// Run CMD for each task of a NATS JetStream consumer; retries are jittered redeliveries.
+    Worker(worker::WorkerArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit code.
@@ -44,6 +46,7 @@ pub fn run() -> i32 {
         Command::Get(args) => ("get", get::run(&args)),
         Command::Stub(args) => ("stub", stub::run(&args)),
         Command::Fleet(args) => ("fleet", fleet::run(&args)),
+        Command::Worker(args) => ("worker", worker::run(&args)),
     };
     match result {
         Ok(code) => code,

@@ -34,11 +34,12 @@
 //!   the forwarded signal still succeeded: its work is done), and 125/126/127 for
 //!   herdless's own failures (see [`exit`](crate::exit)).
 
-mod child;
+pub(crate) mod child;
 mod classes;
 pub mod stdin;
 
-pub use classes::{Classes, ClassesError, SIGPIPE_STATUS};
+pub(crate) use classes::resolve_classes;
+pub use classes::{classify, Classes, ClassesError, SIGPIPE_STATUS};
 
 use std::cell::{Cell, RefCell};
 use std::ffi::OsString;
@@ -47,9 +48,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use clap::Args;
-use herdless::{
-    Attempt, Classification, IdempotencyKey, Jitter, Notify, Retry, RetryError, RetryEvent,
-};
+use herdless::{Attempt, IdempotencyKey, Jitter, Notify, Retry, RetryError, RetryEvent};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -135,6 +134,18 @@ pub enum Failure {
     },
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Exit(status) => write!(f, "exit status {status}"),
+            Failure::TimedOut(status) => write!(f, "timed out (status {status} once ended)"),
+            Failure::Start { status, error } => {
+                write!(f, "cannot run the command (status {status}): {error}")
+            }
+        }
+    }
+}
+
 impl Failure {
     /// The exit status herdless reports when this is the last failure.
     pub fn exit_status(&self) -> i32 {
@@ -171,47 +182,7 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
         .resolve_layered(DEFAULT_JITTER)
         .map_err(|e| e.to_string())?;
     let t = &resolved.table;
-    // Where each list came from: the flag, or the policy file's line and key
-    // (the file's own lists were validated when it was read).
-    let from = |flag: &str, key: &str, line: Option<usize>| match (line, &resolved.file) {
-        (Some(line), Some(file)) => {
-            format!("{}:{line} (policy.{}.{key})", file.display(), t.name)
-        }
-        _ => flag.to_owned(),
-    };
-    let retry_from = if args.retry_on.is_some() {
-        "--retry-on".to_owned()
-    } else {
-        from(
-            "--retry-on",
-            "retry_on",
-            t.retry_on.as_ref().map(|a| a.line),
-        )
-    };
-    let terminal_from = if args.terminal_on.is_some() {
-        "--terminal-on".to_owned()
-    } else {
-        from(
-            "--terminal-on",
-            "terminal_on",
-            t.terminal_on.as_ref().map(|a| a.line),
-        )
-    };
-    let classes = Classes::validate(
-        args.retry_on.or(t.retry_on.as_ref().map(|a| a.value)),
-        args.terminal_on.or(t.terminal_on.as_ref().map(|a| a.value)),
-    )
-    .map_err(|e| e.message(&retry_from, &terminal_from))?;
-    let notes = classes
-        .left_out()
-        .map(|never| {
-            format!(
-                "note: {retry_from}: {never} left out (never retried: 126 not executable, \
-                 127 not found)"
-            )
-        })
-        .into_iter()
-        .collect();
+    let (classes, notes) = resolve_classes(args.retry_on, args.terminal_on, &resolved)?;
     let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
     if timeout.is_some_and(|d| d.is_zero()) {
         return Err("--timeout must be greater than zero".into());
@@ -358,15 +329,7 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
     child::adopt_orphans();
     let state = Rc::new(State::default());
     let classes = plan.classes;
-    let classify = move |f: &Failure| match f {
-        Failure::Exit(status) => classes.classify(*status),
-        Failure::TimedOut(_) => Classification::retryable(),
-        // Out of file descriptors: a local, transient shortage.
-        Failure::Start { error, .. } if crate::limits::is_out_of_descriptors(error) => {
-            Classification::retryable()
-        }
-        Failure::Start { .. } => Classification::terminal(),
-    };
+    let classify = move |f: &Failure| classify(&classes, f);
     let mut retry = Retry::new(plan.policy, classify)
         .notify(ExecEvents {
             format: plan.format,
@@ -464,23 +427,25 @@ async fn wait_child(
     }
 }
 
-fn start_failure(program: &OsString, error: io::Error) -> Failure {
+/// A command that could not be started, reported on stderr as `herdless
+/// SUBCOMMAND: …` (`who` names the subcommand).
+pub(crate) fn start_failure(who: &str, program: &OsString, error: io::Error) -> Failure {
     let name = program.to_string_lossy();
     let status = match error.kind() {
         _ if crate::limits::is_out_of_descriptors(&error) => {
-            eprintln!("herdless exec: {name}: cannot start: {error}");
+            eprintln!("herdless {who}: {name}: cannot start: {error}");
             exit::EXEC_USAGE
         }
         io::ErrorKind::NotFound => {
-            eprintln!("herdless exec: {name}: command not found");
+            eprintln!("herdless {who}: {name}: command not found");
             exit::EXEC_NOT_FOUND
         }
         io::ErrorKind::PermissionDenied => {
-            eprintln!("herdless exec: {name}: permission denied");
+            eprintln!("herdless {who}: {name}: permission denied");
             exit::EXEC_NOT_EXECUTABLE
         }
         _ => {
-            eprintln!("herdless exec: {name}: cannot execute: {error}");
+            eprintln!("herdless {who}: {name}: cannot execute: {error}");
             exit::EXEC_NOT_EXECUTABLE
         }
     };
@@ -511,7 +476,9 @@ async fn run_child(
         .stdin(input)
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| start_failure(&plan.program, e))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| start_failure("exec", &plan.program, e))?;
     let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
         return Err(Failure::Start {
             status: exit::EXEC_USAGE,

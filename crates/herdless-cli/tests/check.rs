@@ -79,6 +79,25 @@ fn check_fails_a_max_elapsed_longer_than_the_visibility_timeout() {
 }
 
 #[test]
+fn with_redelivery_the_visibility_check_applies_to_one_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    // The ten-minute chain fails against the 5 m visibility timeout; with
+    // redelivery only one attempt (2 m + 10 s kill grace) must fit.
+    let args = ["--policy", "ingest", "--redelivery", "--timeout", "2m"];
+    let out = check(&dir, INGEST, &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("covers one attempt, not the chain"), "{text}");
+    assert!(text.contains("worst case 2m 10s (one attempt"), "{text}");
+    let out = check(
+        &dir,
+        INGEST,
+        &["--policy", "ingest", "--redelivery", "--timeout", "4m"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
 fn check_prints_the_envelope_per_retry() {
     let dir = tempfile::tempdir().unwrap();
     let file = "[policy.cron]\njitter = \"equal\"\nbase = \"1s\"\ncap = \"4s\"\nmax_attempts = 5\n";

@@ -48,6 +48,13 @@ const FLAGS: &[&str] = &[
     "--urgent-quota",
     "--retry-budget",
     "--horizon",
+    "--nats",
+    "--stream",
+    "--consumer",
+    "--dead-letter",
+    "--concurrency",
+    "--exit-when-idle",
+    "--redelivery",
 ];
 
 /// Values that stress the parsers: durations at and past every bound, huge
@@ -81,7 +88,8 @@ fn argv() -> impl Strategy<Value = Vec<String>> {
         Just("get"),
         Just("fleet"),
         Just("stub"),
-        Just("exec")
+        Just("exec"),
+        Just("worker")
     ];
     let pair = (prop::sample::select(FLAGS), prop::option::of(value()));
     (sub, prop::collection::vec(pair, 0..8)).prop_map(|(sub, pairs)| {
@@ -138,6 +146,7 @@ proptest! {
                 Command::Get(a) => Some(&a.policy),
                 Command::Fleet(a) => Some(&a.policy),
                 Command::Exec(a) => Some(&a.policy),
+                Command::Worker(a) => Some(&a.policy),
                 _ => None,
             };
             if let Some(p) = policy {
@@ -169,7 +178,7 @@ proptest! {
 /// Every retrying subcommand's help shows `--jitter`'s default.
 #[test]
 fn jitter_help_shows_its_default() {
-    for sub in ["get", "fleet", "check", "exec"] {
+    for sub in ["get", "fleet", "check", "exec", "worker"] {
         let err = Cli::try_parse_from(["herdless", sub, "--help"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
         let help = err.to_string();

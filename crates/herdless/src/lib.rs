@@ -50,6 +50,7 @@
 //! | HTTP statuses, `Retry-After`, `Retry-After-Ms`, `reqwest`, reqwest-middleware (features `http`, `reqwest`, `reqwest-middleware`) | `http` |
 //! | gRPC status codes (`UNAVAILABLE` by default), `grpc-retry-pushback-ms` (feature `grpc`; tower flavour with `tower`) | `grpc` |
 //! | tower client-side retry (`RetryPolicy`, a `tower::retry::Policy` over the engine) and `RetryBudget` as tower's `Budget` (feature `tower`; HTTP flavour with `http`) | `integrations` |
+//! | retries by a broker's redelivery: the engine's state in message headers; NATS JetStream (feature `nats`) | [`redelivery`] |
 //! | long-lived backoff with a reset policy (reconnect loops) | [`backoff`] |
 //! | per-retrier randomness, idempotency keys | [`rng`] |
 //! | injectable clock and sleep | [`timer`] |
@@ -117,6 +118,7 @@ pub mod http;
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod integrations;
 pub mod policy;
+pub mod redelivery;
 pub mod rng;
 pub mod timer;
 

@@ -29,7 +29,8 @@ pub enum ReportFormat {
 jitter mode, and the cumulative worst case) and check it against the known failure modes of a retry \
 policy: a jitter mode that synchronizes a fleet, an undeclared max_retry_after, a cap below the \
 declared recovery_time, a chain of retries that gives up before the recovery_time has passed, and a \
-budget that is not comfortably (80%) inside the declared visibility_timeout.\n\n\
+budget that is not comfortably (80%) inside the declared visibility_timeout (with --redelivery: one \
+attempt, since the broker holds the task between attempts).\n\n\
 Exit status: 0 when no check failed (warnings allowed), 1 when a check failed (an error, or a \
 warning with --strict), 2 for usage or policy-file errors."
 )]
@@ -52,6 +53,9 @@ pub struct CheckArgs {
     /// Evaluate as `herdless exec` runs it: default jitter equal, kill_after counted.
     #[arg(long)]
     pub exec: bool,
+    /// Retries are the broker's redeliveries (`herdless worker`): the visibility timeout covers one attempt, not the chain.
+    #[arg(long)]
+    pub redelivery: bool,
     /// Fail on warnings too.
     #[arg(long)]
     pub strict: bool,

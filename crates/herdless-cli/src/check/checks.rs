@@ -66,6 +66,9 @@ pub struct Facts {
     pub workers: Option<u64>,
     /// The per-attempt timeout and the TERM→KILL grace after it.
     pub attempt_limit: Option<(Duration, Duration)>,
+    /// Retries are the broker's redeliveries: a worker holds a task for one
+    /// attempt, not the chain.
+    pub redelivery: bool,
     /// Whether `jitter` was declared rather than defaulted.
     pub jitter_declared: bool,
     /// Whether `max_retry_after` was declared rather than defaulted.
@@ -75,7 +78,7 @@ pub struct Facts {
 /// Runs every check, in report order.
 pub fn checks(envelope: &Envelope, facts: &Facts) -> Vec<Finding> {
     vec![
-        bounded(envelope),
+        bounded(envelope, facts),
         jitter(envelope, facts),
         max_retry_after(envelope, facts),
         recovery_time(envelope, facts),
@@ -91,13 +94,19 @@ fn finding(check: &'static str, level: Level, message: String) -> Finding {
     }
 }
 
-fn bounded(e: &Envelope) -> Finding {
+fn bounded(e: &Envelope, facts: &Facts) -> Finding {
     let p = e.policy();
+    let clock = if facts.redelivery {
+        "since the broker stored the task (its timestamp, a wall clock every worker reads: \
+         time queued before the first attempt counts)"
+    } else {
+        "measured on the monotonic clock"
+    };
     finding(
         "bounded",
         Level::Ok,
         format!(
-            "at most {} attempts and {} elapsed, measured on the monotonic clock",
+            "at most {} attempts and {} elapsed, {clock}",
             p.max_attempts(),
             human(p.max_elapsed())
         ),
@@ -241,6 +250,9 @@ fn visibility_timeout(e: &Envelope, facts: &Facts) -> Finding {
                 .into(),
         );
     };
+    if facts.redelivery {
+        return one_attempt(v, facts);
+    }
     let max_elapsed = e.policy().max_elapsed();
     let (worst, how) = match facts.attempt_limit {
         Some((t, grace)) => (
@@ -261,15 +273,7 @@ fn visibility_timeout(e: &Envelope, facts: &Facts) -> Finding {
             ),
         ),
     };
-    let limit = Duration::from_secs_f64(v.as_secs_f64() * VISIBILITY_SHARE);
-    let margin = format!(
-        "{:.0}% of visibility_timeout {} = {}, a {:.0}% margin for start-up, broker \
-         latency and clock skew",
-        VISIBILITY_SHARE * 100.0,
-        human(v),
-        human(limit),
-        (1.0 - VISIBILITY_SHARE) * 100.0
-    );
+    let (limit, margin) = margin(v);
     if worst > limit {
         finding(
             "visibility_timeout",
@@ -286,6 +290,64 @@ fn visibility_timeout(e: &Envelope, facts: &Facts) -> Finding {
             "visibility_timeout",
             Level::Ok,
             format!("worst case {} ({how}) is within {margin}", human(worst)),
+        )
+    }
+}
+
+/// 80 % of the visibility timeout, and the sentence that says so.
+fn margin(v: Duration) -> (Duration, String) {
+    let limit = Duration::from_secs_f64(v.as_secs_f64() * VISIBILITY_SHARE);
+    let margin = format!(
+        "{:.0}% of visibility_timeout {} = {}, a {:.0}% margin for start-up, broker \
+         latency and clock skew",
+        VISIBILITY_SHARE * 100.0,
+        human(v),
+        human(limit),
+        (1.0 - VISIBILITY_SHARE) * 100.0
+    );
+    (limit, margin)
+}
+
+/// With redelivery the broker holds the task between attempts: the
+/// visibility timeout covers one attempt (its timeout and kill grace).
+fn one_attempt(v: Duration, facts: &Facts) -> Finding {
+    const WHY: &str = "with redelivery the broker holds the task between attempts, so the \
+                       visibility timeout covers one attempt, not the chain";
+    let (limit, margin) = margin(v);
+    let Some((t, grace)) = facts.attempt_limit else {
+        return finding(
+            "visibility_timeout",
+            Level::Note,
+            format!(
+                "{WHY}; no per-attempt timeout declared, so one attempt cannot be checked \
+                 (herdless worker keeps a longer attempt alive with in-progress acks)"
+            ),
+        );
+    };
+    let worst = t.saturating_add(grace);
+    let how = format!(
+        "one attempt: timeout {} and kill grace {}",
+        human(t),
+        human(grace)
+    );
+    if worst > limit {
+        finding(
+            "visibility_timeout",
+            Level::Error,
+            format!(
+                "{WHY}: worst case {} ({how}) must be at most {margin}; a broker without \
+                 in-progress acks would redeliver a running attempt to a second worker",
+                human(worst)
+            ),
+        )
+    } else {
+        finding(
+            "visibility_timeout",
+            Level::Ok,
+            format!(
+                "{WHY}: worst case {} ({how}) is within {margin}",
+                human(worst)
+            ),
         )
     }
 }
@@ -330,6 +392,48 @@ mod tests {
         assert_eq!(
             level(&p, &Facts::default(), "visibility_timeout"),
             Level::Note
+        );
+    }
+
+    #[test]
+    fn with_redelivery_the_visibility_timeout_covers_one_attempt() {
+        // A two-minute chain, 30 s attempts: too long for a 60 s visibility
+        // timeout held across the chain, fine for one attempt at a time.
+        let p = Policy::builder()
+            .max_elapsed(Duration::from_secs(120))
+            .build()
+            .unwrap();
+        let facts = |redelivery: bool, timeout: Option<u64>| Facts {
+            visibility_timeout: Some(Duration::from_secs(60)),
+            attempt_limit: timeout.map(|t| (Duration::from_secs(t), Duration::from_secs(10))),
+            redelivery,
+            ..Facts::default()
+        };
+        assert_eq!(
+            level(&p, &facts(false, Some(30)), "visibility_timeout"),
+            Level::Error
+        );
+        assert_eq!(
+            level(&p, &facts(true, Some(30)), "visibility_timeout"),
+            Level::Ok
+        );
+        assert_eq!(
+            level(&p, &facts(true, Some(50)), "visibility_timeout"),
+            Level::Error
+        );
+        assert_eq!(
+            level(&p, &facts(true, None), "visibility_timeout"),
+            Level::Note
+        );
+        let said = checks(&p.envelope(0), &facts(true, Some(30)));
+        let v = said
+            .iter()
+            .find(|f| f.check == "visibility_timeout")
+            .unwrap();
+        assert!(
+            v.message.contains("covers one attempt, not the chain"),
+            "{}",
+            v.message
         );
     }
 

@@ -25,6 +25,7 @@
 //! | `recovery_time` | **error** | the whole chain's worst-case sleep (sum of the ceilings, bounded by `max_elapsed`) is below the declared recovery time: every call gives up before the resource is back; the message names the knob (more attempts, a larger base or multiplier, a larger `max_elapsed`) |
 //! | `recovery_time` | warn | the chain reaches past the recovery time but `cap` is below it: every worker's longest backoff still lands mid-recovery and the storm resumes |
 //! | `visibility_timeout` | **error** | the worst-case call — `max_elapsed`, plus the last attempt's own run time when a per-attempt `timeout` is declared (`timeout + kill_after`) — must be at most [`VISIBILITY_SHARE`] (80 %) of the broker's visibility timeout: the 20 % margin absorbs the last attempt's start-up, broker delivery latency and clock skew between broker and worker |
+//! | `visibility_timeout` with `--redelivery` | **error** | retries are the broker's redeliveries (`herdless worker`), so the worker holds a task for one attempt only: the check applies to one attempt (`timeout + kill_after`), and says so; without a declared `timeout` it is a note (`herdless worker` keeps a longer attempt alive with in-progress acks) |
 //!
 //! A cap that covers one recovery is necessary, not sufficient: with the
 //! defaults (5 retries of at most 0.5, 1, 2, 4 and 8 s) a 30 s cap never comes
@@ -112,6 +113,7 @@ fn facts(args: &CheckArgs, r: &Resolved) -> Facts {
             .or(t.visibility_timeout.as_ref().map(|a| a.value)),
         workers: args.workers.or(t.workers.as_ref().map(|a| a.value)),
         attempt_limit: timeout.map(|t| (t, grace)),
+        redelivery: args.redelivery,
         jitter_declared: r.jitter_declared,
         max_retry_after_declared: r.max_retry_after_declared,
     }

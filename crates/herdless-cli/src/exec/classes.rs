@@ -1,11 +1,13 @@
 //! Exit-status classification for `exec`: which statuses are retried
 //! (`--retry-on`), which are terminal (`--terminal-on`), and the ones no retry
 //! can fix (126 not executable, 127 not found, 141 death by `SIGPIPE` unless
-//! listed).
+//! listed), the verdict on a failed attempt ([`classify`]), and the lists in
+//! force from the flags and the policy file. `exec` and `worker` share them.
 
 use herdless::Classification;
 use nix::sys::signal::Signal;
 
+use super::Failure;
 use crate::codes::CodeSet;
 use crate::exit;
 
@@ -133,5 +135,82 @@ impl Classes {
             None if status == SIGPIPE_STATUS => Classification::terminal(),
             None => Classification::retryable(),
         }
+    }
+}
+
+/// The exit-status lists in force: the flags over the policy file's, with
+/// the notes to print (statuses a range listed that are never retried).
+/// Errors name where each list came from.
+pub(crate) fn resolve_classes(
+    retry_on: Option<CodeSet>,
+    terminal_on: Option<CodeSet>,
+    resolved: &crate::policy_args::Resolved,
+) -> Result<(Classes, Vec<String>), String> {
+    let t = &resolved.table;
+    // Where each list came from: the flag, or the policy file's line and key
+    // (the file's own lists were validated when it was read).
+    let from = |flag: &str, key: &str, line: Option<usize>| match (line, &resolved.file) {
+        (Some(line), Some(file)) => {
+            format!("{}:{line} (policy.{}.{key})", file.display(), t.name)
+        }
+        _ => flag.to_owned(),
+    };
+    let retry_from = if retry_on.is_some() {
+        "--retry-on".to_owned()
+    } else {
+        from(
+            "--retry-on",
+            "retry_on",
+            t.retry_on.as_ref().map(|a| a.line),
+        )
+    };
+    let terminal_from = if terminal_on.is_some() {
+        "--terminal-on".to_owned()
+    } else {
+        from(
+            "--terminal-on",
+            "terminal_on",
+            t.terminal_on.as_ref().map(|a| a.line),
+        )
+    };
+    let classes = Classes::validate(
+        retry_on.or(t.retry_on.as_ref().map(|a| a.value)),
+        terminal_on.or(t.terminal_on.as_ref().map(|a| a.value)),
+    )
+    .map_err(|e| e.message(&retry_from, &terminal_from))?;
+    let notes = classes
+        .left_out()
+        .map(|never| {
+            format!(
+                "note: {retry_from}: {never} left out (never retried: 126 not executable, \
+                 127 not found)"
+            )
+        })
+        .into_iter()
+        .collect();
+    Ok((classes, notes))
+}
+
+/// The verdict on a failed attempt: its exit status by `classes`; a timeout
+/// is retryable; a command that cannot be started is terminal, unless the
+/// process ran out of file descriptors (a local, transient shortage).
+///
+/// ```
+/// use herdless_cli::exec::{classify, Classes, Failure};
+/// let classes = Classes::new(None, None)?;
+/// assert!(classify(&classes, &Failure::Exit(1)).is_retryable());
+/// assert!(!classify(&classes, &Failure::Exit(127)).is_retryable());
+/// assert!(classify(&classes, &Failure::TimedOut(143)).is_retryable());
+/// # Ok::<(), String>(())
+/// ```
+pub fn classify(classes: &Classes, failure: &Failure) -> Classification {
+    match failure {
+        Failure::Exit(status) => classes.classify(*status),
+        Failure::TimedOut(_) => Classification::retryable(),
+        // Out of file descriptors: a local, transient shortage.
+        Failure::Start { error, .. } if crate::limits::is_out_of_descriptors(error) => {
+            Classification::retryable()
+        }
+        Failure::Start { .. } => Classification::terminal(),
     }
 }

@@ -10,6 +10,8 @@ use crate::fleet::RetryCause;
 use crate::policy::Schedule;
 use crate::rng::Rng;
 
+mod resume;
+
 /// What follows a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {

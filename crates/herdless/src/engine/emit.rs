@@ -80,6 +80,18 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             reason = reason.as_str(),
             "retry_budget_exhausted"
         ),
+        RetryEvent::StateInvalid {
+            task_id,
+            attempt,
+            reason,
+        } => event_at!(
+            level,
+            event = "retry_state_invalid",
+            task_id,
+            attempt,
+            reason,
+            "retry_state_invalid"
+        ),
     }
 }
 

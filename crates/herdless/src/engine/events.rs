@@ -10,6 +10,12 @@
 //! | `retry_succeeded` | INFO | `task_id`, `attempt`, `elapsed_s` |
 //! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `elapsed_s` |
 //! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
+//! | `retry_state_invalid` | WARN | `task_id`, `attempt`, `reason` (`too_long`, `unknown_version`, `garbled`) |
+//!
+//! `retry_state_invalid` comes only from a driver that resumes calls from
+//! state carried in a message ([`redelivery`](crate::redelivery)): the state
+//! was refused and the call starts afresh from what the broker vouches for
+//! (its delivery count), never with more than the policy allows.
 //!
 //! The drivers that send requests (the tower `RetryPolicy`, the reqwest
 //! `RetryMiddleware`) add one of their own, outside these levels:
@@ -98,11 +104,23 @@ pub enum RetryEvent<'a> {
         /// Which budget (`ServerPushback`: the server's own, it asked not to be retried).
         reason: GiveUp,
     },
+    /// A resumed call's travelling state was refused (see
+    /// [`redelivery`](crate::redelivery)): it starts afresh from the broker's
+    /// delivery count.
+    StateInvalid {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The attempt about to start (the broker's delivery count is its floor).
+        attempt: u32,
+        /// Why the state was refused: `too_long`, `unknown_version`, `garbled`.
+        reason: &'a str,
+    },
 }
 
 impl RetryEvent<'_> {
     /// The event's stable name (`retry_scheduled`, `retry_succeeded`,
-    /// `retry_abandoned_terminal`, `retry_budget_exhausted`).
+    /// `retry_abandoned_terminal`, `retry_budget_exhausted`,
+    /// `retry_state_invalid`).
     ///
     /// ```
     /// let e = herdless::RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() };
@@ -114,6 +132,7 @@ impl RetryEvent<'_> {
             RetryEvent::Succeeded { .. } => "retry_succeeded",
             RetryEvent::AbandonedTerminal { .. } => "retry_abandoned_terminal",
             RetryEvent::BudgetExhausted { .. } => "retry_budget_exhausted",
+            RetryEvent::StateInvalid { .. } => "retry_state_invalid",
         }
     }
 
@@ -128,7 +147,8 @@ impl RetryEvent<'_> {
             RetryEvent::Scheduled { attempt, .. }
             | RetryEvent::Succeeded { attempt, .. }
             | RetryEvent::AbandonedTerminal { attempt, .. }
-            | RetryEvent::BudgetExhausted { attempt, .. } => attempt,
+            | RetryEvent::BudgetExhausted { attempt, .. }
+            | RetryEvent::StateInvalid { attempt, .. } => attempt,
         }
     }
 
@@ -143,7 +163,8 @@ impl RetryEvent<'_> {
             RetryEvent::Scheduled { task_id, .. }
             | RetryEvent::Succeeded { task_id, .. }
             | RetryEvent::AbandonedTerminal { task_id, .. }
-            | RetryEvent::BudgetExhausted { task_id, .. } => task_id,
+            | RetryEvent::BudgetExhausted { task_id, .. }
+            | RetryEvent::StateInvalid { task_id, .. } => task_id,
         }
     }
 
@@ -205,6 +226,15 @@ impl RetryEvent<'_> {
                 f("attempt", U32(attempt));
                 f("elapsed_s", Seconds(elapsed));
                 f("reason", Str(reason.as_str()));
+            }
+            RetryEvent::StateInvalid {
+                task_id,
+                attempt,
+                reason,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("reason", Str(reason));
             }
         }
     }

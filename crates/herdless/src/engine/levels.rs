@@ -7,6 +7,7 @@
 //! | `retry_abandoned_terminal` on the first attempt | WARN |
 //! | `retry_abandoned_terminal` after a retry | ERROR |
 //! | `retry_budget_exhausted` | ERROR |
+//! | `retry_state_invalid` | WARN |
 //!
 //! A terminal error on the **first** attempt is WARN, not ERROR: nothing was
 //! retried, the endpoint answered and the answer was "no" (a 404, a 401, a
@@ -57,6 +58,7 @@ pub struct EventLevels {
     terminal_first: Level,
     terminal: Level,
     exhausted: Level,
+    state_invalid: Level,
 }
 
 impl Default for EventLevels {
@@ -67,7 +69,7 @@ impl Default for EventLevels {
 
 impl EventLevels {
     /// The defaults: WARN, INFO, WARN (terminal on the first attempt), ERROR
-    /// (terminal after a retry), ERROR.
+    /// (terminal after a retry), ERROR, WARN (`retry_state_invalid`).
     ///
     /// ```
     /// use herdless::engine::EventLevels;
@@ -80,18 +82,20 @@ impl EventLevels {
         terminal_first: Level::WARN,
         terminal: Level::ERROR,
         exhausted: Level::ERROR,
+        state_invalid: Level::WARN,
     };
 
-    /// The four event names, in the order of the events table.
+    /// The five event names, in the order of the events table.
     ///
     /// ```
-    /// assert_eq!(herdless::engine::EventLevels::NAMES.len(), 4);
+    /// assert_eq!(herdless::engine::EventLevels::NAMES.len(), 5);
     /// ```
-    pub const NAMES: [&'static str; 4] = [
+    pub const NAMES: [&'static str; 5] = [
         "retry_scheduled",
         "retry_succeeded",
         "retry_abandoned_terminal",
         "retry_budget_exhausted",
+        "retry_state_invalid",
     ];
 
     /// The level of `retry_scheduled`.
@@ -156,6 +160,17 @@ impl EventLevels {
         self
     }
 
+    /// The level of `retry_state_invalid`.
+    ///
+    /// ```
+    /// let l = herdless::engine::EventLevels::default().retry_state_invalid(tracing::Level::ERROR);
+    /// assert_eq!(l.get("retry_state_invalid"), Some(tracing::Level::ERROR));
+    /// ```
+    pub const fn retry_state_invalid(mut self, level: Level) -> Self {
+        self.state_invalid = level;
+        self
+    }
+
     /// Sets an event's level by its name (from a configuration file, say).
     /// `retry_abandoned_terminal` sets both of its levels (first attempt and
     /// after a retry).
@@ -164,7 +179,7 @@ impl EventLevels {
     /// use herdless::engine::EventLevels;
     /// assert!(EventLevels::default().set("retry_scheduled", tracing::Level::INFO).is_ok());
     /// let err = EventLevels::default().set("retry_sheduled", tracing::Level::INFO).unwrap_err();
-    /// assert_eq!(err.to_string(), "unknown retry event \"retry_sheduled\" (expected one of retry_scheduled, retry_succeeded, retry_abandoned_terminal, retry_budget_exhausted)");
+    /// assert_eq!(err.to_string(), "unknown retry event \"retry_sheduled\" (expected one of retry_scheduled, retry_succeeded, retry_abandoned_terminal, retry_budget_exhausted, retry_state_invalid)");
     /// ```
     ///
     /// # Errors
@@ -178,6 +193,7 @@ impl EventLevels {
                 .retry_abandoned_terminal(level)
                 .first_attempt_terminal(level),
             "retry_budget_exhausted" => self.retry_budget_exhausted(level),
+            "retry_state_invalid" => self.retry_state_invalid(level),
             other => return Err(UnknownEvent(other.to_owned())),
         })
     }
@@ -196,6 +212,7 @@ impl EventLevels {
             "retry_succeeded" => Some(self.succeeded),
             "retry_abandoned_terminal" => Some(self.terminal),
             "retry_budget_exhausted" => Some(self.exhausted),
+            "retry_state_invalid" => Some(self.state_invalid),
             _ => None,
         }
     }
@@ -214,6 +231,7 @@ impl EventLevels {
             RetryEvent::AbandonedTerminal { attempt, .. } if attempt <= 1 => self.terminal_first,
             RetryEvent::AbandonedTerminal { .. } => self.terminal,
             RetryEvent::BudgetExhausted { .. } => self.exhausted,
+            RetryEvent::StateInvalid { .. } => self.state_invalid,
         }
     }
 }

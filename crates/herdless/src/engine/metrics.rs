@@ -133,6 +133,8 @@ mod record {
             RetryEvent::BudgetExhausted { reason, .. } => {
                 metrics::counter!(GIVE_UPS, REASON => reason.as_str()).increment(1);
             }
+            // Not a decision about an attempt: the state it resumed from was refused.
+            RetryEvent::StateInvalid { .. } => {}
         }
         gauges(budget, breaker);
     }

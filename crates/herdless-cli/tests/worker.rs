@@ -1,0 +1,412 @@
+//! `herdless worker` end to end: the real binary, a real `nats-server`
+//! (127.0.0.1, a port it picks, a temporary store), real processes and
+//! signals. Every task published is counted at the end: acked once after a
+//! success, or in the dead-letter stream with its reason.
+//!
+//! Nothing sleeps to wait: workers run with `--exit-when-idle` and are
+//! awaited; an attempt announces itself through a FIFO the test reads.
+
+#[path = "../../herdless/tests/support/nats_server.rs"]
+mod nats_server;
+
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use nats_server::{consumer_state, dead_letters, header, publish, task_streams, NatsServer};
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_herdless");
+
+/// A worker on `TASKS`/`workers`, dead-lettering to `dead.tasks` unless
+/// `extra` names another subject, a fast policy (30 ms base, 3 attempts,
+/// through the environment so `extra` can override them), JSON events and
+/// summary; `extra` flags, then `sh -c SCRIPT`.
+fn worker(server: &NatsServer, dir: &tempfile::TempDir, extra: &[&str], script: &str) -> Command {
+    let mut cmd = Command::new(BIN);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("HERDLESS_") || k == "RUST_LOG" || k == "NATS_URL" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.current_dir(dir.path())
+        .env("LOG", dir.path().join("log"))
+        .env("FIFO", dir.path().join("fifo"))
+        .env("HERDLESS_BASE", "30ms")
+        .env("HERDLESS_MAX_ATTEMPTS", "3")
+        .env("HERDLESS_LOG_FORMAT", "json")
+        .args(["worker", "--nats", server.url()]);
+    if !extra.contains(&"--stream") {
+        cmd.args(["--stream", "TASKS"]);
+    }
+    if !extra.contains(&"--consumer") {
+        cmd.args(["--consumer", "workers"]);
+    }
+    if !extra.contains(&"--dead-letter") {
+        cmd.args(["--dead-letter", "dead.tasks"]);
+    }
+    cmd.args(extra)
+        .args(["--", "sh", "-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Each attempt's line in `$LOG`: attempt, key, payload.
+const LOG_ATTEMPT: &str =
+    r#"p=$(cat); echo "$HERDLESS_ATTEMPT $HERDLESS_IDEMPOTENCY_KEY $p" >> "$LOG""#;
+
+fn attempts(dir: &tempfile::TempDir) -> Vec<(u32, String, String)> {
+    let text = std::fs::read_to_string(dir.path().join("log")).unwrap_or_default();
+    text.lines()
+        .map(|l| {
+            let mut f = l.splitn(3, ' ');
+            let n = f.next().unwrap().parse().unwrap();
+            (
+                n,
+                f.next().unwrap().to_owned(),
+                f.next().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The summary (the last stdout line) and the event names on stderr.
+fn summary(out: &Output) -> (Value, Vec<String>) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "worker failed: {:?}\n{stderr}",
+        out.status
+    );
+    let last = stdout
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no summary; stderr: {stderr}"));
+    let events = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["event"].as_str().unwrap_or("").to_owned())
+        .collect();
+    (serde_json::from_str(last).unwrap(), events)
+}
+
+async fn run(mut cmd: Command) -> Output {
+    let child = cmd.spawn().expect("start herdless worker");
+    tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the worker ends")
+        .expect("its output")
+}
+
+fn mkfifo(dir: &tempfile::TempDir) -> PathBuf {
+    let path = dir.path().join("fifo");
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    path
+}
+
+/// Waits for the next line an attempt writes to the FIFO.
+async fn announced(fifo: &std::path::Path) -> String {
+    let fifo = fifo.to_owned();
+    tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
+        .await
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn fails_twice_then_succeeds_acked_once() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    let seq = publish(&js, "tasks.scan", "page-1", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(r#"{LOG_ATTEMPT}; [ "$HERDLESS_ATTEMPT" -ge 3 ]"#);
+    let out = run(worker(
+        &server,
+        &dir,
+        &["--exit-when-idle", "--max-attempts", "5"],
+        &script,
+    ))
+    .await;
+    let (s, events) = summary(&out);
+    let seen = attempts(&dir);
+    assert_eq!(seen.iter().map(|a| a.0).collect::<Vec<_>>(), [1, 2, 3]);
+    assert!(
+        seen.iter().all(|a| a.1 == seen[0].1 && a.2 == "page-1"),
+        "{seen:?}"
+    );
+    assert_eq!(
+        (s["acked"].as_u64(), s["retried"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(s["dead_lettered"], 0);
+    assert_eq!(s["stopped_by"], "idle");
+    assert_eq!(events.iter().filter(|e| *e == "retry_scheduled").count(), 2);
+    assert!(events.contains(&"retry_succeeded".to_owned()));
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+    assert!(dead_letters(&js).await.is_empty());
+}
+
+#[tokio::test]
+async fn terminal_statuses_are_dead_lettered_with_the_reason() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    publish(&js, "tasks.a", "listed", None).await;
+    let last = publish(&js, "tasks.b", "not-found", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    // Payload "listed": exit 3 (--terminal-on); "not-found": 127 (never retried).
+    let script = format!(r#"{LOG_ATTEMPT}; [ "$p" = listed ] && exit 3; exit 127"#);
+    let out = run(worker(
+        &server,
+        &dir,
+        &["--exit-when-idle", "--terminal-on", "3"],
+        &script,
+    ))
+    .await;
+    let (s, events) = summary(&out);
+    assert_eq!(attempts(&dir).len(), 2, "no retry of a terminal status");
+    assert_eq!(s["dead_lettered"], 2);
+    assert_eq!(s["by_reason"]["terminal"], 2);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| *e == "retry_abandoned_terminal")
+            .count(),
+        2
+    );
+    let dead = dead_letters(&js).await;
+    let errors: Vec<&str> = dead.iter().map(|d| header(d, "Herdless-Error")).collect();
+    assert_eq!(errors, ["exit status 3", "exit status 127"]);
+    for d in &dead {
+        assert_eq!(header(d, "Herdless-Reason"), "terminal");
+        assert_eq!(header(d, "Herdless-Attempts"), "1");
+    }
+    assert_eq!(consumer_state(&consumer).await, (0, 0, last));
+}
+
+#[tokio::test]
+async fn an_exhausted_budget_is_dead_lettered() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    let seq = publish(&js, "tasks.scan", "always-busy", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("{LOG_ATTEMPT}; exit 75");
+    let out = run(worker(&server, &dir, &["--exit-when-idle"], &script)).await;
+    let (s, events) = summary(&out);
+    assert_eq!(
+        attempts(&dir).iter().map(|a| a.0).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(
+        (s["retried"].as_u64(), s["dead_lettered"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert!(events.contains(&"retry_budget_exhausted".to_owned()));
+    let dead = dead_letters(&js).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(header(&dead[0], "Herdless-Reason"), "max_attempts");
+    assert_eq!(header(&dead[0], "Herdless-Attempts"), "3");
+    assert_eq!(header(&dead[0], "Herdless-Error"), "exit status 75");
+    assert_eq!(&dead[0].payload[..], b"always-busy");
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_attempt_leaves_the_count_to_the_next() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    // A short ack wait: the dead worker's task comes back quickly.
+    let consumer = task_streams(&js, Duration::from_millis(500)).await;
+    let seq = publish(&js, "tasks.scan", "page-9", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = mkfifo(&dir);
+    // Attempt 1 announces its process group and key, then hangs; later
+    // attempts log and succeed.
+    let script = format!(
+        r#"if [ "$HERDLESS_ATTEMPT" = 1 ]; then echo "$$ $HERDLESS_IDEMPOTENCY_KEY" > "$FIFO"; exec sleep 60; fi; {LOG_ATTEMPT}"#
+    );
+    let mut first: Child = worker(&server, &dir, &[], &script).spawn().unwrap();
+    let line = announced(&fifo).await;
+    let (pgid, key) = line.split_once(' ').unwrap();
+    kill(Pid::from_raw(first.id().unwrap() as i32), Signal::SIGKILL).unwrap();
+    first.wait().await.unwrap();
+    // The orphaned attempt is the test's to end.
+    killpg(Pid::from_raw(pgid.parse().unwrap()), Signal::SIGKILL).unwrap();
+    let out = run(worker(&server, &dir, &["--exit-when-idle"], &script)).await;
+    let (s, _) = summary(&out);
+    let seen = attempts(&dir);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0, 2, "the attempt count continues");
+    assert_eq!(seen[0].1, key, "and the key stays");
+    assert_eq!(s["acked"], 1);
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+    assert!(dead_letters(&js).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_garbled_state_header_is_bounded_by_the_delivery_count() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Herdless-State", "1;a=lots;t=never");
+    let seq = publish(&js, "tasks.scan", "forged", Some(headers)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("{LOG_ATTEMPT}; exit 1");
+    let out = run(worker(&server, &dir, &["--exit-when-idle"], &script)).await;
+    let (s, events) = summary(&out);
+    assert_eq!(
+        attempts(&dir).iter().map(|a| a.0).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| *e == "retry_state_invalid")
+            .count(),
+        3
+    );
+    assert_eq!(s["by_reason"]["max_attempts"], 1);
+    let dead = dead_letters(&js).await;
+    assert_eq!(header(&dead[0], "Herdless-Attempts"), "3");
+    assert!(header(&dead[0], "Herdless-State").starts_with("1;a=3;"));
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+}
+
+#[tokio::test]
+async fn sigterm_lets_running_attempts_finish_and_a_second_hands_them_back() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(30)).await;
+    let seq = publish(&js, "tasks.scan", "long", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = mkfifo(&dir);
+    let script = format!(
+        r#"if [ "$HERDLESS_ATTEMPT" = 1 ]; then echo "$$" > "$FIFO"; exec sleep 60; fi; {LOG_ATTEMPT}"#
+    );
+    let mut first = worker(&server, &dir, &[], &script).spawn().unwrap();
+    let pid = Pid::from_raw(first.id().unwrap() as i32);
+    let attempt_group = announced(&fifo).await;
+    let mut stderr = BufReader::new(first.stderr.take().unwrap()).lines();
+    kill(pid, Signal::SIGTERM).unwrap();
+    // The second signal once the first is taken (two at once would be one).
+    while let Some(line) = stderr.next_line().await.unwrap() {
+        if line.contains("taking no new task") {
+            break;
+        }
+    }
+    kill(pid, Signal::SIGTERM).unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), first.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let (s, _) = summary(&out);
+    assert_eq!(s["stopped_by"], "SIGTERM");
+    assert_eq!(
+        (s["handed_back"].as_u64(), s["acked"].as_u64()),
+        (Some(1), Some(0))
+    );
+    // The abandoned attempt's group is gone.
+    assert!(killpg(Pid::from_raw(attempt_group.parse().unwrap()), None).is_err());
+    // Handed back at once, not after the 30 s ack wait, and counted.
+    let out = run(worker(&server, &dir, &["--exit-when-idle"], &script)).await;
+    let (s, _) = summary(&out);
+    assert_eq!(s["acked"], 1);
+    assert_eq!(attempts(&dir)[0].0, 2);
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+}
+
+#[tokio::test]
+async fn a_consumer_that_could_drop_tasks_is_refused() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    task_streams(&js, Duration::from_secs(5)).await;
+    let dir = tempfile::tempdir().unwrap();
+    // No stream stores the dead-letter subject.
+    let cmd = worker(
+        &server,
+        &dir,
+        &["--exit-when-idle", "--dead-letter", "nowhere.x"],
+        "true",
+    );
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no stream stores the dead-letter subject"),
+        "{stderr}"
+    );
+    // max_deliver below max_attempts.
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: "OTHER".into(),
+        subjects: vec!["other.>".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .create_consumer(async_nats::jetstream::consumer::pull::Config {
+        durable_name: Some("short".into()),
+        ack_policy: async_nats::jetstream::consumer::AckPolicy::Explicit,
+        max_deliver: 2,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let extra = [
+        "--exit-when-idle",
+        "--stream",
+        "OTHER",
+        "--consumer",
+        "short",
+    ];
+    let cmd = worker(&server, &dir, &extra, "true");
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stops redelivering after 2"));
+}
+
+#[tokio::test]
+async fn sigint_takes_no_new_task_and_lets_the_running_attempt_finish() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(30)).await;
+    let first = publish(&js, "tasks.scan", "running", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = mkfifo(&dir);
+    // The attempt announces itself, then works for a second and succeeds.
+    let script = format!(r#"{LOG_ATTEMPT}; echo "$$" > "$FIFO"; sleep 1"#);
+    let worker = worker(&server, &dir, &[], &script).spawn().unwrap();
+    announced(&fifo).await;
+    // Published while the attempt runs: the stopping worker must not take it.
+    let waiting = publish(&js, "tasks.scan", "waiting", None).await;
+    kill(Pid::from_raw(worker.id().unwrap() as i32), Signal::SIGINT).unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), worker.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let (s, _) = summary(&out);
+    assert_eq!(s["stopped_by"], "SIGINT");
+    assert_eq!(
+        (s["deliveries"].as_u64(), s["acked"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(attempts(&dir).len(), 1);
+    // The running task was acked; the waiting one is still the broker's.
+    assert_eq!(consumer_state(&consumer).await, (1, 0, first));
+    assert_eq!(waiting, first + 1);
+}

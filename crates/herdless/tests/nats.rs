@@ -1,0 +1,336 @@
+//! The JetStream worker over a real `nats-server` (127.0.0.1, a port it
+//! picks, a temporary store): every task ends acked once after a success or
+//! in the dead-letter stream with its reason, counted.
+
+#[path = "support/nats_server.rs"]
+mod nats_server;
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use herdless::redelivery::nats::{Summary, Task, Worker};
+use herdless::{Classification, Jitter, Policy, RetryEvent};
+use nats_server::{consumer_state, dead_letters, header, publish, task_streams, NatsServer};
+
+/// The operation's error in these tests.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Busy,
+    Refused,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fault::Busy => "device busy",
+            Fault::Refused => "request refused",
+        })
+    }
+}
+
+fn classify(f: &Fault) -> Classification {
+    match f {
+        Fault::Busy => Classification::retryable(),
+        Fault::Refused => Classification::terminal(),
+    }
+}
+
+fn policy(max_attempts: u32) -> Policy {
+    Policy::builder()
+        .base(Duration::from_millis(40))
+        .jitter(Jitter::Full)
+        .max_attempts(max_attempts)
+        .max_elapsed(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// One attempt as the operation saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    payload: String,
+    attempt: u32,
+    key: String,
+    started: Instant,
+    ended: Instant,
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// Runs a worker until the consumer is idle; `fail(payload, attempt)` says
+/// how each attempt ends. Returns the summary, the attempts, and the sleeps
+/// the engine scheduled.
+async fn run_worker(
+    server: &NatsServer,
+    worker: Worker<fn(&Fault) -> Classification>,
+    fail: fn(&str, u32) -> Option<Fault>,
+) -> (Summary, Vec<Seen>, Vec<Duration>, Vec<String>) {
+    let js = server.jetstream().await;
+    let consumer = js
+        .get_stream("TASKS")
+        .await
+        .unwrap()
+        .get_consumer::<async_nats::jetstream::consumer::pull::Config>("workers")
+        .await
+        .unwrap();
+    let log: Log = Arc::default();
+    let sleeps: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let names: Arc<Mutex<Vec<String>>> = Arc::default();
+    let hook = {
+        let (sleeps, names) = (Arc::clone(&sleeps), Arc::clone(&names));
+        move |e: &RetryEvent<'_>| {
+            names.lock().unwrap().push(e.name().to_owned());
+            if let RetryEvent::Scheduled { sleep, .. } = e {
+                sleeps.lock().unwrap().push(*sleep);
+            }
+        }
+    };
+    let worker = worker.notify(hook).exit_when_idle(true);
+    let op = |task: Task| {
+        let log = Arc::clone(&log);
+        async move {
+            let started = Instant::now();
+            let payload = String::from_utf8_lossy(&task.payload).into_owned();
+            let result = fail(&payload, task.attempt).map_or(Ok(()), Err);
+            log.lock().unwrap().push(Seen {
+                payload,
+                attempt: task.attempt,
+                key: task.key.to_string(),
+                started,
+                ended: Instant::now(),
+            });
+            result
+        }
+    };
+    let summary = worker
+        .run(
+            &js,
+            &consumer,
+            op,
+            std::future::pending::<()>(),
+            std::future::pending::<()>(),
+        )
+        .await
+        .unwrap();
+    let seen = log.lock().unwrap().clone();
+    let sleeps = sleeps.lock().unwrap().clone();
+    let names = names.lock().unwrap().clone();
+    (summary, seen, sleeps, names)
+}
+
+fn worker(max_attempts: u32) -> Worker<fn(&Fault) -> Classification> {
+    Worker::new(
+        policy(max_attempts),
+        classify as fn(&Fault) -> Classification,
+    )
+    .dead_letter("dead.tasks")
+}
+
+#[tokio::test]
+async fn fails_twice_then_succeeds_acked_once_after_the_engines_delays() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    let seq = publish(&js, "tasks.scan", "page-1", None).await;
+    let (summary, seen, sleeps, _) = run_worker(&server, worker(5), |_, attempt| {
+        (attempt < 3).then_some(Fault::Busy)
+    })
+    .await;
+    assert_eq!(
+        seen.iter().map(|s| s.attempt).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(
+        seen.iter().all(|s| s.key == seen[0].key),
+        "one key for the task"
+    );
+    assert_eq!(
+        (summary.acked, summary.retried, summary.dead_lettered),
+        (1, 2, 0)
+    );
+    assert_eq!(summary.deliveries, 3);
+    assert_eq!(sleeps.len(), 2);
+    for (k, sleep) in sleeps.iter().enumerate() {
+        let gap = seen[k + 1].started - seen[k].ended;
+        assert!(
+            gap >= *sleep,
+            "redelivery {k} after {gap:?}, before the engine's {sleep:?}"
+        );
+    }
+    // Acked: nothing pending, nothing awaiting an ack, the floor past the task.
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+    assert!(dead_letters(&js).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_terminal_error_is_dead_lettered_with_its_reason() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Trace-Id", "t-77");
+    let seq = publish(&js, "tasks.scan", "page-2", Some(headers)).await;
+    let (summary, seen, _, _) = run_worker(&server, worker(5), |_, _| Some(Fault::Refused)).await;
+    assert_eq!(seen.len(), 1, "a terminal error is not retried");
+    assert_eq!((summary.acked, summary.dead_lettered), (0, 1));
+    assert_eq!(summary.by_reason.get("terminal"), Some(&1));
+    let dead = dead_letters(&js).await;
+    assert_eq!(dead.len(), 1);
+    let d = &dead[0];
+    assert_eq!(&d.payload[..], b"page-2");
+    assert_eq!(d.subject.as_str(), "dead.tasks");
+    assert_eq!(header(d, "Herdless-Reason"), "terminal");
+    assert_eq!(header(d, "Herdless-Attempts"), "1");
+    assert_eq!(header(d, "Herdless-Error"), "request refused");
+    assert_eq!(header(d, "Herdless-Subject"), "tasks.scan");
+    assert_eq!(header(d, "Herdless-Sequence"), seq.to_string());
+    assert_eq!(
+        header(d, "Trace-Id"),
+        "t-77",
+        "the task's own headers travel"
+    );
+    assert!(header(d, "Herdless-State").contains(&format!("k={}", seen[0].key)));
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+}
+
+#[tokio::test]
+async fn an_exhausted_budget_is_dead_lettered_after_max_attempts() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    let seq = publish(&js, "tasks.scan", "page-3", None).await;
+    let (summary, seen, _, _) = run_worker(&server, worker(3), |_, _| Some(Fault::Busy)).await;
+    assert_eq!(
+        seen.iter().map(|s| s.attempt).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!((summary.retried, summary.dead_lettered), (2, 1));
+    let dead = dead_letters(&js).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(header(&dead[0], "Herdless-Reason"), "max_attempts");
+    assert_eq!(header(&dead[0], "Herdless-Attempts"), "3");
+    assert_eq!(header(&dead[0], "Herdless-Error"), "device busy");
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+}
+
+#[tokio::test]
+async fn a_garbled_state_header_is_bounded_by_the_delivery_count() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    task_streams(&js, Duration::from_secs(5)).await;
+    for (i, state) in [
+        "1;a=banana",
+        "\u{7f}\u{0}",
+        "9;a=0",
+        "1;a=0;t=99999999999999",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Herdless-State", state);
+        publish(&js, "tasks.scan", &format!("forged-{i}"), Some(headers)).await;
+    }
+    let (summary, seen, _, events) = run_worker(&server, worker(3), |_, _| Some(Fault::Busy)).await;
+    // The three refused headers warn on each of their deliveries; the valid
+    // (forged) one does not.
+    let warnings = events
+        .iter()
+        .filter(|n| *n == "retry_state_invalid")
+        .count();
+    assert_eq!(warnings, 3 * 3);
+    for i in 0..4 {
+        let attempts: Vec<u32> = seen
+            .iter()
+            .filter(|s| s.payload == format!("forged-{i}"))
+            .map(|s| s.attempt)
+            .collect();
+        assert_eq!(attempts, [1, 2, 3], "task forged-{i}");
+    }
+    assert_eq!(summary.dead_lettered, 4);
+    assert!(dead_letters(&js)
+        .await
+        .iter()
+        .all(|d| header(d, "Herdless-Attempts") == "3"));
+}
+
+/// A long attempt is kept alive by in-progress acks: the broker does not
+/// hand it to another worker under it.
+#[tokio::test]
+async fn a_long_attempt_is_not_redelivered_under_it() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_millis(300)).await;
+    let seq = publish(&js, "tasks.scan", "slow", None).await;
+    // Two slots: a redelivery under the attempt would be taken by the second.
+    let w = worker(3).concurrency(2).unwrap().exit_when_idle(true);
+    let deliveries = Arc::new(Mutex::new(0));
+    let op = |_task: Task| {
+        let deliveries = Arc::clone(&deliveries);
+        async move {
+            *deliveries.lock().unwrap() += 1;
+            // The work itself: four ack waits long.
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            Ok::<(), Fault>(())
+        }
+    };
+    let summary = w
+        .run(
+            &js,
+            &consumer,
+            op,
+            std::future::pending::<()>(),
+            std::future::pending::<()>(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(*deliveries.lock().unwrap(), 1);
+    assert_eq!((summary.deliveries, summary.acked), (1, 1));
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+}
+
+/// Two workers, forty tasks of every kind: each ends acked or dead-lettered,
+/// none twice, none lost.
+#[tokio::test]
+async fn nothing_is_lost_across_two_workers() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    for i in 0..40 {
+        publish(&js, "tasks.mixed", &i.to_string(), None).await;
+    }
+    // n % 4: 0 succeeds, 1 fails once, 2 is refused, 3 never succeeds.
+    let fail = |payload: &str, attempt: u32| match payload.parse::<u32>().unwrap() % 4 {
+        0 => None,
+        1 => (attempt == 1).then_some(Fault::Busy),
+        2 => Some(Fault::Refused),
+        _ => Some(Fault::Busy),
+    };
+    let w = || worker(3).concurrency(4).unwrap();
+    let ((a, seen_a, _, _), (b, seen_b, _, _)) = tokio::join!(
+        run_worker(&server, w(), fail),
+        run_worker(&server, w(), fail)
+    );
+    let acked = a.acked + b.acked;
+    let dead = a.dead_lettered + b.dead_lettered;
+    assert_eq!((acked, dead), (20, 20));
+    let letters = dead_letters(&js).await;
+    assert_eq!(letters.len(), 20);
+    let mut payloads: Vec<u32> = letters
+        .iter()
+        .map(|d| std::str::from_utf8(&d.payload).unwrap().parse().unwrap())
+        .collect();
+    payloads.sort_unstable();
+    assert_eq!(payloads, (0..40).filter(|n| n % 4 >= 2).collect::<Vec<_>>());
+    let successes: Vec<&Seen> = seen_a
+        .iter()
+        .chain(&seen_b)
+        .filter(|s| fail(&s.payload, s.attempt).is_none())
+        .collect();
+    assert_eq!(successes.len(), 20, "each good task succeeded once");
+    assert_eq!(
+        consumer_state(&consumer).await.0 + consumer_state(&consumer).await.1 as u64,
+        0
+    );
+}
