@@ -9,7 +9,6 @@
 #[path = "../../herdless/tests/support/nats_server.rs"]
 mod nats_server;
 
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
@@ -18,6 +17,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_herdless");
@@ -106,24 +106,34 @@ async fn run(mut cmd: Command) -> Output {
         .expect("its output")
 }
 
-fn mkfifo(dir: &tempfile::TempDir) -> PathBuf {
+/// The FIFO attempts announce themselves on (`$FIFO`), opened by the test
+/// for reading and writing: a writer's open never blocks, and the read end
+/// never sees end-of-file, so reading waits for a line, not for a writer.
+struct Fifo(BufReader<pipe::Receiver>);
+
+fn mkfifo(dir: &tempfile::TempDir) -> Fifo {
     let path = dir.path().join("fifo");
     let ok = std::process::Command::new("mkfifo")
         .arg(&path)
         .status()
         .unwrap();
     assert!(ok.success());
-    path
+    let receiver = pipe::OpenOptions::new()
+        .read_write(true)
+        .open_receiver(&path)
+        .expect("open the FIFO");
+    Fifo(BufReader::new(receiver))
 }
 
-/// Waits for the next line an attempt writes to the FIFO.
-async fn announced(fifo: &std::path::Path) -> String {
-    let fifo = fifo.to_owned();
-    tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
+/// The next line an attempt writes to the FIFO. A worker that ends before its
+/// attempt announces itself fails the test (after 60 s) instead of hanging it.
+async fn announced(fifo: &mut Fifo) -> String {
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(60), fifo.0.read_line(&mut line))
         .await
-        .unwrap()
-        .trim()
-        .to_owned()
+        .expect("no attempt announced itself: did the worker end early?")
+        .expect("read the FIFO");
+    line.trim().to_owned()
 }
 
 #[tokio::test]
@@ -234,14 +244,14 @@ async fn a_worker_killed_mid_attempt_leaves_the_count_to_the_next() {
     let consumer = task_streams(&js, Duration::from_millis(500)).await;
     let seq = publish(&js, "tasks.scan", "page-9", None).await;
     let dir = tempfile::tempdir().unwrap();
-    let fifo = mkfifo(&dir);
+    let mut fifo = mkfifo(&dir);
     // Attempt 1 announces its process group and key, then hangs; later
     // attempts log and succeed.
     let script = format!(
         r#"if [ "$HERDLESS_ATTEMPT" = 1 ]; then echo "$$ $HERDLESS_IDEMPOTENCY_KEY" > "$FIFO"; exec sleep 60; fi; {LOG_ATTEMPT}"#
     );
     let mut first: Child = worker(&server, &dir, &[], &script).spawn().unwrap();
-    let line = announced(&fifo).await;
+    let line = announced(&mut fifo).await;
     let (pgid, key) = line.split_once(' ').unwrap();
     kill(Pid::from_raw(first.id().unwrap() as i32), Signal::SIGKILL).unwrap();
     first.wait().await.unwrap();
@@ -295,13 +305,13 @@ async fn sigterm_lets_running_attempts_finish_and_a_second_hands_them_back() {
     let consumer = task_streams(&js, Duration::from_secs(30)).await;
     let seq = publish(&js, "tasks.scan", "long", None).await;
     let dir = tempfile::tempdir().unwrap();
-    let fifo = mkfifo(&dir);
+    let mut fifo = mkfifo(&dir);
     let script = format!(
         r#"if [ "$HERDLESS_ATTEMPT" = 1 ]; then echo "$$" > "$FIFO"; exec sleep 60; fi; {LOG_ATTEMPT}"#
     );
     let mut first = worker(&server, &dir, &[], &script).spawn().unwrap();
     let pid = Pid::from_raw(first.id().unwrap() as i32);
-    let attempt_group = announced(&fifo).await;
+    let attempt_group = announced(&mut fifo).await;
     let mut stderr = BufReader::new(first.stderr.take().unwrap()).lines();
     kill(pid, Signal::SIGTERM).unwrap();
     // The second signal once the first is taken (two at once would be one).
@@ -387,11 +397,11 @@ async fn sigint_takes_no_new_task_and_lets_the_running_attempt_finish() {
     let consumer = task_streams(&js, Duration::from_secs(30)).await;
     let first = publish(&js, "tasks.scan", "running", None).await;
     let dir = tempfile::tempdir().unwrap();
-    let fifo = mkfifo(&dir);
+    let mut fifo = mkfifo(&dir);
     // The attempt announces itself, then works for a second and succeeds.
     let script = format!(r#"{LOG_ATTEMPT}; echo "$$" > "$FIFO"; sleep 1"#);
     let worker = worker(&server, &dir, &[], &script).spawn().unwrap();
-    announced(&fifo).await;
+    announced(&mut fifo).await;
     // Published while the attempt runs: the stopping worker must not take it.
     let waiting = publish(&js, "tasks.scan", "waiting", None).await;
     kill(Pid::from_raw(worker.id().unwrap() as i32), Signal::SIGINT).unwrap();
