@@ -251,7 +251,8 @@ impl Engine {
         cause: RetryCause,
         rng: &mut Rng,
     ) -> Decision {
-        let elapsed = self.elapsed(now);
+        let elapsed_ns = nanos(now).saturating_sub(self.start_ns);
+        let elapsed = Duration::from_nanos(elapsed_ns);
         let pushback = classification == Classification::ServerPushback;
         if !classification.is_retryable() && !pushback {
             // The endpoint answered: neither a breaker failure nor a success.
@@ -295,10 +296,12 @@ impl Engine {
             self.level = (rng.next_u64() >> 48) as u16;
             self.flags |= LEVEL_SET;
         }
-        let delay = Duration::from_nanos(delay_ns);
-        if elapsed.saturating_add(delay) > cx.max_elapsed() {
+        // `elapsed + delay > max_elapsed`, in nanoseconds (exact: u128 holds
+        // the sum of two u64s and every `Duration`).
+        if u128::from(elapsed_ns) + u128::from(delay_ns) > cx.max_elapsed().as_nanos() {
             return self.denied(cx, GiveUp::MaxElapsed, elapsed);
         }
+        let delay = Duration::from_nanos(delay_ns);
         if let (Some(budget), false) = (cx.budget, self.bypasses(cx)) {
             let level = f64::from(self.level) / 65_536.0;
             if budget.try_retry(cause, level).is_err() {
@@ -390,6 +393,7 @@ impl Engine {
     /// call.cancel(&cx);
     /// assert_eq!(budget.tokens(), 500.0);
     /// ```
+    #[inline]
     pub fn cancel<N>(&mut self, cx: &Context<'_, N>) {
         self.refund(cx);
         self.release_probe(cx);
@@ -409,6 +413,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn refund<N>(&mut self, cx: &Context<'_, N>) {
         if self.flags & PENDING == 0 {
             return;
@@ -424,6 +429,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn release_probe<N>(&mut self, cx: &Context<'_, N>) {
         if self.flags & PROBE != 0 {
             self.flags &= !PROBE;

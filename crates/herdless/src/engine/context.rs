@@ -225,6 +225,7 @@ impl<'a, N> Context<'a, N> {
     /// let p = herdless::Policy::default();
     /// assert_eq!(herdless::engine::Context::new(&p).max_elapsed(), p.max_elapsed());
     /// ```
+    #[inline]
     pub fn max_elapsed(&self) -> Duration {
         match self.urgent {
             Some(u) => self.policy.max_elapsed.min(u.deadline()),
@@ -237,9 +238,15 @@ impl<N: Notify> Context<'_, N> {
     /// The one event path: `tracing` at the configured level, metrics, the
     /// hook. `attempt_ended` is false for a give-up while waiting on the
     /// breaker (no attempt ran since the last event).
+    #[inline]
     pub(super) fn emit(&self, event: RetryEvent<'_>, attempt_ended: bool) {
         if self.trace {
-            crate::engine::emit::trace(&event, self.levels.level(&event));
+            let level = self.levels.level(&event);
+            // What `tracing::event!` checks first, before the per-level
+            // dispatch: with no subscriber (or a quieter one) nothing else runs.
+            if tracing::level_enabled!(level) {
+                crate::engine::emit::trace(&event, level);
+            }
         }
         #[cfg(feature = "metrics")]
         if self.metrics {
