@@ -252,7 +252,7 @@ impl Engine {
         rng: &mut Rng,
     ) -> Decision {
         let elapsed_ns = nanos(now).saturating_sub(self.start_ns);
-        let elapsed = Duration::from_nanos(elapsed_ns);
+        let elapsed = || Duration::from_nanos(elapsed_ns);
         let pushback = classification == Classification::ServerPushback;
         if !classification.is_retryable() && !pushback {
             // The endpoint answered: neither a breaker failure nor a success.
@@ -262,7 +262,7 @@ impl Engine {
                     task_id: cx.task_id,
                     attempt: self.attempts,
                     classification,
-                    elapsed,
+                    elapsed: elapsed(),
                 },
                 true,
             );
@@ -274,11 +274,11 @@ impl Engine {
         self.release_probe(cx);
         if pushback {
             // The server asked not to be retried: a failure about load.
-            return self.denied(cx, GiveUp::ServerPushback, elapsed);
+            return self.denied(cx, GiveUp::ServerPushback, elapsed());
         }
         let policy = cx.policy;
         if self.attempts >= policy.max_attempts {
-            return self.denied(cx, GiveUp::MaxAttempts, elapsed);
+            return self.denied(cx, GiveUp::MaxAttempts, elapsed());
         }
         let mut schedule = Schedule {
             retry: self.attempts.saturating_sub(1),
@@ -299,13 +299,13 @@ impl Engine {
         // `elapsed + delay > max_elapsed`, in nanoseconds (exact: u128 holds
         // the sum of two u64s and every `Duration`).
         if u128::from(elapsed_ns) + u128::from(delay_ns) > cx.max_elapsed().as_nanos() {
-            return self.denied(cx, GiveUp::MaxElapsed, elapsed);
+            return self.denied(cx, GiveUp::MaxElapsed, elapsed());
         }
         let delay = Duration::from_nanos(delay_ns);
         if let (Some(budget), false) = (cx.budget, self.bypasses(cx)) {
             let level = f64::from(self.level) / 65_536.0;
             if budget.try_retry(cause, level).is_err() {
-                return self.exhausted(cx, GiveUp::RetryBudget, elapsed, true);
+                return self.exhausted(cx, GiveUp::RetryBudget, elapsed(), true);
             }
             let cause_bits = match cause {
                 RetryCause::Timeout => PENDING_TIMEOUT | SPENT_TIMEOUT,
@@ -321,7 +321,7 @@ impl Engine {
                 computed_jitter: Duration::from_nanos(computed_ns),
                 sleep: delay,
                 honored_retry_after: honored,
-                elapsed,
+                elapsed: elapsed(),
             },
             true,
         );
@@ -354,6 +354,7 @@ impl Engine {
     /// assert!(a.is_probe());
     /// assert!(matches!(b.ready(&cx, Duration::ZERO, &mut rng), Gate::Wait(_)));
     /// ```
+    #[inline]
     pub fn ready<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration, rng: &mut Rng) -> Gate {
         let Some(breaker) = cx.breaker else {
             return Gate::Go;

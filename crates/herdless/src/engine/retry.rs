@@ -449,6 +449,7 @@ impl<C, T, N> Retry<C, T, N> {
 
 impl<C, T, N> Retry<C, T, N> {
     /// The engine's view of this retrier: policy, guards, task id, hook.
+    #[inline]
     pub(crate) fn context(&self) -> Context<'_, N> {
         let cx = Context::new(&self.policy)
             .task_id(&self.task_id)

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::classify::Classify;
 use crate::engine::call::{Decision, Engine, Gate};
+use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, CallKey, Retry};
 use crate::engine::{GiveUp, RetryError};
@@ -48,6 +49,9 @@ impl<T: Sleep> Reading<T> for BlockingClock {
 /// probe released.
 pub(crate) struct Run<'r, C, T, N, K = AsyncClock> {
     retry: &'r Retry<C, T, N>,
+    /// The engine's view of `retry`, built at the first failure and kept for
+    /// the retries (a first-try success builds only what it reads).
+    cx: Option<Context<'r, N>>,
     clock: PhantomData<K>,
     /// The clock reading the call's elapsed time counts from; `None` until the
     /// first attempt first waits or ends (see [`Run::deferred`]).
@@ -86,6 +90,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     fn starting(retry: &'r Retry<C, T, N>, origin: Option<Instant>) -> Self {
         Run {
             retry,
+            cx: None,
             clock: PhantomData,
             origin,
             engine: Engine::new(Duration::ZERO),
@@ -167,15 +172,14 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             RetryCause::Error
         };
         let now = self.now();
+        let cx = self.cx.get_or_insert_with(|| retry.context());
         let rng = self.rng.get_or_insert_with(|| match retry.seed {
             Some(seed) => {
                 Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed)))
             }
             None => Rng::fresh(),
         });
-        let decision = self
-            .engine
-            .failed(&retry.context(), now, classification, cause, rng);
+        let decision = self.engine.failed(cx, now, classification, cause, rng);
         self.last = match decision {
             // When the retry comes due: what `ready` and the next attempt see
             // unless a breaker makes `ready` read the clock.
@@ -192,8 +196,10 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         if self.retry.breaker.is_some() {
             self.last = self.now();
         }
+        let retry = self.retry;
+        let cx = self.cx.get_or_insert_with(|| retry.context());
         let rng = self.rng.get_or_insert_with(Rng::fresh);
-        self.engine.ready(&self.retry.context(), self.last, rng)
+        self.engine.ready(cx, self.last, rng)
     }
 
     /// The error the call ends with.
