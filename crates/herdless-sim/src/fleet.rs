@@ -14,7 +14,7 @@
 //! A [`Client`] is the engine's 24 bytes, the client's index and a flag. It
 //! lives *in* the client's one pending event (see [`queue`](crate::queue)), so
 //! there is no per-client array to miss in the cache: 32 bytes per client in
-//! the queue ([`PackedClient`]: the event's time within its 0.54 s period
+//! the queue ([`PackedClient`]: the event's time within its 134 ms period
 //! shares a word with the flag), and the first-call times are drawn as the
 //! clients are queued ([`run_fleet_from`]), so no array of them is kept
 //! either. Per call the loop does one queue pop, one endpoint check, one or
@@ -63,7 +63,7 @@ pub struct Client {
 pub struct PackedClient {
     engine: Engine,
     id: u32,
-    /// The in-period offset (low 29 bits) and `returning` (bit 31).
+    /// The in-period offset (low 27 bits) and `returning` (bit 31).
     meta: u32,
 }
 

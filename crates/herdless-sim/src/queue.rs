@@ -20,10 +20,11 @@
 //! workload.
 //!
 //! * **Two levels, so that a push writes where the cache is.** The slots of
-//!   the current *period* (256 slots, 0.54 s) take their events directly; a
-//!   later event is appended to its period's bucket (64 periods ahead at
-//!   most), and a bucket is spread over the period's 256 slots when the clock
-//!   enters it. With 2¹⁴ flat slots, a fleet of millions appended each retry to
+//!   the current *period* (64 slots, 134 ms) take their events directly; a
+//!   later event is appended to its period's bucket (256 periods ahead at
+//!   most), and a bucket is spread over the period's 64 slots when the clock
+//!   enters it (a period of a 4,000,000-client storm, about 20,000 events,
+//!   then fits in a core's cache). With 2¹⁴ flat slots, a fleet of millions appended each retry to
 //!   one of 16,384 scattered slot ends, a cache miss per push once the pending
 //!   events outgrow the cache; here the appends go to a few hundred ends that
 //!   stay cached, and every event is written and read back in sequence. The
@@ -36,7 +37,7 @@
 //!   a third more memory on average), and a slot that once held a synchronized
 //!   wave of a million clients keeps nothing of it.
 //! * **An entry is packed.** Its period gives the time's high bits, so an
-//!   entry stores only the 29-bit offset within the period, packed into the
+//!   entry stores only the 27-bit offset within the period, packed into the
 //!   payload's spare bits ([`Payload`]): the fleet's client (the engine's 24
 //!   bytes, its index and a flag) is 32 bytes in the queue, not 40.
 //! * **The event carries its client.** The fleet loop stores each client's
@@ -64,7 +65,7 @@ pub struct Event<T = u32> {
 }
 
 /// What an event wakes, as the queue stores it: with the event's offset within
-/// its period (below 2²⁹, [`OFFSET_MASK`]) packed in, so that an entry needs no
+/// its period (below 2²⁷, [`OFFSET_MASK`]) packed in, so that an entry needs no
 /// 8-byte time.
 ///
 /// ```
@@ -111,16 +112,16 @@ impl Payload for u32 {
 
 /// A slot is 2²¹ ns.
 const SLOT_BITS: u32 = 21;
-/// A period is 2⁸ slots.
-const PERIOD_SLOTS_BITS: u32 = 8;
+/// A period is 2⁶ slots.
+const PERIOD_SLOTS_BITS: u32 = 6;
 const PERIOD_SLOTS: u64 = 1 << PERIOD_SLOTS_BITS;
 const PERIOD_BITS: u32 = SLOT_BITS + PERIOD_SLOTS_BITS;
-/// An entry's offset within its period: the low 29 bits of its time.
+/// An entry's offset within its period: the low 27 bits of its time.
 pub const OFFSET_MASK: u32 = (1 << PERIOD_BITS) - 1;
 /// The horizon, in slots from the current one.
 const SLOTS: u64 = 1 << 14;
-/// Period buckets: the horizon spans at most 65 periods.
-const BUCKETS: u64 = 128;
+/// Period buckets: the horizon spans at most 257 periods.
+const BUCKETS: u64 = 512;
 /// Entries per chunk of a slot or bucket.
 pub const CHUNK: usize = 128;
 /// The most chunks a drained slot's or bucket's list keeps room for.
@@ -166,9 +167,9 @@ pub struct EventQueue<T: Payload = u32> {
     base: u64,
     /// Events pushed into the current slot after it was sorted, latest first.
     late: Vec<Event<T>>,
-    /// The current period's slots (by slot index modulo 256).
+    /// The current period's slots (by slot index modulo 64).
     slots: Lists<T::Packed>,
-    /// Later periods' events (by period index modulo 128).
+    /// Later periods' events (by period index modulo 512).
     buckets: Lists<T::Packed>,
     /// Empty chunks, with room for [`CHUNK`] entries each.
     pool: Vec<Vec<T::Packed>>,
