@@ -33,9 +33,42 @@ pub enum Command {
     Worker(worker::WorkerArgs),
 }
 
+/// The command line of `herdless exec`, parsed by a command that knows only
+/// `exec`: building every subcommand's arguments and help (several hundred)
+/// costs about as much as the rest of herdless's start, and `exec` starts once
+/// per wrapped command. Its help, errors and values are the full command's
+/// (a test compares them).
+#[derive(Debug, Parser)]
+#[command(name = "herdless", version, about, long_about = None)]
+struct ExecCli {
+    #[command(subcommand)]
+    command: ExecCommand,
+}
+
+/// `exec`, alone.
+#[derive(Debug, Subcommand)]
+enum ExecCommand {
+    /// Run a command, retrying failures with backoff and jitter (default jitter: equal).
+    Exec(exec::ExecArgs),
+}
+
+impl From<ExecCli> for Cli {
+    fn from(cli: ExecCli) -> Self {
+        let ExecCommand::Exec(args) = cli.command;
+        Cli {
+            command: Command::Exec(args),
+        }
+    }
+}
+
 /// Parses the command line, runs the subcommand, returns the exit code.
 pub fn run() -> i32 {
-    let cli = match Cli::try_parse() {
+    let parsed = if std::env::args_os().nth(1).is_some_and(|a| a == "exec") {
+        ExecCli::try_parse().map(Cli::from)
+    } else {
+        Cli::try_parse()
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return parse_error(&e),
     };
@@ -91,4 +124,69 @@ fn env_source(e: &clap::Error) -> Option<String> {
                 .iter()
                 .any(|a| a == &flag || a.starts_with(&format!("{flag}=")))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a parse gives: the parsed command, or the error as printed.
+    fn outcome(parsed: Result<Cli, clap::Error>) -> String {
+        match parsed {
+            Ok(cli) => format!("{cli:?}"),
+            Err(e) => format!("{:?} {} {}", e.kind(), e.exit_code(), e.render()),
+        }
+    }
+
+    #[test]
+    fn the_exec_only_parser_matches_the_full_one() {
+        let cases: &[&[&str]] = &[
+            &["herdless", "exec", "--help"],
+            &["herdless", "exec", "-h"],
+            &["herdless", "exec"],
+            &["herdless", "exec", "--", "true"],
+            &[
+                "herdless",
+                "exec",
+                "--max-attempts",
+                "3",
+                "--jitter",
+                "full",
+                "--",
+                "sh",
+                "-c",
+                "exit 1",
+            ],
+            &["herdless", "exec", "--bogus", "--", "true"],
+            &["herdless", "exec", "--max-attempts", "zero", "--", "true"],
+            &[
+                "herdless",
+                "exec",
+                "--retry-on",
+                "1,2",
+                "--timeout",
+                "2s",
+                "--",
+                "x",
+            ],
+            &[
+                "herdless",
+                "exec",
+                "--quiet",
+                "--log-format",
+                "json",
+                "--",
+                "x",
+            ],
+            &["herdless", "exec", "--version"],
+        ];
+        for argv in cases {
+            let full = outcome(Cli::try_parse_from(*argv));
+            let lazy = outcome(ExecCli::try_parse_from(*argv).map(Cli::from));
+            assert_eq!(lazy, full, "{argv:?}");
+        }
+        // The help is the real one, not an empty shell.
+        let help = outcome(ExecCli::try_parse_from(["herdless", "exec", "--help"]).map(Cli::from));
+        assert!(help.contains("--max-attempts"), "{help}");
+    }
 }

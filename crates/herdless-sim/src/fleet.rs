@@ -11,12 +11,16 @@
 //!
 //! # Cost and memory
 //!
-//! A [`Client`] is the engine's 24 bytes and the client's index: 32 bytes. It
+//! A [`Client`] is the engine's 24 bytes, the client's index and a flag. It
 //! lives *in* the client's one pending event (see [`queue`](crate::queue)), so
-//! there is no per-client array to miss in the cache: 40 bytes per client in
-//! the queue. Per call the loop does one queue pop, one endpoint check, one or
+//! there is no per-client array to miss in the cache: 32 bytes per client in
+//! the queue ([`PackedClient`]: the event's time within its 134 ms period
+//! shares a word with the flag), and the first-call times are drawn as the
+//! clients are queued ([`run_fleet_from`]), so no array of them is kept
+//! either. Per call the loop does one queue pop, one endpoint check, one or
 //! two histogram increments and one engine decision (on failure: one delay
-//! draw and one queue push); nothing allocates once the buckets have grown.
+//! draw and one queue push); nothing allocates once the queue's chunk pool
+//! has grown.
 //!
 //! # Randomness
 //!
@@ -35,7 +39,7 @@ use crate::endpoint::Endpoint;
 use crate::error::SimError;
 use crate::guard::Guards;
 use crate::metrics::Histogram;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Payload, OFFSET_MASK};
 use crate::strategy::{Reply, Strategy};
 /// The most calls one run may simulate before it is stopped with
 /// [`SimError::TooManyCalls`] (a guard against parameter combinations that
@@ -50,7 +54,47 @@ pub struct Client {
     /// The client's index.
     pub id: u32,
     /// The client's probe call is out: its answer arrives with this event.
-    returning: bool,
+    returning: u32,
+}
+
+/// A [`Client`] in the queue: its in-period time offset and flag share one
+/// word beside the index, so the entry is the engine's 24 bytes and 8 more.
+#[derive(Debug)]
+pub struct PackedClient {
+    engine: Engine,
+    id: u32,
+    /// The in-period offset (low 27 bits) and `returning` (bit 31).
+    meta: u32,
+}
+
+const RETURNING: u32 = 1 << 31;
+
+impl Payload for Client {
+    type Packed = PackedClient;
+
+    #[inline]
+    fn pack(self, offset: u32) -> PackedClient {
+        PackedClient {
+            engine: self.engine,
+            id: self.id,
+            meta: offset | if self.returning != 0 { RETURNING } else { 0 },
+        }
+    }
+
+    #[inline]
+    fn unpack(p: PackedClient) -> (Client, u32) {
+        let client = Client {
+            engine: p.engine,
+            id: p.id,
+            returning: u32::from(p.meta & RETURNING != 0),
+        };
+        (client, p.meta & OFFSET_MASK)
+    }
+
+    #[inline]
+    fn offset(p: &PackedClient) -> u32 {
+        p.meta & OFFSET_MASK
+    }
 }
 
 /// What a fleet run measured.
@@ -129,13 +173,37 @@ pub fn run_fleet_with<E: Endpoint>(
     guards: &mut Guards,
     seed: u64,
 ) -> Result<FleetOutcome, SimError> {
+    run_fleet_from(starts.iter().copied(), endpoint, strategy, guards, seed)
+}
+
+/// [`run_fleet_with`] with the first-call times drawn as the clients are
+/// queued: a fleet of millions keeps no array of them (8 bytes per client).
+///
+/// ```
+/// use herdless_sim::endpoint::FailFirst;
+/// use herdless_sim::fleet::run_fleet_from;
+/// use herdless_sim::guard::Guards;
+/// use herdless_sim::StrategyKind;
+/// let s = StrategyKind::Backoff(herdless::Jitter::None).resolve(&herdless::Policy::default());
+/// let starts = (0..3u32).map(|i| u64::from(i) * 1_000);
+/// let out = run_fleet_from(starts, &mut FailFirst::new(1), &s, &mut Guards::none(), 1)?;
+/// assert_eq!(out.calls, 6);
+/// # Ok::<(), herdless_sim::SimError>(())
+/// ```
+pub fn run_fleet_from<E: Endpoint>(
+    starts: impl ExactSizeIterator<Item = u64>,
+    endpoint: &mut E,
+    strategy: &Strategy,
+    guards: &mut Guards,
+    seed: u64,
+) -> Result<FleetOutcome, SimError> {
     let n = u32::try_from(starts.len()).map_err(|_| SimError::TooManyClients)?;
     let mut queue: EventQueue<Client> = EventQueue::with_capacity(starts.len());
-    for (id, &start_ns) in (0..n).zip(starts) {
+    for (id, start_ns) in (0..n).zip(starts) {
         let client = Client {
             engine: Engine::new(Duration::from_nanos(start_ns)),
             id,
-            returning: false,
+            returning: 0,
         };
         queue.push(start_ns, client);
     }
@@ -148,9 +216,9 @@ pub fn run_fleet_with<E: Endpoint>(
         let now = ev.at_ns;
         let at = Duration::from_nanos(now);
         let mut c = ev.client;
-        let reply = if c.returning {
+        let reply = if c.returning != 0 {
             // A probe's answer, back after its round trip.
-            c.returning = false;
+            c.returning = 0;
             let p = guards.process(c.id);
             let held = guards.in_flight[p].take();
             held.unwrap_or(Reply::Rejected { retry_after: None })
@@ -182,7 +250,7 @@ pub fn run_fleet_with<E: Endpoint>(
             if c.engine.is_probe() {
                 let p = guards.process(c.id);
                 guards.in_flight[p] = Some(reply);
-                c.returning = true;
+                c.returning = 1;
                 queue.push(now.saturating_add(rtt), c);
                 continue;
             }

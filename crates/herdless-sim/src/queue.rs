@@ -6,13 +6,12 @@
 //! current virtual time (the queue is *monotone*), and the events of a retry
 //! storm are dense: tens of thousands of clients within a few seconds. A
 //! timing wheel exploits both. Time is cut into slots of 2²¹ ns (about
-//! 2.1 ms); a ring of 2¹⁴ slots covers the next 35 s (more than the default
-//! 30 s cap). A push appends the event
-//! to its slot's `Vec` (one write, no comparison); when the clock reaches a
-//! slot, its events are moved into one batch, sorted once by time, and pops
-//! take from the batch's end. Events beyond the ring's horizon wait in an overflow list that
-//! is folded into the ring every half turn. Times stay exact to the
-//! nanosecond: slots only batch the sorting.
+//! 2.1 ms); the queue covers the next 2¹⁴ slots (35 s, more than the default
+//! 30 s cap). A push appends the event to its slot (one write, no
+//! comparison); when the clock reaches a slot, its events are moved into one
+//! batch, sorted once by time, and pops take from the batch's end. Events
+//! beyond the horizon wait in an overflow list that is folded in every half
+//! turn. Times stay exact to the nanosecond: slots only batch the sorting.
 //!
 //! The first version was a byte-wise radix heap: every event moved through
 //! three or four levels of 256 buckets, and that movement was a third of the
@@ -20,19 +19,41 @@
 //! compares this queue with `std::collections::BinaryHeap` on the same hold
 //! workload.
 //!
-//! * **Memory follows the pending events.** Slots are `Vec`s; a slot reached
-//!   by the clock is copied into the sorted batch and keeps room for at most
-//!   64 events, so a slot that once held a synchronized wave of a million
-//!   clients does not keep that memory. Small slots never reallocate; a large
-//!   wave costs a few `Vec` doublings per slot, not an allocation per event.
-//! * **The event carries its client.** An entry is a `u64` time and a payload
-//!   `T`. The fleet loop stores each client's whole state (32 bytes) in its one
-//!   pending event, so handling an event touches no per-client array: a random
-//!   access into megabytes of client state costs a cache miss per call. The
-//!   queue never holds more entries than clients.
+//! * **Two levels, so that a push writes where the cache is.** The slots of
+//!   the current *period* (64 slots, 134 ms) take their events directly; a
+//!   later event is appended to its period's bucket (256 periods ahead at
+//!   most), and a bucket is spread over the period's 64 slots when the clock
+//!   enters it (a period of a 4,000,000-client storm, about 20,000 events,
+//!   then fits in a core's cache). With 2¹⁴ flat slots, a fleet of millions appended each retry to
+//!   one of 16,384 scattered slot ends, a cache miss per push once the pending
+//!   events outgrow the cache; here the appends go to a few hundred ends that
+//!   stay cached, and every event is written and read back in sequence. The
+//!   order in which a slot receives its events is unchanged (the order of the
+//!   pushes), so is every pop.
+//! * **Memory follows the pending events, to the byte.** A slot or bucket is
+//!   a list of chunks of [`CHUNK`] entries taken from a shared pool and given
+//!   back when drained, so each wastes at most one partly filled chunk (a
+//!   `Vec` per slot would waste up to half its capacity after each doubling:
+//!   a third more memory on average), and a slot that once held a synchronized
+//!   wave of a million clients keeps nothing of it.
+//! * **An entry is packed.** Its period gives the time's high bits, so an
+//!   entry stores only the 27-bit offset within the period, packed into the
+//!   payload's spare bits ([`Payload`]): the fleet's client (the engine's 24
+//!   bytes, its index and a flag) is 32 bytes in the queue, not 40.
+//! * **The event carries its client.** The fleet loop stores each client's
+//!   whole state in its one pending event, so handling an event touches no
+//!   per-client array: a random access into megabytes of client state costs a
+//!   cache miss per call. The queue never holds more entries than clients.
+//! * **A push into the slot being drained costs no shift of the slot.** Such
+//!   an event (a retry due within the same 2 ms) goes to a small sorted side
+//!   list (`late`), and pops take the earlier of the two heads. Inserting it
+//!   into the sorted slot instead moved half the slot per push: with a
+//!   synchronized wave of 80,000 clients per slot that was a third of a
+//!   4,000,000-client run.
 //! * **Deterministic.** Ties (equal times) pop in an order fixed by the
-//!   sequence of pushes and pops alone (the sort is deterministic), so a run
-//!   is reproducible bit for bit.
+//!   sequence of pushes and pops alone (the sort is deterministic; on a tie
+//!   the sorted slot goes before the side list, and the side list is first in,
+//!   first out), so a run is reproducible bit for bit.
 
 /// One pending event: a virtual time in nanoseconds and what it wakes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,11 +64,71 @@ pub struct Event<T = u32> {
     pub client: T,
 }
 
+/// What an event wakes, as the queue stores it: with the event's offset within
+/// its period (below 2²⁷, [`OFFSET_MASK`]) packed in, so that an entry needs no
+/// 8-byte time.
+///
+/// ```
+/// use herdless_sim::queue::Payload;
+/// let packed = 7u32.pack(12_345);
+/// assert_eq!(u32::offset(&packed), 12_345);
+/// assert_eq!(u32::unpack(packed), (7, 12_345));
+/// ```
+pub trait Payload: Sized {
+    /// The stored form.
+    type Packed;
+    /// `self` with the in-period offset `offset` (at most [`OFFSET_MASK`]).
+    fn pack(self, offset: u32) -> Self::Packed;
+    /// The payload and its in-period offset.
+    fn unpack(packed: Self::Packed) -> (Self, u32);
+    /// The in-period offset alone.
+    fn offset(packed: &Self::Packed) -> u32;
+}
+
+/// A client index: the in-period offset takes the place of the time (the
+/// entry keeps the 16 bytes of an [`Event`], so that the sort treats a slot
+/// exactly as it treats events).
+impl Payload for u32 {
+    type Packed = Event<u32>;
+
+    #[inline]
+    fn pack(self, offset: u32) -> Event<u32> {
+        Event {
+            at_ns: u64::from(offset),
+            client: self,
+        }
+    }
+
+    #[inline]
+    fn unpack(packed: Event<u32>) -> (u32, u32) {
+        (packed.client, packed.at_ns as u32)
+    }
+
+    #[inline]
+    fn offset(packed: &Event<u32>) -> u32 {
+        packed.at_ns as u32
+    }
+}
+
+/// A slot is 2²¹ ns.
 const SLOT_BITS: u32 = 21;
+/// A period is 2⁶ slots.
+const PERIOD_SLOTS_BITS: u32 = 6;
+const PERIOD_SLOTS: u64 = 1 << PERIOD_SLOTS_BITS;
+const PERIOD_BITS: u32 = SLOT_BITS + PERIOD_SLOTS_BITS;
+/// An entry's offset within its period: the low 27 bits of its time.
+pub const OFFSET_MASK: u32 = (1 << PERIOD_BITS) - 1;
+/// The horizon, in slots from the current one.
 const SLOTS: u64 = 1 << 14;
-const MASK: u64 = SLOTS - 1;
-/// The most events a drained slot keeps room for.
-const KEEP: usize = 64;
+/// Period buckets: the horizon spans at most 257 periods.
+const BUCKETS: u64 = 512;
+/// Entries per chunk of a slot or bucket.
+pub const CHUNK: usize = 128;
+/// The most chunks a drained slot's or bucket's list keeps room for.
+const KEEP: usize = 8;
+
+/// Lists of chunks, one per slot or bucket.
+type Lists<P> = Vec<Vec<Vec<P>>>;
 
 /// A monotone priority queue of [`Event`]s (timing wheel). See the [module
 /// documentation](self).
@@ -68,28 +149,54 @@ const KEEP: usize = 64;
 /// assert_eq!(order, vec![3, 2, 0]);
 /// ```
 #[derive(Debug, Clone)]
-pub struct EventQueue<T = u32> {
+pub struct EventQueue<T: Payload = u32> {
     /// Time of the last event popped.
     last: u64,
     /// Absolute index (`time >> SLOT_BITS`) of the current slot.
     current: u64,
+    /// Whether the current slot's entries were moved into `ready` (false
+    /// only for slot 0 before the first pop).
+    drained: bool,
     len: usize,
-    /// Events in the ring (not counting `ready` and `overflow`).
+    /// Events in `slots` and `buckets`.
     in_ring: usize,
-    /// The current slot's events, sorted by time, latest first.
-    ready: Vec<Event<T>>,
-    ring: Vec<Vec<Event<T>>>,
+    /// The current slot's entries (still packed), sorted by time, latest
+    /// first.
+    ready: Vec<T::Packed>,
+    /// The current period's start: an entry's time is this plus its offset.
+    base: u64,
+    /// Events pushed into the current slot after it was sorted, latest first.
+    late: Vec<Event<T>>,
+    /// The current period's slots (by slot index modulo 64).
+    slots: Lists<T::Packed>,
+    /// Later periods' events (by period index modulo 512).
+    buckets: Lists<T::Packed>,
+    /// Empty chunks, with room for [`CHUNK`] entries each.
+    pool: Vec<Vec<T::Packed>>,
     /// Events at or beyond `current + SLOTS` when pushed.
     overflow: Vec<Event<T>>,
 }
 
-impl<T> Default for EventQueue<T> {
+impl<T: Payload> Default for EventQueue<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T> EventQueue<T> {
+/// Appends `packed` to the last chunk of `list`, or to a new one from `pool`.
+#[inline]
+fn append<P>(list: &mut Vec<Vec<P>>, pool: &mut Vec<Vec<P>>, packed: P) {
+    match list.last_mut() {
+        Some(chunk) if chunk.len() < CHUNK => chunk.push(packed),
+        _ => {
+            let mut chunk = pool.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+            chunk.push(packed);
+            list.push(chunk);
+        }
+    }
+}
+
+impl<T: Payload> EventQueue<T> {
     /// An empty queue at time 0.
     ///
     /// ```
@@ -99,10 +206,15 @@ impl<T> EventQueue<T> {
         Self {
             last: 0,
             current: 0,
+            drained: false,
             len: 0,
             in_ring: 0,
             ready: Vec::new(),
-            ring: (0..SLOTS).map(|_| Vec::new()).collect(),
+            base: 0,
+            late: Vec::new(),
+            slots: (0..PERIOD_SLOTS).map(|_| Vec::new()).collect(),
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            pool: Vec::new(),
             overflow: Vec::new(),
         }
     }
@@ -155,19 +267,32 @@ impl<T> EventQueue<T> {
     #[inline]
     pub fn push(&mut self, at_ns: u64, client: T) {
         let at_ns = at_ns.max(self.last);
-        let e = Event { at_ns, client };
         self.len += 1;
         let slot = at_ns >> SLOT_BITS;
-        if slot == self.current {
-            // Into the sorted batch (latest first), after every later event.
-            let i = self.ready.partition_point(|x| x.at_ns > at_ns);
-            self.ready.insert(i, e);
+        if slot == self.current && self.drained {
+            // After every later event, before the equal ones (which pop first).
+            let e = Event { at_ns, client };
+            let i = self.late.partition_point(|x| x.at_ns > at_ns);
+            self.late.insert(i, e);
         } else if slot - self.current < SLOTS {
-            self.ring[(slot & MASK) as usize].push(e);
-            self.in_ring += 1;
+            self.enqueue(at_ns, client);
         } else {
-            self.overflow.push(e);
+            self.overflow.push(Event { at_ns, client });
         }
+    }
+
+    /// Appends to the event's slot if it is in the current period, else to
+    /// its period's bucket.
+    #[inline]
+    fn enqueue(&mut self, at_ns: u64, client: T) {
+        let packed = client.pack((at_ns as u32) & OFFSET_MASK);
+        let list = if at_ns >> PERIOD_BITS == self.current >> PERIOD_SLOTS_BITS {
+            &mut self.slots[((at_ns >> SLOT_BITS) % PERIOD_SLOTS) as usize]
+        } else {
+            &mut self.buckets[((at_ns >> PERIOD_BITS) % BUCKETS) as usize]
+        };
+        append(list, &mut self.pool, packed);
+        self.in_ring += 1;
     }
 
     /// Removes and returns the earliest event, or `None` when empty.
@@ -179,23 +304,45 @@ impl<T> EventQueue<T> {
     #[inline]
     pub fn pop(&mut self) -> Option<Event<T>> {
         loop {
-            if let Some(e) = self.ready.pop() {
+            let from_late = match (self.ready.last(), self.late.last()) {
+                (Some(r), Some(l)) => l.at_ns < self.base | u64::from(T::offset(r)),
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (None, None) => {
+                    if self.len == 0 {
+                        return None;
+                    }
+                    self.advance();
+                    continue;
+                }
+            };
+            let e = if from_late {
+                self.late.pop()
+            } else {
+                self.ready.pop().map(|packed| {
+                    let (client, offset) = T::unpack(packed);
+                    Event {
+                        at_ns: self.base | u64::from(offset),
+                        client,
+                    }
+                })
+            };
+            if let Some(e) = e {
                 self.last = e.at_ns;
                 self.len -= 1;
                 return Some(e);
             }
-            if self.len == 0 {
-                return None;
-            }
-            self.advance();
         }
     }
 
     /// Moves the clock to the next slot (or straight to the earliest overflow
-    /// event when the ring is empty) and sorts that slot into `ready`.
+    /// event when nothing else is pending) and sorts that slot into `ready`.
     #[cold]
     fn advance(&mut self) {
-        if self.in_ring == 0 {
+        let first = !self.drained;
+        if first {
+            self.drained = true;
+        } else if self.in_ring == 0 {
             let Some(first) = self.overflow.iter().map(|e| e.at_ns >> SLOT_BITS).min() else {
                 return;
             };
@@ -203,36 +350,64 @@ impl<T> EventQueue<T> {
             self.fold_overflow();
         } else {
             self.current += 1;
+            if self.current % PERIOD_SLOTS == 0 {
+                self.spread_bucket();
+            }
             if self.current % (SLOTS / 2) == 0 {
                 self.fold_overflow();
             }
         }
-        let slot = &mut self.ring[(self.current & MASK) as usize];
-        if !slot.is_empty() {
-            // Copy rather than swap the `Vec`s, and let a slot keep only a
-            // small capacity: otherwise every slot a large wave ever passed
-            // through would keep that wave's memory (gigabytes at a million
-            // synchronized clients).
-            self.in_ring -= slot.len();
-            self.ready.append(slot);
-            if slot.capacity() > KEEP {
-                *slot = Vec::new();
-            }
+        self.base = self.current >> PERIOD_SLOTS_BITS << PERIOD_BITS;
+        let list = &mut self.slots[(self.current % PERIOD_SLOTS) as usize];
+        if list.is_empty() {
+            return;
+        }
+        for mut chunk in list.drain(..) {
+            self.in_ring -= chunk.len();
+            self.ready.append(&mut chunk);
+            self.pool.push(chunk);
+        }
+        if list.capacity() > KEEP {
+            *list = Vec::new();
+        }
+        // Within a slot the offset orders the entries as their times do.
+        if first {
+            // Slot 0 filled before the first pop: equal times pop in the order
+            // they were pushed (as if each had been inserted into the sorted
+            // slot; the order the queue always gave its first slot).
+            self.ready.reverse();
+            self.ready.sort_by_key(|p| std::cmp::Reverse(T::offset(p)));
+        } else {
             self.ready
-                .sort_unstable_by_key(|e| std::cmp::Reverse(e.at_ns));
+                .sort_unstable_by_key(|p| std::cmp::Reverse(T::offset(p)));
         }
     }
 
-    /// Moves the overflow events now within the ring's horizon into the ring.
+    /// The clock entered a new period: spreads its bucket over its slots, in
+    /// the order the events were pushed (before any event pushed from now on).
+    fn spread_bucket(&mut self) {
+        let period = self.current >> PERIOD_SLOTS_BITS;
+        let bucket = &mut self.buckets[(period % BUCKETS) as usize];
+        for mut chunk in bucket.drain(..) {
+            for packed in chunk.drain(..) {
+                let slot = (T::offset(&packed) >> SLOT_BITS) as usize;
+                append(&mut self.slots[slot], &mut self.pool, packed);
+            }
+            self.pool.push(chunk);
+        }
+        if bucket.capacity() > KEEP {
+            *bucket = Vec::new();
+        }
+    }
+
+    /// Moves the overflow events now within the horizon into the wheel.
     fn fold_overflow(&mut self) {
         let horizon = self.current + SLOTS;
         let mut i = 0;
         while i < self.overflow.len() {
-            let slot = self.overflow[i].at_ns >> SLOT_BITS;
-            if slot < horizon {
+            if self.overflow[i].at_ns >> SLOT_BITS < horizon {
                 let e = self.overflow.swap_remove(i);
-                self.ring[(slot & MASK) as usize].push(e);
-                self.in_ring += 1;
+                self.enqueue(e.at_ns, e.client);
             } else {
                 i += 1;
             }
@@ -289,6 +464,47 @@ mod tests {
         reference.sort_unstable();
         let got: Vec<u64> = std::iter::from_fn(|| q.pop()).map(|e| e.at_ns).collect();
         assert_eq!(got, reference);
+    }
+
+    #[test]
+    fn equal_times_pop_first_in_first_out_across_the_side_list() {
+        let mut q = EventQueue::new();
+        for c in 0..3 {
+            q.push(100, c);
+        }
+        q.push(50, 9);
+        assert_eq!(q.pop().unwrap().client, 9);
+        // Slot 0 is being drained: these go to the side list.
+        q.push(100, 3);
+        q.push(100, 4);
+        q.push(70, 5);
+        let order: Vec<u32> = std::iter::from_fn(|| q.pop()).map(|e| e.client).collect();
+        assert_eq!(order, vec![5, 0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn periods_and_their_buckets_keep_every_event_in_order() {
+        // Events across many periods and beyond the horizon, pushed while popping.
+        let mut rng = herdless::Rng::with_seed(9);
+        let mut q = EventQueue::new();
+        let mut now = 0u64;
+        let mut pending = 0usize;
+        for c in 0..50_000u32 {
+            q.push(now + (rng.next_u64() % 80_000_000_000), c);
+            pending += 1;
+            if c % 3 == 0 {
+                let e = q.pop().unwrap();
+                assert!(e.at_ns >= now);
+                now = e.at_ns;
+                pending -= 1;
+            }
+        }
+        while let Some(e) = q.pop() {
+            assert!(e.at_ns >= now);
+            now = e.at_ns;
+            pending -= 1;
+        }
+        assert_eq!(pending, 0);
     }
 
     #[test]

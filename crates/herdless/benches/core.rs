@@ -2,22 +2,28 @@
 //! numbers: the machines here are shared and noisy).
 //!
 //! * `success_first_try/*`: the overhead of wrapping an operation that succeeds at
-//!   once, blocking and async, against the bare call. herdless reads the
-//!   monotonic clock once per call (its elapsed budget includes the operation's
-//!   own time) and draws an idempotency key; backon does neither, so
-//!   `backon_*_plus_clock` adds the clock read a backon caller needs for the same
-//!   budget, and `std_instant_now` / `idempotency_key` show what those cost here.
+//!   once, blocking and async, against the bare call. herdless keeps an elapsed
+//!   budget that includes the operation's own time: a blocking call reads the
+//!   coarse monotonic clock once (`CoarseClock`); an async call's clock starts
+//!   only when its first attempt waits, so a first-try success reads none.
+//!   backon keeps no such budget; `backon_*_plus_clock` adds the
+//!   `Instant::now()` a backon caller needs for one, and `std_instant_now` /
+//!   `coarse_clock_now` / `idempotency_key` show what those cost here.
 //! * `delay/*`: one delay computation per jitter mode (herdless) against backon's
 //!   exponential backoff with jitter (its only jitter).
-//! * `retry_path/*`: fail three times then succeed, 1 ns delays, no sleep:
-//!   herdless unseeded (each call's own generator from `Rng::fresh`) and
-//!   seeded, against backon's blocking retry with a no-op sleeper.
+//! * `retry_path/*`: fail three times then succeed, 1 ns delays, a no-op sleep,
+//!   blocking and async: herdless unseeded (each call's own generator from
+//!   `Rng::fresh`) and seeded, reading the coarse clock (the default timer's
+//!   blocking clock), against backon with a no-op sleeper;
+//!   `herdless_async_unseeded_tokio_clock` reads tokio's clock instead, as the
+//!   default timer does in async code with the `tokio` feature (so that
+//!   `tokio::time::pause` moves it): a full `Instant::now()` per reading.
 //!
-//! Run: `cargo bench -p herdless --bench core` (blocking and delay groups), and
-//! `cargo bench -p herdless --features tokio --bench core -- async` (the async
-//! pair). The blocking group runs without the `tokio` feature on purpose: the
-//! crate's dev-dependencies enable tokio's `test-util`, whose clock indirection
-//! (`tokio::time::Instant::now`) production builds do not pay.
+//! Run: `cargo bench -p herdless --features tokio --bench core` (every group;
+//! `-- retry_path` or `-- success` for one). Without `--features tokio` the
+//! async benches are left out. The crate's dev-dependencies enable tokio's
+//! `test-util`; its clock costs what a production build's does until a test
+//! pauses it (never here).
 #![allow(missing_docs)] // criterion_group! defines undocumented functions
 
 use std::hint::black_box;
@@ -25,7 +31,9 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder};
 use criterion::{criterion_group, criterion_main, Criterion};
-use herdless::{AlwaysRetry, Jitter, Policy, Retry, Rng, Schedule};
+use herdless::{
+    AlwaysRetry, Clock, CoarseClock, Jitter, Policy, Retry, Rng, Schedule, SystemTimer,
+};
 
 fn op() -> Result<u64, std::io::Error> {
     Ok(black_box(42))
@@ -42,6 +50,9 @@ fn success_first_try(c: &mut Criterion) {
     g.bench_function("bare_call", |b| b.iter(|| black_box(op())));
     g.bench_function("std_instant_now", |b| {
         b.iter(|| black_box(std::time::Instant::now()))
+    });
+    g.bench_function("coarse_clock_now", |b| {
+        b.iter(|| black_box(CoarseClock.now()))
     });
     g.bench_function("idempotency_key", |b| {
         b.iter(|| black_box(herdless::IdempotencyKey::random()))
@@ -135,19 +146,52 @@ fn delay(c: &mut Criterion) {
     g.finish();
 }
 
-/// A timer that reads the real monotonic clock and does not sleep: the retry
-/// path's own cost, without the waiting.
+/// A timer that does not sleep and reads the coarse clock (`SystemTimer`'s
+/// blocking clock): the retry path's own cost, without the waiting.
 #[derive(Debug, Clone, Copy)]
 struct NoSleep;
 
 impl herdless::Clock for NoSleep {
+    #[inline]
     fn now(&self) -> std::time::Instant {
-        std::time::Instant::now()
+        CoarseClock.now()
+    }
+}
+
+/// `NoSleep` reading tokio's clock, as `SystemTimer` does in async code with
+/// the `tokio` feature (so that `tokio::time::pause` moves it).
+#[cfg(feature = "tokio")]
+#[derive(Debug, Clone, Copy)]
+struct NoSleepTokioClock;
+
+#[cfg(feature = "tokio")]
+impl herdless::Clock for NoSleepTokioClock {
+    #[inline]
+    fn now(&self) -> std::time::Instant {
+        SystemTimer.now()
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl herdless::AsyncSleep for NoSleepTokioClock {
+    type Sleep = std::future::Ready<()>;
+    const START_AT_FIRST_WAIT: bool = true;
+    fn sleep(&self, _: Duration) -> Self::Sleep {
+        std::future::ready(())
     }
 }
 
 impl herdless::Sleep for NoSleep {
     fn sleep(&self, _: Duration) {}
+}
+
+#[cfg(feature = "tokio")]
+impl herdless::AsyncSleep for NoSleep {
+    type Sleep = std::future::Ready<()>;
+    const START_AT_FIRST_WAIT: bool = true;
+    fn sleep(&self, _: Duration) -> Self::Sleep {
+        std::future::ready(())
+    }
 }
 
 /// Fails three times, then succeeds.
@@ -161,6 +205,20 @@ fn flaky() -> impl FnMut() -> Result<u64, std::io::Error> {
             Ok(black_box(42))
         }
     }
+}
+
+#[cfg(feature = "tokio")]
+fn flaky_async() -> impl FnMut() -> std::future::Ready<Result<u64, std::io::Error>> {
+    let mut f = flaky();
+    move || std::future::ready(f())
+}
+
+fn backon_ns() -> ExponentialBuilder {
+    let ns = Duration::from_nanos(1);
+    ExponentialBuilder::default()
+        .with_jitter()
+        .with_min_delay(ns)
+        .with_max_delay(ns)
 }
 
 /// Fail ×3 then succeed, 1 ns delays, no sleep: what the retry path itself
@@ -192,20 +250,45 @@ fn retry_path(c: &mut Criterion) {
     });
     g.bench_function("rng_fresh", |b| b.iter(|| black_box(Rng::fresh())));
     g.bench_function("backon_blocking", |b| {
-        b.iter(|| {
-            let op = flaky();
-            black_box(
-                op.retry(
-                    ExponentialBuilder::default()
-                        .with_jitter()
-                        .with_min_delay(ns)
-                        .with_max_delay(ns),
-                )
-                .sleep(|_| {})
-                .call(),
-            )
-        })
+        b.iter(|| black_box(flaky().retry(backon_ns()).sleep(|_| {}).call()))
     });
+    #[cfg(feature = "tokio")]
+    {
+        use backon::Retryable;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        g.bench_function("herdless_async_unseeded", |b| {
+            b.to_async(&rt).iter(|| async {
+                let mut op = flaky_async();
+                black_box(unseeded.call_async(|_| op()).await)
+            })
+        });
+        g.bench_function("herdless_async_seeded", |b| {
+            b.to_async(&rt).iter(|| async {
+                let mut op = flaky_async();
+                black_box(seeded.call_async(|_| op()).await)
+            })
+        });
+        let tokio_clock = Retry::new(policy, AlwaysRetry).timer(NoSleepTokioClock);
+        g.bench_function("herdless_async_unseeded_tokio_clock", |b| {
+            b.to_async(&rt).iter(|| async {
+                let mut op = flaky_async();
+                black_box(tokio_clock.call_async(|_| op()).await)
+            })
+        });
+        g.bench_function("backon_async", |b| {
+            b.to_async(&rt).iter(|| async {
+                black_box(
+                    flaky_async()
+                        .retry(backon_ns())
+                        .sleep(|_| std::future::ready(()))
+                        .await,
+                )
+            })
+        });
+    }
     g.finish();
 }
 

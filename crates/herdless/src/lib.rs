@@ -136,7 +136,7 @@ pub use policy::{
     PolicyField, QuantileSource, Schedule, UnknownPolicyField, MAX_DURATION,
 };
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
-pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
+pub use timer::{AsyncSleep, Clock, CoarseClock, ManualTimer, Sleep, SystemTimer};
 
 #[cfg(all(feature = "tower", feature = "grpc"))]
 pub use integrations::GrpcClassifier;

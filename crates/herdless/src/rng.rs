@@ -65,6 +65,7 @@ impl Rng {
     /// let b = herdless::Rng::fresh().next_u64();
     /// assert_ne!(a, b); // distinct streams on one thread
     /// ```
+    #[inline]
     pub fn fresh() -> Self {
         THREAD_SEEDS.with(|cell| {
             let mut state = cell.get();
@@ -151,6 +152,7 @@ thread_local! {
 /// A per-thread unique call id: a random per-thread salt (from `fastrand`'s
 /// thread generator, itself seeded from OS entropy) and a counter. Costs a
 /// thread-local read and write; the key is derived from it only when asked for.
+#[inline]
 pub(crate) fn next_call_id() -> u128 {
     CALLS.with(|c| {
         let (mut salt, n) = c.get();

@@ -45,7 +45,7 @@ use serde::Serialize;
 
 use crate::endpoint::{OutageEndpoint, PushbackEndpoint};
 use crate::error::SimError;
-use crate::fleet::run_fleet_with;
+use crate::fleet::run_fleet_from;
 use crate::guard::{Guard, GuardParams, Guards};
 use crate::metrics::{first_bucket_at_or_after, BUCKET};
 use crate::strategy::StrategyKind;
@@ -206,13 +206,12 @@ pub struct OutageFigures {
     pub arrivals_per_100ms: Vec<u32>,
 }
 
-/// The first-call times of the fleet: uniform over the window, from `seed`.
-fn first_calls(params: &OutageParams, seed: u64) -> Vec<u64> {
+/// The first-call times of the fleet: uniform over the window, from `seed`,
+/// drawn as the clients are queued (no array of them).
+fn first_calls(params: &OutageParams, seed: u64) -> impl ExactSizeIterator<Item = u64> {
     let mut rng = Rng::with_seed(crate::stream_seed(seed, 0));
     let window = params.first_call_window.as_secs_f64() * 1e9;
-    (0..params.clients)
-        .map(|_| (rng.unit_f64() * window) as u64)
-        .collect()
+    (0..params.clients as usize).map(move |_| (rng.unit_f64() * window) as u64)
 }
 
 /// Runs one strategy of the outage scenario.
@@ -248,10 +247,10 @@ pub fn run(
             params.burst,
             params.guards.pushback_horizon,
         )?;
-        run_fleet_with(&starts, &mut endpoint, &strategy, &mut guards, fleet_seed)?
+        run_fleet_from(starts, &mut endpoint, &strategy, &mut guards, fleet_seed)?
     } else {
         let mut endpoint = OutageEndpoint::new(params.outage, params.capacity, params.burst);
-        run_fleet_with(&starts, &mut endpoint, &strategy, &mut guards, fleet_seed)?
+        run_fleet_from(starts, &mut endpoint, &strategy, &mut guards, fleet_seed)?
     };
     let n = f64::from(params.clients);
     let per_bucket = f64::from(params.capacity) * BUCKET.as_secs_f64();

@@ -71,9 +71,14 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
     where
         C: Classify<E>,
     {
-        let mut run = Run::new(self);
+        let mut run = if T::START_AT_FIRST_WAIT {
+            Run::deferred(self)
+        } else {
+            Run::new(self)
+        };
         loop {
-            let error = match op(run.begin()).await {
+            let attempt = op(run.begin());
+            let error = match run.attempt(attempt).await {
                 Ok(value) => {
                     run.succeeded();
                     return Ok(value);

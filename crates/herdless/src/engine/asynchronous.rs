@@ -55,9 +55,14 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
         Fut: Future<Output = Result<R, E>>,
         C: Classify<E>,
     {
-        let mut run = Run::new(self);
+        let mut run = if T::START_AT_FIRST_WAIT {
+            Run::deferred(self)
+        } else {
+            Run::new(self)
+        };
         loop {
-            let error = match op(run.begin()).await {
+            let attempt = op(run.begin());
+            let error = match run.attempt(attempt).await {
                 Ok(value) => {
                     run.succeeded();
                     return Ok(value);

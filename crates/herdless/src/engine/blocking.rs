@@ -9,7 +9,7 @@ use crate::classify::Classify;
 use crate::engine::call::{Decision, Gate};
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::Run;
+use crate::engine::run::{BlockingClock, Run};
 use crate::engine::RetryError;
 use crate::timer::Sleep;
 
@@ -40,7 +40,7 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
         F: FnMut(Attempt) -> Result<R, E>,
         C: Classify<E>,
     {
-        let mut run = Run::new(self);
+        let mut run = Run::<'_, C, T, N, BlockingClock>::new(self);
         loop {
             let error = match op(run.begin()) {
                 Ok(value) => {

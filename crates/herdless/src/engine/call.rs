@@ -253,7 +253,8 @@ impl Engine {
         cause: RetryCause,
         rng: &mut Rng,
     ) -> Decision {
-        let elapsed = self.elapsed(now);
+        let elapsed_ns = nanos(now).saturating_sub(self.start_ns);
+        let elapsed = || Duration::from_nanos(elapsed_ns);
         let pushback = classification == Classification::ServerPushback;
         if !classification.is_retryable() && !pushback {
             // The endpoint answered: neither a breaker failure nor a success.
@@ -263,7 +264,7 @@ impl Engine {
                     task_id: cx.task_id,
                     attempt: self.attempts,
                     classification,
-                    elapsed,
+                    elapsed: elapsed(),
                 },
                 true,
             );
@@ -275,11 +276,11 @@ impl Engine {
         self.release_probe(cx);
         if pushback {
             // The server asked not to be retried: a failure about load.
-            return self.denied(cx, GiveUp::ServerPushback, elapsed);
+            return self.denied(cx, GiveUp::ServerPushback, elapsed());
         }
         let policy = cx.policy;
         if self.attempts >= policy.max_attempts {
-            return self.denied(cx, GiveUp::MaxAttempts, elapsed);
+            return self.denied(cx, GiveUp::MaxAttempts, elapsed());
         }
         let mut schedule = Schedule {
             retry: self.attempts.saturating_sub(1),
@@ -297,14 +298,16 @@ impl Engine {
             self.level = (rng.next_u64() >> 48) as u16;
             self.flags |= LEVEL_SET;
         }
-        let delay = Duration::from_nanos(delay_ns);
-        if elapsed.saturating_add(delay) > cx.max_elapsed() {
-            return self.denied(cx, GiveUp::MaxElapsed, elapsed);
+        // `elapsed + delay > max_elapsed`, in nanoseconds (exact: u128 holds
+        // the sum of two u64s and every `Duration`).
+        if u128::from(elapsed_ns) + u128::from(delay_ns) > cx.max_elapsed().as_nanos() {
+            return self.denied(cx, GiveUp::MaxElapsed, elapsed());
         }
+        let delay = Duration::from_nanos(delay_ns);
         if let (Some(budget), false) = (cx.budget, self.bypasses(cx)) {
             let level = f64::from(self.level) / 65_536.0;
             if budget.try_retry(cause, level).is_err() {
-                return self.exhausted(cx, GiveUp::RetryBudget, elapsed, true);
+                return self.exhausted(cx, GiveUp::RetryBudget, elapsed(), true);
             }
             let cause_bits = match cause {
                 RetryCause::Timeout => PENDING_TIMEOUT | SPENT_TIMEOUT,
@@ -320,7 +323,7 @@ impl Engine {
                 computed_jitter: Duration::from_nanos(computed_ns),
                 sleep: delay,
                 honored_retry_after: honored,
-                elapsed,
+                elapsed: elapsed(),
             },
             true,
         );
@@ -353,6 +356,7 @@ impl Engine {
     /// assert!(a.is_probe());
     /// assert!(matches!(b.ready(&cx, Duration::ZERO, &mut rng), Gate::Wait(_)));
     /// ```
+    #[inline]
     pub fn ready<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration, rng: &mut Rng) -> Gate {
         let Some(breaker) = cx.breaker else {
             return Gate::Go;
@@ -392,6 +396,7 @@ impl Engine {
     /// call.cancel(&cx);
     /// assert_eq!(budget.tokens(), 500.0);
     /// ```
+    #[inline]
     pub fn cancel<N>(&mut self, cx: &Context<'_, N>) {
         self.refund(cx);
         self.release_probe(cx);
@@ -411,6 +416,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn refund<N>(&mut self, cx: &Context<'_, N>) {
         if self.flags & PENDING == 0 {
             return;
@@ -426,6 +432,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn release_probe<N>(&mut self, cx: &Context<'_, N>) {
         if self.flags & PROBE != 0 {
             self.flags &= !PROBE;

@@ -69,6 +69,7 @@ impl<'a> Context<'a> {
     /// let cx = herdless::engine::Context::new(&policy);
     /// assert_eq!(cx.policy().max_attempts(), 6);
     /// ```
+    #[inline]
     pub fn new(policy: &'a Policy) -> Self {
         Context {
             policy,
@@ -91,6 +92,7 @@ impl<'a, N> Context<'a, N> {
     /// let p = herdless::Policy::default();
     /// let _cx = herdless::engine::Context::new(&p).task_id("ingest-9");
     /// ```
+    #[inline]
     pub fn task_id(mut self, task_id: &'a str) -> Self {
         self.task_id = task_id;
         self
@@ -106,6 +108,7 @@ impl<'a, N> Context<'a, N> {
     /// let p = herdless::Policy::default();
     /// let _cx = herdless::engine::Context::new(&p).notify(&hook);
     /// ```
+    #[inline]
     pub fn notify<N2>(self, notify: &'a N2) -> Context<'a, N2> {
         Context {
             policy: self.policy,
@@ -127,6 +130,7 @@ impl<'a, N> Context<'a, N> {
     /// let b = herdless::RetryBudget::aws();
     /// let _cx = herdless::engine::Context::new(&p).budget(&b);
     /// ```
+    #[inline]
     pub fn budget(mut self, budget: &'a RetryBudget) -> Self {
         self.budget = Some(budget);
         self
@@ -139,6 +143,7 @@ impl<'a, N> Context<'a, N> {
     /// let b = herdless::Breaker::new(5);
     /// let _cx = herdless::engine::Context::new(&p).breaker(&b);
     /// ```
+    #[inline]
     pub fn breaker(mut self, breaker: &'a Breaker) -> Self {
         self.breaker = Some(breaker);
         self
@@ -152,6 +157,7 @@ impl<'a, N> Context<'a, N> {
     /// let cx = herdless::engine::Context::new(&p).urgent(herdless::Urgent::new(Duration::from_secs(2)));
     /// assert_eq!(cx.max_elapsed(), Duration::from_secs(2));
     /// ```
+    #[inline]
     pub fn urgent(mut self, urgent: Urgent) -> Self {
         self.urgent = Some(urgent);
         self
@@ -192,6 +198,7 @@ impl<'a, N> Context<'a, N> {
     /// let cx = Context::new(&p).event_levels(levels);
     /// assert_eq!(cx.levels(), levels);
     /// ```
+    #[inline]
     pub fn event_levels(mut self, levels: EventLevels) -> Self {
         self.levels = levels;
         self
@@ -225,6 +232,7 @@ impl<'a, N> Context<'a, N> {
     /// let p = herdless::Policy::default();
     /// assert_eq!(herdless::engine::Context::new(&p).max_elapsed(), p.max_elapsed());
     /// ```
+    #[inline]
     pub fn max_elapsed(&self) -> Duration {
         match self.urgent {
             Some(u) => self.policy.max_elapsed.min(u.deadline()),
@@ -237,9 +245,15 @@ impl<N: Notify> Context<'_, N> {
     /// The one event path: `tracing` at the configured level, metrics, the
     /// hook. `attempt_ended` is false for a give-up while waiting on the
     /// breaker (no attempt ran since the last event).
+    #[inline]
     pub(super) fn emit(&self, event: RetryEvent<'_>, attempt_ended: bool) {
         if self.trace {
-            crate::engine::emit::trace(&event, self.levels.level(&event));
+            let level = self.levels.level(&event);
+            // What `tracing::event!` checks first, before the per-level
+            // dispatch: with no subscriber (or a quieter one) nothing else runs.
+            if tracing::level_enabled!(level) {
+                crate::engine::emit::trace(&event, level);
+            }
         }
         #[cfg(feature = "metrics")]
         if self.metrics {

@@ -302,5 +302,6 @@ impl<F: Fn(&RetryEvent<'_>)> Notify for F {
 pub struct NoNotify;
 
 impl Notify for NoNotify {
+    #[inline]
     fn notify(&self, _event: &RetryEvent<'_>) {}
 }

@@ -51,14 +51,55 @@ use crate::engine::events::RetryEvent;
 /// assert_eq!(quiet.get("retry_budget_exhausted"), Some(Level::WARN));
 /// # Ok::<(), herdless::engine::UnknownEvent>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct EventLevels {
-    scheduled: Level,
-    succeeded: Level,
-    terminal_first: Level,
-    terminal: Level,
-    exhausted: Level,
-    state_invalid: Level,
+    scheduled: Lv,
+    succeeded: Lv,
+    terminal_first: Lv,
+    terminal: Lv,
+    exhausted: Lv,
+    state_invalid: Lv,
+}
+
+/// A `tracing::Level` in one byte (a `Level` is a word): the engine's
+/// `Context` carries five of them and is built once per call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Lv(u8);
+
+impl Lv {
+    const fn of(level: Level) -> Lv {
+        Lv(match level {
+            Level::ERROR => 0,
+            Level::WARN => 1,
+            Level::INFO => 2,
+            Level::DEBUG => 3,
+            _ => 4,
+        })
+    }
+
+    #[inline]
+    const fn level(self) -> Level {
+        match self.0 {
+            0 => Level::ERROR,
+            1 => Level::WARN,
+            2 => Level::INFO,
+            3 => Level::DEBUG,
+            _ => Level::TRACE,
+        }
+    }
+}
+
+impl fmt::Debug for EventLevels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventLevels")
+            .field("scheduled", &self.scheduled.level())
+            .field("succeeded", &self.succeeded.level())
+            .field("terminal_first", &self.terminal_first.level())
+            .field("terminal", &self.terminal.level())
+            .field("exhausted", &self.exhausted.level())
+            .field("state_invalid", &self.state_invalid.level())
+            .finish()
+    }
 }
 
 impl Default for EventLevels {
@@ -77,12 +118,12 @@ impl EventLevels {
     /// assert_eq!(EventLevels::DEFAULT.get("retry_succeeded"), Some(tracing::Level::INFO));
     /// ```
     pub const DEFAULT: EventLevels = EventLevels {
-        scheduled: Level::WARN,
-        succeeded: Level::INFO,
-        terminal_first: Level::WARN,
-        terminal: Level::ERROR,
-        exhausted: Level::ERROR,
-        state_invalid: Level::WARN,
+        scheduled: Lv::of(Level::WARN),
+        succeeded: Lv::of(Level::INFO),
+        terminal_first: Lv::of(Level::WARN),
+        terminal: Lv::of(Level::ERROR),
+        exhausted: Lv::of(Level::ERROR),
+        state_invalid: Lv::of(Level::WARN),
     };
 
     /// The five event names, in the order of the events table.
@@ -105,7 +146,7 @@ impl EventLevels {
     /// assert_eq!(l.get("retry_scheduled"), Some(tracing::Level::INFO));
     /// ```
     pub const fn retry_scheduled(mut self, level: Level) -> Self {
-        self.scheduled = level;
+        self.scheduled = Lv::of(level);
         self
     }
 
@@ -116,7 +157,7 @@ impl EventLevels {
     /// assert_eq!(l.get("retry_succeeded"), Some(tracing::Level::DEBUG));
     /// ```
     pub const fn retry_succeeded(mut self, level: Level) -> Self {
-        self.succeeded = level;
+        self.succeeded = Lv::of(level);
         self
     }
 
@@ -128,7 +169,7 @@ impl EventLevels {
     /// assert_eq!(l.get("retry_abandoned_terminal"), Some(tracing::Level::WARN));
     /// ```
     pub const fn retry_abandoned_terminal(mut self, level: Level) -> Self {
-        self.terminal = level;
+        self.terminal = Lv::of(level);
         self
     }
 
@@ -145,7 +186,7 @@ impl EventLevels {
     /// assert_eq!(l.level(&e), Level::INFO);
     /// ```
     pub const fn first_attempt_terminal(mut self, level: Level) -> Self {
-        self.terminal_first = level;
+        self.terminal_first = Lv::of(level);
         self
     }
 
@@ -156,7 +197,7 @@ impl EventLevels {
     /// assert_eq!(l.get("retry_budget_exhausted"), Some(tracing::Level::WARN));
     /// ```
     pub const fn retry_budget_exhausted(mut self, level: Level) -> Self {
-        self.exhausted = level;
+        self.exhausted = Lv::of(level);
         self
     }
 
@@ -167,7 +208,7 @@ impl EventLevels {
     /// assert_eq!(l.get("retry_state_invalid"), Some(tracing::Level::ERROR));
     /// ```
     pub const fn retry_state_invalid(mut self, level: Level) -> Self {
-        self.state_invalid = level;
+        self.state_invalid = Lv::of(level);
         self
     }
 
@@ -208,11 +249,11 @@ impl EventLevels {
     /// ```
     pub fn get(&self, event: &str) -> Option<Level> {
         match event {
-            "retry_scheduled" => Some(self.scheduled),
-            "retry_succeeded" => Some(self.succeeded),
-            "retry_abandoned_terminal" => Some(self.terminal),
-            "retry_budget_exhausted" => Some(self.exhausted),
-            "retry_state_invalid" => Some(self.state_invalid),
+            "retry_scheduled" => Some(self.scheduled.level()),
+            "retry_succeeded" => Some(self.succeeded.level()),
+            "retry_abandoned_terminal" => Some(self.terminal.level()),
+            "retry_budget_exhausted" => Some(self.exhausted.level()),
+            "retry_state_invalid" => Some(self.state_invalid.level()),
             _ => None,
         }
     }
@@ -224,6 +265,7 @@ impl EventLevels {
     /// let e = RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() };
     /// assert_eq!(EventLevels::default().level(&e), tracing::Level::INFO);
     /// ```
+    #[inline]
     pub fn level(&self, event: &RetryEvent<'_>) -> Level {
         match *event {
             RetryEvent::Scheduled { .. } => self.scheduled,
@@ -233,6 +275,7 @@ impl EventLevels {
             RetryEvent::BudgetExhausted { .. } => self.exhausted,
             RetryEvent::StateInvalid { .. } => self.state_invalid,
         }
+        .level()
     }
 }
 

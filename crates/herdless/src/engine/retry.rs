@@ -86,7 +86,11 @@ impl Attempt {
         self.number > 1
     }
 
-    /// Time since the call's first attempt started.
+    /// Time since the call's first attempt started, when this attempt
+    /// started: zero for the first; for a retry, when it came due (the
+    /// previous failure's clock reading plus the delay slept), or the clock's
+    /// reading after a breaker's wait. The sleeps are as long as the engine
+    /// says, so this reads no clock and is exact under a virtual clock.
     ///
     /// ```
     /// # use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};
@@ -445,6 +449,7 @@ impl<C, T, N> Retry<C, T, N> {
 
 impl<C, T, N> Retry<C, T, N> {
     /// The engine's view of this retrier: policy, guards, task id, hook.
+    #[inline]
     pub(crate) fn context(&self) -> Context<'_, N> {
         let cx = Context::new(&self.policy)
             .task_id(&self.task_id)

@@ -2,43 +2,97 @@
 //! clock origin, the call's generator and idempotency key, classification,
 //! and settling the engine when the call is dropped early.
 
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::classify::Classify;
 use crate::engine::call::{Decision, Engine, Gate};
+use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, CallKey, Retry};
 use crate::engine::{GiveUp, RetryError};
 use crate::fleet::RetryCause;
 use crate::rng::{call_seed, next_call_id, Rng};
-use crate::timer::Clock;
+use crate::timer::{Clock, Sleep};
+
+/// Which of the timer's clocks a call reads: the one its sleep runs on.
+pub(crate) trait Reading<T> {
+    fn now(timer: &T) -> Instant;
+}
+
+/// The async executors' clock: [`Clock::now`].
+pub(crate) struct AsyncClock;
+
+impl<T: Clock> Reading<T> for AsyncClock {
+    #[inline]
+    fn now(timer: &T) -> Instant {
+        timer.now()
+    }
+}
+
+/// The blocking executor's clock: [`Sleep::now_blocking`].
+pub(crate) struct BlockingClock;
+
+impl<T: Sleep> Reading<T> for BlockingClock {
+    #[inline]
+    fn now(timer: &T) -> Instant {
+        timer.now_blocking()
+    }
+}
 
 /// One call in an executor: the engine's state plus what the executor owns
 /// (the clock origin, the generator, the key). Dropping it early (a cancelled
 /// future, a panic) settles the engine: an admitted retry is refunded, a held
 /// probe released.
-pub(crate) struct Run<'r, C, T, N> {
+pub(crate) struct Run<'r, C, T, N, K = AsyncClock> {
     retry: &'r Retry<C, T, N>,
-    origin: Instant,
+    /// The engine's view of `retry`, built at the first failure and kept for
+    /// the retries (a first-try success builds only what it reads).
+    cx: Option<Context<'r, N>>,
+    clock: PhantomData<K>,
+    /// The clock reading the call's elapsed time counts from; `None` until the
+    /// first attempt first waits or ends (see [`Run::deferred`]).
+    origin: Option<Instant>,
     engine: Engine,
     rng: Option<Rng>,
     key: CallKey,
-    /// The time of the last decision: the elapsed time a give-up reports.
+    /// The time of the last decision, or when the scheduled retry comes due:
+    /// the elapsed time a give-up reports and a retry's attempt carries.
     last: Duration,
 }
 
-impl<C, T, N> Drop for Run<'_, C, T, N> {
+impl<C, T, N, K> Drop for Run<'_, C, T, N, K> {
+    #[inline]
     fn drop(&mut self) {
         self.engine.cancel(&self.retry.context());
     }
 }
 
-impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
+impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
+    /// A call whose clock starts now, before its first attempt.
+    #[inline]
     pub(crate) fn new(retry: &'r Retry<C, T, N>) -> Self {
+        Self::starting(retry, Some(K::now(&retry.timer)))
+    }
+
+    /// A call whose clock starts when its first attempt first waits or ends
+    /// ([`AsyncSleep::START_AT_FIRST_WAIT`](crate::AsyncSleep::START_AT_FIRST_WAIT)):
+    /// drive each attempt through [`attempt`](Self::attempt).
+    #[inline]
+    pub(crate) fn deferred(retry: &'r Retry<C, T, N>) -> Self {
+        Self::starting(retry, None)
+    }
+
+    #[inline]
+    fn starting(retry: &'r Retry<C, T, N>, origin: Option<Instant>) -> Self {
         Run {
             retry,
-            origin: retry.timer.now(),
+            cx: None,
+            clock: PhantomData,
+            origin,
             engine: Engine::new(Duration::ZERO),
             rng: None,
             last: Duration::ZERO,
@@ -48,11 +102,33 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
         }
     }
 
-    fn now(&self) -> Duration {
-        self.retry
-            .timer
-            .now()
-            .saturating_duration_since(self.origin)
+    /// Time since the origin; the first reading of a deferred call is its
+    /// origin.
+    #[inline]
+    fn now(&mut self) -> Duration {
+        let now = K::now(&self.retry.timer);
+        match self.origin {
+            Some(origin) => now.saturating_duration_since(origin),
+            None => {
+                self.origin = Some(now);
+                Duration::ZERO
+            }
+        }
+    }
+
+    /// Awaits one attempt's future; a deferred clock starts the first time it
+    /// waits.
+    #[inline]
+    pub(crate) async fn attempt<F: Future>(&mut self, attempt: F) -> F::Output {
+        let mut attempt = pin!(attempt);
+        std::future::poll_fn(|cx| {
+            let polled = attempt.as_mut().poll(cx);
+            if polled.is_pending() && self.origin.is_none() {
+                self.origin = Some(K::now(&self.retry.timer));
+            }
+            polled
+        })
+        .await
     }
 
     /// Starts the next attempt.
@@ -61,8 +137,8 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
         let number = self.engine.begin();
         Attempt {
             number,
-            // A retry starts right after `ready` read the clock (nothing
-            // sleeps in between): its elapsed time is that reading.
+            // A retry starts right after `ready` (nothing sleeps in between):
+            // its elapsed time is `ready`'s time.
             elapsed: if number == 1 {
                 Duration::ZERO
             } else {
@@ -96,23 +172,34 @@ impl<'r, C, T: Clock, N: Notify> Run<'r, C, T, N> {
             RetryCause::Error
         };
         let now = self.now();
-        self.last = now;
+        let cx = self.cx.get_or_insert_with(|| retry.context());
         let rng = self.rng.get_or_insert_with(|| match retry.seed {
             Some(seed) => {
                 Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed)))
             }
             None => Rng::fresh(),
         });
-        self.engine
-            .failed(&retry.context(), now, classification, cause, rng)
+        let decision = self.engine.failed(cx, now, classification, cause, rng);
+        self.last = match decision {
+            // When the retry comes due: what `ready` and the next attempt see
+            // unless a breaker makes `ready` read the clock.
+            Decision::Retry { delay, .. } => now.saturating_add(delay),
+            Decision::GiveUp(_) => now,
+        };
+        decision
     }
 
-    /// After the backoff wait: may the retry start?
+    /// After the backoff wait: may the retry start? Only a breaker's gate
+    /// depends on the time; without one the retry's time is when it came due
+    /// (the failure's reading plus the delay slept), and no clock is read.
     pub(crate) fn ready(&mut self) -> Gate {
-        let now = self.now();
-        self.last = now;
+        if self.retry.breaker.is_some() {
+            self.last = self.now();
+        }
+        let retry = self.retry;
+        let cx = self.cx.get_or_insert_with(|| retry.context());
         let rng = self.rng.get_or_insert_with(Rng::fresh);
-        self.engine.ready(&self.retry.context(), now, rng)
+        self.engine.ready(cx, self.last, rng)
     }
 
     /// The error the call ends with.

@@ -103,6 +103,15 @@ pub(super) fn grown_ns(base_ns: u64, m: f64, n: u32, limit: u64) -> u64 {
     if n == 0 {
         return base_ns.min(limit);
     }
+    if m == 2.0 {
+        // The default multiplier: a shift, exact (as the powering below is
+        // for powers of two), without the double-double arithmetic.
+        return if n < 64 && base_ns <= u64::MAX >> n {
+            (base_ns << n).min(limit)
+        } else {
+            limit
+        };
+    }
     if m > BEYOND_U64 {
         return limit;
     }
@@ -130,6 +139,33 @@ pub(super) fn grown_ns(base_ns: u64, m: f64, n: u32, limit: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doubling_takes_the_shift_and_agrees_with_the_powering() {
+        let powered = |base: u64, n: u32, limit: u64| {
+            // The general path, with 2 written so that it is not taken for the shift.
+            let two = f64::from_bits(2.0f64.to_bits());
+            let mut acc = ONE;
+            for _ in 0..n {
+                acc = mul(acc, Dd { hi: two, lo: 0.0 });
+                if acc.hi > BEYOND_U64 {
+                    return limit;
+                }
+            }
+            floor_u64(mul(from_u64(base), acc)).min(limit)
+        };
+        for base in [1, 7, 500_000_000, u64::MAX / 3, u64::MAX] {
+            for n in [1, 2, 10, 33, 62, 63, 64, 65, 200] {
+                for limit in [u64::MAX, 30_000_000_000] {
+                    assert_eq!(
+                        grown_ns(base, 2.0, n, limit),
+                        powered(base, n, limit),
+                        "{base} {n} {limit}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn small_powers_are_exact() {

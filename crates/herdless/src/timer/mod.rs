@@ -3,9 +3,12 @@
 //! Executors read time only through [`Clock`] and wait only through [`Sleep`]
 //! (blocking) or [`AsyncSleep`] (async), so tests can replace both:
 //!
-//! * [`SystemTimer`], the default: `Instant` and `std::thread::sleep`; with the
-//!   `tokio` feature it reads tokio's clock and sleeps with `tokio::time::sleep`
-//!   in async code, so `tokio::time::pause` makes async tests instant.
+//! * [`SystemTimer`], the default: the [`CoarseClock`] (the monotonic clock at
+//!   the kernel's tick, a quarter of `Instant::now()`'s cost: see
+//!   [`coarse`] for the measurements and why a tick suffices) and
+//!   `std::thread::sleep`; with the `tokio` feature it reads tokio's clock and
+//!   sleeps with `tokio::time::sleep`, so `tokio::time::pause` makes async
+//!   tests instant and the elapsed limit follows the paused clock.
 //! * [`ManualTimer`]: a virtual clock that a sleep advances instantly and that
 //!   records every sleep, for deterministic tests of the blocking and the async
 //!   executor alike.
@@ -15,6 +18,9 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+pub mod coarse;
+pub use coarse::CoarseClock;
 
 /// A monotonic clock.
 ///
@@ -39,6 +45,22 @@ pub trait Clock {
 pub trait Sleep: Clock {
     /// Blocks the current thread for `duration`.
     fn sleep(&self, duration: Duration);
+
+    /// The time on the clock this sleep runs on, which the blocking executor
+    /// reads: [`Clock::now`] by default. [`SystemTimer`] sleeps with
+    /// `std::thread::sleep`, which a paused tokio clock does not follow, so its
+    /// blocking reading is the [`CoarseClock`] with or without the `tokio`
+    /// feature.
+    ///
+    /// ```
+    /// use herdless::{Clock, ManualTimer, Sleep};
+    /// let t = ManualTimer::new();
+    /// assert_eq!(t.now_blocking(), t.now());
+    /// ```
+    #[inline]
+    fn now_blocking(&self) -> Instant {
+        self.now()
+    }
 }
 
 /// Async sleep, for the async executor.
@@ -57,11 +79,31 @@ pub trait AsyncSleep: Clock {
     type Sleep: Future<Output = ()> + Send;
     /// A future that completes after `duration`.
     fn sleep(&self, duration: Duration) -> Self::Sleep;
+
+    /// Whether the async executors may start a call's clock when its first
+    /// attempt first waits (its future returns `Pending`) or ends, instead of
+    /// before its first poll. Then a first attempt that completes in one poll
+    /// (a first-try success) reads no clock at all; what the elapsed limit no
+    /// longer counts is the first poll's own work up to its first `.await`
+    /// that waits: CPU time, since waiting is what returns `Pending`.
+    ///
+    /// `false` by default, and for [`ManualTimer`] (a test may advance it
+    /// inside the operation). [`SystemTimer`] says `true`: under
+    /// `tokio::time::pause` its clock moves only while a task waits, so the
+    /// elapsed limit stays exact there.
+    ///
+    /// ```
+    /// use herdless::{AsyncSleep, ManualTimer, SystemTimer};
+    /// assert!(!<ManualTimer as AsyncSleep>::START_AT_FIRST_WAIT);
+    /// assert!(<SystemTimer as AsyncSleep>::START_AT_FIRST_WAIT);
+    /// ```
+    const START_AT_FIRST_WAIT: bool = false;
 }
 
-/// The real clock and sleep. With the `tokio` feature, `now` reads
-/// `tokio::time::Instant` (which honors `tokio::time::pause`) and async sleeps
-/// use `tokio::time::sleep`.
+/// The real clock and sleep: [`CoarseClock`] and `std::thread::sleep`. With
+/// the `tokio` feature, `now` reads `tokio::time::Instant` (which honors
+/// `tokio::time::pause`: a full `Instant::now()` outside a paused runtime) and
+/// async sleeps use `tokio::time::sleep`.
 ///
 /// ```
 /// use herdless::{Sleep, SystemTimer};
@@ -79,7 +121,7 @@ impl Clock for SystemTimer {
         }
         #[cfg(not(feature = "tokio"))]
         {
-            Instant::now()
+            CoarseClock.now()
         }
     }
 }
@@ -88,11 +130,17 @@ impl Sleep for SystemTimer {
     fn sleep(&self, duration: Duration) {
         std::thread::sleep(duration);
     }
+
+    #[inline]
+    fn now_blocking(&self) -> Instant {
+        CoarseClock.now()
+    }
 }
 
 #[cfg(feature = "tokio")]
 impl AsyncSleep for SystemTimer {
     type Sleep = tokio::time::Sleep;
+    const START_AT_FIRST_WAIT: bool = true;
 
     fn sleep(&self, duration: Duration) -> Self::Sleep {
         tokio::time::sleep(duration)
@@ -222,10 +270,15 @@ impl<T: Sleep + ?Sized> Sleep for &T {
     fn sleep(&self, duration: Duration) {
         (**self).sleep(duration)
     }
+
+    fn now_blocking(&self) -> Instant {
+        (**self).now_blocking()
+    }
 }
 
 impl<T: AsyncSleep + ?Sized> AsyncSleep for &T {
     type Sleep = T::Sleep;
+    const START_AT_FIRST_WAIT: bool = T::START_AT_FIRST_WAIT;
     fn sleep(&self, duration: Duration) -> Self::Sleep {
         (**self).sleep(duration)
     }

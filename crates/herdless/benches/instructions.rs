@@ -1,0 +1,247 @@
+//! Instruction counts for the comparisons in `core.rs`, immune to machine load:
+//! each case runs `N` times in a binary that does nothing else, under
+//! `valgrind --tool=callgrind`; the count of a run with `N = 0` (start-up) is
+//! subtracted and the rest divided by `N`.
+//!
+//! ```sh
+//! cargo bench -p herdless --features tokio --bench instructions --no-run
+//! scripts/instructions.sh          # every case, a table of instructions per call
+//! ```
+//!
+//! Run one case by hand: `valgrind --tool=callgrind BENCH_BINARY CASE N`
+//! (the `Collected` line is the total). `BENCH_BINARY --list` names the cases;
+//! `BENCH_BINARY --time N` times every case, interleaved, 31 rounds of `N`
+//! calls, and prints each case's fastest round per call (wall time, so
+//! load-sensitive, but the interleaving keeps the ratios fair).
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use backon::{BlockingRetryable, ExponentialBuilder, Retryable};
+use herdless::{AlwaysRetry, Clock, CoarseClock, Policy, Retry, SystemTimer};
+
+fn op() -> Result<u64, std::io::Error> {
+    Ok(black_box(42))
+}
+
+async fn op_async() -> Result<u64, std::io::Error> {
+    Ok(black_box(42))
+}
+
+/// Does not sleep; reads the coarse clock (`SystemTimer`'s blocking clock).
+#[derive(Debug, Clone, Copy)]
+struct NoSleep;
+
+impl Clock for NoSleep {
+    #[inline]
+    fn now(&self) -> std::time::Instant {
+        CoarseClock.now()
+    }
+}
+
+/// `NoSleep` reading tokio's clock, as `SystemTimer` does in async code with
+/// the `tokio` feature (so that `tokio::time::pause` moves it).
+#[derive(Debug, Clone, Copy)]
+struct NoSleepTokioClock;
+
+impl Clock for NoSleepTokioClock {
+    #[inline]
+    fn now(&self) -> std::time::Instant {
+        SystemTimer.now()
+    }
+}
+
+impl herdless::AsyncSleep for NoSleepTokioClock {
+    type Sleep = std::future::Ready<()>;
+    const START_AT_FIRST_WAIT: bool = true;
+    fn sleep(&self, _: Duration) -> Self::Sleep {
+        std::future::ready(())
+    }
+}
+
+impl herdless::Sleep for NoSleep {
+    fn sleep(&self, _: Duration) {}
+}
+
+impl herdless::AsyncSleep for NoSleep {
+    type Sleep = std::future::Ready<()>;
+    const START_AT_FIRST_WAIT: bool = true;
+    fn sleep(&self, _: Duration) -> Self::Sleep {
+        std::future::ready(())
+    }
+}
+
+fn flaky() -> impl FnMut() -> Result<u64, std::io::Error> {
+    let mut left = 3;
+    move || {
+        if left > 0 {
+            left -= 1;
+            Err(std::io::Error::from(std::io::ErrorKind::TimedOut))
+        } else {
+            Ok(black_box(42))
+        }
+    }
+}
+
+fn flaky_async() -> impl FnMut() -> std::future::Ready<Result<u64, std::io::Error>> {
+    let mut f = flaky();
+    move || std::future::ready(f())
+}
+
+fn backon_ns() -> ExponentialBuilder {
+    let ns = Duration::from_nanos(1);
+    ExponentialBuilder::default()
+        .with_jitter()
+        .with_min_delay(ns)
+        .with_max_delay(ns)
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+}
+
+const CASES: &[&str] = &[
+    "bare_call",
+    "instant_now",
+    "system_timer_now",
+    "coarse_clock_now",
+    "herdless_blocking",
+    "backon_blocking",
+    "herdless_async",
+    "backon_async",
+    "retry_herdless_blocking_unseeded",
+    "retry_herdless_blocking_seeded",
+    "retry_backon_blocking",
+    "retry_herdless_async_unseeded",
+    "retry_herdless_async_tokio_clock",
+    "retry_backon_async",
+];
+
+/// Runs `case` `n` times; false when there is no such case.
+fn run(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
+    let policy = Policy::default();
+    let ns = Duration::from_nanos(1);
+    let fast = Policy::builder().base(ns).cap(ns).build().unwrap();
+    match case {
+        "bare_call" => (0..n).for_each(|_| {
+            let _ = black_box(op());
+        }),
+        "instant_now" => (0..n).for_each(|_| {
+            black_box(std::time::Instant::now());
+        }),
+        "system_timer_now" => (0..n).for_each(|_| {
+            black_box(SystemTimer.now());
+        }),
+        "coarse_clock_now" => (0..n).for_each(|_| {
+            black_box(CoarseClock.now());
+        }),
+        "herdless_blocking" => (0..n).for_each(|_| {
+            let _ = black_box(Retry::new(policy, AlwaysRetry).call(|_| op()));
+        }),
+        "backon_blocking" => (0..n).for_each(|_| {
+            let _ = black_box(op.retry(ExponentialBuilder::default().with_jitter()).call());
+        }),
+        "herdless_async" => rt.block_on(async {
+            for _ in 0..n {
+                let _ = black_box(
+                    Retry::new(policy, AlwaysRetry)
+                        .call_async(|_| op_async())
+                        .await,
+                );
+            }
+        }),
+        "backon_async" => rt.block_on(async {
+            for _ in 0..n {
+                let _ = black_box(
+                    op_async
+                        .retry(ExponentialBuilder::default().with_jitter())
+                        .await,
+                );
+            }
+        }),
+        "retry_herdless_blocking_unseeded" => {
+            let r = Retry::new(fast, AlwaysRetry).timer(NoSleep);
+            (0..n).for_each(|_| {
+                let mut op = flaky();
+                let _ = black_box(r.call(|_| op()));
+            })
+        }
+        "retry_herdless_blocking_seeded" => {
+            let r = Retry::new(fast, AlwaysRetry).timer(NoSleep).seed(7);
+            (0..n).for_each(|_| {
+                let mut op = flaky();
+                let _ = black_box(r.call(|_| op()));
+            })
+        }
+        "retry_backon_blocking" => (0..n).for_each(|_| {
+            let _ = black_box(flaky().retry(backon_ns()).sleep(|_| {}).call());
+        }),
+        "retry_herdless_async_unseeded" => {
+            let r = Retry::new(fast, AlwaysRetry).timer(NoSleep);
+            rt.block_on(async {
+                for _ in 0..n {
+                    let mut op = flaky_async();
+                    let _ = black_box(r.call_async(|_| op()).await);
+                }
+            })
+        }
+        "retry_herdless_async_tokio_clock" => {
+            let r = Retry::new(fast, AlwaysRetry).timer(NoSleepTokioClock);
+            rt.block_on(async {
+                for _ in 0..n {
+                    let mut op = flaky_async();
+                    let _ = black_box(r.call_async(|_| op()).await);
+                }
+            })
+        }
+        "retry_backon_async" => rt.block_on(async {
+            for _ in 0..n {
+                let _ = black_box(
+                    flaky_async()
+                        .retry(backon_ns())
+                        .sleep(|_| std::future::ready(()))
+                        .await,
+                );
+            }
+        }),
+        _ => return false,
+    }
+    true
+}
+
+/// Interleaved timing: every case in turn, `rounds` times `n` calls each; the
+/// fastest round per case (the one least disturbed by other processes).
+fn time(n: u64, rounds: u32, rt: &tokio::runtime::Runtime) {
+    let mut best = vec![f64::MAX; CASES.len()];
+    for _ in 0..rounds {
+        for (i, case) in CASES.iter().enumerate() {
+            let t = std::time::Instant::now();
+            run(case, n, rt);
+            best[i] = best[i].min(t.elapsed().as_nanos() as f64 / n as f64);
+        }
+    }
+    for (case, ns) in CASES.iter().zip(best) {
+        println!("{case:36} {ns:8.1} ns");
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    let case = args.next().unwrap_or_default();
+    let n: u64 = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let rt = rt();
+    match case.as_str() {
+        "" | "--list" => CASES.iter().for_each(|c| println!("{c}")),
+        "--time" => time(n.max(1), 31, &rt),
+        _ => {
+            if !run(&case, n, &rt) {
+                eprintln!("unknown case {case}; --list names them");
+                std::process::exit(2);
+            }
+        }
+    }
+}
