@@ -84,7 +84,7 @@ use crate::strategy::Reply;
 /// ```
 /// use herdless_sim::guard::Guard;
 /// assert_eq!(Guard::Pushback.name(), "pushback");
-/// assert_eq!(Guard::ALL.len(), 3);
+/// assert_eq!(Guard::ALL.len(), 4);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Guard {
@@ -92,13 +92,23 @@ pub enum Guard {
     Budget,
     /// A half-open probe breaker per process ([`Breaker`]).
     Breaker,
-    /// Server pushback: the endpoint answers with spread Retry-After slots.
+    /// Server pushback: the endpoint answers with spread Retry-After slots
+    /// from the library's adaptive allocator (it learns the capacity and the
+    /// outage's end).
     Pushback,
+    /// Server pushback with the static slot allocator: told the capacity and
+    /// the outage's end (or recovered by an operator at the end).
+    StaticPushback,
 }
 
 impl Guard {
     /// Every guard, in table order.
-    pub const ALL: [Guard; 3] = [Guard::Budget, Guard::Breaker, Guard::Pushback];
+    pub const ALL: [Guard; 4] = [
+        Guard::Budget,
+        Guard::Breaker,
+        Guard::Pushback,
+        Guard::StaticPushback,
+    ];
 
     /// The guard's name (the part after `+` in a strategy name).
     ///
@@ -110,6 +120,7 @@ impl Guard {
             Guard::Budget => "budget",
             Guard::Breaker => "breaker",
             Guard::Pushback => "pushback",
+            Guard::StaticPushback => "static-pushback",
         }
     }
 
@@ -294,7 +305,7 @@ impl Guards {
                     .collect();
                 g.in_flight = vec![None; processes];
             }
-            Some(Guard::Pushback) | None => {}
+            Some(Guard::Pushback | Guard::StaticPushback) | None => {}
         }
         Ok(g)
     }
