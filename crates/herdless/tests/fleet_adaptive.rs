@@ -168,7 +168,11 @@ fn the_hold_grows_with_the_outage_age() {
 /// books nothing: the callers behind it keep their slots.
 #[test]
 fn an_early_caller_is_told_its_slot_again_and_books_nothing() {
-    let mut a = AdaptiveAllocator::new(10.0, Duration::from_secs(60))
+    // Slots spaced exactly 1 / capacity (no client spread assumed).
+    let mut a = AdaptiveAllocator::builder()
+        .estimate(10.0)
+        .client_spread(0.0)
+        .build()
         .unwrap()
         .outage_until(Duration::from_secs(5));
     let first = a.decide_for(Duration::ZERO, 1).retry_after().unwrap();

@@ -189,7 +189,10 @@ async fn over_a_socket_an_early_caller_gets_its_slot_again() {
     use herdless::fleet::AdaptiveAllocator;
     let timer = ManualTimer::new();
     let layer = PushbackLayer::with_clock(
-        AdaptiveAllocator::new(10.0, Duration::from_secs(60))
+        AdaptiveAllocator::builder()
+            .estimate(10.0)
+            .client_spread(0.0)
+            .build()
             .unwrap()
             .outage_until(Duration::from_secs(5)),
         timer.clone(),

@@ -22,6 +22,7 @@ pub const MAX_CAPACITY: f64 = 1e9;
 /// | [`probe_interval`](Self::probe_interval): one request let through per interval while down | 50 ms | 1 ms ..= 1 h |
 /// | [`window`](Self::window): the learning window | 100 ms | 10 ms ..= 1 min |
 /// | [`down_after`](Self::down_after): consecutive refusals, with no success in the window, that mean "down" | 5 | `1..` |
+/// | [`client_spread`](Self::client_spread): how late callers come back after their slot, as a share of the delay | 0.1 (herdless clients' `retry_after_spread`) | `0..=1` |
 ///
 /// ```
 /// use std::time::Duration;
@@ -45,6 +46,7 @@ pub struct AdaptiveBuilder {
     probe_interval: Duration,
     window: Duration,
     down_after: u32,
+    client_spread: f64,
 }
 
 impl Default for AdaptiveBuilder {
@@ -57,6 +59,7 @@ impl Default for AdaptiveBuilder {
             probe_interval: Duration::from_millis(50),
             window: Duration::from_millis(100),
             down_after: 5,
+            client_spread: crate::Policy::DEFAULT_RETRY_AFTER_SPREAD,
         }
     }
 }
@@ -153,6 +156,20 @@ impl AdaptiveBuilder {
         self
     }
 
+    /// How late callers come back after their slot, at most, as a share of
+    /// their delay (herdless clients: `Policy::retry_after_spread`, 0.1 by
+    /// default). Slots are placed so that the callers' *expected* arrivals
+    /// are evenly spaced (see the [module documentation](super)); 0 spaces
+    /// the slots themselves.
+    ///
+    /// ```
+    /// assert!(herdless::fleet::AdaptiveAllocator::builder().client_spread(1.5).build().is_err());
+    /// ```
+    pub fn client_spread(mut self, spread: f64) -> Self {
+        self.client_spread = spread;
+        self
+    }
+
     /// Validates the settings.
     ///
     /// # Errors
@@ -204,6 +221,10 @@ impl AdaptiveBuilder {
             "window must be within 10 ms..=1 min",
         )?;
         bad(self.down_after >= 1, "down_after must be at least 1")?;
+        bad(
+            (0.0..=1.0).contains(&self.client_spread),
+            "client_spread must be within 0..=1",
+        )?;
         Ok(AdaptiveAllocator {
             horizon_ns: ns(self.horizon),
             burst_ns: ns(self.burst),
@@ -212,7 +233,7 @@ impl AdaptiveBuilder {
             down_after: self.down_after,
             mode: Mode::Up,
             estimate: Estimate::new(capacity, MIN_CAPACITY, MAX_CAPACITY, ns(self.window)),
-            schedule: Default::default(),
+            schedule: super::schedule::Schedule::new(self.client_spread),
             clients: Default::default(),
             counts: Default::default(),
         })

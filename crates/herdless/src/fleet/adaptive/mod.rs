@@ -357,7 +357,7 @@ impl AdaptiveAllocator {
     /// ```
     /// use std::time::Duration;
     /// let mut a = herdless::fleet::AdaptiveAllocator::builder()
-    ///     .estimate(2.0).burst(Duration::from_millis(1)).build()?;
+    ///     .estimate(2.0).burst(Duration::from_millis(1)).client_spread(0.0).build()?;
     /// assert!(a.decide(Duration::ZERO).is_admit());
     /// assert_eq!(a.decide(Duration::ZERO).retry_after(), Some(Duration::from_millis(500)));
     /// assert_eq!(a.decide(Duration::ZERO).retry_after(), Some(Duration::from_millis(1000)));
