@@ -57,7 +57,11 @@
 //! `probe_wait` 1 s) and ask again; the wait counts against the elapsed
 //! budget, not against the attempts. The breaker opens after
 //! [`GuardParams::breaker_threshold`] (default 5) consecutive failures. As in
-//! the executors, it gates retries only: first calls always go out.
+//! the executors, it gates retries only: first calls always go out. When a
+//! probe succeeds, the callers held behind it are released over
+//! [`GuardParams::breaker_release`] (the outage scenario: `N / C`, the time
+//! the endpoint needs to serve the fleet, i.e. a process's held callers over
+//! its share of the capacity), not all at their next re-check.
 //!
 //! # Pushback
 //!
@@ -170,6 +174,10 @@ pub struct GuardParams {
     pub probe_wait: Duration,
     /// How long a probe holds the breaker (its call's round trip).
     pub probe_rtt: Duration,
+    /// Over how long a closing breaker releases the callers it held (`None`:
+    /// sized to the capacity by the scenario; the outage scenario uses
+    /// `N / C`, the time the recovered endpoint needs to serve the fleet).
+    pub breaker_release: Option<Duration>,
     /// The longest Retry-After the pushback server hands out.
     pub pushback_horizon: Duration,
 }
@@ -184,6 +192,7 @@ impl Default for GuardParams {
             breaker_threshold: 5,
             probe_wait: Duration::from_secs(1),
             probe_rtt: Duration::from_millis(20),
+            breaker_release: None,
             pushback_horizon: Duration::from_secs(60),
         }
     }
@@ -213,6 +222,9 @@ impl GuardParams {
         let hour = Duration::from_secs(3_600);
         if !(ms..=hour).contains(&self.probe_wait) || !(ms..=hour).contains(&self.probe_rtt) {
             return bad("probe wait and probe round trip must be within 1 ms..=1 h".into());
+        }
+        if self.breaker_release.is_some_and(|w| w > hour) {
+            return bad("the breaker's release window must be at most 1 h".into());
         }
         if !(Duration::from_secs(1)..=hour).contains(&self.pushback_horizon) {
             return bad("the pushback horizon must be within 1 s..=1 h".into());
@@ -301,7 +313,11 @@ impl Guards {
             }
             Some(Guard::Breaker) => {
                 g.breakers = (0..processes)
-                    .map(|_| Breaker::new(params.breaker_threshold).probe_wait(params.probe_wait))
+                    .map(|_| {
+                        Breaker::new(params.breaker_threshold)
+                            .probe_wait(params.probe_wait)
+                            .release_window(params.breaker_release.unwrap_or_default())
+                    })
                     .collect();
                 g.in_flight = vec![None; processes];
             }

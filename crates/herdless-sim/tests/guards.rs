@@ -249,3 +249,28 @@ fn the_breaker_makes_fewer_calls_during_the_outage_than_plain_full_jitter() {
     );
     assert!(r.strategies[1].completion_s >= r.physical_limit_s);
 }
+
+/// When its probe sees the recovery, a process's breaker releases the
+/// callers it held over N / C (the time the endpoint needs to serve the
+/// fleet) instead of within one probe wait: the peak after the outage stays
+/// within 1.5x the capacity, where releasing at once gave 2.9x.
+#[test]
+fn a_closing_breaker_spreads_its_held_callers() {
+    let r = outage(OutageParams::default(), vec![kind("full+breaker")], 1);
+    let b = &r.strategies[0];
+    assert!(b.peak_over_capacity <= 1.5, "{}", b.peak_over_capacity);
+    let at_once = OutageParams {
+        guards: herdless_sim::guard::GuardParams {
+            breaker_release: Some(Duration::ZERO),
+            ..Default::default()
+        },
+        ..OutageParams::default()
+    };
+    let r0 = outage(at_once, vec![kind("full+breaker")], 1);
+    assert!(
+        r0.strategies[0].peak_over_capacity >= 2.0,
+        "released at once: {} (spread: {})",
+        r0.strategies[0].peak_over_capacity,
+        b.peak_over_capacity
+    );
+}

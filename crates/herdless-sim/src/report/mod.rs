@@ -135,12 +135,14 @@ pub struct GuardParameters {
     pub probe_wait_s: f64,
     /// How long a probe holds the breaker, seconds.
     pub probe_rtt_s: f64,
+    /// Over how long a closing breaker releases its held callers, seconds.
+    pub breaker_release_s: f64,
     /// The longest Retry-After of the pushback server, seconds.
     pub pushback_horizon_s: f64,
 }
 
 impl GuardParameters {
-    fn new(g: &GuardParams, clients: u32) -> Self {
+    fn new(g: &GuardParams, clients: u32, release: Duration) -> Self {
         Self {
             clients_per_process: g.clients_per_process,
             processes: clients.div_ceil(g.clients_per_process.max(1)),
@@ -152,6 +154,7 @@ impl GuardParameters {
             breaker_threshold: g.breaker_threshold,
             probe_wait_s: g.probe_wait.as_secs_f64(),
             probe_rtt_s: g.probe_rtt.as_secs_f64(),
+            breaker_release_s: release.as_secs_f64(),
             pushback_horizon_s: g.pushback_horizon.as_secs_f64(),
         }
     }
@@ -181,7 +184,7 @@ impl OutageParameters {
             burst: p.burst,
             first_call_window_s: p.first_call_window.as_secs_f64(),
             policy: (&p.policy).into(),
-            guards: GuardParameters::new(&p.guards, p.clients),
+            guards: GuardParameters::new(&p.guards, p.clients, p.breaker_release()),
             honor: p.honor,
             capacity_estimate: p.capacity_estimate,
             outage_end: p.outage_end.name(),
@@ -415,7 +418,7 @@ fn outage_table(r: &OutageReport) -> String {
             out,
             "guards: {} processes of {} clients, each with a budget of {} tokens \
              (gRPC, ratio {}) and a breaker (opens after {} failures, probe wait {}, \
-             probe round trip {}); pushback: Retry-After slots, horizon {}, starting \
+             probe round trip {}, releases over {}); pushback: Retry-After slots, horizon {}, starting \
              estimate {}x the capacity, outage end {}",
             g.processes,
             g.clients_per_process,
@@ -424,6 +427,7 @@ fn outage_table(r: &OutageReport) -> String {
             g.breaker_threshold,
             secs(g.probe_wait_s),
             secs(g.probe_rtt_s),
+            secs(g.breaker_release_s),
             secs(g.pushback_horizon_s),
             p.capacity_estimate,
             p.outage_end

@@ -129,6 +129,21 @@ impl OutageParams {
         self.outage.as_secs_f64() + f64::from(self.clients) / f64::from(self.capacity.max(1))
     }
 
+    /// The breaker's release window when none is set: `N / C`, the time the
+    /// recovered endpoint needs to serve the whole fleet (for one process:
+    /// its held callers over its share of the capacity).
+    ///
+    /// ```
+    /// assert_eq!(herdless_sim::OutageParams::default().breaker_release().as_secs(), 4);
+    /// ```
+    pub fn breaker_release(&self) -> Duration {
+        self.guards
+            .breaker_release
+            .unwrap_or(Duration::from_secs_f64(
+                f64::from(self.clients) / f64::from(self.capacity.max(1)),
+            ))
+    }
+
     /// The fewest calls per client any strategy can make: the first call
     /// (which fails if it falls inside the outage) plus one after `T`.
     ///
@@ -294,7 +309,11 @@ pub fn run(
     }
     let strategy = kind.resolve(&params.policy);
     let starts = first_calls(params, seed);
-    let mut guards = Guards::new(kind.guard(), &params.guards, params.clients)?;
+    let mut guard_params = params.guards;
+    guard_params
+        .breaker_release
+        .get_or_insert(params.breaker_release());
+    let mut guards = Guards::new(kind.guard(), &guard_params, params.clients)?;
     let fleet_seed = crate::stream_seed(seed, 1);
     let told = params.capacity_estimate * f64::from(params.capacity);
     let horizon = params.guards.pushback_horizon;
