@@ -161,9 +161,13 @@ async fn an_overestimate_of_two_drains_within_1_5_the_limit_and_floods_only_the_
 
 /// The same with the release binary (`cargo test --release -p herdless-cli
 /// --test fleet_estimate -- --ignored --nocapture`): the adaptive allocator
-/// keeps the peak after T within 1.5x capacity (measured: fixed buckets
-/// 1.1–1.3x, sliding window 1.28–1.42x over three runs at load average 3–5)
-/// and drains within 1.5 L (1.16 L); the static one peaks at 3.6x.
+/// keeps the peak after T within 1.5x capacity and drains within 1.5 L; the
+/// static one peaks at least twice as high. Measured at load average
+/// 5.4–5.7, two runs: adaptive drain 1.17 L, peak 1.20x and 1.56x (sliding
+/// 1.30x and 1.64x: at that load the workers' wake-ups bunch, and the second
+/// run fails the bound), static 3.40x and 3.90x with 249 and 266 exhausted. A
+/// timing claim about the machine as much as the allocator: run it on a
+/// quiet one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a timing claim: run with --release (see the doc comment)"]
 async fn with_the_release_binary_the_peak_stays_within_1_5_capacity() {
