@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use clap::Args;
 use herdless::Policy;
+use herdless_sim::endpoint::OutageEnd;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Progress, Scenario, Simulation, SpreadParams,
-    StrategyKind,
+    Config, ContentionParams, OutageParams, Progress, RobustnessParams, Scenario, Simulation,
+    SpreadParams, StrategyKind,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -37,36 +38,50 @@ pub const DEFAULT_OUT: &str = "herdless-report";
 /// Flags of `herdless simulate`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SimulateArgs {
-    /// Scenario: spread, outage or contention.
+    /// Scenario: spread, outage, contention or robustness (the outage under
+    /// pushback, cell by cell: capacity estimate x outage end x honor).
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
     pub scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
     /// decorrelated-window, fixed-1s, no-backoff, and (outage) a jitter mode
-    /// with a fleet-level guard: full+budget, full+breaker, full+pushback
-    /// [default: every jitter mode plus the scenario's baseline; outage adds
-    /// the three full+ guards].
+    /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
+    /// full+static-pushback [default: every jitter mode plus the scenario's
+    /// baseline; outage adds full+budget, full+breaker, full+pushback;
+    /// robustness tests full+pushback].
     #[arg(long, value_delimiter = ',', value_parser = parse_strategy, value_name = "LIST")]
     pub jitter: Vec<StrategyKind>,
     /// Seed: the same seed gives the same output.
     #[arg(long, default_value_t = Simulation::DEFAULT_SEED, value_name = "N")]
     pub seed: u64,
-    /// Outage: number of clients [default: 40000]. Contention: the largest
+    /// Outage, robustness: number of clients [default: 40000]. Contention: the largest
     /// number of clients; the sweep has 20 evenly spaced sizes up to it [default: 200].
     #[arg(long, value_name = "N")]
     pub clients: Option<u32>,
-    /// Outage: how long the endpoint fails everything [default: 5s].
+    /// Outage, robustness: how long the endpoint fails everything [default: 5s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub outage: Option<Duration>,
-    /// Outage: calls per second served after the outage [default: 10000].
+    /// Outage, robustness: calls per second served after the outage [default: 10000].
     #[arg(long, value_name = "PER_S")]
     pub capacity: Option<u32>,
-    /// Outage: the endpoint's token bucket size [default: capacity / 10].
+    /// Outage, robustness: the endpoint's token bucket size [default: capacity / 10].
     #[arg(long, value_name = "N")]
     pub burst: Option<u32>,
-    /// Outage: clients sharing one process's retry budget and breaker
+    /// Outage, robustness: clients sharing one process's retry budget and breaker
     /// (full+budget, full+breaker) [default: 100].
     #[arg(long, value_name = "N")]
     pub clients_per_process: Option<u32>,
+    /// Outage: the share of clients that honor Retry-After, 0 to 1; the rest
+    /// use their own backoff [default: 1].
+    #[arg(long, value_name = "FRACTION")]
+    pub honor: Option<f64>,
+    /// Outage: the pushback allocator's starting capacity estimate over the
+    /// true capacity, 0.01 to 100 [default: 1].
+    #[arg(long, value_name = "FACTOR")]
+    pub capacity_estimate: Option<f64>,
+    /// Outage: whether the pushback allocator is told when the outage ends:
+    /// known or unknown [default: unknown].
+    #[arg(long, value_parser = parse_outage_end, value_name = "known|unknown")]
+    pub outage_end: Option<OutageEnd>,
     /// Spread: number of workers [default: 200].
     #[arg(long, value_name = "N")]
     pub workers: Option<u32>,
@@ -109,6 +124,10 @@ fn parse_scenario(s: &str) -> Result<Scenario, String> {
     s.parse()
 }
 
+fn parse_outage_end(s: &str) -> Result<OutageEnd, String> {
+    s.parse()
+}
+
 fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
     s.parse::<StrategyKind>().map_err(|e| e.to_string())
 }
@@ -127,17 +146,31 @@ impl SimulateArgs {
                 Ok(())
             }
         };
-        let not_outage = scenario != Scenario::Outage;
-        refuse("--outage", not_outage && self.outage.is_some(), "outage")?;
-        refuse(
-            "--capacity",
-            not_outage && self.capacity.is_some(),
-            "outage",
-        )?;
-        refuse("--burst", not_outage && self.burst.is_some(), "outage")?;
+        let not_outage = !matches!(scenario, Scenario::Outage | Scenario::Robustness);
+        let either = "outage or robustness";
+        refuse("--outage", not_outage && self.outage.is_some(), either)?;
+        refuse("--capacity", not_outage && self.capacity.is_some(), either)?;
+        refuse("--burst", not_outage && self.burst.is_some(), either)?;
         refuse(
             "--clients-per-process",
             not_outage && self.clients_per_process.is_some(),
+            either,
+        )?;
+        // The robustness matrix varies these three itself.
+        let not_plain_outage = scenario != Scenario::Outage;
+        refuse(
+            "--honor",
+            not_plain_outage && self.honor.is_some(),
+            "outage",
+        )?;
+        refuse(
+            "--capacity-estimate",
+            not_plain_outage && self.capacity_estimate.is_some(),
+            "outage",
+        )?;
+        refuse(
+            "--outage-end",
+            not_plain_outage && self.outage_end.is_some(),
             "outage",
         )?;
         let not_spread = scenario != Scenario::Spread;
@@ -168,24 +201,11 @@ impl SimulateArgs {
                     policy: self.policy(&d.policy)?,
                 })
             }
-            Scenario::Outage => {
-                let d = OutageParams::default();
-                let capacity = self.capacity.unwrap_or(d.capacity);
-                Config::Outage(OutageParams {
-                    clients: self.clients.unwrap_or(d.clients),
-                    outage: self.outage.unwrap_or(d.outage),
-                    capacity,
-                    burst: self.burst.unwrap_or((capacity / 10).max(1)),
-                    first_call_window: d.first_call_window,
-                    policy: self.policy(&d.policy)?,
-                    guards: herdless_sim::guard::GuardParams {
-                        clients_per_process: self
-                            .clients_per_process
-                            .unwrap_or(d.guards.clients_per_process),
-                        ..d.guards
-                    },
-                })
-            }
+            Scenario::Outage => Config::Outage(self.outage_params()?),
+            Scenario::Robustness => Config::Robustness(RobustnessParams {
+                base: self.outage_params()?,
+                ..RobustnessParams::default()
+            }),
             Scenario::Contention => {
                 let d = ContentionParams::default();
                 Config::Contention(ContentionParams {
@@ -209,6 +229,29 @@ impl SimulateArgs {
             sim = sim.threads(t);
         }
         Ok(sim)
+    }
+
+    /// The outage parameters the flags describe (outage and robustness).
+    fn outage_params(&self) -> Result<OutageParams, String> {
+        let d = OutageParams::default();
+        let capacity = self.capacity.unwrap_or(d.capacity);
+        Ok(OutageParams {
+            clients: self.clients.unwrap_or(d.clients),
+            outage: self.outage.unwrap_or(d.outage),
+            capacity,
+            burst: self.burst.unwrap_or((capacity / 10).max(1)),
+            first_call_window: d.first_call_window,
+            policy: self.policy(&d.policy)?,
+            guards: herdless_sim::guard::GuardParams {
+                clients_per_process: self
+                    .clients_per_process
+                    .unwrap_or(d.guards.clients_per_process),
+                ..d.guards
+            },
+            honor: self.honor.unwrap_or(d.honor),
+            capacity_estimate: self.capacity_estimate.unwrap_or(d.capacity_estimate),
+            outage_end: self.outage_end.unwrap_or(d.outage_end),
+        })
     }
 
     /// The scenario's policy with the policy flags applied.
@@ -250,7 +293,7 @@ impl Progress for Bar {
 /// sweep, and outage runs of more than a few million simulated calls.
 fn is_long(sim: &Simulation) -> bool {
     match sim.config() {
-        Config::Contention(_) => true,
+        Config::Contention(_) | Config::Robustness(_) => true,
         Config::Outage(p) => u64::from(p.clients) * sim.strategy_kinds().len() as u64 >= 500_000,
         Config::Spread(p) => u64::from(p.workers) * sim.strategy_kinds().len() as u64 >= 5_000_000,
     }

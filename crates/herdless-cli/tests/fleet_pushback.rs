@@ -1,5 +1,6 @@
 //! Server-guided pushback over real sockets: `herdless fleet` against
-//! `herdless stub --outage T --capacity C`, with pushback and without.
+//! `herdless stub --outage T --capacity C`, with (adaptive) pushback and
+//! without.
 //!
 //! The simulator's claim is an ordering: after an outage, full
 //! jitter plus server pushback drains close to the physical limit `T + N / C`
@@ -122,17 +123,18 @@ async fn run(stub_flags: &[&str]) -> Run {
 /// too. The whole test takes about 16 s on a
 /// loaded machine, most of it the plain run's backoff tail.
 ///
-/// Bounds, with pushback (`--capacity 500`, the default):
-/// * every first try lands in the outage and is told its own slot; slots are
-///   1 / C apart from T on, so the last one is at L. A client adds at most
-///   +10 % of its delay (the policy's positive spread), delays are below L,
-///   so every booked client arrives by 1.1 L = 6.6 s. The assertion allows
-///   1.1 L + 1 s for a loaded machine's lag (measured: 6.5–6.8 s at load
-///   averages of 4–7).
+/// Bounds, with pushback (`--capacity 500`, the default: the adaptive
+/// allocator, told nothing about the outage):
+/// * the allocator finds the outage from the stub's first refusals and holds
+///   every caller at least 2 s, expected arrivals 1 / (0.9 C) apart; a
+///   probe finds the stub back at T, and the callers, booked from ~2 s on,
+///   come back at about 0.9 C: the last by T + N / (0.9 C) = 6.4 s plus its
+///   spread (+10 % of its delay). The assertion allows 1.1 L + 1 s for a
+///   loaded machine's lag (measured: 7.1 s).
 /// * each client hit by the outage needs two calls (the rejected first try
-///   and one at its slot); extra calls come only from arrivals the loaded machine delivers
-///   in bunches larger than the 100 ms burst, which are re-booked behind the
-///   others (measured: 2.0–2.2 calls per client). The bound is 2.75.
+///   and one at its slot); extra calls come only from arrivals the loaded
+///   machine delivers in bunches, refused and re-booked behind the others
+///   (measured: 2.0–2.1 calls per client). The bound is 2.75.
 /// * a re-booked client could in principle be rejected six times and exhaust
 ///   its 6 attempts, so at most 1 % of the fleet may give up (measured: 0).
 ///

@@ -113,6 +113,15 @@ async fn flags_that_cannot_apply_are_refused_naming_what_they_need() {
             "pushback",
         ),
         (vec!["stub", "--retry-after", ""], "--retry-after"),
+        (vec!["stub", "--capacity-estimate", "2"], "--capacity"),
+        (
+            vec!["stub", "--capacity", "10", "--outage-end", "known"],
+            "--outage",
+        ),
+        (
+            vec!["stub", "--capacity", "10", "--capacity-estimate", "0"],
+            "--capacity-estimate",
+        ),
         (
             vec!["fleet", "--workers", "2", "--urgent-quota", "3", url],
             "--urgent",
@@ -222,13 +231,22 @@ async fn stub_capacity_is_a_token_bucket_empty_at_start() {
         .all(|a| a.status == 503));
 }
 
-/// `--capacity` with pushback (the default): each rejection carries its own
-/// slot, `Retry-After-Ms` one slot (1 / capacity) after the previous one and
-/// `Retry-After` the same slot in whole seconds rounded up; during `--outage`
-/// the slots start at the outage's end.
+/// `--capacity` with the static allocator told the outage's end: each
+/// rejection carries its own slot, `Retry-After-Ms` one slot (1 / capacity)
+/// after the previous one and `Retry-After` the same slot in whole seconds
+/// rounded up; during `--outage` the slots start at the outage's end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_pushback_gives_each_rejection_its_own_slot() {
-    let (stub, url) = start_stub(&["--capacity", "10", "--outage", "1s"]);
+    let (stub, url) = start_stub(&[
+        "--capacity",
+        "10",
+        "--outage",
+        "1s",
+        "--pushback",
+        "static",
+        "--outage-end",
+        "known",
+    ]);
     let client = reqwest::Client::new();
     let mut slots = Vec::new();
     for _ in 0..5 {
@@ -262,6 +280,40 @@ async fn stub_pushback_gives_each_rejection_its_own_slot() {
     }
 }
 
+/// `--capacity` with the default, adaptive pushback, told nothing: the
+/// first requests reach the stub's handler (down), each refusal is answered
+/// with a slot; after five the allocator holds callers at least 2 s without
+/// passing them on. Every 503 carries both headers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stub_adaptive_pushback_finds_the_outage_and_holds_callers() {
+    // 100/s: a burst of 10 admitted at once, so five refusals come quickly.
+    let (stub, url) = start_stub(&["--capacity", "100", "--outage", "5s"]);
+    let client = reqwest::Client::new();
+    let mut told = Vec::new();
+    for k in 0..8 {
+        let r = client
+            .get(&url)
+            .header("x-worker-id", k.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 503);
+        let ms: u64 = r.headers()["retry-after-ms"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(r.headers().contains_key("retry-after"));
+        told.push(ms);
+    }
+    let arrivals = stub.stats().arrivals;
+    assert!(arrivals.iter().all(|a| a.status == 503 && a.t_s < 5.0));
+    // The first four: refused by the handler, each a slot at the rate. From
+    // the fifth on (the fifth refusal found the outage): held 2 s at least.
+    assert!(told[..4].iter().all(|&ms| ms < 1_000), "{told:?}");
+    assert!(told[4..].iter().all(|&ms| ms >= 1_900), "{told:?}");
+}
+
 /// `/stats` keeps only the most recent arrivals (a ring), so a long run's
 /// memory stays bounded, while `total` still counts every arrival.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -274,6 +326,8 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
         outage: None,
         capacity: None,
         pushback: None,
+        capacity_estimate: None,
+        outage_end: None,
         horizon: None,
         retry_after: None,
         fail_status: 503,

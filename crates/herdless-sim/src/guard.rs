@@ -57,7 +57,11 @@
 //! `probe_wait` 1 s) and ask again; the wait counts against the elapsed
 //! budget, not against the attempts. The breaker opens after
 //! [`GuardParams::breaker_threshold`] (default 5) consecutive failures. As in
-//! the executors, it gates retries only: first calls always go out.
+//! the executors, it gates retries only: first calls always go out. When a
+//! probe succeeds, the callers held behind it are released over
+//! [`GuardParams::breaker_release`] (the outage scenario: `N / C`, the time
+//! the endpoint needs to serve the fleet, i.e. a process's held callers over
+//! its share of the capacity), not all at their next re-check.
 //!
 //! # Pushback
 //!
@@ -84,7 +88,7 @@ use crate::strategy::Reply;
 /// ```
 /// use herdless_sim::guard::Guard;
 /// assert_eq!(Guard::Pushback.name(), "pushback");
-/// assert_eq!(Guard::ALL.len(), 3);
+/// assert_eq!(Guard::ALL.len(), 4);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Guard {
@@ -92,13 +96,23 @@ pub enum Guard {
     Budget,
     /// A half-open probe breaker per process ([`Breaker`]).
     Breaker,
-    /// Server pushback: the endpoint answers with spread Retry-After slots.
+    /// Server pushback: the endpoint answers with spread Retry-After slots
+    /// from the library's adaptive allocator (it learns the capacity and the
+    /// outage's end).
     Pushback,
+    /// Server pushback with the static slot allocator: told the capacity and
+    /// the outage's end (or recovered by an operator at the end).
+    StaticPushback,
 }
 
 impl Guard {
     /// Every guard, in table order.
-    pub const ALL: [Guard; 3] = [Guard::Budget, Guard::Breaker, Guard::Pushback];
+    pub const ALL: [Guard; 4] = [
+        Guard::Budget,
+        Guard::Breaker,
+        Guard::Pushback,
+        Guard::StaticPushback,
+    ];
 
     /// The guard's name (the part after `+` in a strategy name).
     ///
@@ -110,6 +124,7 @@ impl Guard {
             Guard::Budget => "budget",
             Guard::Breaker => "breaker",
             Guard::Pushback => "pushback",
+            Guard::StaticPushback => "static-pushback",
         }
     }
 
@@ -159,6 +174,10 @@ pub struct GuardParams {
     pub probe_wait: Duration,
     /// How long a probe holds the breaker (its call's round trip).
     pub probe_rtt: Duration,
+    /// Over how long a closing breaker releases the callers it held (`None`:
+    /// sized to the capacity by the scenario; the outage scenario uses
+    /// `N / C`, the time the recovered endpoint needs to serve the fleet).
+    pub breaker_release: Option<Duration>,
     /// The longest Retry-After the pushback server hands out.
     pub pushback_horizon: Duration,
 }
@@ -173,6 +192,7 @@ impl Default for GuardParams {
             breaker_threshold: 5,
             probe_wait: Duration::from_secs(1),
             probe_rtt: Duration::from_millis(20),
+            breaker_release: None,
             pushback_horizon: Duration::from_secs(60),
         }
     }
@@ -202,6 +222,9 @@ impl GuardParams {
         let hour = Duration::from_secs(3_600);
         if !(ms..=hour).contains(&self.probe_wait) || !(ms..=hour).contains(&self.probe_rtt) {
             return bad("probe wait and probe round trip must be within 1 ms..=1 h".into());
+        }
+        if self.breaker_release.is_some_and(|w| w > hour) {
+            return bad("the breaker's release window must be at most 1 h".into());
         }
         if !(Duration::from_secs(1)..=hour).contains(&self.pushback_horizon) {
             return bad("the pushback horizon must be within 1 s..=1 h".into());
@@ -290,11 +313,15 @@ impl Guards {
             }
             Some(Guard::Breaker) => {
                 g.breakers = (0..processes)
-                    .map(|_| Breaker::new(params.breaker_threshold).probe_wait(params.probe_wait))
+                    .map(|_| {
+                        Breaker::new(params.breaker_threshold)
+                            .probe_wait(params.probe_wait)
+                            .release_window(params.breaker_release.unwrap_or_default())
+                    })
                     .collect();
                 g.in_flight = vec![None; processes];
             }
-            Some(Guard::Pushback) | None => {}
+            Some(Guard::Pushback | Guard::StaticPushback) | None => {}
         }
         Ok(g)
     }

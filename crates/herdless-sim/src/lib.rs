@@ -31,9 +31,9 @@
 //! | the event queue (timing wheel) | [`queue`] |
 //! | retry strategies, built on `herdless::Policy` | [`strategy`] |
 //! | fleet-level guards: shared budget, breaker, pushback (the library's types) | [`guard`] |
-//! | simulated endpoints (stub controller, outage + capacity) | [`endpoint`] |
+//! | simulated endpoints (stub controller, outage + capacity, pushback allocators, clients ignoring Retry-After) | [`endpoint`] |
 //! | the event loop of independent clients | [`fleet`] |
-//! | the scenarios: spread, outage, contention | [`scenario`] |
+//! | the scenarios: spread, outage, contention, robustness | [`scenario`] |
 //! | histograms in 100 ms buckets | [`metrics`] |
 //! | the report: JSON and the terminal table | [`report`] |
 //! | SVG and PNG figures (feature `plots`) | [`plots`] |
@@ -67,6 +67,7 @@ pub use error::SimError;
 pub use report::Report;
 pub use scenario::contention::ContentionParams;
 pub use scenario::outage::OutageParams;
+pub use scenario::robustness::RobustnessParams;
 pub use scenario::spread::SpreadParams;
 pub use scenario::Scenario;
 pub use strategy::{ParseStrategyError, Reply, Strategy, StrategyKind};
@@ -82,6 +83,8 @@ pub enum Config {
     Outage(OutageParams),
     /// The contention scenario.
     Contention(ContentionParams),
+    /// The robustness scenario.
+    Robustness(RobustnessParams),
 }
 
 impl Config {
@@ -96,6 +99,7 @@ impl Config {
             Scenario::Spread => Config::Spread(SpreadParams::default()),
             Scenario::Outage => Config::Outage(OutageParams::default()),
             Scenario::Contention => Config::Contention(ContentionParams::default()),
+            Scenario::Robustness => Config::Robustness(RobustnessParams::default()),
         }
     }
 
@@ -110,6 +114,7 @@ impl Config {
             Config::Spread(_) => Scenario::Spread,
             Config::Outage(_) => Scenario::Outage,
             Config::Contention(_) => Scenario::Contention,
+            Config::Robustness(_) => Scenario::Robustness,
         }
     }
 }
@@ -238,6 +243,7 @@ impl Simulation {
         let s = self.strategies.len() as u64;
         match &self.config {
             Config::Contention(p) => s * p.clients.len() as u64 * u64::from(p.trials),
+            Config::Robustness(p) => p.cells().len() as u64 + 1,
             _ => s,
         }
     }
@@ -294,6 +300,29 @@ impl Simulation {
                 let strategies = figures.into_iter().collect::<Result<_, _>>()?;
                 Ok(Report::Outage(report::OutageReport::new(
                     p, seed, strategies,
+                )))
+            }
+            Config::Robustness(p) => {
+                if self.strategies.len() != 1 {
+                    return Err(SimError::Invalid(
+                        "the robustness scenario tests one pushback strategy".into(),
+                    ));
+                }
+                let p = RobustnessParams {
+                    strategy: self.strategies[0],
+                    ..p.clone()
+                };
+                p.validate()?;
+                let runs = scenario::robustness::runs(&p);
+                let figures = parallel::par_map(&runs, self.threads, |(q, k)| {
+                    let r = scenario::robustness::run_one(q, *k, seed);
+                    progress.advance(1);
+                    r
+                });
+                let figures = figures.into_iter().collect::<Result<_, _>>()?;
+                let (baseline, cells) = scenario::robustness::assemble(&p, figures);
+                Ok(Report::Robustness(report::RobustnessReport::new(
+                    &p, seed, baseline, cells,
                 )))
             }
             Config::Contention(p) => {

@@ -74,19 +74,36 @@ pub enum StrategyKind {
 }
 
 /// `GUARDED_NAMES[jitter][guard]`, in `Jitter::ALL` and `Guard::ALL` order.
-const GUARDED_NAMES: [[&str; 3]; 5] = [
-    ["none+budget", "none+breaker", "none+pushback"],
-    ["full+budget", "full+breaker", "full+pushback"],
-    ["equal+budget", "equal+breaker", "equal+pushback"],
+const GUARDED_NAMES: [[&str; 4]; 5] = [
+    [
+        "none+budget",
+        "none+breaker",
+        "none+pushback",
+        "none+static-pushback",
+    ],
+    [
+        "full+budget",
+        "full+breaker",
+        "full+pushback",
+        "full+static-pushback",
+    ],
+    [
+        "equal+budget",
+        "equal+breaker",
+        "equal+pushback",
+        "equal+static-pushback",
+    ],
     [
         "decorrelated+budget",
         "decorrelated+breaker",
         "decorrelated+pushback",
+        "decorrelated+static-pushback",
     ],
     [
         "decorrelated-window+budget",
         "decorrelated-window+breaker",
         "decorrelated-window+pushback",
+        "decorrelated-window+static-pushback",
     ],
 ];
 
@@ -237,7 +254,7 @@ impl fmt::Display for ParseStrategyError {
             f,
             "unknown strategy {:?} (expected one of none, full, equal, decorrelated, \
              decorrelated-window, fixed-1s, no-backoff, or a jitter mode with a guard: \
-             full+budget, full+breaker, full+pushback)",
+             full+budget, full+breaker, full+pushback, full+static-pushback)",
             self.input
         )
     }

@@ -3,9 +3,11 @@
 //! simulator's own runs with fixed seeds.
 
 use herdless::Jitter;
+use herdless_sim::endpoint::OutageEnd;
 use herdless_sim::report::{ContentionReport, OutageReport, SpreadReport};
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Report, Simulation, SpreadParams, StrategyKind,
+    Config, ContentionParams, OutageParams, Report, RobustnessParams, Scenario, Simulation,
+    SpreadParams, StrategyKind,
 };
 use proptest::prelude::*;
 
@@ -23,7 +25,12 @@ fn spread(seed: u64, kinds: Vec<StrategyKind>) -> SpreadReport {
 }
 
 fn outage(params: OutageParams, seed: u64) -> OutageReport {
+    outage_with(params, Scenario::Outage.default_strategies(), seed)
+}
+
+fn outage_with(params: OutageParams, kinds: Vec<StrategyKind>, seed: u64) -> OutageReport {
     match Simulation::new(Config::Outage(params))
+        .strategies(kinds)
         .seed(seed)
         .run()
         .unwrap()
@@ -270,7 +277,10 @@ fn outage_no_strategy_beats_the_physical_limit() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
-    /// The same law over random small outages, capacities and policies.
+    /// The same law over random small outages, capacities and policies, for
+    /// every strategy (both pushback allocators included), with a random
+    /// share of clients honoring Retry-After, a random capacity estimate and
+    /// the end known or not.
     #[test]
     fn outage_limit_holds_for_random_parameters(
         clients in 1u32..3_000,
@@ -280,6 +290,9 @@ proptest! {
         base_ms in 10u64..2_000,
         attempts in 2u32..12,
         per_process in 1u32..300,
+        honor in 0.0f64..=1.0,
+        estimate in 0.25f64..4.0,
+        known in any::<bool>(),
         seed in any::<u64>(),
     ) {
         let params = OutageParams {
@@ -296,12 +309,77 @@ proptest! {
                 clients_per_process: per_process,
                 ..Default::default()
             },
+            honor,
+            capacity_estimate: estimate,
+            outage_end: if known { OutageEnd::Known } else { OutageEnd::Unknown },
             ..OutageParams::default()
         };
-        let r = outage(params, seed);
-        assert_eq!(r.strategies.len(), 9, "every strategy, the guarded ones included");
+        let mut kinds = Scenario::Outage.default_strategies();
+        kinds.push("full+static-pushback".parse().unwrap());
+        let r = outage_with(params, kinds, seed);
+        assert_eq!(r.strategies.len(), 10, "every strategy, the guarded ones included");
         assert_within_limit(&r);
+        for s in &r.strategies {
+            // The honoring clients are some of the clients: their drain obeys
+            // the same floor (T + honoring / C), their calls are counted.
+            assert!(s.honoring_clients <= u64::from(clients));
+            if let Some(d) = s.honoring_completion_s {
+                let floor = outage_ms as f64 / 1e3 + s.honoring_clients as f64 / f64::from(capacity);
+                assert!(d >= floor - 1e-9, "{}: honoring drained at {d} < {floor}", s.strategy);
+                assert_eq!(s.honoring_gave_up, 0);
+            }
+        }
     }
+}
+
+/// The robustness matrix runs the outage scenario cell by cell: every cell
+/// obeys the physical limit, a cell's verdicts are its figures against the
+/// goals, and the baseline is plain full jitter.
+#[test]
+fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
+    let params = RobustnessParams {
+        base: OutageParams {
+            clients: 4_000,
+            capacity: 1_000,
+            burst: 100,
+            ..OutageParams::default()
+        },
+        ..RobustnessParams::default()
+    };
+    let r = match Simulation::new(Config::Robustness(params))
+        .seed(3)
+        .run()
+        .unwrap()
+    {
+        Report::Robustness(r) => r,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(r.cells.len(), 18);
+    assert_eq!(r.baseline.strategy, "full");
+    assert_eq!(r.passed, r.cells.iter().filter(|c| c.passed).count());
+    for c in &r.cells {
+        if let Some(d) = c.honoring_completion_s {
+            let honoring = c.honor * 4_000.0;
+            // At least the honoring clients' own share of the capacity after T.
+            assert!(d >= 5.0 + 0.9 * honoring / 1_000.0, "{c:?}");
+        }
+        assert_eq!(c.checks.peak, c.peak_over_capacity <= r.goals.peak, "{c:?}");
+        assert_eq!(c.checks.calls, c.honoring_calls <= r.goals.honoring_calls);
+        assert_eq!(c.checks.no_give_up, c.honoring_gave_up == 0);
+        assert_eq!(
+            c.passed,
+            c.checks.peak
+                && c.checks.drain
+                && c.checks.calls
+                && c.checks.no_give_up
+                && c.checks.vs_full_jitter
+        );
+    }
+    let table = Report::Robustness(r.clone()).table();
+    assert!(
+        table.contains(&format!("cells meeting every goal: {} of 18", r.passed)),
+        "{table}"
+    );
 }
 
 /// Same seed, same output, for every scenario; another seed, another output.

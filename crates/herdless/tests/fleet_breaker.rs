@@ -222,3 +222,69 @@ fn a_zero_probe_wait_does_not_spin_behind_a_held_probe() {
         .all(|w| *w >= Duration::from_micros(500) && *w <= Duration::from_millis(1)));
     drop(held);
 }
+
+/// With a release window, the retries held behind the probe do not all go
+/// at their next check once the probe succeeds: each waits a uniform share
+/// of the rest of the window, so they come back spread over it.
+#[test]
+fn a_closing_breaker_releases_its_held_retries_over_the_window() {
+    use herdless::engine::{Context, Engine, Gate};
+    use herdless::{Breaker, Classification, Policy, RetryCause, Rng};
+    use std::time::Duration;
+    let policy = Policy::builder()
+        .max_elapsed(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let breaker = Breaker::new(1).release_window(Duration::from_secs(4));
+    let cx = Context::new(&policy).breaker(&breaker).trace(false);
+    let mut rng = Rng::with_seed(7);
+    let secs = Duration::from_secs;
+    // 200 calls fail once (the breaker opens); one probes, the others are held.
+    let mut calls: Vec<Engine> = (0..200).map(|_| Engine::new(Duration::ZERO)).collect();
+    for c in &mut calls {
+        c.begin();
+        let _ = c.failed(
+            &cx,
+            Duration::ZERO,
+            Classification::retryable(),
+            RetryCause::Error,
+            &mut rng,
+        );
+    }
+    let (probe, held) = calls.split_at_mut(1);
+    assert_eq!(probe[0].ready(&cx, secs(1), &mut rng), Gate::Go);
+    for c in held.iter_mut() {
+        assert!(matches!(c.ready(&cx, secs(1), &mut rng), Gate::Wait(_)));
+    }
+    // The probe succeeds at 2 s: the breaker closes, the window runs to 6 s.
+    probe[0].begin();
+    probe[0].succeeded(&cx, secs(2));
+    // Every held call re-checks at 2.5 s: each waits up to the window's end.
+    let releases: Vec<Duration> = held
+        .iter_mut()
+        .map(
+            |c| match c.ready(&cx, Duration::from_millis(2_500), &mut rng) {
+                Gate::Wait(w) => Duration::from_millis(2_500) + w,
+                other => panic!("{other:?}"),
+            },
+        )
+        .collect();
+    assert!(releases.iter().all(|r| *r <= secs(6)));
+    let per_second = |from: u64| {
+        releases
+            .iter()
+            .filter(|r| (secs(from)..secs(from + 1)).contains(*r))
+            .count()
+    };
+    for s in 3..6 {
+        assert!(
+            (30..=75).contains(&per_second(s)),
+            "{s} s: {}",
+            per_second(s)
+        );
+    }
+    // After that wait they go.
+    for (c, r) in held.iter_mut().zip(&releases) {
+        assert_eq!(c.ready(&cx, *r, &mut rng), Gate::Go);
+    }
+}

@@ -117,3 +117,114 @@ async fn runtime_outage_switch() {
     let ok = svc.oneshot(http::Request::new(())).await.unwrap();
     assert_eq!(ok.status(), 200);
 }
+
+/// A handler that serves `rate` requests per second on `timer`'s clock (a
+/// token bucket with a burst of a tenth of a second, empty at first) and
+/// answers the rest 503 itself, without Retry-After.
+fn limited_handler(
+    timer: ManualTimer,
+    rate: f64,
+) -> impl Fn() -> std::future::Ready<Result<http::Response<String>, std::convert::Infallible>> + Clone
+{
+    use herdless::Clock;
+    let state = std::sync::Arc::new(std::sync::Mutex::new((0.0f64, timer.now())));
+    move || {
+        let mut s = state.lock().unwrap();
+        let now = timer.now();
+        s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * rate).min(rate * 0.1);
+        s.1 = now;
+        let response = if s.0 >= 1.0 {
+            s.0 -= 1.0;
+            http::Response::new(String::from("ok"))
+        } else {
+            let mut r = http::Response::new(String::new());
+            *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+            r
+        };
+        std::future::ready(Ok(response))
+    }
+}
+
+/// The adaptive allocator behind the layer, told four times the handler's
+/// capacity: the handler's own 503s are reported back, each gets a slot
+/// (Retry-After-Ms added by the layer), and the estimate falls to the
+/// handler's rate.
+#[tokio::test]
+async fn the_adaptive_layer_learns_the_capacity_from_the_handlers_refusals() {
+    use herdless::fleet::AdaptiveAllocator;
+    use tower::{Layer, ServiceExt};
+    let timer = ManualTimer::new();
+    let layer = PushbackLayer::with_clock(
+        AdaptiveAllocator::new(80.0, Duration::from_secs(60)).unwrap(),
+        timer.clone(),
+    )
+    .key_header("x-worker-id");
+    let handler = limited_handler(timer.clone(), 20.0);
+    let svc = layer.layer(tower::service_fn(move |_req: http::Request<()>| handler()));
+    let mut bare_503 = 0;
+    for k in 0..400u32 {
+        timer.advance(Duration::from_millis(10)); // 100 requests/s offered
+        let req = http::Request::builder()
+            .header("x-worker-id", k.to_string())
+            .body(())
+            .unwrap();
+        let r = svc.clone().oneshot(req).await.unwrap();
+        if r.status() == 503 && !r.headers().contains_key("retry-after-ms") {
+            bare_503 += 1;
+        }
+    }
+    assert_eq!(bare_503, 0, "every refusal carries a slot");
+    let learned = layer.inspect(|a| a.capacity());
+    assert!(
+        (15.0..=25.0).contains(&learned),
+        "learned {learned}/s for 20/s"
+    );
+    assert!(layer.inspect(|a| a.counts().refused) > 0);
+}
+
+/// Over a real socket: callers named by a header; one that comes back before
+/// its slot is told the same slot again.
+#[tokio::test]
+async fn over_a_socket_an_early_caller_gets_its_slot_again() {
+    use herdless::fleet::AdaptiveAllocator;
+    let timer = ManualTimer::new();
+    let layer = PushbackLayer::with_clock(
+        AdaptiveAllocator::builder()
+            .estimate(10.0)
+            .client_spread(0.0)
+            .build()
+            .unwrap()
+            .outage_until(Duration::from_secs(5)),
+        timer.clone(),
+    )
+    .key_header("x-worker-id");
+    let app = Router::new()
+        .route("/", get(|| async { "served" }))
+        .layer(layer.clone());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let get_as = |id: &'static str| async move {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let req = format!(
+            "GET / HTTP/1.1\r\nHost: localhost\r\nX-Worker-Id: {id}\r\nConnection: close\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).await.unwrap();
+        raw.lines()
+            .find_map(|l| l.strip_prefix("retry-after-ms: "))
+            .map(|v| v.trim().parse::<u64>().unwrap())
+    };
+    assert_eq!(get_as("a").await, Some(5_000));
+    assert_eq!(get_as("b").await, Some(5_100));
+    timer.advance(Duration::from_secs(1));
+    assert_eq!(get_as("a").await, Some(4_000), "its slot, 1 s closer");
+    assert_eq!(
+        get_as("c").await,
+        Some(4_200),
+        "behind b, not behind a second booking of a"
+    );
+    assert_eq!(layer.inspect(|a| a.counts().early), 1);
+    server.abort();
+}

@@ -42,6 +42,11 @@ pub struct FleetArgs {
     /// With --breaker: how long the others wait behind a probe (jittered in [DUR/2, DUR]).
     #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "1s", requires = "breaker")]
     pub probe_wait: Duration,
+    /// With --breaker: when the probe succeeds, release the calls held behind
+    /// it over DUR instead of at their next check; size it to the capacity
+    /// (held calls / the endpoint's rate), at most 1h [default: 0s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "breaker")]
+    pub breaker_release: Option<Duration>,
     /// Escape lane: urgent calls never sleep past DUR from their start.
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub urgent: Option<Duration>,
@@ -90,6 +95,8 @@ pub struct FleetStrategy {
     pub budget_tokens: Option<f64>,
     /// The breaker's threshold (null without a breaker).
     pub breaker: Option<u32>,
+    /// The breaker's release window, seconds (null without a breaker).
+    pub breaker_release_s: Option<f64>,
     /// The urgent deadline in seconds (null without the escape lane).
     pub urgent_s: Option<f64>,
     /// How many workers were urgent.
@@ -137,6 +144,12 @@ impl FleetArgs {
                     })?,
             ),
         };
+        if self
+            .breaker_release
+            .is_some_and(|d| d > Duration::from_secs(3_600))
+        {
+            return Err("--breaker-release must be at most 1h".into());
+        }
         if self.urgent.is_some_and(|d| d.is_zero()) {
             return Err("--urgent must be positive".into());
         }
@@ -154,12 +167,16 @@ impl FleetArgs {
             retry_budget: self.retry_budget,
             budget_tokens: budget.as_ref().map(RetryBudget::max_tokens),
             breaker: self.breaker,
+            breaker_release_s: self
+                .breaker
+                .map(|_| self.breaker_release.unwrap_or_default().as_secs_f64()),
             urgent_s: self.urgent.map(|d| d.as_secs_f64()),
             urgent_workers,
         };
         let guards = GuardFlags {
             budget: budget.map(Arc::new),
-            breaker: breaker.map(Arc::new),
+            breaker: breaker
+                .map(|b| Arc::new(b.release_window(self.breaker_release.unwrap_or_default()))),
             urgent: self.urgent.map(|d| Urgent::new(d).quota(self.urgent_quota)),
             urgent_workers,
         };
@@ -211,6 +228,7 @@ mod tests {
             (&["--urgent-quota", "3"][..], "--urgent <DUR>"),
             (&["--urgent-workers", "2"], "--urgent <DUR>"),
             (&["--probe-wait", "1s"], "--breaker <THRESHOLD>"),
+            (&["--breaker-release", "4s"], "--breaker <THRESHOLD>"),
         ] {
             let e = parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
@@ -257,6 +275,13 @@ mod tests {
             (3, Duration::from_millis(200))
         );
         assert_eq!(s.breaker, Some(3));
+        assert_eq!(s.breaker_release_s, Some(0.0));
+        let (g, s) = parse(&["--breaker", "3", "--breaker-release", "4s"]).unwrap();
+        assert_eq!(
+            g.breaker.unwrap().release_window_time(),
+            Duration::from_secs(4)
+        );
+        assert_eq!(s.breaker_release_s, Some(4.0));
         let (g, s) = parse(&["--urgent", "800ms", "--urgent-workers", "4"]).unwrap();
         assert_eq!(g.urgent.unwrap().deadline(), Duration::from_millis(800));
         assert_eq!((g.urgent_workers, s.urgent_workers), (4, 4));
@@ -274,6 +299,10 @@ mod tests {
             (
                 &["--breaker", "3", "--probe-wait", "500us"],
                 "--probe-wait: invalid breaker probe_wait: 500µs is below the minimum 1ms",
+            ),
+            (
+                &["--breaker", "3", "--breaker-release", "2h"],
+                "--breaker-release",
             ),
             (
                 &["--retry-budget", "aws", "--budget-tokens", "NaN"],

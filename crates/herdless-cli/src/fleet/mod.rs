@@ -4,7 +4,7 @@
 //! ```text
 //! herdless fleet --workers N [--timeout DUR] [--json] [policy flags]
 //!                [--retry-budget none|grpc|aws] [--budget-tokens T]
-//!                [--breaker THRESHOLD] [--probe-wait DUR]
+//!                [--breaker THRESHOLD] [--probe-wait DUR] [--breaker-release DUR]
 //!                [--urgent DUR] [--urgent-quota Q] [--urgent-workers K] URL
 //! ```
 //!
@@ -46,7 +46,8 @@
 //!   `retry_budget`.
 //! * `--breaker THRESHOLD`: one half-open probe [`Breaker`]: after THRESHOLD
 //!   consecutive failures one retry at a time probes, the others wait
-//!   `--probe-wait` (jittered, default 1 s).
+//!   `--probe-wait` (jittered, default 1 s); with `--breaker-release DUR`,
+//!   when the probe succeeds the held calls come back spread over DUR.
 //! * `--urgent DUR`: the escape lane ([`Urgent`]) for `--urgent-workers K`
 //!   workers (default: all): their first `--urgent-quota` (default 2) retries
 //!   skip the budget and the breaker, and no sleep takes them past DUR.

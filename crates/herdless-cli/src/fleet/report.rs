@@ -232,6 +232,7 @@ mod tests {
             retry_budget: BudgetKind::Grpc,
             budget_tokens: Some(10.0),
             breaker: None,
+            breaker_release_s: None,
             urgent_s: None,
             urgent_workers: 0,
         };
@@ -329,6 +330,7 @@ mod tests {
             retry_budget: BudgetKind::None,
             budget_tokens: None,
             breaker: None,
+            breaker_release_s: None,
             urgent_s: None,
             urgent_workers: 0,
         };

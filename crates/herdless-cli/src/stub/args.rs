@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use herdless_sim::endpoint::OutageEnd;
 
 use crate::policy_args::parse_duration;
 
@@ -26,9 +27,20 @@ pub struct StubArgs {
     #[arg(long, value_name = "N")]
     pub capacity: Option<u32>,
     /// Server-guided pushback with --capacity: spread Retry-After / Retry-After-Ms
-    /// slots (default: on when --capacity is given and --retry-after is not).
-    #[arg(long, value_enum, value_name = "on|off")]
-    pub pushback: Option<Switch>,
+    /// slots. on: the adaptive allocator (learns the capacity and the outage's
+    /// end); static: the slot allocator told the capacity; off: none
+    /// (default: on when --capacity is given and --retry-after is not).
+    #[arg(long, value_enum, value_name = "on|static|off")]
+    pub pushback: Option<PushbackMode>,
+    /// With pushback: the allocator's starting capacity estimate, as a factor
+    /// of --capacity, 0.01 to 100 [default: 1].
+    #[arg(long, value_name = "FACTOR", requires = "capacity")]
+    pub capacity_estimate: Option<f64>,
+    /// With pushback and --outage: whether the allocator is told when the
+    /// outage ends (known) or finds it (unknown; the static allocator is then
+    /// recovered at the end, as an operator would) [default: unknown].
+    #[arg(long, value_parser = parse_outage_end, value_name = "known|unknown", requires = "outage")]
+    pub outage_end: Option<OutageEnd>,
     /// With pushback (--capacity): the longest Retry-After handed out [default: 60s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
     pub horizon: Option<Duration>,
@@ -54,32 +66,75 @@ fn parse_retry_after(s: &str) -> Result<String, String> {
     }
 }
 
-/// An on/off flag value.
+fn parse_outage_end(s: &str) -> Result<OutageEnd, String> {
+    s.parse()
+}
+
+/// `--pushback` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Switch {
-    /// Enabled.
+pub enum PushbackMode {
+    /// The adaptive allocator.
     On,
-    /// Disabled.
+    /// The static slot allocator.
+    Static,
+    /// No pushback.
     Off,
 }
 
-/// Whether the flags ask for server-guided pushback.
+/// Which pushback the flags ask for (`None`: none).
 ///
 /// # Errors
 ///
-/// A message for `--pushback on` with `--retry-after` or without `--capacity`.
-pub fn pushback_enabled(args: &StubArgs) -> Result<bool, String> {
-    match (args.pushback, &args.retry_after, args.capacity) {
-        (Some(Switch::Off), _, _) => Ok(false),
-        (Some(Switch::On), Some(v), _) => Err(format!(
-            "--pushback on gives each rejection its own Retry-After slot; --retry-after {v:?} \
-             sends one value to everyone (drop one of them, or add --pushback off)"
-        )),
-        (Some(Switch::On), None, None) => {
-            Err("--pushback on needs --capacity N (the rate to spread the callers over)".into())
+/// A message for `--pushback on|static` with `--retry-after` or without
+/// `--capacity`, or pushback settings without pushback.
+pub fn pushback_enabled(args: &StubArgs) -> Result<Option<PushbackMode>, String> {
+    let mode = match (args.pushback, &args.retry_after, args.capacity) {
+        (Some(PushbackMode::Off), _, _) => None,
+        (Some(m), Some(v), _) => {
+            return Err(format!(
+                "--pushback {} gives each rejection its own Retry-After slot; --retry-after {v:?} \
+                 sends one value to everyone (drop one of them, or add --pushback off)",
+                name(m)
+            ))
         }
-        (Some(Switch::On), None, Some(_)) => Ok(true),
-        (None, retry_after, capacity) => Ok(retry_after.is_none() && capacity.is_some()),
+        (Some(m), None, None) => {
+            return Err(format!(
+                "--pushback {} needs --capacity N (the rate to spread the callers over)",
+                name(m)
+            ))
+        }
+        (Some(m), None, Some(_)) => Some(m),
+        (None, None, Some(_)) => Some(PushbackMode::On),
+        (None, _, _) => None,
+    };
+    if mode.is_none() {
+        for (set, flag) in [
+            (args.capacity_estimate.is_some(), "--capacity-estimate"),
+            (args.outage_end.is_some(), "--outage-end"),
+        ] {
+            if set {
+                return Err(format!(
+                    "{flag} applies to server-guided pushback, which --pushback off or \
+                     --retry-after turns off (drop {flag}, or use pushback)"
+                ));
+            }
+        }
+    }
+    if let Some(f) = args.capacity_estimate {
+        if !(0.01..=100.0).contains(&f) {
+            return Err(format!(
+                "--capacity-estimate {f}: must be a factor of --capacity within 0.01..=100"
+            ));
+        }
+    }
+    Ok(mode)
+}
+
+fn name(m: PushbackMode) -> &'static str {
+    match m {
+        PushbackMode::On => "on",
+        PushbackMode::Static => "static",
+        PushbackMode::Off => "off",
     }
 }
 
@@ -97,6 +152,8 @@ mod tests {
             outage: None,
             capacity: None,
             pushback: None,
+            capacity_estimate: None,
+            outage_end: None,
             horizon: None,
             retry_after: None,
             fail_status: 503,
@@ -120,13 +177,13 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("header value"), "{e}");
         let e = admission_from_args(&StubArgs {
-            pushback: Some(Switch::On),
+            pushback: Some(PushbackMode::On),
             ..base.clone()
         })
         .unwrap_err();
         assert!(e.contains("needs --capacity"), "{e}");
         let e = admission_from_args(&StubArgs {
-            pushback: Some(Switch::On),
+            pushback: Some(PushbackMode::Static),
             capacity: Some(10),
             retry_after: Some("2".into()),
             ..base.clone()
@@ -150,6 +207,8 @@ mod tests {
             outage: None,
             capacity: None,
             pushback: None,
+            capacity_estimate: None,
+            outage_end: None,
             horizon: None,
             retry_after: None,
             fail_status: 503,
@@ -198,20 +257,59 @@ mod tests {
     #[test]
     fn which_flags_turn_pushback_on() {
         let on = |a: StubArgs| pushback_enabled(&a).unwrap();
-        assert!(!on(base_args()));
-        assert!(on(StubArgs {
-            capacity: Some(5),
-            ..base_args()
-        }));
-        assert!(!on(StubArgs {
-            capacity: Some(5),
-            pushback: Some(Switch::Off),
-            ..base_args()
-        }));
-        assert!(!on(StubArgs {
-            capacity: Some(5),
-            retry_after: Some("2".into()),
-            ..base_args()
-        }));
+        assert_eq!(on(base_args()), None);
+        assert_eq!(
+            on(StubArgs {
+                capacity: Some(5),
+                ..base_args()
+            }),
+            Some(PushbackMode::On)
+        );
+        assert_eq!(
+            on(StubArgs {
+                capacity: Some(5),
+                pushback: Some(PushbackMode::Static),
+                ..base_args()
+            }),
+            Some(PushbackMode::Static)
+        );
+        assert_eq!(
+            on(StubArgs {
+                capacity: Some(5),
+                pushback: Some(PushbackMode::Off),
+                ..base_args()
+            }),
+            None
+        );
+        assert_eq!(
+            on(StubArgs {
+                capacity: Some(5),
+                retry_after: Some("2".into()),
+                ..base_args()
+            }),
+            None
+        );
+        for bad in [
+            StubArgs {
+                capacity: Some(5),
+                capacity_estimate: Some(0.0),
+                ..base_args()
+            },
+            StubArgs {
+                capacity: Some(5),
+                pushback: Some(PushbackMode::Off),
+                capacity_estimate: Some(2.0),
+                ..base_args()
+            },
+            StubArgs {
+                capacity: Some(5),
+                pushback: Some(PushbackMode::Off),
+                outage: Some(Duration::from_secs(1)),
+                outage_end: Some(OutageEnd::Known),
+                ..base_args()
+            },
+        ] {
+            assert!(pushback_enabled(&bad).is_err(), "{bad:?}");
+        }
     }
 }

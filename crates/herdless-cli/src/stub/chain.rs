@@ -3,8 +3,9 @@
 use axum::http::{HeaderValue, StatusCode};
 
 use super::admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
-use super::args::{pushback_enabled, StubArgs, DEFAULT_HORIZON};
-use super::pushback::Pushback;
+use super::args::{pushback_enabled, PushbackMode, StubArgs, DEFAULT_HORIZON};
+use super::pushback::{AdaptivePushback, Pushback};
+use herdless_sim::endpoint::OutageEnd;
 
 /// Asks each admission in order; the first rejection wins.
 #[derive(Default)]
@@ -48,24 +49,31 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
     if args.capacity == Some(0) {
         return Err("--capacity 0: must be at least 1 request per second".into());
     }
-    let pushback = match (pushback_enabled(args)?, args.capacity) {
-        (true, Some(n)) => Some(Pushback::new(
-            n,
-            args.horizon.unwrap_or(DEFAULT_HORIZON),
-            args.outage,
-            status,
-        )?),
-        _ => None,
-    };
-    if let (None, Some(h)) = (&pushback, args.horizon) {
+    let mode = pushback_enabled(args)?;
+    if let (None, Some(h)) = (mode, args.horizon) {
         return Err(format!(
             "--horizon {h:?} applies to server-guided pushback, which --pushback off or \
              --retry-after turns off (drop --horizon, or use pushback)"
         ));
     }
+    let horizon = args.horizon.unwrap_or(DEFAULT_HORIZON);
+    let known_end = args.outage_end == Some(OutageEnd::Known);
+    let told = |n: u32| f64::from(n) * args.capacity_estimate.unwrap_or(1.0);
+    let fixed = match (mode, args.capacity) {
+        (Some(PushbackMode::Static), Some(n)) => Some(Pushback::new(
+            told(n),
+            horizon,
+            args.outage,
+            known_end,
+            status,
+        )?),
+        _ => None,
+    };
+    // The handler: outage, fail-first, fail-every, capacity, with the static
+    // allocator at its two places when asked for.
     let mut chain: Vec<Box<dyn Rule>> = Vec::new();
     if let Some(duration) = args.outage {
-        match &pushback {
+        match &fixed {
             Some(p) => chain.push(Box::new(p.outage_gate())),
             None => chain.push(Box::new(Outage {
                 duration,
@@ -89,16 +97,27 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
         )));
     }
     if let Some(n) = args.capacity {
-        // With pushback the allocator decides first (as the pushback layer in
-        // front of a handler does) and the requests it admits still meet the
+        // The static allocator decides first (as the pushback layer in front
+        // of a handler does) and the requests it admits still meet the
         // server's own capacity: the simulator's `PushbackEndpoint`.
-        if let Some(p) = &pushback {
+        if let Some(p) = &fixed {
             chain.push(Box::new(p.capacity()));
         }
         let start = args.outage.unwrap_or_default();
         chain.push(Box::new(Capacity::new(n, start, retry_after)));
     }
-    Ok(Chain(chain))
+    match (mode, args.capacity) {
+        // The adaptive allocator in front of the whole handler: the
+        // simulator's `AdaptiveEndpoint`.
+        (Some(PushbackMode::On), Some(n)) => Ok(Chain(vec![Box::new(AdaptivePushback::new(
+            told(n),
+            horizon,
+            args.outage.filter(|_| known_end),
+            status,
+            Chain(chain),
+        )?)])),
+        _ => Ok(Chain(chain)),
+    }
 }
 
 #[cfg(test)]
@@ -124,6 +143,8 @@ mod tests {
             outage: Some(Duration::from_secs(1)),
             capacity: Some(2),
             pushback: None,
+            capacity_estimate: None,
+            outage_end: None,
             horizon: None,
             retry_after: Some("7".into()),
             fail_status: 502,
@@ -154,6 +175,8 @@ mod tests {
             outage: None,
             capacity: None,
             pushback: None,
+            capacity_estimate: None,
+            outage_end: None,
             horizon: None,
             retry_after: None,
             fail_status: 503,
@@ -207,6 +230,7 @@ mod tests {
         // 10/s: burst 1, slots 100 ms apart.
         let chain = admission_from_args(&StubArgs {
             capacity: Some(10),
+            pushback: Some(PushbackMode::Static),
             ..base_args()
         })
         .unwrap();
@@ -234,6 +258,8 @@ mod tests {
         let chain = admission_from_args(&StubArgs {
             capacity: Some(1000),
             outage: Some(Duration::from_secs(1)),
+            outage_end: Some(OutageEnd::Known),
+            pushback: Some(PushbackMode::Static),
             fail_first: 1,
             ..base_args()
         })
@@ -256,5 +282,31 @@ mod tests {
             Verdict::reject(StatusCode::SERVICE_UNAVAILABLE, None)
         );
         assert_eq!(chain.admit(&at(1001, 2)), Verdict::Admit);
+    }
+
+    /// The default pushback is adaptive: it sits in front of the whole
+    /// handler, finds the outage from the handler's refusals (each gets a
+    /// slot), and finds its end with a probe.
+    #[test]
+    fn adaptive_pushback_finds_the_outage_and_its_end() {
+        let chain = admission_from_args(&StubArgs {
+            capacity: Some(100),
+            outage: Some(Duration::from_secs(1)),
+            ..base_args()
+        })
+        .unwrap();
+        // The first five reach the handler (down): refused, each with a slot.
+        for _ in 0..5 {
+            assert!(slot_ms(&chain.admit(&at(10, 1))).is_some());
+        }
+        // Found down at the fifth: held 2 s (the minimum hold) from then on,
+        // without reaching it; the same worker, back early, is told that slot
+        // again.
+        let held = slot_ms(&chain.admit(&at(20, 1))).unwrap();
+        assert_eq!(held, 2_010 - 20, "the slot given at 10 ms, 2 s on");
+        // After the outage a probe reaches the handler, which serves it
+        // (its capacity has refilled): the allocator is up again.
+        let served = (0..100).any(|k| chain.admit(&at(1_200 + 60 * k, 1)) == Verdict::Admit);
+        assert!(served);
     }
 }

@@ -94,9 +94,9 @@ mod pushback;
 mod server;
 
 pub use admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
-pub use args::{pushback_enabled, StubArgs, Switch, DEFAULT_HORIZON};
+pub use args::{pushback_enabled, PushbackMode, StubArgs, DEFAULT_HORIZON};
 pub use chain::{admission_from_args, Chain};
-pub use pushback::Pushback;
+pub use pushback::{AdaptivePushback, Pushback};
 pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub, ARRIVALS_KEPT};
 
 use crate::error::{CliError, CliResult};

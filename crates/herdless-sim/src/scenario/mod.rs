@@ -5,6 +5,7 @@
 //! | `spread` | [`spread`] | retry waves in 100 ms buckets: spikes without jitter, a smear with it |
 //! | `outage` (default) | [`outage`] | a 5 s failover in front of 40,000 clients, against the physical limit, with and without fleet-level guards |
 //! | `contention` | [`contention`] | the AWS optimistic-concurrency experiment: write calls and time against clients |
+//! | `robustness` | [`robustness`] | the outage under pushback with a wrong capacity estimate, an unknown end and clients that ignore Retry-After, cell by cell |
 
 use std::fmt;
 use std::str::FromStr;
@@ -16,9 +17,10 @@ use crate::strategy::StrategyKind;
 
 pub mod contention;
 pub mod outage;
+pub mod robustness;
 pub mod spread;
 
-/// A scenario by name (`spread`, `outage`, `contention`).
+/// A scenario by name (`spread`, `outage`, `contention`, `robustness`).
 ///
 /// ```
 /// use herdless_sim::Scenario;
@@ -35,11 +37,18 @@ pub enum Scenario {
     Outage,
     /// N clients doing optimistic-concurrency writes to one record.
     Contention,
+    /// The outage under pushback, with what the server knows made wrong.
+    Robustness,
 }
 
 impl Scenario {
     /// Every scenario.
-    pub const ALL: [Scenario; 3] = [Scenario::Spread, Scenario::Outage, Scenario::Contention];
+    pub const ALL: [Scenario; 4] = [
+        Scenario::Spread,
+        Scenario::Outage,
+        Scenario::Contention,
+        Scenario::Robustness,
+    ];
 
     /// The scenario's name.
     ///
@@ -51,13 +60,15 @@ impl Scenario {
             Scenario::Spread => "spread",
             Scenario::Outage => "outage",
             Scenario::Contention => "contention",
+            Scenario::Robustness => "robustness",
         }
     }
 
     /// The strategies compared when none are named: every jitter mode, plus
     /// the scenario's baseline (`fixed-1s` for spread and outage, `no-backoff`
     /// first for contention), plus, in outage, full jitter with each
-    /// fleet-level guard ([`StrategyKind::GUARDED`]).
+    /// fleet-level guard ([`StrategyKind::GUARDED`]); robustness tests
+    /// `full+pushback` (against plain full jitter, always run beside it).
     ///
     /// ```
     /// use herdless_sim::{Scenario, StrategyKind};
@@ -77,6 +88,7 @@ impl Scenario {
                 .into_iter()
                 .chain(jitters)
                 .collect(),
+            Scenario::Robustness => vec![StrategyKind::GUARDED[2]],
         }
     }
 }
@@ -96,7 +108,7 @@ impl FromStr for Scenario {
             .find(|sc| sc.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {:?} (expected spread, outage or contention)",
+                    "unknown scenario {:?} (expected spread, outage, contention or robustness)",
                     s.chars().take(64).collect::<String>()
                 )
             })
@@ -104,8 +116,19 @@ impl FromStr for Scenario {
 }
 
 /// Refuses a fleet-level strategy outside the outage scenario (the guards are
-/// modelled there only; see [`guard`](crate::guard)).
+/// modelled there only; see [`guard`](crate::guard)), and anything but one
+/// pushback strategy in robustness.
 pub(crate) fn outage_only(scenario: Scenario, kind: StrategyKind) -> Result<(), SimError> {
+    use crate::guard::Guard;
+    if scenario == Scenario::Robustness {
+        return match kind.guard() {
+            Some(Guard::Pushback | Guard::StaticPushback) => Ok(()),
+            _ => Err(SimError::Invalid(format!(
+                "the robustness scenario tests one pushback strategy (full+pushback or \
+                 full+static-pushback, any jitter mode), not {kind}"
+            ))),
+        };
+    }
     match kind.guard() {
         Some(_) if scenario != Scenario::Outage => Err(SimError::Invalid(format!(
             "{kind} runs in the outage scenario only (the fleet-level guards are modelled \

@@ -28,11 +28,23 @@
 //! * `no-backoff` is refused here: during the outage it would retry forever in
 //!   zero virtual time;
 //! * the fleet-level strategies (`full+budget`, `full+breaker`,
-//!   `full+pushback`) use the library's `RetryBudget`, `Breaker` and
-//!   `SlotAllocator`, one budget or breaker per simulated process of
+//!   `full+pushback`, `full+static-pushback`) use the library's
+//!   `RetryBudget`, `Breaker`, `AdaptiveAllocator` and `SlotAllocator`, one
+//!   budget or breaker per simulated process of
 //!   [`GuardParams::clients_per_process`] clients; pushback puts the
 //!   allocator in front of the same capacity-limited endpoint (see
-//!   [`guard`](crate::guard) for the model and its defaults).
+//!   [`guard`](crate::guard) for the model and its defaults);
+//! * what the server knows, and what the clients do, can be wrong:
+//!   [`OutageParams::capacity_estimate`] is the pushback allocator's starting
+//!   estimate over the true capacity (default 1), [`OutageParams::outage_end`]
+//!   whether it is told when the outage ends (default
+//!   [`OutageEnd::Unknown`]: no oracle), and [`OutageParams::honor`] the share
+//!   of clients that honor Retry-After (default 1; the others use their own
+//!   backoff, see [`endpoint::honor`](crate::endpoint::honor)).
+//!
+//! The figures of the honoring clients alone (`honoring_completion_s`,
+//! `honoring_vs_limit`, `honoring_calls`, `honoring_gave_up`) are the drain a
+//! pushback server can schedule; with `honor = 1` they are the fleet's.
 //!
 //! Give-ups are counted per 100 ms too: `give_up_max_bucket_share` (the
 //! largest bucket's share of all give-ups) tells a synchronized give-up (one
@@ -43,9 +55,11 @@ use std::time::Duration;
 use herdless::{Policy, Rng};
 use serde::Serialize;
 
-use crate::endpoint::{OutageEndpoint, PushbackEndpoint};
+use crate::endpoint::{
+    AdaptiveEndpoint, Endpoint, HonorStats, Honoring, OutageEnd, OutageEndpoint, PushbackEndpoint,
+};
 use crate::error::SimError;
-use crate::fleet::run_fleet_from;
+use crate::fleet::{run_fleet_from, FleetOutcome};
 use crate::guard::{Guard, GuardParams, Guards};
 use crate::metrics::{first_bucket_at_or_after, BUCKET};
 use crate::strategy::StrategyKind;
@@ -74,6 +88,14 @@ pub struct OutageParams {
     /// How the fleet-level guards are set up (processes, budget, breaker,
     /// pushback horizon).
     pub guards: GuardParams,
+    /// The share of clients that honor Retry-After (`0..=1`; the rest use
+    /// their own backoff).
+    pub honor: f64,
+    /// The pushback allocator's starting capacity estimate over the true
+    /// capacity (`0.01..=100`; 1: exact).
+    pub capacity_estimate: f64,
+    /// Whether the pushback allocator is told when the outage ends.
+    pub outage_end: OutageEnd,
 }
 
 impl Default for OutageParams {
@@ -89,6 +111,9 @@ impl Default for OutageParams {
                 .build()
                 .expect("1 s is a valid base"),
             guards: GuardParams::default(),
+            honor: 1.0,
+            capacity_estimate: 1.0,
+            outage_end: OutageEnd::Unknown,
         }
     }
 }
@@ -102,6 +127,21 @@ impl OutageParams {
     /// ```
     pub fn physical_limit_s(&self) -> f64 {
         self.outage.as_secs_f64() + f64::from(self.clients) / f64::from(self.capacity.max(1))
+    }
+
+    /// The breaker's release window when none is set: `N / C`, the time the
+    /// recovered endpoint needs to serve the whole fleet (for one process:
+    /// its held callers over its share of the capacity).
+    ///
+    /// ```
+    /// assert_eq!(herdless_sim::OutageParams::default().breaker_release().as_secs(), 4);
+    /// ```
+    pub fn breaker_release(&self) -> Duration {
+        self.guards
+            .breaker_release
+            .unwrap_or(Duration::from_secs_f64(
+                f64::from(self.clients) / f64::from(self.capacity.max(1)),
+            ))
     }
 
     /// The fewest calls per client any strategy can make: the first call
@@ -122,7 +162,7 @@ impl OutageParams {
     }
 
     /// Checks the ranges (clients 1..=10⁷, capacity ≥ 1, burst ≥ 1, outage
-    /// ≤ 1 day, window ≤ 1 hour).
+    /// ≤ 1 day, window ≤ 1 hour, honor 0..=1, capacity estimate 0.01..=100).
     ///
     /// ```
     /// let p = herdless_sim::OutageParams { capacity: 0, ..Default::default() };
@@ -150,6 +190,24 @@ impl OutageParams {
         }
         if self.first_call_window > Duration::from_secs(3_600) {
             return bad("the first-call window must be at most 1 hour".into());
+        }
+        if !(0.0..=1.0).contains(&self.honor) {
+            return bad(format!(
+                "honor must be a share of clients within 0..=1 (got {})",
+                self.honor
+            ));
+        }
+        if !(0.01..=100.0).contains(&self.capacity_estimate) {
+            return bad(format!(
+                "the capacity estimate must be within 0.01..=100 times the capacity (got {})",
+                self.capacity_estimate
+            ));
+        }
+        let told = self.capacity_estimate * f64::from(self.capacity);
+        if !(1.0..=1e9).contains(&told) {
+            return bad(format!(
+                "the capacity estimate times the capacity must be within 1..=1e9 calls/s (got {told})"
+            ));
         }
         self.guards.validate()
     }
@@ -204,6 +262,18 @@ pub struct OutageFigures {
     pub max_bucket_share: f64,
     /// Every call per 100 ms bucket, from time 0.
     pub arrivals_per_100ms: Vec<u32>,
+    /// Clients that honor Retry-After.
+    pub honoring_clients: u64,
+    /// Their mean calls.
+    pub honoring_calls: f64,
+    /// Those of them that gave up.
+    pub honoring_gave_up: u64,
+    /// When the last of them succeeded, seconds; `None` (JSON `null`) when
+    /// any of them gave up (or none honors).
+    pub honoring_completion_s: Option<f64>,
+    /// `honoring_completion_s` divided by the physical limit of the whole
+    /// fleet; `None` with it.
+    pub honoring_vs_limit: Option<f64>,
 }
 
 /// The first-call times of the fleet: uniform over the window, from `seed`,
@@ -237,21 +307,86 @@ pub fn run(
         ));
     }
     let strategy = kind.resolve(&params.policy);
-    let starts = first_calls(params, seed);
-    let mut guards = Guards::new(kind.guard(), &params.guards, params.clients)?;
+    let mut guard_params = params.guards;
+    guard_params
+        .breaker_release
+        .get_or_insert(params.breaker_release());
+    let mut guards = Guards::new(kind.guard(), &guard_params, params.clients)?;
     let fleet_seed = crate::stream_seed(seed, 1);
-    let out = if kind.guard() == Some(Guard::Pushback) {
-        let mut endpoint = PushbackEndpoint::new(
-            params.outage,
-            params.capacity,
-            params.burst,
-            params.guards.pushback_horizon,
-        )?;
-        run_fleet_from(starts, &mut endpoint, &strategy, &mut guards, fleet_seed)?
-    } else {
-        let mut endpoint = OutageEndpoint::new(params.outage, params.capacity, params.burst);
-        run_fleet_from(starts, &mut endpoint, &strategy, &mut guards, fleet_seed)?
+    let told = params.capacity_estimate * f64::from(params.capacity);
+    let horizon = params.guards.pushback_horizon;
+    let run = Run {
+        params,
+        honor: params.honor,
+        clients: params.clients,
+        seed,
+        fleet_seed,
     };
+    let (out, honoring) = match kind.guard() {
+        Some(Guard::Pushback) => run.go(
+            AdaptiveEndpoint::new(
+                params.outage,
+                params.capacity,
+                params.burst,
+                told,
+                params.outage_end,
+                horizon,
+            )?,
+            &strategy,
+            &mut guards,
+        )?,
+        Some(Guard::StaticPushback) => run.go(
+            PushbackEndpoint::with(
+                params.outage,
+                params.capacity,
+                params.burst,
+                told,
+                params.outage_end,
+                horizon,
+            )?,
+            &strategy,
+            &mut guards,
+        )?,
+        _ => run.go(
+            OutageEndpoint::new(params.outage, params.capacity, params.burst),
+            &strategy,
+            &mut guards,
+        )?,
+    };
+    Ok(figures(params, kind, &out, honoring))
+}
+
+/// One fleet run over an endpoint, with the honoring clients counted apart.
+struct Run<'a> {
+    /// The first-call times are drawn from these (and `seed`) as the clients
+    /// are queued: no array of them.
+    params: &'a OutageParams,
+    honor: f64,
+    clients: u32,
+    seed: u64,
+    fleet_seed: u64,
+}
+
+impl Run<'_> {
+    fn go<E: Endpoint>(
+        &self,
+        endpoint: E,
+        strategy: &crate::strategy::Strategy,
+        guards: &mut Guards,
+    ) -> Result<(FleetOutcome, HonorStats), SimError> {
+        let mut e = Honoring::new(endpoint, self.honor, self.seed, self.clients);
+        let starts = first_calls(self.params, self.seed);
+        let out = run_fleet_from(starts, &mut e, strategy, guards, self.fleet_seed)?;
+        Ok((out, e.stats()))
+    }
+}
+
+fn figures(
+    params: &OutageParams,
+    kind: StrategyKind,
+    out: &FleetOutcome,
+    honoring: HonorStats,
+) -> OutageFigures {
     let n = f64::from(params.clients);
     let per_bucket = f64::from(params.capacity) * BUCKET.as_secs_f64();
     let peak = out
@@ -261,7 +396,9 @@ pub fn run(
     let completion_s = out.last_done_ns as f64 / 1e9;
     let drained = out.gave_up == 0;
     let drain_s = drained.then_some(out.last_success_ns as f64 / 1e9);
-    Ok(OutageFigures {
+    let honoring_completion_s = (honoring.clients > 0 && honoring.succeeded == honoring.clients)
+        .then_some(honoring.last_success_ns as f64 / 1e9);
+    OutageFigures {
         strategy: kind.name().to_owned(),
         calls: out.calls as f64 / n,
         calls_total: out.calls,
@@ -284,5 +421,14 @@ pub fn run(
         peak_over_capacity: f64::from(peak) / per_bucket,
         max_bucket_share: f64::from(out.retries.max_bucket().map_or(0, |(_, c)| c)) / n,
         arrivals_per_100ms: out.arrivals.counts().to_vec(),
-    })
+        honoring_clients: honoring.clients,
+        honoring_calls: if honoring.clients == 0 {
+            0.0
+        } else {
+            honoring.calls as f64 / honoring.clients as f64
+        },
+        honoring_gave_up: honoring.clients - honoring.succeeded,
+        honoring_completion_s,
+        honoring_vs_limit: honoring_completion_s.map(|d| d / params.physical_limit_s()),
+    }
 }

@@ -45,6 +45,9 @@ const PENDING_TIMEOUT: u8 = 1 << 2;
 const SPENT: u8 = 1 << 3;
 const SPENT_TIMEOUT: u8 = 1 << 4;
 const PROBE: u8 = 1 << 5;
+/// The retry was held behind an open breaker's probe (its release may be
+/// spread when the breaker closes).
+const HELD: u8 = 1 << 6;
 
 /// One call's retry state, and the one place where every retry decision is
 /// made. Sans-IO: it never reads a clock, never sleeps and owns no generator;
@@ -204,7 +207,7 @@ impl Engine {
             budget.record_success(last);
         }
         if let Some(breaker) = cx.breaker {
-            breaker.record_success();
+            breaker.record_success_at(nanos(now));
         }
         self.release_probe(cx);
         if self.attempts > 1 {
@@ -338,7 +341,10 @@ impl Engine {
     /// [`Gate::Go`]. While it is open, the one caller that takes the probe
     /// goes; the others [`Gate::Wait`] a jittered probe wait, or give up when
     /// that wait would pass the elapsed limit (the admitted retry is then
-    /// refunded).
+    /// refunded). A retry that was held behind the probe and finds the
+    /// breaker closed within its [release
+    /// window](crate::Breaker::release_window) waits once more, a uniform
+    /// share of the rest of the window (same elapsed rule), then goes.
     ///
     /// ```
     /// use std::time::Duration;
@@ -361,14 +367,25 @@ impl Engine {
         let Some(breaker) = cx.breaker else {
             return Gate::Go;
         };
-        if self.bypasses(cx) || !breaker.is_open() {
+        if self.bypasses(cx) {
             return Gate::Go;
         }
-        if breaker.try_take_probe() {
-            self.flags |= PROBE;
+        let wait = if breaker.is_open() {
+            if breaker.try_take_probe() {
+                self.flags = (self.flags | PROBE) & !HELD;
+                return Gate::Go;
+            }
+            self.flags |= HELD;
+            breaker.wait_for(rng)
+        } else if self.flags & HELD != 0 {
+            self.flags &= !HELD;
+            match breaker.release_wait(nanos(now), rng) {
+                Some(wait) => wait,
+                None => return Gate::Go,
+            }
+        } else {
             return Gate::Go;
-        }
-        let wait = breaker.wait_for(rng);
+        };
         let elapsed = self.elapsed(now);
         if elapsed.saturating_add(wait) > cx.max_elapsed() {
             self.refund(cx);

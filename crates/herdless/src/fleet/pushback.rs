@@ -80,7 +80,7 @@ use std::time::Duration;
 /// The header carrying the slot in milliseconds, beside `Retry-After`.
 pub const RETRY_AFTER_MS: &str = "retry-after-ms";
 /// The golden ratio's fractional part, for evenly offset overbooking passes.
-const GOLDEN: f64 = 0.618_033_988_749_894_9;
+pub(crate) const GOLDEN: f64 = 0.618_033_988_749_894_9;
 
 /// What the allocator decided for one request.
 ///
@@ -208,14 +208,14 @@ impl fmt::Debug for SlotAllocator {
     }
 }
 
-fn ns(d: Duration) -> u64 {
+pub(crate) fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The slot interval: the smallest whole number of nanoseconds `i` with
 /// `i · capacity ≥ 10⁹` (for `capacity` in `(0, 10⁹]`), so that at most
 /// `capacity` slots fit in a second.
-fn slot_interval_ns(capacity: f64) -> u64 {
+pub(crate) fn slot_interval_ns(capacity: f64) -> u64 {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2⁵³: every integer below is an f64
     let mut i = (1e9 / capacity).ceil();
     if i < EXACT {
@@ -492,6 +492,9 @@ pub enum PushbackError {
     Capacity,
     /// The horizon is shorter than one slot.
     Horizon,
+    /// An adaptive allocator's setting is out of its documented range (the
+    /// message names it).
+    Setting(&'static str),
 }
 
 impl fmt::Display for PushbackError {
@@ -501,6 +504,7 @@ impl fmt::Display for PushbackError {
                 "capacity must be a positive number of requests per second (at most 1e9)"
             }
             PushbackError::Horizon => "horizon must be at least one slot (1 / capacity)",
+            PushbackError::Setting(what) => what,
         })
     }
 }

@@ -1,14 +1,25 @@
 //! Server-guided pushback as a tower [`Layer`]: usable with axum, hyper and any
 //! `tower::Service<http::Request<_>>` (feature `tower`).
 //!
-//! [`PushbackLayer`] puts a [`SlotAllocator`] in front of a service. Admitted
-//! requests go to the inner service untouched; the others are answered at once
-//! with `503 Service Unavailable` and two headers:
+//! [`PushbackLayer`] puts an [`Allocator`] — the static [`SlotAllocator`] or
+//! the [`AdaptiveAllocator`] — in front of a service. Admitted requests go to
+//! the inner service untouched; the others are answered at once with `503
+//! Service Unavailable` and two headers:
 //!
 //! | header | value |
 //! |---|---|
 //! | `Retry-After` | the caller's slot in whole seconds, rounded up (RFC 9110 `delay-seconds`, at least 1) |
 //! | `Retry-After-Ms` | the same slot in whole milliseconds, rounded up — clients should prefer it |
+//!
+//! The layer reports the inner service's answer to every request it admitted:
+//! a `503` or `429` of the service's own is a **refusal**
+//! ([`Allocator::refused`]; the adaptive allocator learns its capacity from
+//! them and books the caller a slot, which the layer adds to that answer as
+//! the same two headers, replacing any the service set); anything else is
+//! **served** ([`Allocator::served`]). With
+//! [`key_header`](PushbackLayer::key_header) the layer names each caller by a
+//! request header (hashed, [`caller_key`]), so the adaptive allocator can
+//! tell a caller that came back before its slot.
 //!
 //! The allocator sits behind a `std::sync::Mutex` shared by every clone of the
 //! layer and its services; the critical section is a few comparisons and
@@ -19,7 +30,8 @@
 //! clock with the `tokio` feature); the allocator's epoch is the layer's
 //! creation, so `SlotAllocator::outage_until(5 s)` means "the first five
 //! seconds after the layer was built". [`PushbackLayer::start_outage`] and
-//! [`PushbackLayer::recover`] switch outage mode at run time.
+//! [`PushbackLayer::recover`] switch outage mode at run time; the adaptive
+//! allocator also finds an outage, and its end, on its own.
 //!
 //! The service forwards `poll_ready` to the inner service and rejects without
 //! calling it, which is how tower's own load-shedding middleware behaves; it is
@@ -28,12 +40,12 @@
 //! ```
 //! use std::time::Duration;
 //! use axum::{routing::get, Router};
-//! use herdless::fleet::pushback::SlotAllocator;
+//! use herdless::fleet::AdaptiveAllocator;
 //! use herdless::fleet::pushback_layer::PushbackLayer;
 //!
-//! let pushback = PushbackLayer::new(
-//!     SlotAllocator::new(10_000.0, Duration::from_secs(60))?.outage_until(Duration::from_secs(5)),
-//! );
+//! // Starts from an estimate of 10,000/s and learns the rest.
+//! let pushback = PushbackLayer::new(AdaptiveAllocator::new(10_000.0, Duration::from_secs(60))?)
+//!     .key_header("x-client-id");
 //! let _app: Router = Router::new().route("/", get(|| async { "ok" })).layer(pushback.clone());
 //! // later: pushback.start_outage(None); pushback.recover(); pushback.counts()
 //! # Ok::<(), herdless::fleet::pushback::PushbackError>(())
@@ -46,25 +58,47 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use http::header::HeaderName;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
+#[allow(unused_imports)] // rustdoc links
+use crate::fleet::adaptive::AdaptiveAllocator;
+use crate::fleet::allocator::{caller_key, Allocator};
 use crate::fleet::pushback::{Allotment, SlotAllocator, RETRY_AFTER_MS};
 use crate::timer::{Clock, SystemTimer};
 
-struct Shared<K> {
-    alloc: Mutex<SlotAllocator>,
+struct Shared<K, A> {
+    alloc: Mutex<A>,
     clock: K,
     epoch: Instant,
 }
 
-impl<K: Clock> Shared<K> {
-    fn lock(&self) -> MutexGuard<'_, SlotAllocator> {
+impl<K: Clock, A> Shared<K, A> {
+    fn lock(&self) -> MutexGuard<'_, A> {
         self.alloc.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn now(&self) -> Duration {
         self.clock.now().saturating_duration_since(self.epoch)
+    }
+}
+
+/// What the response future reports back: the inner service's answer.
+trait Outcome: Send + Sync {
+    fn served(&self);
+    fn refused(&self, caller: Option<u64>) -> Option<Allotment>;
+}
+
+impl<K: Clock + Send + Sync, A: Allocator> Outcome for Shared<K, A> {
+    fn served(&self) {
+        let now = self.now();
+        self.lock().served(now);
+    }
+
+    fn refused(&self, caller: Option<u64>) -> Option<Allotment> {
+        let now = self.now();
+        self.lock().refused(now, caller)
     }
 }
 
@@ -80,19 +114,21 @@ impl<K: Clock> Shared<K> {
 /// assert_eq!(layer.counts(), (0, 0));
 /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
 /// ```
-pub struct PushbackLayer<K = SystemTimer> {
-    shared: Arc<Shared<K>>,
+pub struct PushbackLayer<K = SystemTimer, A = SlotAllocator> {
+    shared: Arc<Shared<K, A>>,
+    key_header: Option<HeaderName>,
 }
 
-impl<K> Clone for PushbackLayer<K> {
+impl<K, A> Clone for PushbackLayer<K, A> {
     fn clone(&self) -> Self {
         PushbackLayer {
             shared: Arc::clone(&self.shared),
+            key_header: self.key_header.clone(),
         }
     }
 }
 
-impl<K> fmt::Debug for PushbackLayer<K> {
+impl<K, A: fmt::Debug> fmt::Debug for PushbackLayer<K, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("PushbackLayer");
         if let Ok(a) = self.shared.alloc.try_lock() {
@@ -102,7 +138,7 @@ impl<K> fmt::Debug for PushbackLayer<K> {
     }
 }
 
-impl PushbackLayer<SystemTimer> {
+impl<A: Allocator> PushbackLayer<SystemTimer, A> {
     /// A layer on the system clock; its epoch is now.
     ///
     /// ```
@@ -112,12 +148,12 @@ impl PushbackLayer<SystemTimer> {
     /// );
     /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
-    pub fn new(allocator: SlotAllocator) -> Self {
+    pub fn new(allocator: A) -> Self {
         Self::with_clock(allocator, SystemTimer)
     }
 }
 
-impl<K: Clock> PushbackLayer<K> {
+impl<K: Clock, A: Allocator> PushbackLayer<K, A> {
     /// A layer reading time from `clock` (e.g. [`ManualTimer`](crate::ManualTimer)
     /// in tests); its epoch is the clock's current time.
     ///
@@ -130,7 +166,7 @@ impl<K: Clock> PushbackLayer<K> {
     /// assert_eq!(layer.elapsed(), Duration::from_secs(2));
     /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
-    pub fn with_clock(allocator: SlotAllocator, clock: K) -> Self {
+    pub fn with_clock(allocator: A, clock: K) -> Self {
         let epoch = clock.now();
         PushbackLayer {
             shared: Arc::new(Shared {
@@ -138,7 +174,31 @@ impl<K: Clock> PushbackLayer<K> {
                 clock,
                 epoch,
             }),
+            key_header: None,
         }
+    }
+
+    /// Names each caller by the request header `name` (its value hashed with
+    /// [`caller_key`]); requests without it are unnamed. The services this
+    /// handle (and its later clones) makes use it; the allocator is shared
+    /// by every clone either way.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::fleet::{AdaptiveAllocator, PushbackLayer};
+    /// let layer = PushbackLayer::new(AdaptiveAllocator::new(5.0, Duration::from_secs(10))?)
+    ///     .key_header("x-worker-id");
+    /// # let _ = layer;
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `name` is not a valid header name (a programming error: names
+    /// are constants).
+    pub fn key_header(mut self, name: &str) -> Self {
+        self.key_header = Some(HeaderName::try_from(name).expect("a valid header name"));
+        self
     }
 
     /// Time since the layer's epoch (the allocator's `now`).
@@ -165,7 +225,7 @@ impl<K: Clock> PushbackLayer<K> {
     /// ```
     pub fn decide(&self) -> Allotment {
         let now = self.shared.now();
-        self.shared.lock().decide(now)
+        self.shared.lock().decide(now, None)
     }
 
     /// Sheds everything from now for `duration` (or, with `None`, until
@@ -184,7 +244,7 @@ impl<K: Clock> PushbackLayer<K> {
         let now = self.shared.now();
         self.shared
             .lock()
-            .start_outage(duration.map(|d| now.saturating_add(d)));
+            .start_outage(now, duration.map(|d| now.saturating_add(d)));
     }
 
     /// Leaves outage mode.
@@ -198,7 +258,21 @@ impl<K: Clock> PushbackLayer<K> {
     /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
     /// ```
     pub fn recover(&self) {
-        self.shared.lock().recover();
+        let now = self.shared.now();
+        self.shared.lock().recover(now);
+    }
+
+    /// Looks at the allocator (its estimate, its counts).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::fleet::{AdaptiveAllocator, PushbackLayer};
+    /// let l = PushbackLayer::new(AdaptiveAllocator::new(5.0, Duration::from_secs(10))?);
+    /// assert_eq!(l.inspect(|a| a.capacity()), 5.0);
+    /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
+    /// ```
+    pub fn inspect<R>(&self, f: impl FnOnce(&A) -> R) -> R {
+        f(&self.shared.lock())
     }
 
     /// Requests admitted and rejected so far.
@@ -216,13 +290,14 @@ impl<K: Clock> PushbackLayer<K> {
     }
 }
 
-impl<S, K> Layer<S> for PushbackLayer<K> {
-    type Service = PushbackService<S, K>;
+impl<S, K, A> Layer<S> for PushbackLayer<K, A> {
+    type Service = PushbackService<S, K, A>;
 
     fn layer(&self, inner: S) -> Self::Service {
         PushbackService {
             inner,
             shared: Arc::clone(&self.shared),
+            key_header: self.key_header.clone(),
         }
     }
 }
@@ -248,21 +323,23 @@ impl<S, K> Layer<S> for PushbackLayer<K> {
 /// # Ok::<(), herdless::fleet::pushback::PushbackError>(())
 /// # }).unwrap();
 /// ```
-pub struct PushbackService<S, K = SystemTimer> {
+pub struct PushbackService<S, K = SystemTimer, A = SlotAllocator> {
     inner: S,
-    shared: Arc<Shared<K>>,
+    shared: Arc<Shared<K, A>>,
+    key_header: Option<HeaderName>,
 }
 
-impl<S: Clone, K> Clone for PushbackService<S, K> {
+impl<S: Clone, K, A> Clone for PushbackService<S, K, A> {
     fn clone(&self) -> Self {
         PushbackService {
             inner: self.inner.clone(),
             shared: Arc::clone(&self.shared),
+            key_header: self.key_header.clone(),
         }
     }
 }
 
-impl<S: fmt::Debug, K> fmt::Debug for PushbackService<S, K> {
+impl<S: fmt::Debug, K, A> fmt::Debug for PushbackService<S, K, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PushbackService")
             .field("inner", &self.inner)
@@ -270,10 +347,8 @@ impl<S: fmt::Debug, K> fmt::Debug for PushbackService<S, K> {
     }
 }
 
-/// The `503` answer for a rejected request.
-fn rejection<B: Default>(decision: Allotment) -> Response<B> {
-    let mut response = Response::new(B::default());
-    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+/// Sets a slot's `Retry-After` and `Retry-After-Ms` on a response.
+fn with_slot<B>(response: &mut Response<B>, decision: Allotment) {
     let headers = response.headers_mut();
     if let Some(secs) = decision.retry_after_secs() {
         headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -281,14 +356,28 @@ fn rejection<B: Default>(decision: Allotment) -> Response<B> {
     if let Some(ms) = decision.retry_after_ms() {
         headers.insert(RETRY_AFTER_MS, HeaderValue::from(ms));
     }
+}
+
+/// The `503` answer for a rejected request.
+fn rejection<B: Default>(decision: Allotment) -> Response<B> {
+    let mut response = Response::new(B::default());
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    with_slot(&mut response, decision);
     response
 }
 
-impl<S, K, ReqB, ResB> Service<Request<ReqB>> for PushbackService<S, K>
+/// Whether the service's own answer is a refusal (it could not take the
+/// request): `503` or `429`.
+fn is_refusal(status: StatusCode) -> bool {
+    status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS
+}
+
+impl<S, K, A, ReqB, ResB> Service<Request<ReqB>> for PushbackService<S, K, A>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>>,
     ResB: Default,
-    K: Clock,
+    K: Clock + Send + Sync + 'static,
+    A: Allocator,
 {
     type Response = Response<ResB>;
     type Error = S::Error;
@@ -299,12 +388,18 @@ where
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
+        let caller = self
+            .key_header
+            .as_ref()
+            .and_then(|name| request.headers().get(name))
+            .map(|v| caller_key(v.as_bytes()));
         let now = self.shared.now();
-        let decision = self.shared.lock().decide(now);
+        let decision = self.shared.lock().decide(now, caller);
         match decision {
             Allotment::Admit => ResponseFuture {
                 kind: Kind::Inner {
                     future: self.inner.call(request),
+                    report: Some((Arc::clone(&self.shared) as Arc<dyn Outcome>, caller)),
                 },
             },
             rejected => ResponseFuture {
@@ -324,10 +419,13 @@ pin_project_lite::pin_project! {
     }
 }
 
+/// Where the inner answer is reported, and the caller's key.
+type Report = Option<(Arc<dyn Outcome>, Option<u64>)>;
+
 pin_project_lite::pin_project! {
     #[project = KindProj]
     enum Kind<F, B> {
-        Inner { #[pin] future: F },
+        Inner { #[pin] future: F, report: Report },
         Rejected { response: Option<Response<B>> },
     }
 }
@@ -346,7 +444,19 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().kind.project() {
-            KindProj::Inner { future } => future.poll(cx),
+            KindProj::Inner { future, report } => {
+                let mut result = std::task::ready!(future.poll(cx));
+                if let (Ok(response), Some((outcome, caller))) = (&mut result, report.take()) {
+                    if is_refusal(response.status()) {
+                        if let Some(slot) = outcome.refused(caller) {
+                            with_slot(response, slot);
+                        }
+                    } else {
+                        outcome.served();
+                    }
+                }
+                Poll::Ready(result)
+            }
             KindProj::Rejected { response } => match response.take() {
                 Some(r) => Poll::Ready(Ok(r)),
                 None => panic!("ResponseFuture polled after completion"),

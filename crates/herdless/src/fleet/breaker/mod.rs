@@ -26,6 +26,17 @@
 //! * **No wall-clock "open for N seconds" state.** A fixed open interval
 //!   synchronizes every caller's re-check; probing continuously (one at a time)
 //!   detects recovery as soon as one request can see it.
+//! * **A spread release** ([`release_window`](Breaker::release_window)). When
+//!   the probe succeeds, every caller parked behind it would go at its next
+//!   re-check, all within one probe wait: a process's whole backlog lands on
+//!   a service that has just come back. With a release window `W`, a retry
+//!   that was held behind the probe and finds the breaker closed within `W`
+//!   of its closing waits a uniform share of the rest of the window first, so
+//!   the held callers come back spread over `W`. Size `W` to the capacity:
+//!   the callers a process holds divided by its share of the service's
+//!   capacity (in the simulator, `N / C`). The closing time is the one the
+//!   driver passes to the engine with the probe's success; the breaker still
+//!   reads no clock. Default: no window (released at once).
 //!
 //! In the executors ([`Retry::breaker`](crate::Retry::breaker)) the breaker
 //! gates *retries*: a call's first attempt always goes out (herdless decides
@@ -53,7 +64,7 @@ mod builder;
 mod serde;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,8 +83,12 @@ pub use builder::{BreakerBuilder, BreakerError};
 pub struct Breaker {
     threshold: u32,
     wait: Duration,
+    release: Duration,
     failures: AtomicU32,
     probing: AtomicBool,
+    /// When the breaker last closed, nanoseconds on the driver's clock, plus
+    /// one (0: not since it was built).
+    closed_at: AtomicU64,
 }
 
 impl fmt::Debug for Breaker {
@@ -81,6 +96,7 @@ impl fmt::Debug for Breaker {
         f.debug_struct("Breaker")
             .field("threshold", &self.threshold)
             .field("probe_wait", &self.wait)
+            .field("release_window", &self.release)
             .field("consecutive_failures", &self.consecutive_failures())
             .field("probing", &self.probing.load(Ordering::Acquire))
             .finish()
@@ -191,8 +207,10 @@ impl Breaker {
         Breaker {
             threshold: threshold.max(1),
             wait: Duration::from_secs(1),
+            release: Duration::ZERO,
             failures: AtomicU32::new(0),
             probing: AtomicBool::new(false),
+            closed_at: AtomicU64::new(0),
         }
     }
 
@@ -207,6 +225,50 @@ impl Breaker {
     /// ```
     pub fn builder() -> BreakerBuilder {
         BreakerBuilder::new()
+    }
+
+    /// Spreads the callers held behind a probe over `window` after the
+    /// breaker closes (see the [module documentation](self)); zero (the
+    /// default) releases them at their next re-check.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = herdless::Breaker::new(5).release_window(Duration::from_secs(4));
+    /// assert_eq!(b.release_window_time(), Duration::from_secs(4));
+    /// ```
+    pub fn release_window(mut self, window: Duration) -> Self {
+        self.release = window;
+        self
+    }
+
+    /// The configured release window.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Breaker::new(3).release_window_time(), std::time::Duration::ZERO);
+    /// ```
+    pub fn release_window_time(&self) -> Duration {
+        self.release
+    }
+
+    /// Records a success at `now_ns` (the driver's clock): as
+    /// [`record_success`](Self::record_success), and when this closes an
+    /// open breaker, the release window starts now.
+    pub(crate) fn record_success_at(&self, now_ns: u64) {
+        let was_open = self.failures.swap(0, Ordering::AcqRel) >= self.threshold;
+        if was_open && !self.release.is_zero() {
+            self.closed_at
+                .store(now_ns.saturating_add(1), Ordering::Release);
+        }
+    }
+
+    /// For a retry that was held behind the probe and finds the breaker
+    /// closed at `now_ns`: how long to wait first, uniform over the rest of
+    /// the release window (`None` outside it).
+    pub(crate) fn release_wait(&self, now_ns: u64, rng: &mut Rng) -> Option<Duration> {
+        let closed = self.closed_at.load(Ordering::Acquire).checked_sub(1)?;
+        let window = u64::try_from(self.release.as_nanos()).unwrap_or(u64::MAX);
+        let end = closed.saturating_add(window);
+        (now_ns < end).then(|| Duration::from_nanos(rng.between(0, end - now_ns)))
     }
 
     /// How long callers wait behind a probe before asking again: each wait is
@@ -409,6 +471,26 @@ mod tests {
             b.probe_wait_time(),
             Duration::from_millis(2),
             "above the floor: as given"
+        );
+    }
+
+    #[test]
+    fn a_closing_success_opens_the_release_window() {
+        let b = Breaker::new(1).release_window(Duration::from_secs(4));
+        let mut rng = Rng::with_seed(2);
+        b.record_success_at(1_000); // closed already: no window
+        assert_eq!(b.release_wait(1_000, &mut rng), None);
+        b.record_failure();
+        b.record_success_at(10_000_000_000);
+        let waits: Vec<Duration> = (0..1_000)
+            .map(|_| b.release_wait(11_000_000_000, &mut rng).unwrap())
+            .collect();
+        assert!(waits.iter().all(|w| *w <= Duration::from_secs(3)));
+        assert!(waits.iter().any(|w| *w > Duration::from_millis(2_900)));
+        assert_eq!(
+            b.release_wait(14_000_000_000, &mut rng),
+            None,
+            "past the window"
         );
     }
 

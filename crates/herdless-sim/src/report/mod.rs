@@ -22,6 +22,10 @@ use crate::scenario::outage::{OutageFigures, OutageParams};
 use crate::scenario::spread::{SpreadFigures, SpreadParams};
 use crate::scenario::Scenario;
 
+mod robustness;
+
+pub use robustness::RobustnessReport;
+
 /// The policy a scenario started from (each strategy sets its own jitter).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PolicyParameters {
@@ -103,6 +107,13 @@ pub struct OutageParameters {
     pub policy: PolicyParameters,
     /// How the fleet-level guards are set up.
     pub guards: GuardParameters,
+    /// The share of clients that honor Retry-After.
+    pub honor: f64,
+    /// The pushback allocator's starting estimate over the true capacity.
+    pub capacity_estimate: f64,
+    /// Whether the pushback allocator is told the outage's end (`known`,
+    /// `unknown`).
+    pub outage_end: &'static str,
 }
 
 /// The fleet-level guards' set-up, as reported (see [`GuardParams`]).
@@ -124,12 +135,14 @@ pub struct GuardParameters {
     pub probe_wait_s: f64,
     /// How long a probe holds the breaker, seconds.
     pub probe_rtt_s: f64,
+    /// Over how long a closing breaker releases its held callers, seconds.
+    pub breaker_release_s: f64,
     /// The longest Retry-After of the pushback server, seconds.
     pub pushback_horizon_s: f64,
 }
 
 impl GuardParameters {
-    fn new(g: &GuardParams, clients: u32) -> Self {
+    fn new(g: &GuardParams, clients: u32, release: Duration) -> Self {
         Self {
             clients_per_process: g.clients_per_process,
             processes: clients.div_ceil(g.clients_per_process.max(1)),
@@ -141,6 +154,7 @@ impl GuardParameters {
             breaker_threshold: g.breaker_threshold,
             probe_wait_s: g.probe_wait.as_secs_f64(),
             probe_rtt_s: g.probe_rtt.as_secs_f64(),
+            breaker_release_s: release.as_secs_f64(),
             pushback_horizon_s: g.pushback_horizon.as_secs_f64(),
         }
     }
@@ -161,19 +175,28 @@ pub struct OutageReport {
     pub strategies: Vec<OutageFigures>,
 }
 
+impl OutageParameters {
+    pub(crate) fn new(p: &OutageParams) -> Self {
+        OutageParameters {
+            clients: p.clients,
+            outage_s: p.outage.as_secs_f64(),
+            capacity_per_s: p.capacity,
+            burst: p.burst,
+            first_call_window_s: p.first_call_window.as_secs_f64(),
+            policy: (&p.policy).into(),
+            guards: GuardParameters::new(&p.guards, p.clients, p.breaker_release()),
+            honor: p.honor,
+            capacity_estimate: p.capacity_estimate,
+            outage_end: p.outage_end.name(),
+        }
+    }
+}
+
 impl OutageReport {
     pub(crate) fn new(p: &OutageParams, seed: u64, strategies: Vec<OutageFigures>) -> Self {
         Self {
             seed,
-            parameters: OutageParameters {
-                clients: p.clients,
-                outage_s: p.outage.as_secs_f64(),
-                capacity_per_s: p.capacity,
-                burst: p.burst,
-                first_call_window_s: p.first_call_window.as_secs_f64(),
-                policy: (&p.policy).into(),
-                guards: GuardParameters::new(&p.guards, p.clients),
-            },
+            parameters: OutageParameters::new(p),
             physical_limit_s: p.physical_limit_s(),
             min_calls_per_client: p.min_calls_per_client(),
             strategies,
@@ -243,6 +266,8 @@ pub enum Report {
     Outage(OutageReport),
     /// The contention scenario.
     Contention(ContentionReport),
+    /// The robustness scenario.
+    Robustness(RobustnessReport),
 }
 
 impl Report {
@@ -252,6 +277,7 @@ impl Report {
             Report::Spread(_) => Scenario::Spread,
             Report::Outage(_) => Scenario::Outage,
             Report::Contention(_) => Scenario::Contention,
+            Report::Robustness(_) => Scenario::Robustness,
         }
     }
 
@@ -267,11 +293,12 @@ impl Report {
             Report::Spread(r) => spread_table(r),
             Report::Outage(r) => outage_table(r),
             Report::Contention(r) => contention_table(r),
+            Report::Robustness(r) => robustness::table(r),
         }
     }
 }
 
-fn policy_line(p: &PolicyParameters) -> String {
+pub(crate) fn policy_line(p: &PolicyParameters) -> String {
     let attempts = p
         .max_attempts
         .map_or("no attempt limit".to_owned(), |n| format!("{n} attempts"));
@@ -286,7 +313,7 @@ fn policy_line(p: &PolicyParameters) -> String {
     )
 }
 
-fn secs(s: f64) -> String {
+pub(crate) fn secs(s: f64) -> String {
     if s < 1.0 {
         format!("{} ms", (s * 1e3 * 1e3).round() / 1e3)
     } else {
@@ -295,7 +322,7 @@ fn secs(s: f64) -> String {
 }
 
 /// Lays out rows: first column left-aligned, the others right-aligned.
-fn grid(header: &[String], rows: &[Vec<String>]) -> String {
+pub(crate) fn grid(header: &[String], rows: &[Vec<String>]) -> String {
     let cols = header.len();
     let width: Vec<usize> = (0..cols)
         .map(|c| {
@@ -391,7 +418,8 @@ fn outage_table(r: &OutageReport) -> String {
             out,
             "guards: {} processes of {} clients, each with a budget of {} tokens \
              (gRPC, ratio {}) and a breaker (opens after {} failures, probe wait {}, \
-             probe round trip {}); pushback: Retry-After slots, horizon {}",
+             probe round trip {}, releases over {}); pushback: Retry-After slots, horizon {}, starting \
+             estimate {}x the capacity, outage end {}",
             g.processes,
             g.clients_per_process,
             g.budget_max_tokens,
@@ -399,7 +427,17 @@ fn outage_table(r: &OutageReport) -> String {
             g.breaker_threshold,
             secs(g.probe_wait_s),
             secs(g.probe_rtt_s),
-            secs(g.pushback_horizon_s)
+            secs(g.breaker_release_s),
+            secs(g.pushback_horizon_s),
+            p.capacity_estimate,
+            p.outage_end
+        );
+    }
+    if p.honor < 1.0 {
+        let _ = writeln!(
+            out,
+            "clients honoring Retry-After: {} (the others use their own backoff)",
+            p.honor
         );
     }
     out.push('\n');
@@ -470,6 +508,32 @@ fn outage_table(r: &OutageReport) -> String {
                 .chain(["-".to_owned()]),
         ),
     ];
+    let mut rows = rows;
+    if p.honor < 1.0 {
+        rows.extend([
+            row(
+                "honoring clients: calls per client",
+                s.iter()
+                    .map(|f| format!("{:.2}", f.honoring_calls))
+                    .chain([format!("{:.2}", r.min_calls_per_client)]),
+            ),
+            row(
+                "  completion x physical limit",
+                s.iter()
+                    .map(|f| {
+                        f.honoring_vs_limit
+                            .map_or("-".to_owned(), |x| format!("{x:.2}"))
+                    })
+                    .chain(["1.00".to_owned()]),
+            ),
+            row(
+                "  gave up",
+                s.iter()
+                    .map(|f| f.honoring_gave_up.to_string())
+                    .chain(["0".to_owned()]),
+            ),
+        ]);
+    }
     out.push_str(&grid(&h, &rows));
     if s.iter().any(|f| !f.drained) {
         out.push_str(

@@ -10,9 +10,18 @@
 //! * [`OutageEndpoint`] is an endpoint recovering from an outage: it fails
 //!   everything until the outage ends at `T`, then serves at most `C` calls
 //!   per second ([`TokenBucket`]) and answers the rest 503 (no Retry-After).
-//! * [`PushbackEndpoint`] is the same endpoint behind the library's
-//!   server-guided pushback ([`SlotAllocator`]): a 503 from the allocator
-//!   carries a Retry-After slot.
+//! * [`AdaptiveEndpoint`] is the same endpoint behind the library's adaptive
+//!   server pushback ([`AdaptiveAllocator`](herdless::fleet::AdaptiveAllocator)):
+//!   every 503 carries a Retry-After slot, and the allocator learns the
+//!   capacity and the outage's end from the handler's answers
+//!   ([`pushback`] module).
+//! * [`PushbackEndpoint`] is the same endpoint behind the static
+//!   [`SlotAllocator`](herdless::fleet::SlotAllocator), told the capacity and
+//!   (or at) the outage's end.
+//! * [`Honoring`] wraps any of them: the clients that ignore Retry-After get
+//!   the answer without it (they use their own backoff), and the calls and
+//!   successes of the clients that honor it are counted apart ([`honor`]
+//!   module).
 //!
 //! # The capacity model
 //!
@@ -35,10 +44,13 @@
 
 use std::time::Duration;
 
-use herdless::fleet::pushback::SlotAllocator;
-
-use crate::error::SimError;
 use crate::strategy::Reply;
+
+pub mod honor;
+pub mod pushback;
+
+pub use honor::{HonorStats, Honoring};
+pub use pushback::{AdaptiveEndpoint, OutageEnd, PushbackEndpoint};
 
 /// Something that answers simulated calls.
 pub trait Endpoint {
@@ -46,7 +58,7 @@ pub trait Endpoint {
     fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply;
 }
 
-const REJECT: Reply = Reply::Rejected { retry_after: None };
+pub(crate) const REJECT: Reply = Reply::Rejected { retry_after: None };
 
 /// Fails each client's first `k` calls (a stub controller).
 ///
@@ -228,92 +240,6 @@ impl Endpoint for OutageEndpoint {
             Reply::Ok
         } else {
             REJECT
-        }
-    }
-}
-
-/// An [`OutageEndpoint`] behind server-guided pushback: the library's
-/// [`SlotAllocator`] (capacity `C`, the same `burst`, a horizon, in outage
-/// mode until `T`) decides first, as a `PushbackLayer` in front of a handler
-/// does. Its rejections carry the booked slot as the layer sends it
-/// (`Retry-After-Ms`: the slot rounded up to the millisecond); the requests it
-/// admits reach the handler, which still has only its own capacity (the
-/// token bucket that starts empty at `T`) and answers an excess 503 without
-/// Retry-After. The capacity model is thus the same as every other
-/// strategy's, so the physical limit `T + N / C` still holds: pushback only
-/// changes *when* the rejected callers come back.
-///
-/// ```
-/// use std::time::Duration;
-/// use herdless_sim::endpoint::{Endpoint, PushbackEndpoint};
-/// use herdless_sim::Reply;
-/// let mut e = PushbackEndpoint::new(Duration::from_secs(5), 10, 1, Duration::from_secs(60))?;
-/// // during the outage: the first slot is T, the next 1 / C later
-/// assert_eq!(e.call(1_000_000_000, 0, 1), Reply::Rejected { retry_after: Some(Duration::from_secs(4)) });
-/// assert_eq!(e.call(1_000_000_000, 1, 1), Reply::Rejected { retry_after: Some(Duration::from_millis(4_100)) });
-/// # Ok::<(), herdless_sim::SimError>(())
-/// ```
-#[derive(Debug, Clone)]
-pub struct PushbackEndpoint {
-    allocator: SlotAllocator,
-    handler: OutageEndpoint,
-}
-
-impl PushbackEndpoint {
-    /// An endpoint down for `outage`, then serving `capacity` calls per second
-    /// (bucket of `burst`), behind a slot allocator that never hands out a
-    /// delay past `horizon`.
-    ///
-    /// # Errors
-    ///
-    /// [`SimError::Invalid`] when the allocator refuses the capacity or the
-    /// horizon (shorter than one slot).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use herdless_sim::endpoint::PushbackEndpoint;
-    /// assert!(PushbackEndpoint::new(Duration::ZERO, 1, 1, Duration::from_millis(1)).is_err());
-    /// ```
-    pub fn new(
-        outage: Duration,
-        capacity: u32,
-        burst: u32,
-        horizon: Duration,
-    ) -> Result<Self, SimError> {
-        let allocator = SlotAllocator::new(f64::from(capacity.max(1)), horizon)
-            .map_err(|e| SimError::Invalid(format!("pushback: {e}")))?
-            .burst(burst)
-            .outage_until(outage);
-        Ok(Self {
-            allocator,
-            handler: OutageEndpoint::new(outage, capacity, burst),
-        })
-    }
-
-    /// Requests the allocator admitted and rejected so far.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let e = herdless_sim::endpoint::PushbackEndpoint::new(Duration::ZERO, 10, 1, Duration::from_secs(9))?;
-    /// assert_eq!(e.allocator_counts(), (0, 0));
-    /// # Ok::<(), herdless_sim::SimError>(())
-    /// ```
-    pub fn allocator_counts(&self) -> (u64, u64) {
-        self.allocator.counts()
-    }
-}
-
-impl Endpoint for PushbackEndpoint {
-    #[inline]
-    fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply {
-        let decision = self.allocator.decide(Duration::from_nanos(now_ns));
-        match decision.retry_after_ms() {
-            None => self.handler.call(now_ns, client, attempt),
-            // What the layer sends on the wire: `Retry-After-Ms`, the slot
-            // rounded up to the millisecond.
-            Some(ms) => Reply::Rejected {
-                retry_after: Some(Duration::from_millis(ms)),
-            },
         }
     }
 }

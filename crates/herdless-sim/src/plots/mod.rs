@@ -1,10 +1,14 @@
 //! Figures (feature `plots`): SVG and PNG, drawn with plotters.
 //!
-//! * spread and outage: **arrivals over time**, one panel per strategy on a
-//!   shared time axis and a shared vertical scale, calls per 100 ms bucket
-//!   (retries only in spread, every call in outage, with the endpoint's
-//!   capacity per 100 ms and the end of the outage marked). A storm shows as
-//!   spikes, its cure as a smear.
+//! * spread: **retries over time**, one panel per strategy on a shared time
+//!   axis and a shared vertical scale, retries per 100 ms bucket. A storm
+//!   shows as spikes, its cure as a smear.
+//! * outage: **calls over time**, one panel per strategy, the vertical axis
+//!   clipped at three times the capacity per 100 ms (clipped bars darker, with
+//!   their value), the capacity, the end of the outage, the physical limit
+//!   and each strategy's own end marked (see `outage.rs`).
+//! * robustness: the matrix as **heat maps** (drain, peak, calls; green where
+//!   a goal is met, red where not; see `robustness.rs`).
 //! * contention: **write calls** and **completion time** against the number of
 //!   clients, one line per strategy.
 //!
@@ -25,9 +29,15 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::report::{ContentionReport, OutageReport, Report, SpreadReport};
+use crate::report::{ContentionReport, Report, SpreadReport};
 
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+mod outage;
+mod robustness;
+
+use outage::Outage;
+use robustness::Robustness;
+
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
 fn register_font() {
@@ -62,10 +72,10 @@ impl fmt::Display for PlotError {
 
 impl std::error::Error for PlotError {}
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 const WIDTH: u32 = 1000;
-const COLORS: [RGBColor; 9] = [
+pub(crate) const COLORS: [RGBColor; 9] = [
     RGBColor(200, 40, 40),
     RGBColor(30, 110, 200),
     RGBColor(40, 150, 70),
@@ -103,6 +113,9 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError>
             let h = panel_height(r.strategies.len());
             both(dir, "outage-arrivals", h, &mut files, &Outage(r))?;
         }
+        Report::Robustness(r) => {
+            both(dir, "robustness", 560, &mut files, &Robustness(r))?;
+        }
         Report::Contention(r) => {
             both(
                 dir,
@@ -128,7 +141,7 @@ fn panel_height(panels: usize) -> u32 {
 }
 
 /// A figure that can be drawn on any plotters backend.
-trait Figure {
+pub(crate) trait Figure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static;
@@ -264,32 +277,6 @@ impl Figure for Spread<'_> {
             r.parameters.workers, r.parameters.failures, r.seed
         );
         histograms(root, &title, "retries / 100 ms", &series, Marks::default())
-    }
-}
-
-struct Outage<'a>(&'a OutageReport);
-
-impl Figure for Outage<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        let r = self.0;
-        let p = &r.parameters;
-        let series: Vec<(&str, &[u32])> = r
-            .strategies
-            .iter()
-            .map(|s| (s.strategy.as_str(), s.arrivals_per_100ms.as_slice()))
-            .collect();
-        let title = format!(
-            "outage: calls per 100 ms, {} clients, down {} s, then {} calls/s (line: capacity; physical limit {:.1} s)",
-            p.clients, p.outage_s, p.capacity_per_s, r.physical_limit_s
-        );
-        let marks = Marks {
-            capacity: Some(f64::from(p.capacity_per_s) * 0.1),
-            recovery_s: Some(p.outage_s),
-        };
-        histograms(root, &title, "calls / 100 ms", &series, marks)
     }
 }
 

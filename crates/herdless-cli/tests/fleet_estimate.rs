@@ -1,0 +1,185 @@
+//! A pushback server that overestimates its capacity twice, over real
+//! sockets: `herdless fleet` (2,000 workers) against `herdless stub --outage
+//! 5s --capacity 500 --capacity-estimate 2`, with the adaptive allocator
+//! (the default, told nothing about the outage) and with the static one
+//! (`--pushback static`, told 1,000/s and recovered at the outage's end, as an
+//! operator would), in the same test.
+//!
+//! Alone in its test binary, as `fleet_pushback.rs`: cargo runs test
+//! binaries one after the other, so no other test competes with its 2,000
+//! workers for the two cores.
+
+use serde_json::Value;
+
+#[allow(dead_code)] // each test binary uses part of it
+mod support;
+use support::start_stub;
+
+const N: u64 = 2_000;
+const T_S: f64 = 5.0;
+const C: f64 = 500.0;
+
+/// What one run showed, on the stub's clock.
+#[derive(Debug)]
+struct Run {
+    report: Value,
+    /// The last request served.
+    drain_s: f64,
+    /// The largest fixed 100 ms bucket of arrivals at or after T, over C / 10
+    /// (the simulator's `peak_over_capacity`).
+    peak: f64,
+    /// The busiest sliding 100 ms window at or after T, over C / 10.
+    peak_sliding: f64,
+}
+
+async fn run(stub_flags: &[&str]) -> Run {
+    let (stub, url) = start_stub(stub_flags);
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
+        .args([
+            "fleet",
+            "--workers",
+            "2000",
+            "--jitter",
+            "full",
+            "--base",
+            "300ms",
+            "--seed",
+            "7",
+            "--json",
+            &url,
+        ])
+        .output()
+        .await
+        .unwrap();
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let stats = stub.stats();
+    assert_eq!(stats.dropped, 0, "every arrival kept");
+    let arrivals = stats.arrivals;
+    assert_eq!(arrivals.len() as u64, report["calls"].as_u64().unwrap());
+    let drain_s = arrivals
+        .iter()
+        .filter(|a| a.status == 200)
+        .map(|a| a.t_s)
+        .fold(0.0, f64::max);
+    let after: Vec<f64> = arrivals
+        .iter()
+        .map(|a| a.t_s)
+        .filter(|&t| t >= T_S)
+        .collect();
+    let per_bucket = C * 0.1;
+    let mut buckets = std::collections::HashMap::new();
+    for t in &after {
+        *buckets.entry((t * 10.0) as u64).or_insert(0u64) += 1;
+    }
+    let peak = buckets.values().copied().max().unwrap_or(0) as f64 / per_bucket;
+    let mut lo = 0;
+    let mut sliding = 0;
+    for (hi, &t) in after.iter().enumerate() {
+        while t - after[lo] >= 0.1 {
+            lo += 1;
+        }
+        sliding = sliding.max(hi + 1 - lo);
+    }
+    Run {
+        report,
+        drain_s,
+        peak,
+        peak_sliding: sliding as f64 / per_bucket,
+    }
+}
+
+/// Both allocators, adaptive first, each against a fresh stub.
+async fn both() -> (Run, Run) {
+    let limit = T_S + N as f64 / C;
+    let common = [
+        "--outage",
+        "5s",
+        "--capacity",
+        "500",
+        "--capacity-estimate",
+        "2",
+    ];
+    let adaptive = run(&common).await;
+    let mut static_flags = common.to_vec();
+    static_flags.extend(["--pushback", "static"]);
+    let fixed = run(&static_flags).await;
+    for (name, r) in [("adaptive", &adaptive), ("static", &fixed)] {
+        eprintln!(
+            "{name}: drain {:.2} s ({:.2}x the {limit} s limit), peak after T {:.2}x capacity \
+             (sliding window {:.2}x), {} calls per worker, {} exhausted",
+            r.drain_s,
+            r.drain_s / limit,
+            r.peak,
+            r.peak_sliding,
+            r.report["calls_per_worker"],
+            r.report["exhausted"],
+        );
+    }
+    (adaptive, fixed)
+}
+
+/// N = 2,000 workers, a T = 5 s outage (the simulator's default length),
+/// then C = 500 requests/s; the allocators start from twice that. Full
+/// jitter with the simulator's outage policy and a 300 ms base, seed 7.
+/// Physical limit L = T + N / C = 9 s.
+///
+/// The adaptive allocator finds the outage from the stub's refusals and holds
+/// every caller at least 2 s, then as long as the outage has lasted: the first
+/// wave comes back from 2 s at 0.9 times the (wrong) estimate, is rebooked
+/// further out, and when a probe finds the stub back at 5 s the callers
+/// arrive at about the capacity. The static allocator, told 1,000/s, books
+/// everyone at 1,000/s and admits as much after the outage: the stub refuses
+/// half, without a slot, and those callers fall back on their own backoff.
+///
+/// Measured with the debug binaries this test runs (load average 3–8): the
+/// adaptive allocator drains at 10.4–10.8 s (1.16–1.20 L), 3.1 calls per
+/// worker, none exhausted; its peak after T is 1.4–2.1x capacity, because a
+/// debug fleet on a loaded machine needs ~2 s for its first tries and bunches
+/// its wake-ups (arrivals of up to 1,900/s where the allocator books at most
+/// 900/s). The static allocator: peak 3.2–4.1x, 220–280 exhausted, drain
+/// 11.8–11.9 s. Bounds: adaptive drain within 1.5 L, nobody exhausted, and
+/// the static peak at least 1.5 times the adaptive one; the peak bound of
+/// the claim (1.5x) is checked with the release binary by
+/// [`with_the_release_binary_the_peak_stays_within_1_5_capacity`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overestimate_of_two_drains_within_1_5_the_limit_and_floods_only_the_static_allocator() {
+    let limit = T_S + N as f64 / C;
+    let (adaptive, fixed) = both().await;
+    assert_eq!(adaptive.report["exhausted"], 0, "{}", adaptive.report);
+    assert!(
+        adaptive.drain_s <= 1.5 * limit,
+        "adaptive drained at {:.2} s, limit {limit} s",
+        adaptive.drain_s
+    );
+    assert!(
+        fixed.peak >= 1.5 * adaptive.peak,
+        "static peak {:.2} vs adaptive {:.2}",
+        fixed.peak,
+        adaptive.peak
+    );
+}
+
+/// The same with the release binary (`cargo test --release -p herdless-cli
+/// --test fleet_estimate -- --ignored --nocapture`): the adaptive allocator
+/// keeps the peak after T within 1.5x capacity and drains within 1.5 L; the
+/// static one peaks at least twice as high. Measured at load average
+/// 5.4–5.7, two runs: adaptive drain 1.17 L, peak 1.20x and 1.56x (sliding
+/// 1.30x and 1.64x: at that load the workers' wake-ups bunch, and the second
+/// run fails the bound), static 3.40x and 3.90x with 249 and 266 exhausted. A
+/// timing claim about the machine as much as the allocator: run it on a
+/// quiet one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a timing claim: run with --release (see the doc comment)"]
+async fn with_the_release_binary_the_peak_stays_within_1_5_capacity() {
+    let limit = T_S + N as f64 / C;
+    let (adaptive, fixed) = both().await;
+    assert_eq!(adaptive.report["exhausted"], 0, "{}", adaptive.report);
+    assert!(adaptive.drain_s <= 1.5 * limit, "{:.2} s", adaptive.drain_s);
+    assert!(adaptive.peak <= 1.5, "adaptive peak {:.2}", adaptive.peak);
+    assert!(
+        fixed.peak >= 2.0 * adaptive.peak,
+        "static {:.2}",
+        fixed.peak
+    );
+}

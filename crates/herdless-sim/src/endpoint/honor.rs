@@ -1,0 +1,146 @@
+//! Clients that ignore Retry-After, and the figures of those that honor it.
+//!
+//! In the field not every caller honors a server's delay: a client from
+//! another library, a script with a fixed sleep. [`Honoring`] models a fleet
+//! in which a share `fraction` of the clients honor Retry-After and the rest
+//! use their own backoff: it wraps the endpoint and, on the way back to a
+//! client that ignores the header, drops it. The client's engine then draws
+//! its own delay, exactly as `herdless::Retry` does for an answer without
+//! Retry-After. Nothing else changes: the server still sees every call.
+//!
+//! Which clients honor is a pure function of the seed and the client's index
+//! ([`honors`]), so it costs no per-client memory, and every strategy of a
+//! run faces the same honoring clients (common random numbers).
+//!
+//! The wrapper also counts, for the honoring clients alone, their calls,
+//! their successes and the last success: the drain of the clients a
+//! pushback server can actually schedule ([`HonorStats`]).
+
+use super::Endpoint;
+use crate::strategy::Reply;
+
+/// Which clients honor Retry-After: client `i` honors when a hash of
+/// `(seed, i)` falls below `fraction` (every client at 1, none at 0).
+///
+/// ```
+/// use herdless_sim::endpoint::honor::honors;
+/// assert!(honors(1.0, 7, 3));
+/// assert!(!honors(0.0, 7, 3));
+/// let share = (0..10_000).filter(|&i| honors(0.9, 7, i)).count();
+/// assert!((8_800..9_200).contains(&share), "{share}");
+/// ```
+pub fn honors(fraction: f64, seed: u64, client: u32) -> bool {
+    if fraction >= 1.0 {
+        return true;
+    }
+    if fraction <= 0.0 {
+        return false;
+    }
+    let h = crate::stream_seed(seed ^ 0x484f_4e4f_5552, u64::from(client));
+    ((h >> 11) as f64) * (1.0 / (1u64 << 53) as f64) < fraction
+}
+
+/// What the honoring clients did.
+///
+/// ```
+/// assert_eq!(herdless_sim::endpoint::HonorStats::default().clients, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HonorStats {
+    /// Clients that honor Retry-After.
+    pub clients: u64,
+    /// Their calls.
+    pub calls: u64,
+    /// Those of them that succeeded.
+    pub succeeded: u64,
+    /// The virtual time of their last success (ns; 0 when none).
+    pub last_success_ns: u64,
+}
+
+/// An endpoint whose answers reach only a share of the clients with their
+/// Retry-After (see the [module documentation](self)).
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless_sim::endpoint::{Endpoint, Honoring, PushbackEndpoint};
+/// use herdless_sim::Reply;
+/// let inner = PushbackEndpoint::new(Duration::from_secs(5), 10, 1, Duration::from_secs(60))?;
+/// let mut e = Honoring::new(inner, 0.0, 1, 2); // nobody honors
+/// assert_eq!(e.call(0, 0, 1), Reply::Rejected { retry_after: None });
+/// assert_eq!(e.stats().clients, 0);
+/// # Ok::<(), herdless_sim::SimError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Honoring<E> {
+    inner: E,
+    fraction: f64,
+    seed: u64,
+    stats: HonorStats,
+}
+
+impl<E> Honoring<E> {
+    /// Wraps `inner` for a fleet of `clients` of which a share `fraction`
+    /// (clamped to `0..=1`) honors Retry-After, chosen from `seed`.
+    ///
+    /// ```
+    /// let e = herdless_sim::endpoint::Honoring::new(herdless_sim::endpoint::FailFirst::new(1), 0.5, 3, 1_000);
+    /// assert!((400..600).contains(&e.stats().clients));
+    /// ```
+    pub fn new(inner: E, fraction: f64, seed: u64, clients: u32) -> Self {
+        let fraction = if fraction.is_nan() {
+            1.0
+        } else {
+            fraction.clamp(0.0, 1.0)
+        };
+        let honoring = (0..clients).filter(|&i| honors(fraction, seed, i)).count() as u64;
+        Honoring {
+            inner,
+            fraction,
+            seed,
+            stats: HonorStats {
+                clients: honoring,
+                ..HonorStats::default()
+            },
+        }
+    }
+
+    /// What the honoring clients did so far.
+    ///
+    /// ```
+    /// let e = herdless_sim::endpoint::Honoring::new(herdless_sim::endpoint::FailFirst::new(1), 1.0, 3, 10);
+    /// assert_eq!(e.stats().clients, 10);
+    /// ```
+    pub fn stats(&self) -> HonorStats {
+        self.stats
+    }
+
+    /// The wrapped endpoint.
+    ///
+    /// ```
+    /// let e = herdless_sim::endpoint::Honoring::new(herdless_sim::endpoint::FailFirst::new(1), 1.0, 3, 10);
+    /// let _inner: &herdless_sim::endpoint::FailFirst = e.inner();
+    /// ```
+    pub fn inner(&self) -> &E {
+        &self.inner
+    }
+}
+
+impl<E: Endpoint> Endpoint for Honoring<E> {
+    #[inline]
+    fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply {
+        let reply = self.inner.call(now_ns, client, attempt);
+        if honors(self.fraction, self.seed, client) {
+            self.stats.calls += 1;
+            if reply == Reply::Ok {
+                self.stats.succeeded += 1;
+                self.stats.last_success_ns = self.stats.last_success_ns.max(now_ns);
+            }
+            reply
+        } else {
+            match reply {
+                Reply::Ok => Reply::Ok,
+                Reply::Rejected { .. } => Reply::Rejected { retry_after: None },
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Learning the capacity from what the protected service completes.
+//!
+//! The allocator only sees, for each request it admitted, whether the
+//! service **served** it or **refused** it (a 503 or 429 of its own: it was
+//! overloaded, or down). Time is cut into windows (default 100 ms); at the end
+//! of each window the estimate moves:
+//!
+//! * **Saturated** (some admitted requests were refused, some served, and the
+//!   refusals are at least 2 % of the admissions): the service could not take
+//!   what was admitted, and what it did serve *is* its rate. The estimate
+//!   becomes the served rate of the window, never less than half the current
+//!   estimate per window (one noisy window cannot collapse it) and never more
+//!   than the current estimate (a refusal is never a reason to admit more).
+//!   When the service delivered no more than the estimate, the estimate is
+//!   now **verified**; when it delivered more (the refusals were a passing
+//!   dip, such as a service just back with nothing saved up), it is not.
+//! * **Demand above the estimate, no refusal** (the allocator turned callers
+//!   away for lack of capacity while the service refused nothing): the
+//!   service might take more. An unverified estimate doubles per window (a
+//!   slow start), a verified one grows by 5 % (additive-like probing, as in
+//!   AIMD); after five such windows in a row a verified estimate is
+//!   unverified again (the capacity grew). A refusal in a later window brings
+//!   it back to the served rate.
+//! * Otherwise (demand below the estimate) it stays: nothing was learned.
+//!
+//! This is the loss-based half of TCP's congestion control (multiplicative
+//! decrease on loss, slow start then additive increase) with the decrease
+//! target measured rather than guessed, as in BBR's delivery rate: when the
+//! service refuses, the rate it delivered in the same window is its capacity.
+//!
+//! A window closes once it is a window long *and* holds at least 20 events
+//! (admissions and rejections), so a low rate is measured over enough
+//! requests to mean something (at 25 requests per second, over about 0.8 s).
+//! A window still short of 20 events after ten lengths, or interrupted by a
+//! silence longer than one length, is dropped unused: sparse traffic says
+//! nothing about the rate.
+
+/// The fewest events (admissions and rejections) a window must hold.
+const MIN_EVENTS: u64 = 20;
+
+/// The capacity estimate and the current window's observations.
+#[derive(Debug, Clone)]
+pub(crate) struct Estimate {
+    /// Requests per second.
+    pub(crate) capacity: f64,
+    /// Whether a saturated window measured it.
+    pub(crate) verified: bool,
+    min: f64,
+    max: f64,
+    window: u64,
+    start: u64,
+    last_event: u64,
+    pub(crate) served: u32,
+    pub(crate) refused: u32,
+    /// Callers turned away for lack of capacity.
+    pub(crate) shed: u32,
+    /// Consecutive refusals of admitted requests (reset by a success).
+    pub(crate) refusal_run: u32,
+    /// Consecutive windows of demand above a verified estimate, no refusal.
+    growth_run: u32,
+}
+
+impl Estimate {
+    pub(crate) fn new(capacity: f64, min: f64, max: f64, window: u64) -> Self {
+        Estimate {
+            capacity: capacity.clamp(min, max),
+            verified: false,
+            min,
+            max,
+            window,
+            start: 0,
+            last_event: 0,
+            served: 0,
+            refused: 0,
+            shed: 0,
+            refusal_run: 0,
+            growth_run: 0,
+        }
+    }
+
+    /// Starts a fresh window at `now` (after a recovery: what came before
+    /// says nothing about the recovered service).
+    pub(crate) fn restart(&mut self, now: u64) {
+        self.start = now;
+        self.last_event = now;
+        self.served = 0;
+        self.refused = 0;
+        self.shed = 0;
+        self.refusal_run = 0;
+        self.growth_run = 0;
+        self.verified = false;
+    }
+
+    /// Ends the window if it is complete at `now` (or drops it when stale)
+    /// and moves the estimate; true when the estimate changed.
+    pub(crate) fn roll(&mut self, now: u64) -> bool {
+        let silent = now.saturating_sub(self.last_event) > self.window;
+        self.last_event = self.last_event.max(now);
+        let span = now.saturating_sub(self.start);
+        let events = u64::from(self.served) + u64::from(self.refused) + u64::from(self.shed);
+        let before = self.capacity;
+        if silent || span >= self.window.saturating_mul(10) {
+            self.clear(now);
+        } else if span >= self.window && events >= MIN_EVENTS {
+            self.update(span as f64 / 1e9);
+            self.clear(now);
+        }
+        self.capacity != before
+    }
+
+    fn clear(&mut self, now: u64) {
+        self.start = now;
+        self.served = 0;
+        self.refused = 0;
+        self.shed = 0;
+    }
+
+    fn update(&mut self, span_s: f64) {
+        let admitted = u64::from(self.served) + u64::from(self.refused);
+        let saturated =
+            self.refused > 0 && self.served > 0 && u64::from(self.refused) * 50 >= admitted;
+        if saturated {
+            self.growth_run = 0;
+            let delivered = f64::from(self.served) / span_s;
+            if delivered <= self.capacity * 1.05 {
+                self.verified = true;
+            }
+            self.capacity = delivered
+                .max(self.capacity * 0.5)
+                .min(self.capacity)
+                .clamp(self.min, self.max);
+        } else if self.refused == 0 && self.shed > 0 {
+            let factor = if self.verified { 1.05 } else { 2.0 };
+            self.capacity = (self.capacity * factor).clamp(self.min, self.max);
+            if self.verified {
+                self.growth_run += 1;
+                if self.growth_run >= 5 {
+                    self.verified = false;
+                    self.growth_run = 0;
+                }
+            }
+        } else {
+            self.growth_run = 0;
+        }
+    }
+
+    /// Whether the current window saw a success.
+    pub(crate) fn served_lately(&self) -> bool {
+        self.served > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: u64 = 100_000_000;
+
+    #[test]
+    fn a_saturated_window_sets_the_estimate_to_the_served_rate() {
+        let mut e = Estimate::new(20_000.0, 1.0, 1e9, W);
+        e.served = 1_000;
+        e.refused = 1_000;
+        assert!(e.roll(W));
+        assert_eq!(e.capacity, 10_000.0);
+        assert!(e.verified);
+    }
+
+    #[test]
+    fn refusals_while_delivering_more_than_the_estimate_verify_nothing() {
+        let mut e = Estimate::new(4_000.0, 1.0, 1e9, W);
+        e.served = 600; // 6,000/s: more than the estimate
+        e.refused = 100;
+        e.roll(W);
+        assert_eq!(e.capacity, 4_000.0);
+        assert!(!e.verified);
+    }
+
+    #[test]
+    fn one_window_never_more_than_halves_it() {
+        let mut e = Estimate::new(20_000.0, 1.0, 1e9, W);
+        e.served = 10;
+        e.refused = 1_000;
+        e.roll(W);
+        assert_eq!(e.capacity, 10_000.0);
+    }
+
+    #[test]
+    fn unverified_demand_doubles_verified_demand_creeps() {
+        let mut e = Estimate::new(5_000.0, 1.0, 1e9, W);
+        e.served = 500;
+        e.shed = 100;
+        e.roll(W);
+        assert_eq!(e.capacity, 10_000.0);
+        e.served = 1_000;
+        e.refused = 100;
+        e.roll(2 * W);
+        assert!(e.verified, "it delivered 10,000/s: the estimate");
+        e.served = 900;
+        e.shed = 50;
+        e.roll(3 * W);
+        assert!(
+            (e.capacity - 10_000.0 * 1.05).abs() < 1e-6,
+            "{}",
+            e.capacity
+        );
+    }
+
+    #[test]
+    fn rare_refusals_and_stale_windows_teach_nothing() {
+        let mut e = Estimate::new(5_000.0, 1.0, 1e9, W);
+        e.served = 499;
+        e.refused = 1; // 0.2 %: noise, not saturation
+        assert!(!e.roll(W));
+        e.refused = 400;
+        e.served = 1;
+        assert!(!e.roll(3 * W), "a window after a silence is dropped");
+        e.served = 5;
+        e.refused = 5;
+        e.roll(3 * W + 1);
+        assert!(!e.roll(4 * W), "too few events: still open");
+        assert!(
+            !e.roll(13 * W + 1),
+            "ten lengths without enough events: dropped"
+        );
+    }
+}

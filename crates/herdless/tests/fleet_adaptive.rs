@@ -1,0 +1,217 @@
+//! Adaptive pushback: slots always within the horizon, the estimate learned
+//! from a wrong start, the outage and its end found from the service's
+//! answers, and callers that ignore their slot rejected without a booking.
+
+use std::time::Duration;
+
+use herdless::fleet::pushback::Allotment;
+use herdless::fleet::AdaptiveAllocator;
+use proptest::prelude::*;
+
+/// A service with a capacity: a token bucket of `rate` per second and a
+/// burst of a tenth of a second, down until `down_until` (seconds).
+struct Service {
+    rate: f64,
+    tokens: f64,
+    last: f64,
+    down_until: f64,
+}
+
+impl Service {
+    fn new(rate: f64, down_until: f64) -> Self {
+        Service {
+            rate,
+            tokens: 0.0,
+            last: down_until,
+            down_until,
+        }
+    }
+
+    /// Whether the service serves a request at `t` seconds.
+    fn serves(&mut self, t: f64) -> bool {
+        if t < self.down_until {
+            return false;
+        }
+        self.tokens = (self.tokens + (t - self.last).max(0.0) * self.rate).min(self.rate * 0.1);
+        self.last = self.last.max(t);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Offers `offered` requests per second for `secs` seconds from `from`;
+/// returns (admitted, served).
+fn drive(
+    a: &mut AdaptiveAllocator,
+    s: &mut Service,
+    offered: f64,
+    from: f64,
+    secs: f64,
+) -> (u64, u64) {
+    let (mut admitted, mut served) = (0, 0);
+    let n = (offered * secs) as u64;
+    for k in 0..n {
+        let t = from + k as f64 / offered;
+        let now = Duration::from_secs_f64(t);
+        if a.decide(now).is_admit() {
+            admitted += 1;
+            if s.serves(t) {
+                served += 1;
+                a.served(now);
+            } else {
+                let slot = a.refused(now, None);
+                assert!(!slot.is_admit(), "a refusal always gets a slot");
+            }
+        }
+    }
+    (admitted, served)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the estimate, the traffic and the outage, every rejection is
+    /// a positive delay within the horizon.
+    #[test]
+    fn every_slot_is_positive_and_within_the_horizon(
+        estimate in 1.0f64..50_000.0,
+        horizon_s in 1u64..120,
+        steps in prop::collection::vec((0u64..50_000_000, 1usize..200, any::<u8>()), 1..40),
+        outage in prop::option::of(prop::option::of(0u64..10_000)),
+    ) {
+        let horizon = Duration::from_secs(horizon_s);
+        let mut a = AdaptiveAllocator::new(estimate, horizon).unwrap();
+        match outage {
+            Some(Some(ms)) => a = a.outage_until(Duration::from_millis(ms)),
+            Some(None) => a = a.outage(),
+            None => {}
+        }
+        let mut now = Duration::ZERO;
+        for (dt_ns, n, bits) in steps {
+            now += Duration::from_nanos(dt_ns);
+            for k in 0..n {
+                let key = u64::from(bits) * 1_000 + k as u64;
+                let d = if bits % 2 == 0 { a.decide(now) } else { a.decide_for(now, key) };
+                if d.is_admit() {
+                    let d = if bits % 3 == 0 { a.served(now); None } else { Some(a.refused(now, Some(key))) };
+                    if let Some(Allotment::Reject { retry_after }) = d {
+                        prop_assert!(retry_after > Duration::ZERO && retry_after <= horizon);
+                    }
+                } else if let Allotment::Reject { retry_after } = d {
+                    prop_assert!(retry_after > Duration::ZERO);
+                    prop_assert!(retry_after <= horizon, "{retry_after:?} > {horizon:?}");
+                }
+            }
+        }
+    }
+
+    /// Started anywhere from a quarter to four times the true capacity, with
+    /// demand above it, the estimate ends within 15 % of the capacity and
+    /// what is admitted stays within what the estimates allowed.
+    #[test]
+    fn the_estimate_converges_to_the_service_capacity(
+        capacity in 100.0f64..20_000.0,
+        factor in 0.25f64..4.0,
+    ) {
+        let mut a = AdaptiveAllocator::new(capacity * factor, Duration::from_secs(60)).unwrap();
+        let mut s = Service::new(capacity, 0.0);
+        let (admitted, served) = drive(&mut a, &mut s, capacity * 1.5, 0.0, 3.0);
+        let learned = a.capacity();
+        prop_assert!((learned / capacity - 1.0).abs() <= 0.15, "{learned} for {capacity} from {factor}x");
+        prop_assert!(served <= admitted);
+        // Never more admitted than the largest estimate allows over 3 s,
+        // plus one burst.
+        prop_assert!(admitted as f64 <= capacity * factor.max(1.0) * 1.2 * 3.0 + capacity * factor.max(1.0) * 0.1 + 1.0);
+    }
+}
+
+/// Told nothing, the allocator finds the outage from consecutive refusals,
+/// sheds all but one probe per 50 ms, and recovers at the first served probe.
+#[test]
+fn an_unknown_outage_is_found_and_ended_by_probes() {
+    let mut a = AdaptiveAllocator::new(1_000.0, Duration::from_secs(60)).unwrap();
+    let mut s = Service::new(1_000.0, 2.0);
+    let (admitted, served) = drive(&mut a, &mut s, 2_000.0, 0.0, 1.0);
+    assert_eq!(served, 0);
+    // Found after 5 refusals; then one probe per 50 ms for the rest of the second.
+    assert!(admitted <= 5 + 21, "{admitted} admitted while down");
+    assert!(a.in_outage(Duration::from_secs(1)));
+    let probes_before = a.counts().probes;
+    drive(&mut a, &mut s, 2_000.0, 1.0, 1.5);
+    assert!(
+        !a.in_outage(Duration::from_millis(2_500)),
+        "a probe after 2 s was served"
+    );
+    assert!(a.counts().probes > probes_before);
+}
+
+/// While down with an unknown end, a caller is held at least `min_hold`
+/// (2 s), and longer as the outage ages: about as long as it has lasted.
+#[test]
+fn the_hold_grows_with_the_outage_age() {
+    let mut a = AdaptiveAllocator::new(1_000.0, Duration::from_secs(60))
+        .unwrap()
+        .outage();
+    let _probe = a.decide(Duration::ZERO);
+    let early = a.decide(Duration::from_millis(10)).retry_after().unwrap();
+    assert!(early >= Duration::from_secs(2), "{early:?}");
+    let _probe = a.decide(Duration::from_secs(10));
+    let late = a.decide(Duration::from_secs(10)).retry_after().unwrap();
+    assert!(late >= Duration::from_secs(10), "{late:?}");
+}
+
+/// A caller that comes back before its slot is told the same slot and
+/// books nothing: the callers behind it keep their slots.
+#[test]
+fn an_early_caller_is_told_its_slot_again_and_books_nothing() {
+    // Slots spaced exactly 1 / capacity (no client spread assumed).
+    let mut a = AdaptiveAllocator::builder()
+        .estimate(10.0)
+        .client_spread(0.0)
+        .build()
+        .unwrap()
+        .outage_until(Duration::from_secs(5));
+    let first = a.decide_for(Duration::ZERO, 1).retry_after().unwrap();
+    let second = a.decide_for(Duration::ZERO, 2).retry_after().unwrap();
+    assert_eq!(
+        (first, second),
+        (Duration::from_secs(5), Duration::from_millis(5_100))
+    );
+    for k in 1..=20u64 {
+        let again = a
+            .decide_for(Duration::from_millis(100 * k), 1)
+            .retry_after()
+            .unwrap();
+        assert_eq!(
+            again + Duration::from_millis(100 * k),
+            Duration::from_secs(5)
+        );
+    }
+    // The next new caller gets the slot after caller 2's, not after 20 rebookings.
+    let third = a
+        .decide_for(Duration::from_secs(2), 3)
+        .retry_after()
+        .unwrap();
+    assert_eq!(third + Duration::from_secs(2), Duration::from_millis(5_200));
+    assert_eq!(a.counts().early, 20);
+}
+
+/// After a known end the admission bucket starts empty: no saved-up burst
+/// lands on a service that is just back.
+#[test]
+fn a_recovered_service_gets_no_saved_up_burst() {
+    let mut a = AdaptiveAllocator::new(1_000.0, Duration::from_secs(60))
+        .unwrap()
+        .outage_until(Duration::from_secs(1));
+    let at = Duration::from_secs(1);
+    let admitted = (0..500).filter(|_| a.decide(at).is_admit()).count();
+    assert_eq!(admitted, 1, "one at a time, at the rate");
+    // A second later the bucket has refilled: at most its burst (100 ms).
+    let later = Duration::from_secs(2);
+    let admitted = (0..500).filter(|_| a.decide(later).is_admit()).count();
+    assert!((99..=101).contains(&admitted), "{admitted}");
+}
