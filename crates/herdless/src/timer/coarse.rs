@@ -89,6 +89,7 @@ impl Clock for CoarseClock {
     target_os = "freebsd"
 ))]
 mod imp {
+    use std::cell::Cell;
     use std::sync::OnceLock;
     use std::time::{Duration, Instant};
 
@@ -114,14 +115,33 @@ mod imp {
         Duration::new(d.as_secs(), d.subsec_nanos())
     }
 
+    thread_local! {
+        /// This thread's last reading and its `Instant`: the clock moves once
+        /// a tick, so most readings map to the same `Instant` as the last one.
+        static LAST: Cell<Option<(u64, Instant)>> = const { Cell::new(None) };
+    }
+
     #[inline]
     pub(super) fn now() -> Instant {
+        let ticks = read();
+        LAST.with(|last| match last.get() {
+            Some((seen, instant)) if seen == ticks => instant,
+            _ => {
+                let instant = map(ticks);
+                last.set(Some((ticks, instant)));
+                instant
+            }
+        })
+    }
+
+    /// A reading as an `Instant`, by its distance from the anchor.
+    fn map(ticks: u64) -> Instant {
         let anchor = ANCHOR.get_or_init(|| Anchor {
             coarse: read(),
             instant: Instant::now(),
         });
         // Monotonic: the coarse clock never goes back, so neither does this.
-        anchor.instant + duration(read().saturating_sub(anchor.coarse))
+        anchor.instant + duration(ticks.saturating_sub(anchor.coarse))
     }
 }
 
