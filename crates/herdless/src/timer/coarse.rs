@@ -8,24 +8,26 @@
 //! even when that attempt succeeds. `Instant::now()` (`CLOCK_MONOTONIC`) reads
 //! the time-stamp counter and scales it; on the virtual machine these figures
 //! come from that costs about 35 ns, more than backon's whole first-try
-//! success. Measured on that machine (minimum of 7 × 5 M reads; see
-//! `docs/performance.md`):
+//! success. Measured on that machine (the fastest of 7 rounds of 5 M reads at
+//! load average 5, with the program in `docs/performance.md`, section "The
+//! clock", which also gives an earlier run):
 //!
 //! | source | cost per read | resolution |
 //! |---|---|---|
-//! | `std::time::Instant::now()` (`CLOCK_MONOTONIC`, vDSO) | 34.7 ns | 1 ns |
-//! | `quanta::Clock::now()` (the counter, calibrated) | 25.0 ns | ~1 ns |
-//! | `coarsetime::Instant::now()` | 12.0 ns | one tick |
-//! | `CLOCK_MONOTONIC_COARSE` through `nix` (glibc) | 18 ns | one tick |
-//! | `CLOCK_MONOTONIC_COARSE` through `rustix` (its own vDSO reader) | 8.7 ns | one tick |
-//! | **`coarsetime::Instant::now_without_cache_update()` (`CLOCK_MONOTONIC_COARSE`, glibc)** | **7.3 ns** | **one tick (4 ms here)** |
-//! | a cached instant (`quanta::Clock::recent`, `coarsetime::Instant::recent`) | 2 to 3 ns | whatever refreshes it: an upkeep thread |
+//! | `std::time::Instant::now()` (`CLOCK_MONOTONIC`, vDSO) | 49.2 ns | 1 ns |
+//! | `quanta::Clock::now()` (the counter, calibrated) | 29.2 ns | ~1 ns |
+//! | `CLOCK_MONOTONIC_COARSE` through `nix` (glibc) | 19.7 ns | one tick |
+//! | `CLOCK_MONOTONIC_COARSE` through `rustix` (its own vDSO reader) | 9.4 ns | one tick |
+//! | **`coarsetime::Instant::now_without_cache_update()` (`CLOCK_MONOTONIC_COARSE`, glibc)** | **11.5 ns** | **one tick (4 ms here)** |
+//! | a cached instant (`quanta::Clock::recent`, `coarsetime::Instant::recent`) | 1.9 to 2.8 ns | whatever refreshes it: an upkeep thread |
 //!
 //! A cached instant needs a thread that refreshes it, which a library must not
 //! start behind its users' backs; the counter is no cheaper than the vDSO
 //! here. `CLOCK_MONOTONIC_COARSE` is the same clock as `Instant` (monotonic,
 //! not stepped by NTP or the wall clock), read from the vDSO's last tick
-//! without touching the counter: a quarter of the cost. `coarsetime` reads it
+//! without touching the counter: a quarter of the cost (and a thread that
+//! reads it again within the same tick gets its last `Instant` back without
+//! converting). `coarsetime` reads it
 //! through glibc (its `now_without_cache_update` writes no shared cache line,
 //! so threads do not contend), and depends on `libc` only. `rustix` is as fast
 //! but parses the vDSO itself, which crashes programs run under valgrind (an
@@ -42,7 +44,7 @@
 //! serves is a difference of two readings compared against delays of
 //! milliseconds to seconds, so each elapsed time is off by less than one tick:
 //! a call may give up up to one tick early or late against `max_elapsed`, and
-//! [`Attempt::elapsed`](crate::Attempt::elapsed) is in whole ticks. The delays
+//! [`Attempt::elapsed`](crate::Attempt::elapsed) is off by as much. The delays
 //! themselves never depend on the clock (the sleeps are as long as the engine
 //! says). A policy whose `max_elapsed` is a few milliseconds wants
 //! [`Instant::now`] itself: implement [`Clock`] with it and pass it with
