@@ -98,7 +98,8 @@
 //!   [`Breaker`] (threshold, probe wait), validated by [`RetryBudgetBuilder`]
 //!   and [`BreakerBuilder`].
 //!
-//! The default build depends on `tracing`, `fastrand` and `getrandom` only.
+//! The default build depends on `tracing`, `fastrand` and `getrandom`, plus
+//! `coarsetime` (the coarse monotonic clock) on Linux, Android, macOS and FreeBSD.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
