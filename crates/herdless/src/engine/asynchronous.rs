@@ -55,11 +55,7 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
         Fut: Future<Output = Result<R, E>>,
         C: Classify<E>,
     {
-        let mut run = if T::START_AT_FIRST_WAIT {
-            Run::deferred(self)
-        } else {
-            Run::new(self)
-        };
+        let mut run = Run::for_async(self);
         loop {
             let attempt = op(run.begin());
             let error = match run.attempt(attempt).await {

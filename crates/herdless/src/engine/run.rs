@@ -16,7 +16,7 @@ use crate::engine::retry::{Attempt, CallKey, Retry};
 use crate::engine::{GiveUp, RetryError};
 use crate::fleet::RetryCause;
 use crate::rng::{call_seed, next_call_id, Rng};
-use crate::timer::{Clock, Sleep};
+use crate::timer::{AsyncSleep, Clock, Sleep};
 
 /// Which of the timer's clocks a call reads: the one its sleep runs on.
 pub(crate) trait Reading<T> {
@@ -78,12 +78,19 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         Self::starting(retry, Some(K::now(&retry.timer)))
     }
 
-    /// A call whose clock starts when its first attempt first waits or ends
-    /// ([`AsyncSleep::START_AT_FIRST_WAIT`](crate::AsyncSleep::START_AT_FIRST_WAIT)):
-    /// drive each attempt through [`attempt`](Self::attempt).
+    /// An async call: its clock starts now, or, when the timer asks for it
+    /// ([`AsyncSleep::START_AT_FIRST_WAIT`]), when its first attempt first
+    /// waits or ends; drive each attempt through [`attempt`](Self::attempt).
     #[inline]
-    pub(crate) fn deferred(retry: &'r Retry<C, T, N>) -> Self {
-        Self::starting(retry, None)
+    pub(crate) fn for_async(retry: &'r Retry<C, T, N>) -> Self
+    where
+        T: AsyncSleep,
+    {
+        if T::START_AT_FIRST_WAIT {
+            Self::starting(retry, None)
+        } else {
+            Self::new(retry)
+        }
     }
 
     #[inline]
