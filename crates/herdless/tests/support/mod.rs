@@ -82,10 +82,28 @@ impl<S: Subscriber> Layer<S> for Capture {
     }
 }
 
+/// A second registered dispatcher that lives for the whole test process and
+/// is never any thread's default.
+///
+/// Why: while exactly one dispatcher is registered, `tracing-core` computes a
+/// newly hit callsite's interest from the *registering thread's* default
+/// only. A concurrent test on another thread (no subscriber) that first hits
+/// an event's callsite then caches "never" for every thread, and the
+/// capturing test loses that event. With two registered dispatchers the
+/// interest is computed from all of them, under a lock.
+static KEEP_INTEREST: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+
 /// Runs `f` with a subscriber capturing herdless's events on this thread.
 pub(crate) fn capture<R>(f: impl FnOnce() -> R) -> (R, Capture) {
+    KEEP_INTEREST.get_or_init(|| tracing::Dispatch::new(tracing_subscriber::registry()));
     let cap = Capture::default();
     let subscriber = tracing_subscriber::registry().with(cap.clone());
-    let out = tracing::subscriber::with_default(subscriber, f);
+    let out = tracing::subscriber::with_default(subscriber, || {
+        // Registering the dispatcher recomputed every callsite's interest, but
+        // a callsite another thread was registering at that instant may have
+        // stored its stale interest afterwards: recompute once more.
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    });
     (out, cap)
 }
