@@ -74,6 +74,50 @@ fn drive(
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
+    /// Callers tracked in the table (`callers(n)`) get exactly the decisions
+    /// they get from the hash map: the storage changes memory, not behaviour.
+    /// Keys straddle the table's end, some callers come back early, some
+    /// long after their slot (their entries expire), and a service with an
+    /// unknown outage sends refusals through the same path.
+    #[test]
+    fn table_and_map_storage_decide_alike(
+        table in 0usize..64,
+        arrivals in prop::collection::vec((0u64..96, 0u64..2_000), 1..400),
+        estimate in 5.0f64..500.0,
+    ) {
+        let build = |callers| {
+            AdaptiveAllocator::builder()
+                .estimate(estimate)
+                .horizon(Duration::from_secs(2))
+                .callers(callers)
+                .build()
+                .unwrap()
+                .outage()
+        };
+        let (mut map, mut tab) = (build(0), build(table));
+        let (mut s1, mut s2) = (Service::new(estimate, 1.5), Service::new(estimate, 1.5));
+        let mut t = 0.0;
+        for (key, gap_ms) in arrivals {
+            t += gap_ms as f64 / 1_000.0 * 0.05;
+            let now = Duration::from_secs_f64(t);
+            let (a, b) = (map.decide_for(now, key), tab.decide_for(now, key));
+            prop_assert_eq!(a, b, "key {} at {:?}", key, now);
+            if a.is_admit() {
+                match (s1.serves(t), s2.serves(t)) {
+                    (true, true) => {
+                        map.served(now);
+                        tab.served(now);
+                    }
+                    (false, false) => {
+                        prop_assert_eq!(map.refused(now, Some(key)), tab.refused(now, Some(key)));
+                    }
+                    _ => unreachable!("the two services are the same"),
+                }
+            }
+        }
+        prop_assert_eq!(map.counts(), tab.counts());
+    }
+
     /// Whatever the estimate, the traffic and the outage, every rejection is
     /// a positive delay within the horizon.
     #[test]

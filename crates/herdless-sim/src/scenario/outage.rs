@@ -324,13 +324,14 @@ pub fn run(
     };
     let (out, honoring) = match kind.guard() {
         Some(Guard::Pushback) => run.go(
-            AdaptiveEndpoint::new(
+            AdaptiveEndpoint::with_callers(
                 params.outage,
                 params.capacity,
                 params.burst,
                 told,
                 params.outage_end,
                 horizon,
+                params.clients,
             )?,
             &strategy,
             &mut guards,

@@ -101,7 +101,7 @@ mod clients;
 mod estimate;
 mod schedule;
 
-pub use builder::{AdaptiveBuilder, MAX_CAPACITY, MIN_CAPACITY};
+pub use builder::{AdaptiveBuilder, MAX_CALLERS, MAX_CAPACITY, MIN_CAPACITY};
 
 use std::fmt;
 use std::time::Duration;
@@ -469,11 +469,12 @@ impl AdaptiveAllocator {
 
     fn decide_key(&mut self, now: u64, key: Option<u64>) -> Allotment {
         self.tick(now);
-        let (early_slot, low) = match key.and_then(|k| self.clients.get_mut(k)) {
+        // A caller's mark sticks: it is written back with its rejection, and
+        // an admission removes the entry.
+        let (early_slot, low) = match key.and_then(|k| self.clients.get(k, now, self.horizon_ns)) {
             Some(e) => {
                 let early = now.saturating_add(EARLY_TOLERANCE) < e.slot;
-                e.ignores |= early;
-                (early.then_some(e.slot), e.ignores)
+                (early.then_some(e.slot), e.ignores || early)
             }
             None => (None, false),
         };
