@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Instructions per call of each case in crates/herdless/benches/instructions.rs,
+# Instructions per call of each case in benches/instructions.rs,
 # counted by callgrind (immune to machine load): (count at N - count at 0) / N.
-#   cargo bench -p herdless --features tokio --bench instructions --no-run
+#   cargo bench -p herdless-benches --bench instructions --no-run
 #   scripts/instructions.sh [CASE...]
 set -euo pipefail
 target=${CARGO_TARGET_DIR:-target}
 bin=$(ls -t "$target"/release/deps/instructions-* 2>/dev/null | grep -v '\.d$' | head -1)
-[ -x "$bin" ] || { echo "build first: cargo bench -p herdless --features tokio --bench instructions --no-run" >&2; exit 1; }
+[ -x "$bin" ] || { echo "build first: cargo bench -p herdless-benches --bench instructions --no-run" >&2; exit 1; }
 n=${N:-20000}
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'; }
 cases=("$@")

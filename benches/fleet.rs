@@ -1,6 +1,6 @@
 //! Cost of the fleet-level pieces on the hot path.
 //!
-//! `cargo bench -p herdless --bench fleet`
+//! `cargo bench -p herdless-benches --bench fleet`
 #![allow(missing_docs)] // criterion_group! defines undocumented functions
 
 use std::hint::black_box;

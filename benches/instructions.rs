@@ -4,7 +4,7 @@
 //! subtracted and the rest divided by `N`.
 //!
 //! ```sh
-//! cargo bench -p herdless --features tokio --bench instructions --no-run
+//! cargo bench -p herdless-benches --bench instructions --no-run
 //! scripts/instructions.sh          # every case, a table of instructions per call
 //! ```
 //!

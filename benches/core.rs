@@ -19,7 +19,7 @@
 //!   default timer does in async code with the `tokio` feature (so that
 //!   `tokio::time::pause` moves it): a full `Instant::now()` per reading.
 //!
-//! Run: `cargo bench -p herdless --features tokio --bench core` (every group;
+//! Run: `cargo bench -p herdless-benches --bench core` (every group;
 //! `-- retry_path` or `-- success` for one). Without `--features tokio` the
 //! async benches are left out. The crate's dev-dependencies enable tokio's
 //! `test-util`; its clock costs what a production build's does until a test
@@ -39,7 +39,6 @@ fn op() -> Result<u64, std::io::Error> {
     Ok(black_box(42))
 }
 
-#[cfg(feature = "tokio")]
 async fn op_async() -> Result<u64, std::io::Error> {
     Ok(black_box(42))
 }
@@ -77,7 +76,6 @@ fn success_first_try(c: &mut Criterion) {
     g.finish();
 }
 
-#[cfg(feature = "tokio")]
 fn success_first_try_async(c: &mut Criterion) {
     use backon::Retryable;
     let mut g = c.benchmark_group("async_success_first_try");
@@ -160,11 +158,9 @@ impl herdless::Clock for NoSleep {
 
 /// `NoSleep` reading tokio's clock, as `SystemTimer` does in async code with
 /// the `tokio` feature (so that `tokio::time::pause` moves it).
-#[cfg(feature = "tokio")]
 #[derive(Debug, Clone, Copy)]
 struct NoSleepTokioClock;
 
-#[cfg(feature = "tokio")]
 impl herdless::Clock for NoSleepTokioClock {
     #[inline]
     fn now(&self) -> std::time::Instant {
@@ -172,7 +168,6 @@ impl herdless::Clock for NoSleepTokioClock {
     }
 }
 
-#[cfg(feature = "tokio")]
 impl herdless::AsyncSleep for NoSleepTokioClock {
     type Sleep = std::future::Ready<()>;
     const START_AT_FIRST_WAIT: bool = true;
@@ -185,7 +180,6 @@ impl herdless::Sleep for NoSleep {
     fn sleep(&self, _: Duration) {}
 }
 
-#[cfg(feature = "tokio")]
 impl herdless::AsyncSleep for NoSleep {
     type Sleep = std::future::Ready<()>;
     const START_AT_FIRST_WAIT: bool = true;
@@ -207,7 +201,6 @@ fn flaky() -> impl FnMut() -> Result<u64, std::io::Error> {
     }
 }
 
-#[cfg(feature = "tokio")]
 fn flaky_async() -> impl FnMut() -> std::future::Ready<Result<u64, std::io::Error>> {
     let mut f = flaky();
     move || std::future::ready(f())
@@ -252,7 +245,6 @@ fn retry_path(c: &mut Criterion) {
     g.bench_function("backon_blocking", |b| {
         b.iter(|| black_box(flaky().retry(backon_ns()).sleep(|_| {}).call()))
     });
-    #[cfg(feature = "tokio")]
     {
         use backon::Retryable;
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -291,9 +283,6 @@ fn retry_path(c: &mut Criterion) {
     }
     g.finish();
 }
-
-#[cfg(not(feature = "tokio"))]
-fn success_first_try_async(_: &mut Criterion) {}
 
 criterion_group!(
     benches,

@@ -1,5 +1,5 @@
 //! Cost of the HTTP pieces on the failure path: parsing `Retry-After` and
-//! classifying a response (`cargo bench -p herdless --features http --bench http`).
+//! classifying a response (`cargo bench -p herdless-benches --bench http`).
 #![allow(missing_docs)] // criterion_group! defines undocumented functions
 
 use std::hint::black_box;
