@@ -6,8 +6,11 @@
 //! current virtual time (the queue is *monotone*), and the events of a retry
 //! storm are dense: tens of thousands of clients within a few seconds. A
 //! timing wheel exploits both. Time is cut into slots of 2²¹ ns (about
-//! 2.1 ms); the queue covers the next 2¹⁴ slots (35 s, more than the default
-//! 30 s cap). A push appends the event to its slot (one write, no
+//! 2.1 ms); the queue covers the next 2¹⁵ slots (69 s: more than the default
+//! 30 s cap and the pushback allocator's 60 s horizon, so that the delays
+//! those hand out never reach the overflow list below, where an event is
+//! 40 bytes, unpacked, in one growing vector: with 2¹⁴ slots, a
+//! 10,000,000-client `full+pushback` run peaked at 649 MB instead of 414). A push appends the event to its slot (one write, no
 //! comparison); when the clock reaches a slot, its events are moved into one
 //! batch, sorted once by time, and pops take from the batch's end. Events
 //! beyond the horizon wait in an overflow list that is folded in every half
@@ -21,7 +24,7 @@
 //!
 //! * **Two levels, so that a push writes where the cache is.** The slots of
 //!   the current *period* (64 slots, 134 ms) take their events directly; a
-//!   later event is appended to its period's bucket (256 periods ahead at
+//!   later event is appended to its period's bucket (512 periods ahead at
 //!   most), and a bucket is spread over the period's 64 slots when the clock
 //!   enters it (a period of a 4,000,000-client storm, about 20,000 events,
 //!   then fits in a core's cache). With 2¹⁴ flat slots, a fleet of millions appended each retry to
@@ -119,9 +122,9 @@ const PERIOD_BITS: u32 = SLOT_BITS + PERIOD_SLOTS_BITS;
 /// An entry's offset within its period: the low 27 bits of its time.
 pub const OFFSET_MASK: u32 = (1 << PERIOD_BITS) - 1;
 /// The horizon, in slots from the current one.
-const SLOTS: u64 = 1 << 14;
-/// Period buckets: the horizon spans at most 257 periods.
-const BUCKETS: u64 = 512;
+const SLOTS: u64 = 1 << 15;
+/// Period buckets: the horizon spans at most 513 periods.
+const BUCKETS: u64 = 1024;
 /// Entries per chunk of a slot or bucket.
 pub const CHUNK: usize = 128;
 /// The most chunks a drained slot's or bucket's list keeps room for.
