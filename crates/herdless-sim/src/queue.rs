@@ -10,7 +10,8 @@
 //! 30 s cap and the pushback allocator's 60 s horizon, so that the delays
 //! those hand out never reach the overflow list below, where an event is
 //! 40 bytes, unpacked, in one growing vector: with 2¹⁴ slots, a
-//! 10,000,000-client `full+pushback` run peaked at 649 MB instead of 414). A push appends the event to its slot (one write, no
+//! 10,000,000-client `full+pushback` run peaked at 649 MB instead of 414).
+//! A push appends the event to its slot (one write, no
 //! comparison); when the clock reaches a slot, its events are moved into one
 //! batch, sorted once by time, and pops take from the batch's end. Events
 //! beyond the horizon wait in an overflow list that is folded in every half

@@ -28,9 +28,12 @@
 
 use std::collections::HashMap;
 
+/// A booked caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Entry {
+    /// Its slot, nanoseconds since the epoch.
     pub(crate) slot: u64,
+    /// Whether it came back before a slot once.
     pub(crate) ignores: bool,
 }
 
@@ -58,6 +61,7 @@ impl Entry {
     }
 }
 
+/// The booked callers.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Clients {
     /// Entries of keys `0..table.len()`, packed; `VACANT` when none.
@@ -95,6 +99,7 @@ impl Clients {
         }
     }
 
+    /// Records `key`'s entry; sweeps expired entries from the map now and then.
     pub(crate) fn set(&mut self, key: u64, entry: Entry, now: u64, horizon: u64) {
         if let Some(cell) = self.cell_mut(key) {
             *cell = entry.pack();
