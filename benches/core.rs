@@ -20,10 +20,9 @@
 //!   `tokio::time::pause` moves it): a full `Instant::now()` per reading.
 //!
 //! Run: `cargo bench -p herdless-benches --bench core` (every group;
-//! `-- retry_path` or `-- success` for one). Without `--features tokio` the
-//! async benches are left out. The crate's dev-dependencies enable tokio's
-//! `test-util`; its clock costs what a production build's does until a test
-//! pauses it (never here).
+//! `-- retry_path` or `-- success` for one). The package builds the library
+//! with its default features plus `tokio` and `http`, and tokio without
+//! `test-util`, as a user's build would.
 #![allow(missing_docs)] // criterion_group! defines undocumented functions
 
 use std::hint::black_box;
