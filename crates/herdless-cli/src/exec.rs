@@ -36,10 +36,12 @@
 
 pub(crate) mod child;
 mod classes;
+pub(crate) mod limits;
 pub mod stdin;
 
-pub(crate) use classes::resolve_classes;
 pub use classes::{classify, Classes, ClassesError, SIGPIPE_STATUS};
+pub(crate) use limits::Limits;
+pub use limits::{AttemptArgs, DEFAULT_KILL_AFTER};
 
 use std::cell::{Cell, RefCell};
 use std::ffi::OsString;
@@ -54,16 +56,11 @@ use nix::unistd::Pid;
 use serde_json::Value;
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::codes::{parse_codes, CodeSet};
 use crate::error::{CliError, CliResult};
 use crate::events_out::{to_json, EventFilter};
 use crate::exit;
-use crate::policy_args::{parse_duration, LogFormat, PolicyArgs};
+use crate::policy_args::{LogFormat, PolicyArgs};
 use stdin::{StdinMode, StdinSource};
-
-/// The grace between `SIGTERM` and `SIGKILL` when ending an attempt (as
-/// `docker stop`).
-pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(10);
 
 /// The default jitter for `exec`.
 pub const DEFAULT_JITTER: Jitter = Jitter::Equal;
@@ -94,18 +91,9 @@ pub struct ExecArgs {
     /// Policy flags (files, env, flags; default jitter for exec: equal).
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// Retry only these exit statuses (e.g. 75,111,200-210); every other failure is terminal.
-    #[arg(long, value_parser = parse_codes, value_name = "CODES")]
-    pub retry_on: Option<CodeSet>,
-    /// Never retry these exit statuses (126 and 127 never are).
-    #[arg(long, value_parser = parse_codes, value_name = "CODES")]
-    pub terminal_on: Option<CodeSet>,
-    /// Per-attempt time limit; the attempt's process group is then ended and the attempt counts as a retryable timeout.
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub timeout: Option<Duration>,
-    /// Grace between SIGTERM and SIGKILL when ending an attempt's process group [default: 10s].
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub kill_after: Option<Duration>,
+    /// Exit-status classes and per-attempt limits.
+    #[command(flatten)]
+    pub attempt: AttemptArgs,
     /// What each attempt reads on stdin: auto (terminal, empty input or a file: as is; a pipe: read to the end, then replayed to every attempt), first (as is to the first attempt, /dev/null after), null.
     #[arg(long, value_enum, default_value_t = StdinMode::Auto, value_name = "MODE")]
     pub stdin: StdinMode,
@@ -181,12 +169,7 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
         .policy
         .resolve_layered(DEFAULT_JITTER)
         .map_err(|e| e.to_string())?;
-    let t = &resolved.table;
-    let (classes, notes) = resolve_classes(args.retry_on, args.terminal_on, &resolved)?;
-    let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
-    if timeout.is_some_and(|d| d.is_zero()) {
-        return Err("--timeout must be greater than zero".into());
-    }
+    let limits = args.attempt.resolve(&resolved)?;
     let mut command = args.command.iter().cloned();
     let program = command
         .next()
@@ -195,18 +178,15 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
         policy: resolved.policy,
         task_id: resolved.task_id,
         seed: resolved.seed,
-        classes,
-        timeout,
-        kill_after: args
-            .kill_after
-            .or(t.kill_after.as_ref().map(|a| a.value))
-            .unwrap_or(DEFAULT_KILL_AFTER),
+        classes: limits.classes,
+        timeout: limits.timeout,
+        kill_after: limits.kill_after,
         key: args.idempotency_key,
         format: args.policy.log_format,
         filter: EventFilter::from_env(args.policy.quiet),
         program,
         args: command.collect(),
-        notes,
+        notes: limits.notes,
     })
 }
 
@@ -492,30 +472,17 @@ async fn run_child(
     } else {
         None
     };
-    let wait = wait_child(&mut child, pgid, foreground.as_ref());
-    let waited = match plan.timeout {
-        Some(limit) => tokio::time::timeout(limit, wait).await.ok(),
-        None => Some(wait.await),
-    };
-    let (status, timed_out) = match waited {
-        Some(Ok(status)) => {
-            let failed_or_interrupted = !status.success() || state.interrupted.get().is_some();
-            if failed_or_interrupted && child::group_remains(pgid) {
-                // Leave no member of a failed or interrupted attempt behind: the
-                // retry must not race it, and herdless must not orphan it.
-                let _ = child::end_group(pgid, &mut child, plan.kill_after).await;
-            }
-            (Ok(status), false)
-        }
-        Some(Err(e)) => {
-            let _ = child::end_group(pgid, &mut child, plan.kill_after).await;
-            (Err(e), false)
-        }
-        None => (
-            child::end_group(pgid, &mut child, plan.kill_after).await,
-            true,
-        ),
-    };
+    let waited = limits::within(
+        plan.timeout,
+        wait_child(&mut child, pgid, foreground.as_ref()),
+    )
+    .await;
+    // Leave no member of a failed or interrupted attempt behind: the retry
+    // must not race it, and herdless must not orphan it.
+    let (status, timed_out) = limits::settle(waited, &mut child, pgid, plan.kill_after, |s| {
+        !s.success() || state.interrupted.get().is_some()
+    })
+    .await;
     let had_terminal = foreground.is_some();
     if let Some(fg) = foreground {
         fg.restore();
@@ -550,6 +517,7 @@ async fn run_child(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codes::CodeSet;
 
     fn codes(s: &str) -> Option<CodeSet> {
         Some(s.parse().unwrap())

@@ -1,12 +1,11 @@
 //! The flags of `herdless worker`.
 
 use std::ffi::OsString;
-use std::time::Duration;
 
 use clap::Args;
 
-use crate::codes::{parse_codes, CodeSet};
-use crate::policy_args::{parse_duration, PolicyArgs};
+use crate::exec::AttemptArgs;
+use crate::policy_args::PolicyArgs;
 
 /// `herdless worker` arguments.
 #[derive(Debug, Clone, Args)]
@@ -49,18 +48,9 @@ pub struct WorkerArgs {
     /// Policy flags (files, env, flags; default jitter for worker: full).
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// Retry only these exit statuses (e.g. 75,111,200-210); every other failure is terminal.
-    #[arg(long, value_parser = parse_codes, value_name = "CODES")]
-    pub retry_on: Option<CodeSet>,
-    /// Never retry these exit statuses (126 and 127 never are).
-    #[arg(long, value_parser = parse_codes, value_name = "CODES")]
-    pub terminal_on: Option<CodeSet>,
-    /// Per-attempt time limit; the attempt's process group is then ended and the attempt counts as a retryable timeout.
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub timeout: Option<Duration>,
-    /// Grace between SIGTERM and SIGKILL when ending an attempt's process group [default: 10s].
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub kill_after: Option<Duration>,
+    /// Exit-status classes and per-attempt limits.
+    #[command(flatten)]
+    pub attempt: AttemptArgs,
     /// Tasks run at once (1-4096).
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=4096))]

@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 
-use crate::exec::{child, start_failure, Failure};
+use crate::exec::{child, limits, start_failure, Failure};
 use crate::exit;
 
 /// What every attempt runs.
@@ -76,28 +76,11 @@ pub(crate) async fn run(cmd: &Command, task: Task) -> Result<(), Failure> {
         let ((), status) = tokio::join!(feed, child.wait());
         status
     };
-    let waited = match cmd.timeout {
-        Some(limit) => tokio::time::timeout(limit, wait).await.ok(),
-        None => Some(wait.await),
-    };
-    let (status, timed_out) = match waited {
-        Some(Ok(status)) => {
-            if !status.success() && child::group_remains(pgid) {
-                // Leave no member of a failed attempt behind: the retry, on
-                // any worker, must not race it.
-                let _ = child::end_group(pgid, &mut child, cmd.kill_after).await;
-            }
-            (Ok(status), false)
-        }
-        Some(Err(e)) => {
-            let _ = child::end_group(pgid, &mut child, cmd.kill_after).await;
-            (Err(e), false)
-        }
-        None => (
-            child::end_group(pgid, &mut child, cmd.kill_after).await,
-            true,
-        ),
-    };
+    let waited = limits::within(cmd.timeout, wait).await;
+    // Leave no member of a failed attempt behind: the retry, on any worker,
+    // must not race it.
+    let (status, timed_out) =
+        limits::settle(waited, &mut child, pgid, cmd.kill_after, |s| !s.success()).await;
     guard.0 = None;
     let status = status.map_err(|error| Failure::Start {
         status: exit::EXEC_USAGE,

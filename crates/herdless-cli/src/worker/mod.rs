@@ -38,7 +38,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::error::{CliError, CliResult};
 use crate::events_out::{EventFilter, StderrEvents};
-use crate::exec::{classify, resolve_classes, Failure, DEFAULT_KILL_AFTER};
+use crate::exec::{classify, Failure, Limits};
 use crate::exit;
 use attempt::Command;
 
@@ -56,15 +56,14 @@ pub fn run(args: &WorkerArgs) -> CliResult {
         .policy
         .resolve_layered(DEFAULT_JITTER)
         .map_err(|e| CliError::usage(e.to_string()))?;
-    let (classes, notes) =
-        resolve_classes(args.retry_on, args.terminal_on, &resolved).map_err(CliError::usage)?;
+    let Limits {
+        classes,
+        notes,
+        timeout,
+        kill_after,
+    } = args.attempt.resolve(&resolved).map_err(CliError::usage)?;
     for note in &notes {
         eprintln!("herdless worker: {note}");
-    }
-    let t = &resolved.table;
-    let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
-    if timeout.is_some_and(|d| d.is_zero()) {
-        return Err(CliError::usage("--timeout must be greater than zero"));
     }
     let mut command = args.command.iter().cloned();
     let program = command
@@ -74,10 +73,7 @@ pub fn run(args: &WorkerArgs) -> CliResult {
         program,
         args: command.collect(),
         timeout,
-        kill_after: args
-            .kill_after
-            .or(t.kill_after.as_ref().map(|a| a.value))
-            .unwrap_or(DEFAULT_KILL_AFTER),
+        kill_after,
     };
     let events = StderrEvents {
         format: args.policy.log_format,
