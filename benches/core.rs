@@ -30,17 +30,8 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder};
 use criterion::{criterion_group, criterion_main, Criterion};
-use herdless::{
-    AlwaysRetry, Clock, CoarseClock, Jitter, Policy, Retry, Rng, Schedule, SystemTimer,
-};
-
-fn op() -> Result<u64, std::io::Error> {
-    Ok(black_box(42))
-}
-
-async fn op_async() -> Result<u64, std::io::Error> {
-    Ok(black_box(42))
-}
+use herdless::{AlwaysRetry, Clock, CoarseClock, Jitter, Policy, Retry, Rng, Schedule};
+use herdless_benches::{backon_ns, flaky, flaky_async, op, op_async, NoSleep, NoSleepTokioClock};
 
 fn success_first_try(c: &mut Criterion) {
     let mut g = c.benchmark_group("success_first_try");
@@ -141,76 +132,6 @@ fn delay(c: &mut Criterion) {
         b.iter(|| black_box(backoff.next()))
     });
     g.finish();
-}
-
-/// A timer that does not sleep and reads the coarse clock (`SystemTimer`'s
-/// blocking clock): the retry path's own cost, without the waiting.
-#[derive(Debug, Clone, Copy)]
-struct NoSleep;
-
-impl herdless::Clock for NoSleep {
-    #[inline]
-    fn now(&self) -> std::time::Instant {
-        CoarseClock.now()
-    }
-}
-
-/// `NoSleep` reading tokio's clock, as `SystemTimer` does in async code with
-/// the `tokio` feature (so that `tokio::time::pause` moves it).
-#[derive(Debug, Clone, Copy)]
-struct NoSleepTokioClock;
-
-impl herdless::Clock for NoSleepTokioClock {
-    #[inline]
-    fn now(&self) -> std::time::Instant {
-        SystemTimer.now()
-    }
-}
-
-impl herdless::AsyncSleep for NoSleepTokioClock {
-    type Sleep = std::future::Ready<()>;
-    const START_AT_FIRST_WAIT: bool = true;
-    fn sleep(&self, _: Duration) -> Self::Sleep {
-        std::future::ready(())
-    }
-}
-
-impl herdless::Sleep for NoSleep {
-    fn sleep(&self, _: Duration) {}
-}
-
-impl herdless::AsyncSleep for NoSleep {
-    type Sleep = std::future::Ready<()>;
-    const START_AT_FIRST_WAIT: bool = true;
-    fn sleep(&self, _: Duration) -> Self::Sleep {
-        std::future::ready(())
-    }
-}
-
-/// Fails three times, then succeeds.
-fn flaky() -> impl FnMut() -> Result<u64, std::io::Error> {
-    let mut left = 3;
-    move || {
-        if left > 0 {
-            left -= 1;
-            Err(std::io::Error::from(std::io::ErrorKind::TimedOut))
-        } else {
-            Ok(black_box(42))
-        }
-    }
-}
-
-fn flaky_async() -> impl FnMut() -> std::future::Ready<Result<u64, std::io::Error>> {
-    let mut f = flaky();
-    move || std::future::ready(f())
-}
-
-fn backon_ns() -> ExponentialBuilder {
-    let ns = Duration::from_nanos(1);
-    ExponentialBuilder::default()
-        .with_jitter()
-        .with_min_delay(ns)
-        .with_max_delay(ns)
 }
 
 /// Fail ×3 then succeed, 1 ns delays, no sleep: what the retry path itself
