@@ -21,8 +21,8 @@ pub fn op() -> Result<u64, std::io::Error> {
 /// [`op`], as a future.
 ///
 /// ```
-/// let out = futures_lite_block_on(herdless_benches::op_async());
-/// # fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// let out = block_on(herdless_benches::op_async());
+/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
 /// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
 /// # }
 /// assert_eq!(out.unwrap(), 42);
