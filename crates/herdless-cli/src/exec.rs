@@ -34,10 +34,16 @@
 //!   the forwarded signal still succeeded: its work is done), and 125/126/127 for
 //!   herdless's own failures (see [`exit`](crate::exit)).
 
+mod attempt;
 pub(crate) mod child;
 mod classes;
+mod events;
 pub(crate) mod limits;
 pub mod stdin;
+
+use attempt::attempt_once;
+pub(crate) use attempt::start_failure;
+use events::ExecEvents;
 
 pub use classes::{classify, Classes, ClassesError, SIGPIPE_STATUS};
 pub(crate) use limits::Limits;
@@ -45,19 +51,18 @@ pub use limits::{AttemptArgs, DEFAULT_KILL_AFTER};
 
 use std::cell::{Cell, RefCell};
 use std::ffi::OsString;
-use std::io::{self, Write};
+use std::io;
 use std::rc::Rc;
 use std::time::Duration;
 
 use clap::Args;
-use herdless::{Attempt, IdempotencyKey, Jitter, Notify, Retry, RetryError, RetryEvent};
+use herdless::{IdempotencyKey, Jitter, Retry, RetryError};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use serde_json::Value;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::error::{CliError, CliResult};
-use crate::events_out::{to_json, EventFilter};
+use crate::events_out::EventFilter;
 use crate::exit;
 use crate::policy_args::{LogFormat, PolicyArgs};
 use stdin::{StdinMode, StdinSource};
@@ -222,54 +227,6 @@ struct State {
     last: Cell<Option<(i32, bool)>>,
 }
 
-/// The retry events of `--log-format`, with the failed attempt's `exit_status`
-/// (and `timed_out`) added to `retry_scheduled`, `retry_abandoned_terminal` and
-/// `retry_budget_exhausted`.
-#[derive(Debug)]
-struct ExecEvents {
-    format: LogFormat,
-    filter: EventFilter,
-    state: Rc<State>,
-}
-
-impl Notify for ExecEvents {
-    fn notify(&self, event: &RetryEvent<'_>) {
-        if !self.filter.admits(event) {
-            return;
-        }
-        let mut v = to_json(event);
-        if let (Some((status, timed_out)), Value::Object(map)) = (self.state.last.get(), &mut v) {
-            if event.name() != "retry_succeeded" {
-                map.insert("exit_status".into(), status.into());
-                map.insert("timed_out".into(), timed_out.into());
-            }
-        }
-        let line = match self.format {
-            LogFormat::Json => v.to_string(),
-            LogFormat::Text => text_line(&v),
-        };
-        let _ = writeln!(io::stderr().lock(), "{line}");
-    }
-}
-
-fn text_line(v: &Value) -> String {
-    let mut line = format!("herdless: {}", v["event"].as_str().unwrap_or("event"));
-    if let Value::Object(map) = v {
-        for (k, val) in map.iter().filter(|(k, _)| k.as_str() != "event") {
-            match val {
-                Value::String(s) if s.is_empty() => {}
-                Value::Bool(false) if k == "timed_out" => {}
-                Value::String(s) => line.push_str(&format!(" {k}={s}")),
-                Value::Number(n) if k.ends_with("_s") => {
-                    line.push_str(&format!(" {k}={:.3}", n.as_f64().unwrap_or(0.0)))
-                }
-                other => line.push_str(&format!(" {k}={other}")),
-            }
-        }
-    }
-    line
-}
-
 /// The signals herdless forwards or stops on.
 struct Signals {
     int: tokio::signal::unix::Signal,
@@ -357,160 +314,6 @@ fn finish(result: Result<(), RetryError<Failure>>) -> i32 {
     match result {
         Ok(()) => exit::SUCCESS,
         Err(e) => e.last_error().exit_status(),
-    }
-}
-
-/// Runs one attempt to its end (exit, timeout or interrupt).
-async fn attempt_once(
-    plan: &Plan,
-    attempt: Attempt,
-    state: &State,
-    stdin: &RefCell<StdinSource>,
-) -> Result<(), Failure> {
-    let result = run_child(plan, attempt, state, stdin).await;
-    if let Err(f) = &result {
-        state
-            .last
-            .set(Some((f.exit_status(), matches!(f, Failure::TimedOut(_)))));
-    }
-    if state.interrupted.get().is_some() && result.is_err() {
-        // Interrupted while the child ran: no further attempt. The signal loop
-        // exits with 128 + signal.
-        state.stop.notify_one();
-        std::future::pending::<()>().await;
-    }
-    result
-}
-
-/// Waits for the child; while it holds the terminal, follows job control
-/// (Ctrl-Z stops herdless with it, see [`child::Foreground::suspend`]).
-async fn wait_child(
-    child: &mut tokio::process::Child,
-    pgid: Pid,
-    foreground: Option<&child::Foreground>,
-) -> io::Result<std::process::ExitStatus> {
-    let Some(fg) = foreground else {
-        return child.wait().await;
-    };
-    let Ok(mut sigchld) = signal(SignalKind::child()) else {
-        return child.wait().await;
-    };
-    loop {
-        tokio::select! {
-            status = child.wait() => return status,
-            _ = sigchld.recv() => {
-                if child::Foreground::child_stopped(pgid) {
-                    fg.suspend(pgid);
-                }
-            }
-        }
-    }
-}
-
-/// A command that could not be started, reported on stderr as `herdless
-/// SUBCOMMAND: …` (`who` names the subcommand).
-pub(crate) fn start_failure(who: &str, program: &OsString, error: io::Error) -> Failure {
-    let name = program.to_string_lossy();
-    let status = match error.kind() {
-        _ if crate::limits::is_out_of_descriptors(&error) => {
-            eprintln!("herdless {who}: {name}: cannot start: {error}");
-            exit::EXEC_USAGE
-        }
-        io::ErrorKind::NotFound => {
-            eprintln!("herdless {who}: {name}: command not found");
-            exit::EXEC_NOT_FOUND
-        }
-        io::ErrorKind::PermissionDenied => {
-            eprintln!("herdless {who}: {name}: permission denied");
-            exit::EXEC_NOT_EXECUTABLE
-        }
-        _ => {
-            eprintln!("herdless {who}: {name}: cannot execute: {error}");
-            exit::EXEC_NOT_EXECUTABLE
-        }
-    };
-    Failure::Start { status, error }
-}
-
-async fn run_child(
-    plan: &Plan,
-    attempt: Attempt,
-    state: &State,
-    stdin: &RefCell<StdinSource>,
-) -> Result<(), Failure> {
-    let n = attempt.number();
-    let (input, terminal) = stdin.borrow_mut().for_attempt(n).map_err(|error| {
-        eprintln!("herdless exec: cannot prepare stdin: {error}");
-        Failure::Start {
-            status: exit::EXEC_USAGE,
-            error,
-        }
-    })?;
-    let mut cmd = tokio::process::Command::new(&plan.program);
-    cmd.args(&plan.args)
-        .env("HERDLESS_ATTEMPT", n.to_string())
-        .env(
-            "HERDLESS_IDEMPOTENCY_KEY",
-            attempt.idempotency_key().to_string(),
-        )
-        .stdin(input)
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| start_failure("exec", &plan.program, e))?;
-    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        return Err(Failure::Start {
-            status: exit::EXEC_USAGE,
-            error: io::Error::other("the child has no process id"),
-        });
-    };
-    let pgid = Pid::from_raw(pid);
-    state.running.set(Some(pgid));
-    let foreground = if terminal {
-        child::Foreground::hand_to(pgid)
-    } else {
-        None
-    };
-    let waited = limits::within(
-        plan.timeout,
-        wait_child(&mut child, pgid, foreground.as_ref()),
-    )
-    .await;
-    // Leave no member of a failed or interrupted attempt behind: the retry
-    // must not race it, and herdless must not orphan it.
-    let (status, timed_out) = limits::settle(waited, &mut child, pgid, plan.kill_after, |s| {
-        !s.success() || state.interrupted.get().is_some()
-    })
-    .await;
-    let had_terminal = foreground.is_some();
-    if let Some(fg) = foreground {
-        fg.restore();
-    }
-    state.running.set(None);
-    let status = status.map_err(|error| {
-        eprintln!("herdless exec: waiting for the command failed: {error}");
-        Failure::Start {
-            status: exit::EXEC_USAGE,
-            error,
-        }
-    })?;
-    let shell = child::shell_status(status);
-    if had_terminal && !timed_out && state.interrupted.get().is_none() {
-        // Ctrl-C / Ctrl-\ went to the child's group, which held the terminal.
-        use std::os::unix::process::ExitStatusExt;
-        match status.signal() {
-            Some(s) if s == Signal::SIGINT as i32 => state.interrupted.set(Some(Signal::SIGINT)),
-            Some(s) if s == Signal::SIGQUIT as i32 => state.interrupted.set(Some(Signal::SIGQUIT)),
-            _ => {}
-        }
-    }
-    if timed_out {
-        Err(Failure::TimedOut(shell))
-    } else if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::Exit(shell))
     }
 }
 
