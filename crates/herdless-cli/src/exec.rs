@@ -22,7 +22,7 @@
 //!   terminal), recommended when the command documents its codes (sysexits'
 //!   `EX_TEMPFAIL` 75, qmail's 111); `--terminal-on` is a denylist.
 //! * **One attempt = one process group**, ended as a whole on timeout or
-//!   interrupt (see [`child`]).
+//!   interrupt (see `exec/child.rs`).
 //! * **The engine is the library's** [`Retry::call_async`] on a current-thread
 //!   tokio runtime: the same budget, jitter and events as every executor. Signals
 //!   are handled beside it in one `select!`: while a child runs they are
@@ -32,7 +32,7 @@
 //!   scripts see the real error), 124 when the last attempt timed out, 128+N
 //!   when herdless was interrupted by signal N (0 if the attempt that received
 //!   the forwarded signal still succeeded: its work is done), and 125/126/127 for
-//!   herdless's own failures (see [`exit`](crate::exit)).
+//!   herdless's own failures (see [`exit`]).
 
 mod attempt;
 pub(crate) mod child;

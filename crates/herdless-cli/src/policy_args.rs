@@ -5,7 +5,7 @@
 //! 1. the library defaults (and the subcommand's default jitter: `exec` uses
 //!    equal, fleet-facing subcommands full);
 //! 2. the selected table of the policy file (`--policy NAME`, `--config PATH`,
-//!    see [`config`](crate::config));
+//!    see [`config`]);
 //! 3. `HERDLESS_*` environment variables (`HERDLESS_CAP=1m`, one per flag);
 //! 4. command-line flags.
 //!
@@ -87,8 +87,13 @@ pub struct PolicyArgs {
     /// Named policy from the policy file (default: its [policy.default], if any).
     #[arg(long, env = "HERDLESS_POLICY", value_name = "NAME")]
     pub policy: Option<String>,
-    /// Policy file [default: ./herdless.toml, then <config dir>/herdless/herdless.toml].
-    #[arg(long, env = "HERDLESS_CONFIG", value_name = "PATH")]
+    /// Policy file (`--help` names where it is looked for).
+    #[arg(
+        long,
+        env = "HERDLESS_CONFIG",
+        value_name = "PATH",
+        help = "Policy file [default: ./herdless.toml, then <config dir>/herdless/herdless.toml]"
+    )]
     pub config: Option<PathBuf>,
 }
 

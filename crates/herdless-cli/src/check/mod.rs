@@ -35,7 +35,7 @@
 //! when no check failed (warnings allowed), 1 when a check failed (an error, or a
 //! warning under `--strict`), 2 for usage or policy-file errors.
 //!
-//! Layout: [`args`] (the flags), [`checks`] (the rule list), [`render`] (text
+//! Layout: [`args`] (the flags), [`mod@checks`] (the rule list), [`render`] (text
 //! and JSON); this file resolves the policy and the facts and runs them.
 
 use herdless::Jitter;

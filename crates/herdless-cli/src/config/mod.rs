@@ -35,12 +35,14 @@
 //! needed. Every error names the file, the line and the key:
 //! `herdless.toml:7: policy.ingest: unknown key "capp" (expected one of …)`.
 //! The policy keys (`jitter`, `base`, … `retry_after_spread`) are read by the
-//! library's own serde support ([`PolicyConfig::set`](herdless::policy::serde::PolicyConfig::set)), the same syntax and
-//! checks as a `Policy` deserialized anywhere else: human durations, jitter
-//! names, each value refused on its own when invalid. The table is walked
-//! here key by key from spanned TOML values, because serde's errors carry the
-//! line but not the key's full path, and policy-level errors (a cap below the
-//! base) must point at the line of the key that caused them.
+//! library's own serde support
+//! ([`PolicyConfig::set`](herdless::policy::serde::PolicyConfig::set)), the
+//! same syntax and checks as a `Policy` deserialized anywhere else: human
+//! durations, jitter names, each value refused on its own when invalid. The
+//! table is walked key by key (`parse.rs`) from spanned TOML values, because
+//! serde's errors carry the line but not the key's full path, and policy-level
+//! errors (a cap below the base) must point at the line of the key that
+//! caused them.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -30,8 +30,8 @@ fn slot_verdict(status: StatusCode, slot: Allotment) -> Verdict {
     }
 }
 
-/// The adaptive allocator in front of the stub's handler chain (see the
-/// [module documentation](self)).
+/// The adaptive allocator in front of the stub's handler chain (how it is
+/// told the capacity and what it learns: the module documentation).
 pub struct AdaptivePushback {
     alloc: Mutex<AdaptiveAllocator>,
     inner: Chain,

@@ -4,9 +4,9 @@
 //!
 //! The worker is the library's [`herdless::redelivery::nats::Worker`]; this
 //! module resolves the flags (the policy stack and the exit-status lists
-//! exactly as `exec` does: [`crate::exec::resolve_classes`],
-//! [`crate::exec::classify`]), runs each attempt ([`attempt`]), handles the
-//! signals and prints the summary ([`render`]).
+//! exactly as `exec` does: [`AttemptArgs`](crate::exec::AttemptArgs),
+//! [`crate::exec::classify`]), runs each attempt (`worker/attempt.rs`),
+//! handles the signals and prints the summary ([`render`]).
 //!
 //! # Design
 //!
