@@ -13,7 +13,7 @@ use serde_json::Value;
 
 #[allow(dead_code)] // each test binary uses part of it
 mod support;
-use support::start_stub;
+use support::{last_served_s, outage_fleet, start_stub};
 
 const N: u64 = 2_000;
 const T_S: f64 = 5.0;
@@ -34,34 +34,12 @@ struct Run {
 
 async fn run(stub_flags: &[&str]) -> Run {
     let (stub, url) = start_stub(stub_flags);
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
-        .args([
-            "fleet",
-            "--workers",
-            "2000",
-            "--jitter",
-            "full",
-            "--base",
-            "300ms",
-            "--seed",
-            "7",
-            "--json",
-            &url,
-        ])
-        .output()
-        .await
-        .unwrap();
-    let report: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let report = outage_fleet(N, &url).await;
     let stats = stub.stats();
     assert_eq!(stats.dropped, 0, "every arrival kept");
     let arrivals = stats.arrivals;
     assert_eq!(arrivals.len() as u64, report["calls"].as_u64().unwrap());
-    let drain_s = arrivals
-        .iter()
-        .filter(|a| a.status == 200)
-        .map(|a| a.t_s)
-        .fold(0.0, f64::max);
+    let drain_s = last_served_s(&arrivals);
     let after: Vec<f64> = arrivals
         .iter()
         .map(|a| a.t_s)

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 #[allow(dead_code)] // each test binary uses part of it
 mod support;
-use support::start_stub;
+use support::{last_served_s, outage_fleet, start_stub};
 
 /// What one run showed.
 #[derive(Debug)]
@@ -37,25 +37,7 @@ const C: f64 = 500.0;
 
 async fn run(stub_flags: &[&str]) -> Run {
     let (stub, url) = start_stub(stub_flags);
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
-        .args([
-            "fleet",
-            "--workers",
-            &N.to_string(),
-            "--jitter",
-            "full",
-            "--base",
-            "300ms",
-            "--seed",
-            "7",
-            "--json",
-            &url,
-        ])
-        .output()
-        .await
-        .unwrap();
-    let report: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let report = outage_fleet(N, &url).await;
     let count = |k: &str| report[k].as_u64().unwrap();
     assert_eq!(
         count("succeeded") + count("terminal") + count("exhausted"),
@@ -69,11 +51,7 @@ async fn run(stub_flags: &[&str]) -> Run {
         count("calls"),
         "the stub saw every call"
     );
-    let drain_s = arrivals
-        .iter()
-        .filter(|a| a.status == 200)
-        .map(|a| a.t_s)
-        .fold(0.0, f64::max);
+    let drain_s = last_served_s(&arrivals);
     assert_eq!(
         arrivals.iter().filter(|a| a.status == 200).count() as u64,
         count("succeeded")

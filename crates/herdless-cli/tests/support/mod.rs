@@ -87,6 +87,35 @@ pub(crate) fn fleet_json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
 }
 
+/// `herdless fleet --workers N` with the simulator's outage policy (full
+/// jitter) at a 300 ms base, seed 7, against `url`: its JSON report.
+pub(crate) async fn outage_fleet(workers: u64, url: &str) -> Value {
+    let n = workers.to_string();
+    let args = [
+        "fleet",
+        "--workers",
+        &n,
+        "--jitter",
+        "full",
+        "--base",
+        "300ms",
+        "--seed",
+        "7",
+        "--json",
+        url,
+    ];
+    fleet_json(&herdless(&args).await)
+}
+
+/// When the stub received the last request it served (seconds on its clock).
+pub(crate) fn last_served_s(arrivals: &[ArrivalRecord]) -> f64 {
+    arrivals
+        .iter()
+        .filter(|a| a.status == 200)
+        .map(|a| a.t_s)
+        .fold(0.0, f64::max)
+}
+
 /// The first bytes a client sends to a listener on 127.0.0.1 (it answers nothing).
 pub(crate) async fn first_bytes_sent(listener: &tokio::net::TcpListener) -> [u8; 3] {
     use tokio::io::AsyncReadExt;
