@@ -42,7 +42,7 @@ pub(crate) mod limits;
 pub mod stdin;
 
 use attempt::attempt_once;
-pub(crate) use attempt::start_failure;
+pub(crate) use attempt::{group_of, start_failure};
 use events::ExecEvents;
 
 pub use classes::{classify, Classes, ClassesError, SIGPIPE_STATUS};

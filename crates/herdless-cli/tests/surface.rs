@@ -6,7 +6,7 @@
 use clap::Parser;
 use herdless::Jitter;
 use herdless_cli::cli::{Cli, Command};
-use herdless_cli::config::{ConfigFile, KEYS};
+use herdless_cli::config::{keys, ConfigFile};
 use herdless_cli::policy_args::PolicyArgs;
 use proptest::prelude::*;
 
@@ -109,7 +109,7 @@ fn argv() -> impl Strategy<Value = Vec<String>> {
 fn policy_file() -> impl Strategy<Value = String> {
     let entry = (
         // Every key a policy table may hold, and one misspelt.
-        prop::sample::select(KEYS.iter().copied().chain(["capp"]).collect::<Vec<_>>()),
+        prop::sample::select(keys().chain(["capp"]).collect::<Vec<_>>()),
         value(),
         prop_oneof![Just('"'), Just(' ')],
     )

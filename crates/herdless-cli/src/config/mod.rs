@@ -49,7 +49,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use herdless::Jitter;
+use herdless::{Jitter, PolicyField};
 
 use crate::codes::CodeSet;
 
@@ -67,16 +67,9 @@ pub const FILE_NAME: &str = "herdless.toml";
 /// The policy used when `--policy` is not given.
 pub const DEFAULT_POLICY: &str = "default";
 
-/// Every key a policy table may hold, in documentation order.
-pub const KEYS: &[&str] = &[
-    "jitter",
-    "base",
-    "multiplier",
-    "cap",
-    "max_attempts",
-    "max_elapsed",
-    "max_retry_after",
-    "retry_after_spread",
+/// The keys a policy table may hold besides the library's policy fields
+/// ([`PolicyField::ALL`]): other settings, declared facts, `exec`'s own.
+const FILE_KEYS: &[&str] = &[
     "seed",
     "task_id",
     "recovery_time",
@@ -87,6 +80,21 @@ pub const KEYS: &[&str] = &[
     "timeout",
     "kill_after",
 ];
+
+/// Every key a policy table may hold, in documentation order: the library's
+/// policy fields (`jitter` … `retry_after_spread`), then the file's own.
+///
+/// ```
+/// let keys: Vec<_> = herdless_cli::config::keys().collect();
+/// assert_eq!(keys.first(), Some(&"jitter"));
+/// assert!(keys.contains(&"visibility_timeout"));
+/// ```
+pub fn keys() -> impl Iterator<Item = &'static str> + Clone {
+    PolicyField::ALL
+        .into_iter()
+        .map(PolicyField::as_str)
+        .chain(FILE_KEYS.iter().copied())
+}
 
 /// A policy file problem: which file, which line, which key, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]

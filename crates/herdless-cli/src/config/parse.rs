@@ -10,7 +10,7 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use super::values::{codes, duration, integer, string};
-use super::{At, ConfigError, ConfigFile, FilePolicy, KEYS};
+use super::{keys, At, ConfigError, ConfigFile, FilePolicy};
 
 /// One `[policy.NAME]` table as written: keys and values with their spans.
 type RawTable = BTreeMap<Spanned<String>, Spanned<Value>>;
@@ -140,7 +140,7 @@ impl ConfigFile {
                     _ => {
                         return Err(bad(format!(
                             "unknown key (expected one of: {})",
-                            KEYS.join(", ")
+                            keys().collect::<Vec<_>>().join(", ")
                         )))
                     }
                 }

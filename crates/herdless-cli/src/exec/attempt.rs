@@ -62,6 +62,16 @@ async fn wait_child(
     }
 }
 
+/// The process group of a command started with `process_group(0)`: its
+/// own pid.
+pub(crate) fn group_of(child: &tokio::process::Child) -> Result<Pid, Failure> {
+    let pid = child.id().and_then(|id| i32::try_from(id).ok());
+    pid.map(Pid::from_raw).ok_or_else(|| Failure::Start {
+        status: exit::EXEC_USAGE,
+        error: io::Error::other("the child has no process id"),
+    })
+}
+
 /// A command that could not be started, reported on stderr as `herdless
 /// SUBCOMMAND: …` (`who` names the subcommand).
 pub(crate) fn start_failure(who: &str, program: &OsString, error: io::Error) -> Failure {
@@ -114,13 +124,7 @@ async fn run_child(
     let mut child = cmd
         .spawn()
         .map_err(|e| start_failure("exec", &plan.program, e))?;
-    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        return Err(Failure::Start {
-            status: exit::EXEC_USAGE,
-            error: io::Error::other("the child has no process id"),
-        });
-    };
-    let pgid = Pid::from_raw(pid);
+    let pgid = group_of(&child)?;
     state.running.set(Some(pgid));
     let foreground = if terminal {
         child::Foreground::hand_to(pgid)

@@ -4,7 +4,6 @@
 //! process-group handling: [`crate::exec::child`]).
 
 use std::ffi::OsString;
-use std::io;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 
-use crate::exec::{child, limits, start_failure, Failure};
+use crate::exec::{child, group_of, limits, start_failure, Failure};
 use crate::exit;
 
 /// What every attempt runs.
@@ -54,13 +53,7 @@ pub(crate) async fn run(cmd: &Command, task: Task) -> Result<(), Failure> {
         .kill_on_drop(false)
         .spawn()
         .map_err(|e| start_failure("worker", &cmd.program, e))?;
-    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        return Err(Failure::Start {
-            status: exit::EXEC_USAGE,
-            error: io::Error::other("the child has no process id"),
-        });
-    };
-    let pgid = Pid::from_raw(pid);
+    let pgid = group_of(&child)?;
     let mut guard = GroupGuard(Some(pgid));
     let stdin = child.stdin.take();
     let payload = task.payload;
