@@ -142,14 +142,23 @@ fn retry_path(c: &mut Criterion) {
     let mut g = c.benchmark_group("retry_path");
     let ns = Duration::from_nanos(1);
     let policy = Policy::builder().base(ns).cap(ns).build().unwrap();
-    let unseeded = Retry::new(policy, AlwaysRetry).timer(NoSleep);
+    let unseeded = Retry::builder()
+        .policy(policy)
+        .classifier(AlwaysRetry)
+        .timer(NoSleep)
+        .build();
     g.bench_function("herdless_blocking_unseeded", |b| {
         b.iter(|| {
             let mut op = flaky();
             black_box(unseeded.call(|_| op()))
         })
     });
-    let seeded = Retry::new(policy, AlwaysRetry).timer(NoSleep).seed(7);
+    let seeded = Retry::builder()
+        .policy(policy)
+        .classifier(AlwaysRetry)
+        .timer(NoSleep)
+        .seed(7)
+        .build();
     g.bench_function("herdless_blocking_seeded", |b| {
         b.iter(|| {
             let mut op = flaky();
@@ -183,7 +192,11 @@ fn retry_path(c: &mut Criterion) {
                 black_box(seeded.call_async(|_| op()).await)
             })
         });
-        let tokio_clock = Retry::new(policy, AlwaysRetry).timer(NoSleepTokioClock);
+        let tokio_clock = Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
+            .timer(NoSleepTokioClock)
+            .build();
         g.bench_function("herdless_async_unseeded_tokio_clock", |b| {
             b.to_async(&rt).iter(|| async {
                 let mut op = flaky_async();

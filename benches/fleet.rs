@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use herdless::fleet::breaker::Admission;
-use herdless::fleet::pushback::SlotAllocator;
+use herdless::pushback::SlotAllocator;
 use herdless::{AlwaysRetry, Breaker, ManualTimer, Policy, Retry, RetryBudget, RetryCause};
 
 fn budget(c: &mut Criterion) {
@@ -20,11 +20,18 @@ fn budget(c: &mut Criterion) {
             b.record_success(s.ok());
         })
     });
-    let plain = Retry::new(Policy::default(), AlwaysRetry).timer(ManualTimer::new());
-    let budgeted = Retry::new(Policy::default(), AlwaysRetry)
+    let plain = Retry::builder()
+        .policy(Policy::default())
+        .classifier(AlwaysRetry)
+        .timer(ManualTimer::new())
+        .build();
+    let budgeted = Retry::builder()
+        .policy(Policy::default())
+        .classifier(AlwaysRetry)
         .timer(ManualTimer::new())
         .budget(Arc::new(RetryBudget::aws()))
-        .breaker(Arc::new(Breaker::new(5)));
+        .breaker(Arc::new(Breaker::new(5)))
+        .build();
     c.bench_function("call/first_try_success/plain", |bench| {
         bench.iter(|| plain.call(|_| Ok::<_, ()>(black_box(1))))
     });

@@ -89,14 +89,23 @@ fn run(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
             }
         }),
         "retry_herdless_blocking_unseeded" => {
-            let r = Retry::new(fast, AlwaysRetry).timer(NoSleep);
+            let r = Retry::builder()
+                .policy(fast)
+                .classifier(AlwaysRetry)
+                .timer(NoSleep)
+                .build();
             (0..n).for_each(|_| {
                 let mut op = flaky();
                 let _ = black_box(r.call(|_| op()));
             })
         }
         "retry_herdless_blocking_seeded" => {
-            let r = Retry::new(fast, AlwaysRetry).timer(NoSleep).seed(7);
+            let r = Retry::builder()
+                .policy(fast)
+                .classifier(AlwaysRetry)
+                .timer(NoSleep)
+                .seed(7)
+                .build();
             (0..n).for_each(|_| {
                 let mut op = flaky();
                 let _ = black_box(r.call(|_| op()));
@@ -106,7 +115,11 @@ fn run(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
             let _ = black_box(flaky().retry(backon_ns()).sleep(|_| {}).call());
         }),
         "retry_herdless_async_unseeded" => {
-            let r = Retry::new(fast, AlwaysRetry).timer(NoSleep);
+            let r = Retry::builder()
+                .policy(fast)
+                .classifier(AlwaysRetry)
+                .timer(NoSleep)
+                .build();
             rt.block_on(async {
                 for _ in 0..n {
                     let mut op = flaky_async();
@@ -115,7 +128,11 @@ fn run(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
             })
         }
         "retry_herdless_async_tokio_clock" => {
-            let r = Retry::new(fast, AlwaysRetry).timer(NoSleepTokioClock);
+            let r = Retry::builder()
+                .policy(fast)
+                .classifier(AlwaysRetry)
+                .timer(NoSleepTokioClock)
+                .build();
             rt.block_on(async {
                 for _ in 0..n {
                     let mut op = flaky_async();

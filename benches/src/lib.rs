@@ -85,7 +85,7 @@ pub fn backon_ns() -> ExponentialBuilder {
 /// let ns = std::time::Duration::from_nanos(1);
 /// let policy = Policy::builder().base(ns).cap(ns).build().unwrap();
 /// let mut op = herdless_benches::flaky();
-/// let r = Retry::new(policy, AlwaysRetry).timer(herdless_benches::NoSleep);
+/// let r = Retry::builder().policy(policy).classifier(AlwaysRetry).timer(herdless_benches::NoSleep).build();
 /// assert_eq!(r.call(|_| op()).unwrap(), 42);
 /// ```
 #[derive(Debug, Clone, Copy)]

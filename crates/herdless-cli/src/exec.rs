@@ -267,7 +267,9 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
     let state = Rc::new(State::default());
     let classes = plan.classes;
     let classify = move |f: &Failure| classify(&classes, f);
-    let mut retry = Retry::new(plan.policy, classify)
+    let mut retry = Retry::builder()
+        .policy(plan.policy)
+        .classifier(classify)
         .notify(ExecEvents {
             format: plan.format,
             filter: plan.filter,
@@ -280,6 +282,7 @@ async fn execute(plan: Plan, stdin: StdinSource) -> i32 {
     if let Some(key) = plan.key {
         retry = retry.idempotency_key(key);
     }
+    let retry = retry.build();
     let stdin = RefCell::new(stdin);
     let call = retry.call_async(|attempt| attempt_once(&plan, attempt, &state, &stdin));
     tokio::pin!(call);

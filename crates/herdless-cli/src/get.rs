@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
-use herdless::http::client::HttpClassifier;
-use herdless::http::{HttpRetry, SendError};
+use herdless::adapters::reqwest::ReqwestClassifier;
+use herdless::adapters::reqwest::{HttpRetry, SendError};
 use herdless::{Jitter, Retry};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -119,17 +119,21 @@ pub fn run(args: &GetArgs) -> CliResult {
         crate::limits::build_runtime(tokio::runtime::Builder::new_current_thread().enable_all())
             .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     rt.block_on(async {
-        let mut retry = Retry::new(policy, HttpClassifier::default()).notify(StderrEvents {
-            format: policy_args.log_format,
-            filter: EventFilter::from_env(policy_args.quiet),
-        });
+        let mut retry = Retry::builder()
+            .policy(policy)
+            .classifier(ReqwestClassifier::default())
+            .notify(StderrEvents {
+                format: policy_args.log_format,
+                filter: EventFilter::from_env(policy_args.quiet),
+            });
         if let Some(id) = &policy_args.task_id {
             retry = retry.task_id(id.clone());
         }
         if let Some(seed) = policy_args.seed {
             retry = retry.seed(seed);
         }
-        let http = HttpRetry::from_retry(retry).idempotency_key_header(args.idempotency_key);
+        let http =
+            HttpRetry::from_retry(retry.build()).idempotency_key_header(args.idempotency_key);
         let request = client.get(url).headers(headers).timeout(args.timeout);
         // The body is read inside each attempt: a reset or stall mid-body is retried.
         match http

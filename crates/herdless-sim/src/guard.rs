@@ -5,7 +5,7 @@
 //! (`full+budget`, `full+breaker`, `full+pushback`, see
 //! [`StrategyKind::Guarded`](crate::StrategyKind::Guarded)). The simulator
 //! drives the library's own types — [`RetryBudget`], [`Breaker`] and
-//! [`SlotAllocator`](herdless::fleet::pushback::SlotAllocator) — not copies, in the
+//! [`SlotAllocator`](herdless::pushback::SlotAllocator) — not copies, in the
 //! order the executors use them (`herdless::retry`'s engine): on a failed
 //! call, the breaker learns the failure, the attempt limit is checked, the
 //! delay is drawn (or the server's Retry-After honored), the elapsed budget
@@ -66,7 +66,7 @@
 //! # Pushback
 //!
 //! `+pushback` changes the endpoint, not the client: the server puts the
-//! library's [`SlotAllocator`](herdless::fleet::pushback::SlotAllocator) (capacity
+//! library's [`SlotAllocator`](herdless::pushback::SlotAllocator) (capacity
 //! `C`, burst `burst`, horizon [`GuardParams::pushback_horizon`], in outage
 //! mode until `T`) in front of the same capacity-limited handler as every
 //! other strategy (see [`endpoint::PushbackEndpoint`](crate::endpoint::PushbackEndpoint)),

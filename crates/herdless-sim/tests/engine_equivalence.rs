@@ -70,11 +70,12 @@ fn execute(
     seed: u64,
 ) -> (Vec<Duration>, Option<GiveUp>) {
     let timer = ManualTimer::new();
-    let retry = Retry::new(*policy, |after: &Option<Duration>| {
-        Classification::Retryable { after: *after }
-    })
-    .seed(seed)
-    .timer(timer.clone());
+    let retry = Retry::builder()
+        .policy(*policy)
+        .classifier(|after: &Option<Duration>| Classification::Retryable { after: *after })
+        .seed(seed)
+        .timer(timer.clone())
+        .build();
     let answers = RefCell::new(script.iter());
     let result = retry.call(|_| match answers.borrow_mut().next() {
         Some(&after) => Err(after),

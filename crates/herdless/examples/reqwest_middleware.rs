@@ -13,9 +13,9 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use herdless::http::client::HttpClassifier;
-use herdless::http::middleware::{RetryMiddleware, Stopped};
-use herdless::http::HttpRetry;
+use herdless::adapters::reqwest::middleware::{RetryMiddleware, Stopped};
+use herdless::adapters::reqwest::HttpRetry;
+use herdless::adapters::reqwest::ReqwestClassifier;
 use herdless::{Policy, Retry, RetryBudget};
 use reqwest_middleware::ClientBuilder;
 
@@ -46,9 +46,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .base(Duration::from_millis(50))
         .max_retry_after(Duration::from_secs(2))
         .build()?;
-    let retry = Retry::new(policy, HttpClassifier::default())
+    let retry = Retry::builder()
+        .policy(policy)
+        .classifier(ReqwestClassifier::default())
         .task_id("scan-7")
-        .budget(Arc::new(RetryBudget::aws()));
+        .budget(Arc::new(RetryBudget::aws()))
+        .build();
     let http = HttpRetry::from_retry(retry).idempotency_key_header(true);
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(RetryMiddleware::from(http))

@@ -23,12 +23,15 @@
 //!     .jitter(Jitter::Full)
 //!     .build()?;
 //!
-//! let retry = Retry::new(policy, |e: &DeviceError| match e {
+//! let retry = Retry::builder()
+//! .policy(policy)
+//! .classifier(|e: &DeviceError| match e {
 //!     DeviceError::Timeout => Classification::retryable(),
 //!     DeviceError::Busy { retry_after_s } => Classification::retry_after_secs(*retry_after_s),
 //!     DeviceError::Unauthorized => Classification::terminal(),
 //! })
-//! .task_id("capture-0042");
+//! .task_id("capture-0042")
+//! .build();
 //!
 //! let mut replies = vec![Ok("page"), Err(DeviceError::Busy { retry_after_s: 0.002 }), Err(DeviceError::Timeout)];
 //! let page = retry.call(|_attempt| {
@@ -105,6 +108,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings), allow(dead_code))))]
 
+pub mod adapters;
 pub mod backoff;
 pub mod classify;
 pub mod engine;
@@ -115,22 +119,23 @@ pub mod grpc;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub mod integrations;
 pub mod policy;
+pub mod pushback;
 pub mod redelivery;
 pub mod rng;
 pub mod timer;
 
 pub use backoff::{Backoff, ResetPolicy};
-pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, Retryable, WithTimeouts};
+pub use classify::{
+    AlwaysRetry, ByTrait, Classification, Classify, RetryCause, Retryable, WithTimeouts,
+};
 pub use engine::{
-    Attempt, EventLevels, EventValue, GiveUp, NoNotify, Notify, Retry, RetryError, RetryEvent,
+    Attempt, EventLevels, EventValue, GiveUp, NoNotify, Notify, Retry, RetryBuilder, RetryError,
+    RetryEvent,
 };
 pub use fleet::{
     Breaker, BreakerBuilder, BreakerError, Denied, RetryBudget, RetryBudgetBuilder,
-    RetryBudgetError, RetryCause, Spent, Urgent,
+    RetryBudgetError, Spent, Urgent,
 };
 pub use policy::{
     Envelope, EnvelopeRow, Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError,
@@ -139,11 +144,5 @@ pub use policy::{
 pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
 pub use timer::{AsyncSleep, Clock, CoarseClock, ManualTimer, Sleep, SystemTimer};
 
-#[cfg(all(feature = "tower", feature = "grpc"))]
-pub use integrations::GrpcClassifier;
-#[cfg(feature = "tower")]
-pub use integrations::{ByError, ClassifyResult, CloneRequest, Cloned, FailClosed, RetryPolicy};
-#[cfg(all(feature = "tower", feature = "http"))]
-pub use integrations::{CloneBody, HttpClassifier};
 #[cfg(feature = "serde")]
 pub use policy::serde::PolicyConfig;

@@ -7,8 +7,8 @@ mod support;
 use std::convert::Infallible;
 use std::time::Duration;
 
+use herdless::adapters::tower::RetryPolicy;
 use herdless::engine::{Context, Decision, Engine, EventLevels};
-use herdless::integrations::RetryPolicy;
 use herdless::{
     AlwaysRetry, Classification, ManualTimer, Policy, Retry, RetryBudget, RetryCause, Rng,
 };
@@ -43,8 +43,11 @@ fn flaky(ok_at: u32) -> impl FnMut(herdless::Attempt) -> Result<u32, &'static st
 #[test]
 fn defaults_warn_on_retries_info_on_success() {
     let (out, cap) = capture(|| {
-        Retry::new(Policy::default(), AlwaysRetry)
+        Retry::builder()
+            .policy(Policy::default())
+            .classifier(AlwaysRetry)
             .timer(ManualTimer::new())
+            .build()
             .call(flaky(3))
     });
     assert_eq!(out, Ok(3));
@@ -64,7 +67,11 @@ fn a_terminal_on_the_first_attempt_is_warn_after_a_retry_error() {
         "503" => Classification::retryable(),
         _ => Classification::terminal(),
     };
-    let retry = Retry::new(Policy::default(), classify).timer(ManualTimer::new());
+    let retry = Retry::builder()
+        .policy(Policy::default())
+        .classifier(classify)
+        .timer(ManualTimer::new())
+        .build();
     let (_, first) = capture(|| retry.call(|_| Err::<(), _>("404")));
     assert_eq!(
         levels(&first),
@@ -85,8 +92,11 @@ fn a_terminal_on_the_first_attempt_is_warn_after_a_retry_error() {
 fn an_exhausted_budget_is_error() {
     let policy = Policy::builder().max_attempts(2).build().unwrap();
     let (_, cap) = capture(|| {
-        Retry::new(policy, AlwaysRetry)
+        Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
             .timer(ManualTimer::new())
+            .build()
             .call(flaky(0))
     });
     assert_eq!(
@@ -105,12 +115,12 @@ fn levels_set_on_a_retry_are_used() {
         .retry_succeeded(Level::TRACE)
         .set("retry_budget_exhausted", Level::WARN)
         .unwrap();
-    let retry = Retry::new(
-        Policy::builder().max_attempts(3).build().unwrap(),
-        AlwaysRetry,
-    )
-    .timer(ManualTimer::new())
-    .event_levels(custom);
+    let retry = Retry::builder()
+        .policy(Policy::builder().max_attempts(3).build().unwrap())
+        .classifier(AlwaysRetry)
+        .timer(ManualTimer::new())
+        .event_levels(custom)
+        .build();
     let (_, ok) = capture(|| retry.call(flaky(2)));
     assert_eq!(
         levels(&ok),
@@ -128,7 +138,7 @@ fn levels_set_on_a_retry_are_used() {
         .spread(0.0)
         .build()
         .unwrap();
-    let retry = retry.budget(std::sync::Arc::new(budget));
+    let retry = retry.into_builder().budget(budget).build();
     let (_, denied) = capture(|| retry.call(flaky(0)));
     let last = denied.events().pop().unwrap();
     assert_eq!(
@@ -185,9 +195,12 @@ fn the_tower_policy_carries_the_levels() {
         Ok(503) => Some(Classification::retryable()),
         _ => Some(Classification::terminal()),
     };
-    let retry = Retry::new(Policy::default(), classify)
+    let retry = Retry::builder()
+        .policy(Policy::default())
+        .classifier(classify)
         .timer(ManualTimer::new())
-        .event_levels(EventLevels::default().retry_scheduled(Level::INFO));
+        .event_levels(EventLevels::default().retry_scheduled(Level::INFO))
+        .build();
     let layer = tower::retry::RetryLayer::new(RetryPolicy::new(retry));
     let (status, cap) = capture(|| {
         let rt = tokio::runtime::Builder::new_current_thread()

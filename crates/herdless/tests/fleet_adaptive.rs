@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use herdless::fleet::pushback::Allotment;
-use herdless::fleet::AdaptiveAllocator;
+use herdless::pushback::AdaptiveAllocator;
+use herdless::pushback::Allotment;
 use proptest::prelude::*;
 
 /// A service with a capacity: a token bucket of `rate` per second and a

@@ -98,9 +98,12 @@ async fn executor_sends_one_probe_at_a_time_during_an_outage() {
         .build()
         .unwrap();
     let retry = Arc::new(
-        Retry::new(policy, AlwaysRetry)
+        Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
             .timer(Tokio)
-            .breaker(breaker.clone()),
+            .breaker(breaker.clone())
+            .build(),
     );
     let retries_in_flight = Arc::new(AtomicU32::new(0));
     let overlap = Arc::new(AtomicBool::new(false));
@@ -167,9 +170,12 @@ fn waiting_behind_a_probe_counts_against_max_elapsed() {
         .max_elapsed(Duration::from_secs(5))
         .build()
         .unwrap();
-    let err = Retry::new(policy, AlwaysRetry)
+    let err = Retry::builder()
+        .policy(policy)
+        .classifier(AlwaysRetry)
         .timer(timer.clone())
         .breaker(breaker.clone())
+        .build()
         .call(|_| Err::<(), _>("503"))
         .unwrap_err();
     assert_eq!(err.reason(), GiveUp::MaxElapsed);
@@ -204,9 +210,12 @@ fn a_zero_probe_wait_does_not_spin_behind_a_held_probe() {
         .max_elapsed(Duration::from_millis(20))
         .build()
         .unwrap();
-    let err = Retry::new(policy, AlwaysRetry)
+    let err = Retry::builder()
+        .policy(policy)
+        .classifier(AlwaysRetry)
         .timer(timer.clone())
         .breaker(breaker.clone())
+        .build()
         .call(|_| Err::<(), _>("503"))
         .unwrap_err();
     assert_eq!(err.reason(), GiveUp::MaxElapsed);

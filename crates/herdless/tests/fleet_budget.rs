@@ -137,11 +137,14 @@ fn denied_retry_ends_the_call_with_retry_budget_and_the_event() {
         }
     };
     let timer = ManualTimer::new();
-    let err = Retry::new(Policy::default(), AlwaysRetry)
+    let err = Retry::builder()
+        .policy(Policy::default())
+        .classifier(AlwaysRetry)
         .timer(timer.clone())
         .budget(budget.clone())
         .notify(&hook)
         .task_id("t")
+        .build()
         .call(|_| Err::<(), _>("503"))
         .unwrap_err();
     assert_eq!(err.reason(), GiveUp::RetryBudget);
@@ -160,9 +163,12 @@ fn successes_refund_and_a_healthy_endpoint_is_never_denied() {
     // gRPC 10 / 0.1: one failure in ten calls keeps the bucket full, so the
     // budget never denies while the endpoint is healthy.
     let budget = Arc::new(RetryBudget::grpc(10.0, 0.1).unwrap());
-    let retry = Retry::new(Policy::default(), AlwaysRetry)
+    let retry = Retry::builder()
+        .policy(Policy::default())
+        .classifier(AlwaysRetry)
         .timer(ManualTimer::new())
-        .budget(budget.clone());
+        .budget(budget.clone())
+        .build();
     for call in 0..10_000u32 {
         let out = retry.call(|a| {
             if call % 10 == 0 && a.number() == 1 {
@@ -179,9 +185,12 @@ fn successes_refund_and_a_healthy_endpoint_is_never_denied() {
 #[test]
 fn aws_quota_returns_the_retry_cost_on_success() {
     let budget = Arc::new(RetryBudget::builder().aws().spread(0.0).build().unwrap());
-    let retry = Retry::new(Policy::default(), AlwaysRetry)
+    let retry = Retry::builder()
+        .policy(Policy::default())
+        .classifier(AlwaysRetry)
         .timer(ManualTimer::new())
-        .budget(budget.clone());
+        .budget(budget.clone())
+        .build();
     let out = retry.call(|a| if a.number() < 3 { Err("503") } else { Ok(()) });
     assert_eq!(out, Ok(()));
     // two retries at 5, the success returns the last one's 5
@@ -200,21 +209,21 @@ fn timeouts_cost_more_through_the_classifier() {
         |_: &E| Classification::retryable(),
         |e: &E| matches!(e, E::Timeout),
     );
-    let retry = Retry::new(
-        Policy::builder().max_attempts(3).build().unwrap(),
-        classifier,
-    )
-    .timer(ManualTimer::new())
-    .budget(budget.clone());
+    let retry = Retry::builder()
+        .policy(Policy::builder().max_attempts(3).build().unwrap())
+        .classifier(classifier)
+        .timer(ManualTimer::new())
+        .budget(budget.clone())
+        .build();
     let _ = retry.call(|a| Err::<(), _>(if a.number() == 1 { E::Timeout } else { E::Busy }));
     assert_eq!(budget.tokens(), 500.0 - 10.0 - 5.0);
     // io::Error timeouts are detected by ByTrait
-    let retry = Retry::new(
-        Policy::builder().max_attempts(2).build().unwrap(),
-        herdless::ByTrait,
-    )
-    .timer(ManualTimer::new())
-    .budget(budget.clone());
+    let retry = Retry::builder()
+        .policy(Policy::builder().max_attempts(2).build().unwrap())
+        .classifier(herdless::ByTrait)
+        .timer(ManualTimer::new())
+        .budget(budget.clone())
+        .build();
     let _ = retry.call(|_| Err::<(), _>(std::io::Error::from(std::io::ErrorKind::TimedOut)));
     assert_eq!(budget.tokens(), 500.0 - 10.0 - 5.0 - 10.0);
 }
@@ -277,16 +286,16 @@ fn each_call_draws_its_own_level() {
                     .build()
                     .unwrap(),
             );
-            Retry::new(
-                Policy::builder().max_attempts(2).build().unwrap(),
-                AlwaysRetry,
-            )
-            .seed(seed)
-            .timer(ManualTimer::new())
-            .budget(budget)
-            .call(|_| Err::<(), _>("503"))
-            .unwrap_err()
-            .reason()
+            Retry::builder()
+                .policy(Policy::builder().max_attempts(2).build().unwrap())
+                .classifier(AlwaysRetry)
+                .seed(seed)
+                .timer(ManualTimer::new())
+                .budget(budget)
+                .build()
+                .call(|_| Err::<(), _>("503"))
+                .unwrap_err()
+                .reason()
         })
         .collect();
     // Level 70 after the failure: admitted iff 50 + 40·u < 70, i.e. u < 0.5.
@@ -317,18 +326,20 @@ fn an_admitted_retry_that_never_runs_is_refunded() {
         held,
         herdless::fleet::breaker::Admission::Probe(_)
     ));
-    let err = Retry::new(
-        Policy::builder()
-            .max_elapsed(std::time::Duration::from_secs(5))
-            .build()
-            .unwrap(),
-        AlwaysRetry,
-    )
-    .timer(ManualTimer::new())
-    .budget(budget.clone())
-    .breaker(breaker)
-    .call(|_| Err::<(), _>("503"))
-    .unwrap_err();
+    let err = Retry::builder()
+        .policy(
+            Policy::builder()
+                .max_elapsed(std::time::Duration::from_secs(5))
+                .build()
+                .unwrap(),
+        )
+        .classifier(AlwaysRetry)
+        .timer(ManualTimer::new())
+        .budget(budget.clone())
+        .breaker(breaker)
+        .build()
+        .call(|_| Err::<(), _>("503"))
+        .unwrap_err();
     assert_eq!(err.reason(), GiveUp::MaxElapsed);
     assert_eq!(err.attempts(), 1);
     assert_eq!(budget.tokens(), 500.0);
@@ -356,9 +367,12 @@ async fn a_cancelled_call_returns_its_unused_retry() {
         .jitter(herdless::Jitter::None)
         .build()
         .unwrap();
-    let retry = Retry::new(policy, AlwaysRetry)
+    let retry = Retry::builder()
+        .policy(policy)
+        .classifier(AlwaysRetry)
         .timer(Tokio)
-        .budget(budget.clone());
+        .budget(budget.clone())
+        .build();
     let call = retry.call_async(|_| async { Err::<(), _>("503") });
     // Cancelled during the 10 s backoff sleep, after the retry was admitted.
     let out = tokio::time::timeout(std::time::Duration::from_secs(1), call).await;

@@ -24,18 +24,24 @@ fn drained_budget() -> Arc<RetryBudget> {
 fn urgent_calls_bypass_a_drained_budget_within_their_quota_only() {
     let budget = drained_budget();
     let policy = Policy::builder().max_attempts(10).build().unwrap();
-    let bulk = Retry::new(policy, AlwaysRetry)
+    let bulk = Retry::builder()
+        .policy(policy)
+        .classifier(AlwaysRetry)
         .timer(ManualTimer::new())
-        .budget(budget.clone());
+        .budget(budget.clone())
+        .build();
     let err = bulk.call(|_| Err::<(), _>("503")).unwrap_err();
     assert_eq!(err.reason(), GiveUp::RetryBudget);
     assert_eq!(err.attempts(), 1);
 
     for quota in [0u32, 1, 3] {
-        let urgent = Retry::new(policy, AlwaysRetry)
+        let urgent = Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
             .timer(ManualTimer::new())
             .budget(budget.clone())
-            .urgent(Urgent::new(Duration::from_secs(60)).quota(quota));
+            .urgent(Urgent::new(Duration::from_secs(60)).quota(quota))
+            .build();
         let err = urgent.call(|_| Err::<(), _>("503")).unwrap_err();
         // `quota` retries through the lane, then the budget denies the next one.
         assert_eq!(err.reason(), GiveUp::RetryBudget, "quota {quota}");
@@ -46,10 +52,13 @@ fn urgent_calls_bypass_a_drained_budget_within_their_quota_only() {
 #[test]
 fn urgent_call_succeeds_where_a_bulk_call_gives_up() {
     let budget = drained_budget();
-    let urgent = Retry::new(Policy::default(), AlwaysRetry)
+    let urgent = Retry::builder()
+        .policy(Policy::default())
+        .classifier(AlwaysRetry)
         .timer(ManualTimer::new())
         .budget(budget.clone())
-        .urgent(Urgent::new(Duration::from_secs(5)).quota(2));
+        .urgent(Urgent::new(Duration::from_secs(5)).quota(2))
+        .build();
     let out = urgent.call(|a| if a.number() < 3 { Err("503") } else { Ok("ok") });
     assert_eq!(out, Ok("ok"));
 }
@@ -66,19 +75,19 @@ fn urgent_calls_never_sleep_past_their_deadline() {
             }
         };
         let t = timer.clone();
-        let err = Retry::new(
-            Policy::builder().max_attempts(1000).build().unwrap(),
-            AlwaysRetry,
-        )
-        .timer(timer.clone())
-        .notify(&hook)
-        .seed(deadline_ms)
-        .urgent(Urgent::new(deadline))
-        .call(|_| {
-            t.advance(Duration::from_millis(30)); // the attempt's own time
-            Err::<(), _>("503")
-        })
-        .unwrap_err();
+        let err = Retry::builder()
+            .policy(Policy::builder().max_attempts(1000).build().unwrap())
+            .classifier(AlwaysRetry)
+            .timer(timer.clone())
+            .notify(&hook)
+            .seed(deadline_ms)
+            .urgent(Urgent::new(deadline))
+            .build()
+            .call(|_| {
+                t.advance(Duration::from_millis(30)); // the attempt's own time
+                Err::<(), _>("503")
+            })
+            .unwrap_err();
         assert_eq!(err.reason(), GiveUp::MaxElapsed, "deadline {deadline:?}");
         let wakeups = scheduled.into_inner().unwrap();
         assert!(
@@ -93,13 +102,14 @@ fn urgent_calls_never_sleep_past_their_deadline() {
 #[test]
 fn a_server_delay_past_the_deadline_ends_the_call_at_once() {
     let timer = ManualTimer::new();
-    let err = Retry::new(Policy::default(), |_: &&str| {
-        Classification::retry_after(Duration::from_secs(5))
-    })
-    .timer(timer.clone())
-    .urgent(Urgent::new(Duration::from_secs(1)))
-    .call(|_| Err::<(), _>("429"))
-    .unwrap_err();
+    let err = Retry::builder()
+        .policy(Policy::default())
+        .classifier(|_: &&str| Classification::retry_after(Duration::from_secs(5)))
+        .timer(timer.clone())
+        .urgent(Urgent::new(Duration::from_secs(1)))
+        .build()
+        .call(|_| Err::<(), _>("429"))
+        .unwrap_err();
     assert_eq!(err.reason(), GiveUp::MaxElapsed);
     assert_eq!(err.attempts(), 1);
     assert!(timer.sleeps().is_empty());
@@ -117,10 +127,13 @@ fn urgent_retries_within_quota_do_not_wait_behind_a_probe() {
         .base(Duration::from_millis(10))
         .build()
         .unwrap();
-    let out = Retry::new(policy, AlwaysRetry)
+    let out = Retry::builder()
+        .policy(policy)
+        .classifier(AlwaysRetry)
         .timer(timer.clone())
         .breaker(breaker.clone())
         .urgent(Urgent::new(Duration::from_millis(500)).quota(2))
+        .build()
         .call(|a| if a.number() < 3 { Err("503") } else { Ok(()) });
     assert_eq!(out, Ok(()));
     assert_eq!(
@@ -147,19 +160,19 @@ async fn async_urgent_call_respects_its_deadline_on_tokio_time() {
         }
     }
     let start = tokio::time::Instant::now();
-    let err = Retry::new(
-        Policy::builder().max_attempts(1000).build().unwrap(),
-        AlwaysRetry,
-    )
-    .timer(Tokio)
-    .budget(drained_budget())
-    .urgent(Urgent::new(Duration::from_millis(1500)).quota(1000))
-    .call_async(|_| async {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        Err::<(), _>("503")
-    })
-    .await
-    .unwrap_err();
+    let err = Retry::builder()
+        .policy(Policy::builder().max_attempts(1000).build().unwrap())
+        .classifier(AlwaysRetry)
+        .timer(Tokio)
+        .budget(drained_budget())
+        .urgent(Urgent::new(Duration::from_millis(1500)).quota(1000))
+        .build()
+        .call_async(|_| async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Err::<(), _>("503")
+        })
+        .await
+        .unwrap_err();
     assert_eq!(err.reason(), GiveUp::MaxElapsed);
     assert!(err.attempts() >= 2);
     assert!(start.elapsed() <= Duration::from_millis(1520));

@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use herdless::fleet::pushback::{Allotment, SlotAllocator};
+use herdless::pushback::{Allotment, SlotAllocator};
 use herdless::Rng;
 use proptest::prelude::*;
 

@@ -13,8 +13,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use herdless::adapters::tower::{GrpcClassifier, RetryPolicy};
 use herdless::grpc::{classify_status, CodeClassifier, PUSHBACK_HEADER};
-use herdless::integrations::{GrpcClassifier, RetryPolicy};
 use herdless::{Classification, GiveUp, ManualTimer, Policy, Retry, RetryEvent};
 use http::uri::PathAndQuery;
 use http_body_util::{BodyExt, Full};
@@ -183,9 +183,12 @@ async fn unavailable_twice_then_ok() {
     .await;
     let timer = ManualTimer::new();
     let (events, hook) = recorder();
-    let retry = Retry::new(policy(), classify)
+    let retry = Retry::builder()
+        .policy(policy())
+        .classifier(classify)
         .timer(timer.clone())
-        .notify(hook);
+        .notify(hook)
+        .build();
     let reply = retry.call_async(|_| ping(channel.clone())).await.unwrap();
     assert_eq!(reply.into_inner().message, "pong a #3");
     assert_eq!(hits.load(Ordering::SeqCst), 3);
@@ -205,7 +208,11 @@ async fn unavailable_twice_then_ok() {
 async fn pushback_is_honored_exactly() {
     let (channel, hits) = serve(vec![(Code::Unavailable, Some("1250")), (Code::Ok, None)]).await;
     let timer = ManualTimer::new();
-    let retry = Retry::new(policy(), classify).timer(timer.clone());
+    let retry = Retry::builder()
+        .policy(policy())
+        .classifier(classify)
+        .timer(timer.clone())
+        .build();
     let reply = retry.call_async(|_| ping(channel.clone())).await.unwrap();
     assert_eq!(reply.into_inner().message, "pong a #2");
     assert_eq!(hits.load(Ordering::SeqCst), 2);
@@ -225,7 +232,11 @@ async fn a_huge_pushback_is_clamped_by_max_retry_after() {
         .retry_after_spread(0.0)
         .build()
         .unwrap();
-    let retry = Retry::new(policy, classify).timer(timer.clone());
+    let retry = Retry::builder()
+        .policy(policy)
+        .classifier(classify)
+        .timer(timer.clone())
+        .build();
     retry.call_async(|_| ping(channel.clone())).await.unwrap();
     assert_eq!(timer.sleeps(), [Duration::from_secs(3)]);
 }
@@ -237,9 +248,12 @@ async fn negative_pushback_stops_with_the_reason() {
             serve(vec![(Code::Unavailable, Some(refusal)), (Code::Ok, None)]).await;
         let timer = ManualTimer::new();
         let (events, hook) = recorder();
-        let retry = Retry::new(policy(), classify)
+        let retry = Retry::builder()
+            .policy(policy())
+            .classifier(classify)
             .timer(timer.clone())
-            .notify(hook);
+            .notify(hook)
+            .build();
         let err = retry
             .call_async(|_| ping(channel.clone()))
             .await
@@ -265,7 +279,11 @@ async fn other_codes_are_terminal_even_with_a_pushback() {
         (Code::Ok, None),
     ])
     .await;
-    let retry = Retry::new(policy(), classify).timer(ManualTimer::new());
+    let retry = Retry::builder()
+        .policy(policy())
+        .classifier(classify)
+        .timer(ManualTimer::new())
+        .build();
     let err = retry
         .call_async(|_| ping(channel.clone()))
         .await
@@ -303,9 +321,12 @@ async fn tower_retry_layer_over_a_tonic_channel() {
     .await;
     let timer = ManualTimer::new();
     let (events, hook) = recorder();
-    let retry = Retry::new(policy(), GrpcClassifier::new())
+    let retry = Retry::builder()
+        .policy(policy())
+        .classifier(GrpcClassifier::new())
         .timer(timer.clone())
-        .notify(hook);
+        .notify(hook)
+        .build();
     // The buffered request is what tower copies; the channel gets tonic's body.
     let mut svc = ServiceBuilder::new()
         .layer(RetryLayer::new(RetryPolicy::new(retry)))

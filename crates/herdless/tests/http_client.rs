@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herdless::http::{HttpRetry, SendError};
+use herdless::adapters::reqwest::{HttpRetry, SendError};
 use herdless::{GiveUp, Policy, Retry, RetryEvent};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
@@ -113,8 +113,11 @@ async fn retries_get_and_keeps_one_idempotency_key() {
     let (url, seen) = scripted(vec![(503, ""), (503, ""), (200, "")]).await;
     let events = Arc::new(Mutex::new(Vec::new()));
     let log = events.clone();
-    let retry = Retry::new(fast(), Default::default())
-        .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name()));
+    let retry = Retry::builder()
+        .policy(fast())
+        .classifier(Default::default())
+        .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name()))
+        .build();
     let http = HttpRetry::from_retry(retry).idempotency_key_header(true);
     let client = reqwest::Client::new();
     let mut attempts = Vec::new();
@@ -238,16 +241,20 @@ async fn terminal_status_is_one_request_and_retry_after_is_honored() {
         .max_retry_after(Duration::from_millis(50))
         .build()
         .unwrap();
-    let retry = Retry::new(policy, Default::default()).notify(move |e: &RetryEvent<'_>| {
-        if let RetryEvent::Scheduled {
-            sleep,
-            honored_retry_after,
-            ..
-        } = *e
-        {
-            log.lock().unwrap().push((sleep, honored_retry_after));
-        }
-    });
+    let retry = Retry::builder()
+        .policy(policy)
+        .classifier(Default::default())
+        .notify(move |e: &RetryEvent<'_>| {
+            if let RetryEvent::Scheduled {
+                sleep,
+                honored_retry_after,
+                ..
+            } = *e
+            {
+                log.lock().unwrap().push((sleep, honored_retry_after));
+            }
+        })
+        .build();
     HttpRetry::from_retry(retry)
         .send(client.get(&url))
         .await
@@ -321,16 +328,20 @@ async fn retry_after_ms_is_preferred_to_retry_after() {
     .await;
     let sleeps = Arc::new(Mutex::new(Vec::new()));
     let log = sleeps.clone();
-    let retry = Retry::new(fast(), Default::default()).notify(move |e: &RetryEvent<'_>| {
-        if let RetryEvent::Scheduled {
-            sleep,
-            honored_retry_after,
-            ..
-        } = *e
-        {
-            log.lock().unwrap().push((sleep, honored_retry_after));
-        }
-    });
+    let retry = Retry::builder()
+        .policy(fast())
+        .classifier(Default::default())
+        .notify(move |e: &RetryEvent<'_>| {
+            if let RetryEvent::Scheduled {
+                sleep,
+                honored_retry_after,
+                ..
+            } = *e
+            {
+                log.lock().unwrap().push((sleep, honored_retry_after));
+            }
+        })
+        .build();
     HttpRetry::from_retry(retry)
         .send(reqwest::Client::new().get(&url))
         .await
@@ -371,7 +382,11 @@ async fn a_per_attempt_timeout_costs_the_aws_timeout_price() {
                 .build()
                 .unwrap(),
         );
-        let retry = Retry::new(policy, Default::default()).budget(budget.clone());
+        let retry = Retry::builder()
+            .policy(policy)
+            .classifier(Default::default())
+            .budget(budget.clone())
+            .build();
         let err = HttpRetry::from_retry(retry)
             .send(client.get(url).timeout(Duration::from_millis(100)))
             .await
@@ -389,8 +404,9 @@ async fn a_per_attempt_timeout_costs_the_aws_timeout_price() {
 /// retried; a streaming body is sent once.
 #[tokio::test]
 async fn reqwest_client_as_a_tower_service_retries_through_the_engine() {
-    use herdless::http::client::HttpClassifier;
-    use herdless::{ManualTimer, RetryPolicy};
+    use herdless::adapters::reqwest::ReqwestClassifier;
+    use herdless::adapters::tower::RetryPolicy;
+    use herdless::ManualTimer;
     use tower::{retry::RetryLayer, Service, ServiceBuilder, ServiceExt};
 
     let (url, seen) = scripted(vec![
@@ -404,9 +420,12 @@ async fn reqwest_client_as_a_tower_service_retries_through_the_engine() {
     let timer = ManualTimer::new();
     let events = Arc::new(Mutex::new(Vec::new()));
     let log = events.clone();
-    let retry = Retry::new(fast(), HttpClassifier::default())
+    let retry = Retry::builder()
+        .policy(fast())
+        .classifier(ReqwestClassifier::default())
         .timer(timer.clone())
-        .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name()));
+        .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name()))
+        .build();
     let policy = RetryPolicy::with_cloner(retry, |r: &reqwest::Request| r.try_clone());
     let mut client = ServiceBuilder::new()
         .layer(RetryLayer::new(policy))

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::Method;
-use herdless::http::client::HttpClassifier;
-use herdless::http::middleware::{RetryMiddleware, Stopped};
-use herdless::http::{HttpRetry, NotRetried};
+use herdless::adapters::reqwest::middleware::{RetryMiddleware, Stopped};
+use herdless::adapters::reqwest::ReqwestClassifier;
+use herdless::adapters::reqwest::{HttpRetry, NotRetried};
 use herdless::{GiveUp, ManualTimer, Policy, Retry, RetryBudget, RetryEvent};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use support::server::serve;
@@ -34,14 +34,19 @@ type Http = HttpRetry<ManualTimer, Hook>;
 /// A client whose retry middleware is `configure(HttpRetry around retry)`,
 /// with a virtual timer and a hook recording the events' names.
 fn stack(
-    retry: Retry<HttpClassifier>,
+    retry: Retry<ReqwestClassifier>,
     configure: impl FnOnce(Http) -> Http,
 ) -> (ClientWithMiddleware, ManualTimer, Events) {
     let timer = ManualTimer::new();
     let events: Events = Arc::default();
     let log = events.clone();
     let notify: Hook = Box::new(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name()));
-    let retry = retry.task_id("mw-test").timer(timer.clone()).notify(notify);
+    let retry = retry
+        .into_builder()
+        .task_id("mw-test")
+        .timer(timer.clone())
+        .notify(notify)
+        .build();
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(RetryMiddleware::from(configure(HttpRetry::from_retry(
             retry,
@@ -233,7 +238,11 @@ async fn limits_and_a_shared_budget_stop_the_call() {
     );
     let (url, seen) = serve(vec![(503, vec![])]).await;
     let (client, _, _) = stack(
-        Retry::new(policy(), Default::default()).budget(budget.clone()),
+        Retry::builder()
+            .policy(policy())
+            .classifier(Default::default())
+            .budget(budget.clone())
+            .build(),
         |h| h,
     );
     let first = client.get(&url).send().await.unwrap();

@@ -69,9 +69,12 @@ fn give_ups(reason: &str) -> String {
 fn two_failures_then_a_success() {
     let timer = ManualTimer::new();
     let (out, rec) = record(|| {
-        Retry::new(Policy::default(), AlwaysRetry)
+        Retry::builder()
+            .policy(Policy::default())
+            .classifier(AlwaysRetry)
             .timer(timer.clone())
             .seed(7)
+            .build()
             .call(|a| if a.number() < 3 { Err("503") } else { Ok(()) })
     });
     assert_eq!(out, Ok(()));
@@ -100,8 +103,11 @@ fn a_first_try_success_counts_one_attempt_only() {
 #[test]
 fn a_terminal_error() {
     let (_, rec) = record(|| {
-        Retry::new(Policy::default(), |_: &u16| Classification::terminal())
+        Retry::builder()
+            .policy(Policy::default())
+            .classifier(|_: &u16| Classification::terminal())
             .timer(ManualTimer::new())
+            .build()
             .call(|_| Err::<(), _>(404))
     });
     assert_eq!(rec.counter(m::ATTEMPTS), 1);
@@ -114,8 +120,11 @@ fn attempts_run_out() {
     let policy = Policy::builder().max_attempts(4).build().unwrap();
     let timer = ManualTimer::new();
     let (_, rec) = record(|| {
-        Retry::new(policy, AlwaysRetry)
+        Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
             .timer(timer.clone())
+            .build()
             .call(|_| Err::<(), _>("503"))
     });
     assert_eq!(rec.counter(m::ATTEMPTS), 4);
@@ -135,9 +144,12 @@ fn an_exhausted_shared_budget_and_its_gauge() {
             .unwrap(),
     );
     let (out, rec) = record(|| {
-        Retry::new(Policy::default(), AlwaysRetry)
+        Retry::builder()
+            .policy(Policy::default())
+            .classifier(AlwaysRetry)
             .timer(ManualTimer::new())
             .budget(budget.clone())
+            .build()
             .call(|_| Err::<(), _>("503"))
     });
     assert_eq!(out.unwrap_err().attempts(), 3); // two retries at 5 tokens, then 2 < 5
@@ -152,9 +164,12 @@ fn an_exhausted_shared_budget_and_its_gauge() {
 fn the_breaker_gauge_follows_its_state() {
     let breaker = Arc::new(Breaker::new(1));
     let once = Policy::builder().max_attempts(1).build().unwrap();
-    let retry = Retry::new(once, AlwaysRetry)
+    let retry = Retry::builder()
+        .policy(once)
+        .classifier(AlwaysRetry)
         .timer(ManualTimer::new())
-        .breaker(breaker.clone());
+        .breaker(breaker.clone())
+        .build();
     let (_, opened) = record(|| retry.call(|_| Err::<(), _>("503")));
     assert_eq!(opened.gauge(m::BREAKER_OPEN), Some(1.0));
     assert_eq!(opened.counter(&give_ups("max_attempts")), 1);

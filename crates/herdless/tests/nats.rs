@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use herdless::redelivery::nats::{Summary, Task, Worker};
+use herdless::adapters::nats::{Summary, Task, Worker};
 use herdless::{Classification, Jitter, Policy, RetryEvent};
 use nats_server::{consumer_state, dead_letters, header, publish, task_streams, NatsServer};
 

@@ -69,9 +69,12 @@ fn success_path_does_not_allocate() {
 
     let blocking = allocations_during(|| {
         for i in 0..10_000u64 {
-            let out = Retry::new(policy, AlwaysRetry)
+            let out = Retry::builder()
+                .policy(policy)
+                .classifier(AlwaysRetry)
                 .task_id("hot-path")
                 .timer(SystemTimer)
+                .build()
                 .call(|a| Ok::<_, ()>(i + u64::from(a.number())));
             assert_eq!(out, Ok(i + 1));
         }
@@ -81,7 +84,11 @@ fn success_path_does_not_allocate() {
     let timer = ManualTimer::new();
     let asynchronous = allocations_during(|| {
         for i in 0..10_000u64 {
-            let retry = Retry::new(policy, AlwaysRetry).timer(&timer);
+            let retry = Retry::builder()
+                .policy(policy)
+                .classifier(AlwaysRetry)
+                .timer(&timer)
+                .build();
             let out = poll_once(
                 retry.call_async(|a| async move { Ok::<_, ()>(i + u64::from(a.number())) }),
             );

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use axum::{routing::get, Router};
-use herdless::fleet::pushback::SlotAllocator;
-use herdless::fleet::pushback_layer::PushbackLayer;
+use herdless::adapters::tower::PushbackLayer;
+use herdless::pushback::SlotAllocator;
 use herdless::ManualTimer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -151,7 +151,7 @@ fn limited_handler(
 /// handler's rate.
 #[tokio::test]
 async fn the_adaptive_layer_learns_the_capacity_from_the_handlers_refusals() {
-    use herdless::fleet::AdaptiveAllocator;
+    use herdless::pushback::AdaptiveAllocator;
     use tower::{Layer, ServiceExt};
     let timer = ManualTimer::new();
     let layer = PushbackLayer::with_clock(
@@ -186,7 +186,7 @@ async fn the_adaptive_layer_learns_the_capacity_from_the_handlers_refusals() {
 /// its slot is told the same slot again.
 #[tokio::test]
 async fn over_a_socket_an_early_caller_gets_its_slot_again() {
-    use herdless::fleet::AdaptiveAllocator;
+    use herdless::pushback::AdaptiveAllocator;
     let timer = ManualTimer::new();
     let layer = PushbackLayer::with_clock(
         AdaptiveAllocator::builder()

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use herdless::integrations::{CloneBody, HttpClassifier, RetryPolicy};
+use herdless::adapters::tower::{CloneBody, HttpClassifier, RetryPolicy};
 use herdless::{ManualTimer, Policy, Retry, RetryEvent};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Either, Full};
@@ -33,10 +33,13 @@ fn retry(
     let timer = ManualTimer::new();
     let events: Events = Arc::default();
     let log = events.clone();
-    let retry = Retry::new(policy, HttpClassifier::new())
+    let retry = Retry::builder()
+        .policy(policy)
+        .classifier(HttpClassifier::new())
         .task_id("tower-test")
         .timer(timer.clone())
-        .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name().to_string()));
+        .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name().to_string()))
+        .build();
     (retry, timer, events)
 }
 
@@ -185,7 +188,12 @@ async fn service_fn_with_paused_time_and_a_budget() {
         .build()
         .unwrap();
     let budget = Arc::new(RetryBudget::aws());
-    let retry = Retry::new(policy, classify).budget(budget.clone()).seed(7);
+    let retry = Retry::builder()
+        .policy(policy)
+        .classifier(classify)
+        .budget(budget.clone())
+        .seed(7)
+        .build();
     let hits = Arc::new(AtomicUsize::new(0));
     let counter = hits.clone();
     let mut svc = ServiceBuilder::new()

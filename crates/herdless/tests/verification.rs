@@ -10,7 +10,8 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use herdless::{
-    AlwaysRetry, Classification, GiveUp, Jitter, ManualTimer, Policy, Retry, RetryEvent,
+    AlwaysRetry, Classification, GiveUp, Jitter, ManualTimer, Policy, Retry, RetryBuilder,
+    RetryEvent,
 };
 use support::capture;
 
@@ -24,9 +25,12 @@ fn perpetual_transient_errors_stop_at_max_attempts() {
     let timer = ManualTimer::new();
     let calls = Cell::new(0u32);
     let (out, cap) = capture(|| {
-        Retry::new(policy, AlwaysRetry)
+        Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
             .task_id("perpetual")
             .timer(timer.clone())
+            .build()
             .call(|_| {
                 calls.set(calls.get() + 1);
                 Err::<(), _>("timeout")
@@ -60,8 +64,11 @@ fn perpetual_transient_errors_stop_within_max_elapsed() {
         .unwrap();
     let timer = ManualTimer::new();
     let (out, cap) = capture(|| {
-        Retry::new(policy, AlwaysRetry)
+        Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
             .timer(timer.clone())
+            .build()
             .call(|_| {
                 timer.advance(op_time);
                 Err::<(), _>("timeout")
@@ -91,9 +98,12 @@ fn terminal_error_makes_exactly_one_attempt() {
     let calls = Cell::new(0u32);
     let timer = ManualTimer::new();
     let (out, cap) = capture(|| {
-        Retry::new(Policy::default(), |_: &u16| Classification::terminal())
+        Retry::builder()
+            .policy(Policy::default())
+            .classifier(|_: &u16| Classification::terminal())
             .task_id("scan-401")
             .timer(timer.clone())
+            .build()
             .call(|_| {
                 calls.set(calls.get() + 1);
                 Err::<(), u16>(401)
@@ -117,8 +127,11 @@ fn terminal_error_makes_exactly_one_attempt() {
 fn unknown_classification_fails_closed() {
     let calls = Cell::new(0u32);
     let (out, cap) = capture(|| {
-        Retry::new(Policy::default(), |_: &&str| Classification::Unknown)
+        Retry::builder()
+            .policy(Policy::default())
+            .classifier(|_: &&str| Classification::Unknown)
             .timer(ManualTimer::new())
+            .build()
             .call(|_| {
                 calls.set(calls.get() + 1);
                 Err::<(), _>("novel error")
@@ -134,9 +147,12 @@ fn unknown_classification_fails_closed() {
 fn retry_succeeds_and_logs_each_decision() {
     let timer = ManualTimer::new();
     let (out, cap) = capture(|| {
-        Retry::new(Policy::default(), AlwaysRetry)
+        Retry::builder()
+            .policy(Policy::default())
+            .classifier(AlwaysRetry)
             .task_id("t")
             .timer(timer.clone())
+            .build()
             .call(|a| {
                 if a.number() < 3 {
                     Err("busy")
@@ -195,9 +211,12 @@ fn one_server_delay(policy: Policy, after: Classification) -> (Duration, bool, D
             *seen.lock().unwrap() = Some((sleep, honored_retry_after, computed_jitter));
         }
     };
-    let out = Retry::new(policy, move |_: &()| after)
+    let out = Retry::builder()
+        .policy(policy)
+        .classifier(move |_: &()| after)
         .timer(timer.clone())
         .notify(hook)
+        .build()
         .call(|a| if a.number() == 1 { Err(()) } else { Ok(()) });
     assert!(out.is_ok());
     let got = seen.lock().unwrap().expect("a retry was scheduled");
@@ -262,8 +281,11 @@ fn server_delay_counts_against_the_elapsed_budget() {
     let policy = Policy::builder().max_elapsed(s(10)).build().unwrap();
     let timer = ManualTimer::new();
     let (out, cap) = capture(|| {
-        Retry::new(policy, |_: &()| Classification::retry_after(s(30)))
+        Retry::builder()
+            .policy(policy)
+            .classifier(|_: &()| Classification::retry_after(s(30)))
             .timer(timer.clone())
+            .build()
             .call(|_| Err::<(), _>(()))
     });
     let err = out.unwrap_err();
@@ -278,31 +300,37 @@ fn server_delay_counts_against_the_elapsed_budget() {
 
 #[test]
 fn default_seeding_differs_and_an_explicit_seed_reproduces() {
-    let sleeps = |retry: Retry<AlwaysRetry, ManualTimer>| {
+    let sleeps = |retry: RetryBuilder<AlwaysRetry>| {
         let t = ManualTimer::new();
-        let _ = retry.timer(t.clone()).call(|_| Err::<(), _>(()));
+        let _ = retry.timer(t.clone()).build().call(|_| Err::<(), _>(()));
         t.sleeps()
     };
     let policy = Policy::default();
-    let a = sleeps(Retry::new(policy, AlwaysRetry).timer(ManualTimer::new()));
-    let b = sleeps(Retry::new(policy, AlwaysRetry).timer(ManualTimer::new()));
+    let a = sleeps(Retry::builder().policy(policy).classifier(AlwaysRetry));
+    let b = sleeps(Retry::builder().policy(policy).classifier(AlwaysRetry));
     assert_eq!(a.len(), 5);
     assert_ne!(a, b, "two retriers with default seeding share no sequence");
     let c = sleeps(
-        Retry::new(policy, AlwaysRetry)
-            .seed(42)
-            .timer(ManualTimer::new()),
+        Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
+            .seed(42),
     );
     let d = sleeps(
-        Retry::new(policy, AlwaysRetry)
-            .seed(42)
-            .timer(ManualTimer::new()),
+        Retry::builder()
+            .policy(policy)
+            .classifier(AlwaysRetry)
+            .seed(42),
     );
     assert_eq!(c, d);
     // Successive calls of one seeded retrier differ from each other, reproducibly.
-    let seeded = Retry::new(policy, AlwaysRetry).seed(42);
     let t1 = ManualTimer::new();
-    let seeded = seeded.timer(t1.clone());
+    let seeded = Retry::builder()
+        .policy(policy)
+        .classifier(AlwaysRetry)
+        .seed(42)
+        .timer(t1.clone())
+        .build();
     let _ = seeded.call(|_| Err::<(), _>(()));
     let first = t1.sleeps();
     let _ = seeded.call(|_| Err::<(), _>(()));
@@ -313,7 +341,11 @@ fn default_seeding_differs_and_an_explicit_seed_reproduces() {
 
 #[test]
 fn idempotency_key_is_stable_within_a_call_and_differs_between_calls() {
-    let retry = Retry::new(Policy::default(), AlwaysRetry).timer(ManualTimer::new());
+    let retry = Retry::builder()
+        .policy(Policy::default())
+        .classifier(AlwaysRetry)
+        .timer(ManualTimer::new())
+        .build();
     let mut keys = vec![];
     let _ = retry.call(|a| {
         keys.push(a.idempotency_key());
@@ -334,18 +366,21 @@ fn every_call_ends_in_exactly_one_outcome() {
     let (mut ok, mut terminal, mut exhausted) = (0, 0, 0);
     for _ in 0..300 {
         let plan: Vec<u64> = (0..5).map(|_| rng.next_u64() % 3).collect();
-        let out = Retry::new(policy, |e: &u64| {
-            if *e == 1 {
-                Classification::retryable()
-            } else {
-                Classification::terminal()
-            }
-        })
-        .timer(ManualTimer::new())
-        .call(|a| match plan[a.number() as usize - 1] {
-            0 => Ok(()),
-            code => Err(code),
-        });
+        let out = Retry::builder()
+            .policy(policy)
+            .classifier(|e: &u64| {
+                if *e == 1 {
+                    Classification::retryable()
+                } else {
+                    Classification::terminal()
+                }
+            })
+            .timer(ManualTimer::new())
+            .build()
+            .call(|a| match plan[a.number() as usize - 1] {
+                0 => Ok(()),
+                code => Err(code),
+            });
         match out {
             Ok(()) => ok += 1,
             Err(e) if e.is_terminal() => terminal += 1,

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Worker `i` (0-based) is a tokio task sending `X-Worker-Id: i`; each does one
-//! logical GET with retries through [`herdless::http::HttpRetry`] (the default
+//! logical GET with retries through [`herdless::adapters::reqwest::HttpRetry`] (the default
 //! status sets: 408, 425, 429, 500, 502, 503 and 504 retried, every other
 //! status from 400 up terminal; `Retry-After` clamped and spread, connection errors and
 //! per-attempt timeouts retried). The report:

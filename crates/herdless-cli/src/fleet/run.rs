@@ -5,8 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herdless::http::client::HttpClassifier;
-use herdless::http::{HttpRetry, SendError};
+use herdless::adapters::reqwest::ReqwestClassifier;
+use herdless::adapters::reqwest::{HttpRetry, SendError};
 use herdless::{GiveUp, Policy, Retry};
 
 use super::args::{FleetStrategy, GuardFlags};
@@ -94,7 +94,9 @@ pub async fn run_fleet(
         let guards = guards.clone();
         let mut stop = stop_rx.clone();
         set.spawn(async move {
-            let mut retry = Retry::new(policy, HttpClassifier::default())
+            let mut retry = Retry::builder()
+                .policy(policy)
+                .classifier(ReqwestClassifier::default())
                 .notify(StderrEvents { format, filter })
                 .task_id(format!("{prefix}{i}"));
             if let Some(seed) = seed {
@@ -109,7 +111,7 @@ pub async fn run_fleet(
             if let (Some(urgent), true) = (guards.urgent, i < guards.urgent_workers) {
                 retry = retry.urgent(urgent);
             }
-            let http = HttpRetry::from_retry(retry);
+            let http = HttpRetry::from_retry(retry.build());
             let mut attempts = Vec::with_capacity(4);
             let request = client
                 .get(url)

@@ -45,7 +45,7 @@
 //!
 //! With `--capacity N`, the outage and the capacity are fronted by one
 //! [`Pushback`]: the library's `SlotAllocator` (the same allocator the
-//! `herdless::fleet::pushback_layer::PushbackLayer` tower layer wraps), driven
+//! `herdless::adapters::tower::PushbackLayer` tower layer wraps), driven
 //! by the stub's own clock (time since start). It admits at most N requests per
 //! second (GCRA, a burst of 100 ms worth of capacity) and answers each rejected
 //! request `503` with **its own slot**: `Retry-After` (whole seconds, rounded

@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode};
-use herdless::fleet::allocator::caller_key;
-use herdless::fleet::pushback::{Allotment, SlotAllocator};
-use herdless::fleet::AdaptiveAllocator;
+use herdless::pushback::allocator::caller_key;
+use herdless::pushback::AdaptiveAllocator;
+use herdless::pushback::{Allotment, SlotAllocator};
 use herdless_sim::endpoint::TokenBucket;
 
 use super::admission::{Arrival, Rule, Verdict};
@@ -84,7 +84,7 @@ impl Rule for AdaptivePushback {
         let caller = a.worker.map(|w| caller_key(w.as_bytes()));
         let decision = {
             let mut alloc = self.lock();
-            let d = herdless::fleet::Allocator::decide(&mut *alloc, now, caller);
+            let d = herdless::pushback::Allocator::decide(&mut *alloc, now, caller);
             (d, alloc.in_outage(now))
         };
         match decision {

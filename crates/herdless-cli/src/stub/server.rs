@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use herdless::fleet::pushback::RETRY_AFTER_MS;
+use herdless::http::RETRY_AFTER_MS;
 use serde::Serialize;
 
 use super::admission::{Arrival, Rule, Verdict};

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::process::Stdio;
 use std::time::Duration;
 
-use herdless::redelivery::nats::Task;
+use herdless::adapters::nats::Task;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;

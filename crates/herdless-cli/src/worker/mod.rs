@@ -2,7 +2,7 @@
 //! command for each task of a NATS JetStream consumer, retries handed to the
 //! broker as jittered redeliveries.
 //!
-//! The worker is the library's [`herdless::redelivery::nats::Worker`]; this
+//! The worker is the library's [`herdless::adapters::nats::Worker`]; this
 //! module resolves the flags (the policy stack and the exit-status lists
 //! exactly as `exec` does: [`AttemptArgs`](crate::exec::AttemptArgs),
 //! [`crate::exec::classify`]), runs each attempt (`worker/attempt.rs`),
@@ -31,7 +31,7 @@ pub use args::WorkerArgs;
 use std::cell::Cell;
 use std::time::Instant;
 
-use herdless::redelivery::nats::{NatsError, Worker};
+use herdless::adapters::nats::{NatsError, Worker};
 use herdless::Jitter;
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{signal, SignalKind};

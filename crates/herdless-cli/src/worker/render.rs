@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use herdless::redelivery::nats::Summary;
+use herdless::adapters::nats::Summary;
 use serde_json::{json, Value};
 
 use crate::policy_args::LogFormat;
@@ -14,7 +14,7 @@ use crate::policy_args::LogFormat;
 /// `handed_back`, `unsettled`).
 ///
 /// ```
-/// use herdless::redelivery::nats::Summary;
+/// use herdless::adapters::nats::Summary;
 /// let v = herdless_cli::worker::render::to_json(&Summary::default(), "idle", std::time::Duration::ZERO);
 /// assert_eq!(v["event"], "worker_summary");
 /// assert_eq!(v["acked"], 0);

@@ -11,12 +11,12 @@
 //!   everything until the outage ends at `T`, then serves at most `C` calls
 //!   per second ([`TokenBucket`]) and answers the rest 503 (no Retry-After).
 //! * [`AdaptiveEndpoint`] is the same endpoint behind the library's adaptive
-//!   server pushback ([`AdaptiveAllocator`](herdless::fleet::AdaptiveAllocator)):
+//!   server pushback ([`AdaptiveAllocator`](herdless::pushback::AdaptiveAllocator)):
 //!   every 503 carries a Retry-After slot, and the allocator learns the
 //!   capacity and the outage's end from the handler's answers
 //!   ([`pushback`] module).
 //! * [`PushbackEndpoint`] is the same endpoint behind the static
-//!   [`SlotAllocator`](herdless::fleet::SlotAllocator), told the capacity and
+//!   [`SlotAllocator`](herdless::pushback::SlotAllocator), told the capacity and
 //!   (or at) the outage's end.
 //! * [`Honoring`] wraps any of them: the clients that ignore Retry-After get
 //!   the answer without it (they use their own backoff), and the calls and

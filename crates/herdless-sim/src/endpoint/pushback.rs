@@ -27,8 +27,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use herdless::fleet::pushback::{Allotment, SlotAllocator};
-use herdless::fleet::AdaptiveAllocator;
+use herdless::pushback::AdaptiveAllocator;
+use herdless::pushback::{Allotment, SlotAllocator};
 
 use super::{Endpoint, OutageEndpoint};
 use crate::error::SimError;
@@ -149,7 +149,7 @@ impl AdaptiveEndpoint {
 
     /// As [`new`](Self::new), for clients numbered `0..callers`: the
     /// allocator tracks them in its table
-    /// ([`AdaptiveBuilder::callers`](herdless::fleet::AdaptiveBuilder::callers)),
+    /// ([`AdaptiveBuilder::callers`](herdless::pushback::AdaptiveBuilder::callers)),
     /// 8 bytes per client instead of a hash map's 17 to 40. The decisions
     /// are the same.
     ///

@@ -48,11 +48,14 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
     /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// # rt.block_on(async {
     /// let policy = Policy::builder().base(Duration::from_millis(100)).build()?;
-    /// let retry = Retry::new(policy, |s: &u16| match s {
+    /// let retry = Retry::builder()
+    /// .policy(policy)
+    /// .classifier(|s: &u16| match s {
     ///     503 => Classification::retryable(),
     ///     _ => Classification::terminal(),
     /// })
-    /// .timer(ManualTimer::new());
+    /// .timer(ManualTimer::new())
+    /// .build();
     ///
     /// let mut conn = Conn { reconnects: 0, seen: Vec::new() };
     /// let row = retry
@@ -106,7 +109,11 @@ mod tests {
             503 => Classification::retryable(),
             _ => Classification::terminal(),
         };
-        Retry::new(policy, classify).timer(ManualTimer::new())
+        Retry::builder()
+            .policy(policy)
+            .classifier(classify)
+            .timer(ManualTimer::new())
+            .build()
     }
 
     #[test]

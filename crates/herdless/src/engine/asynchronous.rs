@@ -34,11 +34,14 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
     /// # rt.block_on(async {
     /// let policy = Policy::builder().base(Duration::from_secs(1)).build()?;
     /// let timer = ManualTimer::new(); // or the default SystemTimer with the `tokio` feature
-    /// let retry = Retry::new(policy, |status: &u16| match status {
+    /// let retry = Retry::builder()
+    /// .policy(policy)
+    /// .classifier(|status: &u16| match status {
     ///     503 => Classification::retryable(),
     ///     _ => Classification::terminal(),
     /// })
-    /// .timer(timer.clone());
+    /// .timer(timer.clone())
+    /// .build();
     /// let body = retry
     ///     .call_async(|attempt| async move {
     ///         if attempt.number() < 3 { Err(503) } else { Ok("ok") }

@@ -26,8 +26,11 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
     /// use herdless::{ByTrait, ManualTimer, Policy, Retry};
     /// let timer = ManualTimer::new();
     /// let mut failures = 2;
-    /// let out = Retry::new(Policy::default(), ByTrait)
+    /// let out = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(ByTrait)
     ///     .timer(timer.clone())
+    ///     .build()
     ///     .call(|_| {
     ///         if failures > 0 { failures -= 1; Err(io::Error::from(io::ErrorKind::TimedOut)) }
     ///         else { Ok("captured") }

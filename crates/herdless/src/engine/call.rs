@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use crate::classify::Classification;
+use crate::classify::RetryCause;
 use crate::engine::context::Context;
 use crate::engine::events::{Notify, RetryEvent};
 use crate::engine::GiveUp;
-use crate::fleet::RetryCause;
 use crate::policy::Schedule;
 use crate::rng::Rng;
 

@@ -80,8 +80,11 @@ impl fmt::Display for GiveUp {
 /// ```
 /// use herdless::{AlwaysRetry, GiveUp, ManualTimer, Policy, Retry};
 /// let policy = Policy::builder().max_attempts(3).build()?;
-/// let err = Retry::new(policy, AlwaysRetry)
+/// let err = Retry::builder()
+///     .policy(policy)
+///     .classifier(AlwaysRetry)
 ///     .timer(ManualTimer::new())
+///     .build()
 ///     .call(|_| Err::<(), _>("still busy"))
 ///     .unwrap_err();
 /// assert_eq!(err.reason(), GiveUp::MaxAttempts);
@@ -103,8 +106,11 @@ impl<E> RetryError<E> {
     ///
     /// ```
     /// # use herdless::{GiveUp, ManualTimer, Policy, Retry, Classification};
-    /// let err = Retry::new(Policy::default(), |_: &&str| Classification::terminal())
+    /// let err = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(|_: &&str| Classification::terminal())
     ///     .timer(ManualTimer::new())
+    ///     .build()
     ///     .call(|_| Err::<(), _>("401"))
     ///     .unwrap_err();
     /// assert_eq!(err.reason(), GiveUp::Terminal);
@@ -117,8 +123,11 @@ impl<E> RetryError<E> {
     ///
     /// ```
     /// # use herdless::{ManualTimer, Policy, Retry, Classification};
-    /// let err = Retry::new(Policy::default(), |_: &&str| Classification::terminal())
+    /// let err = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(|_: &&str| Classification::terminal())
     ///     .timer(ManualTimer::new())
+    ///     .build()
     ///     .call(|_| Err::<(), _>("401"))
     ///     .unwrap_err();
     /// assert_eq!(err.attempts(), 1);
@@ -131,8 +140,11 @@ impl<E> RetryError<E> {
     ///
     /// ```
     /// # use herdless::{ManualTimer, Policy, Retry, Classification};
-    /// let err = Retry::new(Policy::default(), |_: &&str| Classification::terminal())
+    /// let err = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(|_: &&str| Classification::terminal())
     ///     .timer(ManualTimer::new())
+    ///     .build()
     ///     .call(|_| Err::<(), _>("401"))
     ///     .unwrap_err();
     /// assert!(err.elapsed().is_zero()); // virtual time
@@ -145,8 +157,11 @@ impl<E> RetryError<E> {
     ///
     /// ```
     /// # use herdless::{ManualTimer, Policy, Retry, Classification};
-    /// let err = Retry::new(Policy::default(), |_: &&str| Classification::terminal())
+    /// let err = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(|_: &&str| Classification::terminal())
     ///     .timer(ManualTimer::new())
+    ///     .build()
     ///     .call(|_| Err::<(), _>("401"))
     ///     .unwrap_err();
     /// assert_eq!(*err.last_error(), "401");
@@ -159,8 +174,11 @@ impl<E> RetryError<E> {
     ///
     /// ```
     /// # use herdless::{ManualTimer, Policy, Retry, Classification};
-    /// let err = Retry::new(Policy::default(), |_: &String| Classification::terminal())
+    /// let err = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(|_: &String| Classification::terminal())
     ///     .timer(ManualTimer::new())
+    ///     .build()
     ///     .call(|_| Err::<(), _>("401".to_string()))
     ///     .unwrap_err();
     /// assert_eq!(err.into_last_error(), "401");
@@ -173,8 +191,11 @@ impl<E> RetryError<E> {
     ///
     /// ```
     /// # use herdless::{ManualTimer, Policy, Retry, Classification};
-    /// let err = Retry::new(Policy::default(), |_: &&str| Classification::Unknown)
+    /// let err = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(|_: &&str| Classification::Unknown)
     ///     .timer(ManualTimer::new())
+    ///     .build()
     ///     .call(|_| Err::<(), _>("?"))
     ///     .unwrap_err();
     /// assert!(err.is_terminal()); // fails closed
@@ -188,8 +209,11 @@ impl<E> RetryError<E> {
     ///
     /// ```
     /// # use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};
-    /// let err = Retry::new(Policy::builder().max_attempts(2).build()?, AlwaysRetry)
+    /// let err = Retry::builder()
+    ///     .policy(Policy::builder().max_attempts(2).build()?)
+    ///     .classifier(AlwaysRetry)
     ///     .timer(ManualTimer::new())
+    ///     .build()
     ///     .call(|_| Err::<(), _>("busy"))
     ///     .unwrap_err();
     /// assert!(err.is_exhausted());

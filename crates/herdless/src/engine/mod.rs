@@ -102,6 +102,7 @@
 mod async_mut;
 mod asynchronous;
 mod blocking;
+mod builder;
 mod call;
 mod context;
 pub(crate) mod emit;
@@ -112,6 +113,7 @@ pub mod metrics;
 mod retry;
 mod run;
 
+pub use builder::RetryBuilder;
 pub use call::{Decision, Engine, Gate};
 pub use context::Context;
 pub use error::{GiveUp, RetryError};

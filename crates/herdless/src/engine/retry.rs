@@ -17,6 +17,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::classify::ByTrait;
+use crate::engine::builder::RetryBuilder;
 use crate::engine::context::Context;
 use crate::engine::events::NoNotify;
 use crate::engine::EventLevels;
@@ -30,8 +32,11 @@ use crate::timer::SystemTimer;
 /// ```
 /// use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};
 /// let mut keys = Vec::new();
-/// let out = Retry::new(Policy::default(), AlwaysRetry)
+/// let out = Retry::builder()
+///     .policy(Policy::default())
+///     .classifier(AlwaysRetry)
 ///     .timer(ManualTimer::new())
+///     .build()
 ///     .call(|attempt| {
 ///         keys.push(attempt.idempotency_key());
 ///         if attempt.number() < 3 { Err("busy") } else { Ok(attempt.number()) }
@@ -94,8 +99,11 @@ impl Attempt {
     ///
     /// ```
     /// # use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};
-    /// let e = Retry::new(Policy::default(), AlwaysRetry)
+    /// let e = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(AlwaysRetry)
     ///     .timer(ManualTimer::new())
+    ///     .build()
     ///     .call(|a| Ok::<_, ()>(a.elapsed()));
     /// assert_eq!(e, Ok(std::time::Duration::ZERO));
     /// ```
@@ -108,8 +116,11 @@ impl Attempt {
     /// ```
     /// # use herdless::{AlwaysRetry, IdempotencyKey, Policy, Retry};
     /// let key = IdempotencyKey::random();
-    /// let seen = Retry::new(Policy::default(), AlwaysRetry)
+    /// let seen = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(AlwaysRetry)
     ///     .idempotency_key(key)
+    ///     .build()
     ///     .call(|a| Ok::<_, ()>(a.idempotency_key()));
     /// assert_eq!(seen, Ok(key));
     /// ```
@@ -118,10 +129,13 @@ impl Attempt {
     }
 }
 
-/// A configured retrier: policy, classifier, timer, notify hook, task id.
+/// A configured retrier: policy, classifier, timer, notify hook, task id and
+/// shared guards. Build one with [`Retry::new`] (a policy and a classifier),
+/// [`Retry::builder`] (everything else), or [`Retry::default`].
 ///
-/// One `Retry` can serve many calls (`call` takes `&self`); each call gets its own
-/// attempt count, budget, idempotency key and random generator.
+/// One `Retry` serves many calls (`call` takes `&self`); each call gets its
+/// own attempt count, idempotency key and random generator, and shares the
+/// guards.
 ///
 /// ```
 /// use std::time::Duration;
@@ -134,11 +148,14 @@ impl Attempt {
 ///     .base(Duration::from_millis(1))
 ///     .cap(Duration::from_millis(4))
 ///     .build()?;
-/// let retry = Retry::new(policy, |e: &ScanError| match e {
-///     ScanError::Timeout => Classification::retryable(),
-///     ScanError::Unauthorized => Classification::terminal(),
-/// })
-/// .task_id("scan-42");
+/// let retry = Retry::builder()
+///     .policy(policy)
+///     .classify(|e| match e {
+///         ScanError::Timeout => Classification::retryable(),
+///         ScanError::Unauthorized => Classification::terminal(),
+///     })
+///     .task_id("scan-42")
+///     .build();
 ///
 /// let mut calls = 0;
 /// let pages = retry.call(|_attempt| {
@@ -152,7 +169,7 @@ impl Attempt {
 /// assert_eq!(denied.attempts(), 1);
 /// # Ok::<(), herdless::PolicyError>(())
 /// ```
-pub struct Retry<C, T = SystemTimer, N = NoNotify> {
+pub struct Retry<C = ByTrait, T = SystemTimer, N = NoNotify> {
     pub(crate) policy: Policy,
     pub(crate) classifier: C,
     pub(crate) timer: T,
@@ -182,7 +199,9 @@ impl<C, T, N> fmt::Debug for Retry<C, T, N> {
 }
 
 impl<C> Retry<C> {
-    /// A retrier with the system timer and no notify hook.
+    /// A retrier with `policy` and `classifier`, the system timer, no hook and
+    /// no shared guard. For a closure classifier whose argument type should be
+    /// inferred, use [`RetryBuilder::classify`].
     ///
     /// ```
     /// let r = herdless::Retry::new(herdless::Policy::default(), herdless::ByTrait);
@@ -206,244 +225,119 @@ impl<C> Retry<C> {
     }
 }
 
+impl Retry {
+    /// A builder from the defaults: [`Policy::default`], errors classified by
+    /// their type ([`ByTrait`]: `std::io::Error`, and with their features
+    /// `reqwest::Error`, `http::StatusCode`, `tonic::Status`), the system
+    /// timer, no hook, no shared guard.
+    ///
+    /// ```
+    /// let retry = herdless::Retry::builder().task_id("capture").seed(7).build();
+    /// assert_eq!(retry.seed(), Some(7));
+    /// ```
+    pub fn builder() -> RetryBuilder {
+        RetryBuilder::default()
+    }
+}
+
+/// The default policy, errors classified by their type ([`ByTrait`]).
+///
+/// ```
+/// use herdless::Retry;
+/// let retry = Retry::default();
+/// let refused = || Err::<(), _>(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+/// assert_eq!(retry.call(|_| refused()).unwrap_err().attempts(), 1); // terminal: not retried
+/// ```
+impl Default for Retry {
+    fn default() -> Self {
+        Retry::new(Policy::default(), ByTrait)
+    }
+}
+
 impl<C, T, N> Retry<C, T, N> {
+    /// A builder holding this retrier's configuration, to change some of it.
+    ///
+    /// ```
+    /// let base = herdless::Retry::builder().task_id("scan").build();
+    /// let seeded = base.into_builder().seed(3).build();
+    /// assert_eq!((seeded.task_id(), seeded.seed()), ("scan", Some(3)));
+    /// ```
+    pub fn into_builder(self) -> RetryBuilder<C, T, N> {
+        RetryBuilder::from_retry(self)
+    }
+
     /// The policy.
     ///
     /// ```
-    /// let r = herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry);
-    /// assert_eq!(r.policy().cap().as_secs(), 30);
+    /// assert_eq!(herdless::Retry::default().policy().cap().as_secs(), 30);
     /// ```
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
-    /// Sets the task id carried by every event.
-    ///
-    /// ```
-    /// let r = herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).task_id("ingest-9");
-    /// assert_eq!(r.task(), "ingest-9");
-    /// ```
-    pub fn task_id(mut self, task_id: impl Into<Cow<'static, str>>) -> Self {
-        self.task_id = task_id.into();
-        self
+    /// The classifier.
+    pub fn classifier(&self) -> &C {
+        &self.classifier
     }
 
-    /// The task id.
+    /// The timer.
+    pub fn timer(&self) -> &T {
+        &self.timer
+    }
+
+    /// The task id every event carries (empty by default).
     ///
     /// ```
-    /// let r = herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry);
-    /// assert_eq!(r.task(), "");
+    /// assert_eq!(herdless::Retry::default().task_id(), "");
     /// ```
-    pub fn task(&self) -> &str {
+    pub fn task_id(&self) -> &str {
         &self.task_id
     }
 
-    /// Makes the delays reproducible: call `k` of this retrier draws from a
-    /// generator derived from `(seed, k)`. Without a seed every call's generator
-    /// is its own ([`Rng::fresh`](crate::Rng::fresh): a per-thread generator seeded once from OS
-    /// entropy seeds it, no system call per call).
-    ///
-    /// ```
-    /// use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};
-    /// let run = |seed| {
-    ///     let t = ManualTimer::new();
-    ///     let _ = Retry::new(Policy::default(), AlwaysRetry).seed(seed).timer(t.clone())
-    ///         .call(|_| Err::<(), _>(()));
-    ///     t.sleeps()
-    /// };
-    /// assert_eq!(run(7), run(7));
-    /// ```
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
+    /// The seed of the calls' generators, if the delays are reproducible.
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
     }
 
-    /// Uses a given idempotency key for every call (e.g. a redelivered task's
-    /// original key) instead of a fresh one per call.
-    ///
-    /// ```
-    /// use herdless::{AlwaysRetry, IdempotencyKey, Policy, Retry};
-    /// let key: IdempotencyKey = "00000000-0000-4000-8000-00000000002a".parse()?;
-    /// let r = Retry::new(Policy::default(), AlwaysRetry).idempotency_key(key);
-    /// assert_eq!(r.call(|a| Ok::<_, ()>(a.idempotency_key())), Ok(key));
-    /// # Ok::<(), herdless::ParseIdempotencyKeyError>(())
-    /// ```
-    pub fn idempotency_key(mut self, key: IdempotencyKey) -> Self {
-        self.key = Some(key);
-        self
-    }
-
-    /// Replaces the timer (clock and sleep): [`ManualTimer`](crate::ManualTimer)
-    /// in tests.
-    ///
-    /// ```
-    /// use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};
-    /// let t = ManualTimer::new();
-    /// let _ = Retry::new(Policy::default(), AlwaysRetry).timer(t.clone()).call(|_| Err::<(), _>(()));
-    /// assert_eq!(t.sleeps().len(), 5); // 6 attempts, 5 sleeps, no real time
-    /// ```
-    pub fn timer<T2>(self, timer: T2) -> Retry<C, T2, N> {
-        Retry {
-            policy: self.policy,
-            classifier: self.classifier,
-            timer,
-            notify: self.notify,
-            task_id: self.task_id,
-            seed: self.seed,
-            key: self.key,
-            calls: self.calls,
-            budget: self.budget,
-            breaker: self.breaker,
-            urgent: self.urgent,
-            levels: self.levels,
-        }
-    }
-
-    /// Adds a notify hook receiving every [`RetryEvent`](crate::RetryEvent) (beside `tracing`).
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicU32, Ordering};
-    /// use herdless::{AlwaysRetry, ManualTimer, Policy, Retry, RetryEvent};
-    /// let scheduled = AtomicU32::new(0);
-    /// let hook = |e: &RetryEvent<'_>| {
-    ///     if e.name() == "retry_scheduled" { scheduled.fetch_add(1, Ordering::Relaxed); }
-    /// };
-    /// let _ = Retry::new(Policy::default(), AlwaysRetry)
-    ///     .timer(ManualTimer::new())
-    ///     .notify(hook)
-    ///     .call(|_| Err::<(), _>(()));
-    /// assert_eq!(scheduled.load(Ordering::Relaxed), 5);
-    /// ```
-    pub fn notify<N2>(self, notify: N2) -> Retry<C, T, N2> {
-        Retry {
-            policy: self.policy,
-            classifier: self.classifier,
-            timer: self.timer,
-            notify,
-            task_id: self.task_id,
-            seed: self.seed,
-            key: self.key,
-            calls: self.calls,
-            budget: self.budget,
-            breaker: self.breaker,
-            urgent: self.urgent,
-            levels: self.levels,
-        }
-    }
-}
-
-impl<C, T, N> Retry<C, T, N> {
-    /// Shares a [`RetryBudget`] with every other retrier holding the same
-    /// `Arc`: each retry must be admitted by it, successes refund it. A denied
-    /// retry ends the call with [`GiveUp::RetryBudget`](crate::GiveUp::RetryBudget). See
-    /// [`retry_budget`](crate::fleet::budget).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use herdless::{AlwaysRetry, GiveUp, ManualTimer, Policy, Retry, RetryBudget};
-    /// let budget = Arc::new(RetryBudget::builder().aws().max_tokens(12.0).spread(0.0).build()?);
-    /// let retry = Retry::new(Policy::default(), AlwaysRetry)
-    ///     .timer(ManualTimer::new())
-    ///     .budget(budget.clone());
-    /// let err = retry.call(|_| Err::<(), _>("503")).unwrap_err();
-    /// assert_eq!(err.reason(), GiveUp::RetryBudget);
-    /// assert_eq!(err.attempts(), 3); // two retries at 5 tokens each, then 2 < 5
-    /// # Ok::<(), herdless::RetryBudgetError>(())
-    /// ```
-    pub fn budget(mut self, budget: Arc<RetryBudget>) -> Self {
-        self.budget = Some(budget);
-        self
-    }
-
-    /// Shares a half-open probe [`Breaker`]: while it is open, this retrier's
-    /// retries wait (jittered) until they may probe or it closes. See
-    /// [`breaker`](crate::fleet::breaker).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use herdless::{AlwaysRetry, Breaker, ManualTimer, Policy, Retry};
-    /// let breaker = Arc::new(Breaker::new(3));
-    /// let retry = Retry::new(Policy::default(), AlwaysRetry)
-    ///     .timer(ManualTimer::new())
-    ///     .breaker(breaker.clone());
-    /// let _ = retry.call(|a| if a.number() < 3 { Err("503") } else { Ok(()) });
-    /// assert_eq!(breaker.consecutive_failures(), 0); // the success closed it
-    /// ```
-    pub fn breaker(mut self, breaker: Arc<Breaker>) -> Self {
-        self.breaker = Some(breaker);
-        self
-    }
-
-    /// Marks this retrier's calls urgent: the escape lane. See
-    /// [`escape_lane`](crate::fleet::escape_lane).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use herdless::{AlwaysRetry, GiveUp, ManualTimer, Policy, Retry, Urgent};
-    /// let timer = ManualTimer::new();
-    /// let err = Retry::new(Policy::default(), AlwaysRetry)
-    ///     .timer(timer.clone())
-    ///     .urgent(Urgent::new(Duration::from_millis(800)))
-    ///     .call(|_| Err::<(), _>("503"))
-    ///     .unwrap_err();
-    /// assert_eq!(err.reason(), GiveUp::MaxElapsed);
-    /// assert!(timer.elapsed() <= Duration::from_millis(800));
-    /// ```
-    pub fn urgent(mut self, urgent: Urgent) -> Self {
-        self.urgent = Some(urgent);
-        self
-    }
-
-    /// Sets the `tracing` level of each event (default:
-    /// [`EventLevels::DEFAULT`]; see [`levels`](crate::engine::levels)).
-    ///
-    /// ```
-    /// use herdless::{engine::EventLevels, AlwaysRetry, Policy, Retry};
-    /// use tracing::Level;
-    /// let r = Retry::new(Policy::default(), AlwaysRetry)
-    ///     .event_levels(EventLevels::default().retry_scheduled(Level::DEBUG));
-    /// assert_eq!(r.levels().get("retry_scheduled"), Some(Level::DEBUG));
-    /// ```
-    pub fn event_levels(mut self, levels: EventLevels) -> Self {
-        self.levels = levels;
-        self
-    }
-
-    /// The event levels in force.
-    ///
-    /// ```
-    /// let r = herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry);
-    /// assert_eq!(r.levels(), herdless::engine::EventLevels::DEFAULT);
-    /// ```
-    pub fn levels(&self) -> EventLevels {
-        self.levels
+    /// The idempotency key every call uses, if one was given.
+    pub fn idempotency_key(&self) -> Option<IdempotencyKey> {
+        self.key
     }
 
     /// The shared retry budget, if any.
     ///
     /// ```
-    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).shared_budget().is_none());
+    /// assert!(herdless::Retry::default().budget().is_none());
     /// ```
-    pub fn shared_budget(&self) -> Option<&Arc<RetryBudget>> {
+    pub fn budget(&self) -> Option<&Arc<RetryBudget>> {
         self.budget.as_ref()
     }
 
     /// The shared breaker, if any.
     ///
     /// ```
-    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).shared_breaker().is_none());
+    /// assert!(herdless::Retry::default().breaker().is_none());
     /// ```
-    pub fn shared_breaker(&self) -> Option<&Arc<Breaker>> {
+    pub fn breaker(&self) -> Option<&Arc<Breaker>> {
         self.breaker.as_ref()
     }
 
     /// The urgency, if the calls are urgent.
     ///
     /// ```
-    /// assert!(herdless::Retry::new(herdless::Policy::default(), herdless::AlwaysRetry).urgency().is_none());
+    /// assert!(herdless::Retry::default().urgent().is_none());
     /// ```
-    pub fn urgency(&self) -> Option<Urgent> {
+    pub fn urgent(&self) -> Option<Urgent> {
         self.urgent
+    }
+
+    /// The event levels in force.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Retry::default().event_levels(), herdless::engine::EventLevels::DEFAULT);
+    /// ```
+    pub fn event_levels(&self) -> EventLevels {
+        self.levels
     }
 }
 

@@ -14,7 +14,6 @@ use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, CallKey, Retry};
 use crate::engine::{GiveUp, RetryError};
-use crate::fleet::RetryCause;
 use crate::rng::{call_seed, next_call_id, Rng};
 use crate::timer::{AsyncSleep, Clock, Sleep};
 
@@ -172,12 +171,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         C: Classify<E>,
     {
         let retry = self.retry;
-        let classification = retry.classifier.classify(error);
-        let cause = if classification.is_retryable() && retry.classifier.is_timeout(error) {
-            RetryCause::Timeout
-        } else {
-            RetryCause::Error
-        };
+        let (classification, cause) = retry.classifier.classify_cause(error);
         let now = self.now();
         let cx = self.cx.get_or_insert_with(|| retry.context());
         let rng = self.rng.get_or_insert_with(|| match retry.seed {

@@ -37,10 +37,13 @@
 //! let budget = Arc::new(RetryBudget::grpc(10.0, 0.1)?);
 //! while budget.try_retry(herdless::RetryCause::Error, 0.0).is_ok() {} // drained by bulk calls
 //! let timer = ManualTimer::new();
-//! let urgent = Retry::new(Policy::default(), AlwaysRetry)
+//! let urgent = Retry::builder()
+//!     .policy(Policy::default())
+//!     .classifier(AlwaysRetry)
 //!     .timer(timer.clone())
 //!     .budget(budget)
-//!     .urgent(Urgent::new(Duration::from_secs(2)).quota(2));
+//!     .urgent(Urgent::new(Duration::from_secs(2)).quota(2))
+//!     .build();
 //! let mut n = 0;
 //! let out = urgent.call(|_| { n += 1; if n < 3 { Err("503") } else { Ok("authorized") } });
 //! assert_eq!(out, Ok("authorized")); // two retries through the lane

@@ -1,5 +1,5 @@
-//! Fleet-level guards: what one process (or one server) does so that a fleet
-//! of retrying callers does not become a storm.
+//! Fleet-level guards on the client side: what one process does so that a
+//! fleet of retrying callers does not become a storm.
 //!
 //! Per-call backoff de-synchronizes a fleet; it does not bound it. These
 //! pieces are shared across calls and consulted by the [engine](crate::engine)
@@ -10,29 +10,20 @@
 //! | shared retry budget (gRPC retry throttling, AWS retry quota) | a process's retry traffic | [`budget`] |
 //! | half-open probe breaker | probing of a dead endpoint: one probe at a time | [`breaker`] |
 //! | escape lane | starvation of urgent calls by the two above | [`escape_lane`] |
-//! | server pushback (slot allocator) | a recovering server's arrival rate: each rejection gets its own slot | [`pushback`] |
-//! | adaptive pushback | the same, learning the capacity and the outage's end, robust to callers that ignore their slot | [`adaptive`] |
-//! | either allocator behind one interface, for front ends | | [`allocator`] |
-//! | the same as a tower `Layer` (feature `tower`), with either allocator | | `pushback_layer` |
+//!
+//! The server's side of the same problem, telling each rejected caller when
+//! to come back, is [`pushback`](crate::pushback).
 //!
 //! None of them reads a clock or sleeps: callers own their waiting, so the
 //! executors, the simulator and hand-written drivers share one implementation.
+//! Every driver takes a shared guard as `impl Into<Arc<_>>` (the guard itself,
+//! or an `Arc` already shared with other drivers); the sans-IO
+//! [`Context`](crate::engine::Context) borrows it for one decision.
 
-pub mod adaptive;
-pub mod allocator;
 pub mod breaker;
 pub mod budget;
 pub mod escape_lane;
-pub mod pushback;
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub mod pushback_layer;
 
-pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
-pub use allocator::Allocator;
 pub use breaker::{Admission, Breaker, BreakerBuilder, BreakerError, Probe};
-pub use budget::{Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, RetryCause, Spent};
+pub use budget::{Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, Spent};
 pub use escape_lane::Urgent;
-pub use pushback::{Allotment, PushbackError, SlotAllocator};
-#[cfg(feature = "tower")]
-pub use pushback_layer::PushbackLayer;

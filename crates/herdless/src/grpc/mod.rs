@@ -9,7 +9,7 @@
 //! | which codes are retryable (`UNAVAILABLE` by default), unknown ones fail closed | [`status`] |
 //! | `grpc-retry-pushback-ms`: an exact delay, or "do not retry" | [`pushback`] |
 //! | both together: a call's [`Classification`] | [`classify_status`] |
-//! | tower client retry over `http::Response` (`grpc-status` header; features `tower` + `grpc`) | `integrations::GrpcClassifier` |
+//! | tower client retry over `http::Response` (`grpc-status` header; features `tower` + `grpc`) | `adapters::tower::GrpcClassifier` |
 //!
 //! # Pushback: one decision path
 //!
@@ -62,10 +62,13 @@
 //! struct Status { code: i32, pushback: Option<&'static str> }
 //! let codes = CodeClassifier::new();
 //! let timer = ManualTimer::new();
-//! let retry = Retry::new(Policy::default(), move |s: &Status| {
+//! let retry = Retry::builder()
+//! .policy(Policy::default())
+//! .classifier(move |s: &Status| {
 //!     classify_status(&codes, s.code, s.pushback.map(str::as_bytes)).unwrap_or(Classification::Unknown)
 //! })
-//! .timer(timer.clone());
+//! .timer(timer.clone())
+//! .build();
 //!
 //! let mut replies = vec![Ok("hello"), Err(Status { code: 14, pushback: Some("300") })];
 //! assert_eq!(retry.call(|_| replies.pop().unwrap()).unwrap(), "hello");
@@ -81,7 +84,7 @@ use crate::classify::Classification;
 pub mod pushback;
 pub mod status;
 
-pub use pushback::{parse_pushback, PushbackError, PUSHBACK_HEADER};
+pub use pushback::{parse_pushback, ParsePushbackError, PUSHBACK_HEADER};
 pub use status::{code_name, CodeClass, CodeClassifier, CodeSet};
 
 /// The [`Classification`] of a call that ended with status `code` and an

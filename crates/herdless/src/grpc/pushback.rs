@@ -42,13 +42,14 @@ pub const PUSHBACK_HEADER: &str = "grpc-retry-pushback-ms";
 /// read, which the gRPC retry design treats the same way.
 ///
 /// ```
-/// use herdless::grpc::{parse_pushback, PushbackError};
-/// assert_eq!(parse_pushback(b"-1"), Err(PushbackError::Negative));
-/// assert_eq!(PushbackError::Malformed.as_str(), "malformed");
+/// use herdless::grpc::parse_pushback;
+/// use herdless::grpc::ParsePushbackError;
+/// assert_eq!(parse_pushback(b"-1"), Err(ParsePushbackError::Negative));
+/// assert_eq!(ParsePushbackError::Malformed.as_str(), "malformed");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum PushbackError {
+pub enum ParsePushbackError {
     /// A negative integer: the server's explicit "do not retry".
     Negative,
     /// Empty or only whitespace.
@@ -59,35 +60,35 @@ pub enum PushbackError {
     TooLarge,
 }
 
-impl PushbackError {
+impl ParsePushbackError {
     /// A short name: `negative`, `empty`, `malformed`, `too_large`.
     ///
     /// ```
-    /// assert_eq!(herdless::grpc::PushbackError::TooLarge.as_str(), "too_large");
+    /// assert_eq!(herdless::grpc::ParsePushbackError::TooLarge.as_str(), "too_large");
     /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
-            PushbackError::Negative => "negative",
-            PushbackError::Empty => "empty",
-            PushbackError::Malformed => "malformed",
-            PushbackError::TooLarge => "too_large",
+            ParsePushbackError::Negative => "negative",
+            ParsePushbackError::Empty => "empty",
+            ParsePushbackError::Malformed => "malformed",
+            ParsePushbackError::TooLarge => "too_large",
         }
     }
 }
 
-impl fmt::Display for PushbackError {
+impl fmt::Display for ParsePushbackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let why = match self {
-            PushbackError::Negative => "the server asked not to retry (negative pushback)",
-            PushbackError::Empty => "empty grpc-retry-pushback-ms",
-            PushbackError::Malformed => "grpc-retry-pushback-ms is not an integer",
-            PushbackError::TooLarge => "grpc-retry-pushback-ms does not fit in 64 bits",
+            ParsePushbackError::Negative => "the server asked not to retry (negative pushback)",
+            ParsePushbackError::Empty => "empty grpc-retry-pushback-ms",
+            ParsePushbackError::Malformed => "grpc-retry-pushback-ms is not an integer",
+            ParsePushbackError::TooLarge => "grpc-retry-pushback-ms does not fit in 64 bits",
         };
         f.write_str(why)
     }
 }
 
-impl std::error::Error for PushbackError {}
+impl std::error::Error for ParsePushbackError {}
 
 /// Parses a `grpc-retry-pushback-ms` value: the delay the server asks for, or
 /// why the call must not be retried. See the [module documentation](self)
@@ -95,39 +96,40 @@ impl std::error::Error for PushbackError {}
 ///
 /// # Errors
 ///
-/// A [`PushbackError`] when the server asks (or must be taken to ask) not to
+/// A [`ParsePushbackError`] when the server asks (or must be taken to ask) not to
 /// retry.
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::grpc::{parse_pushback, PushbackError};
+/// use herdless::grpc::parse_pushback;
+/// use herdless::grpc::ParsePushbackError;
 /// assert_eq!(parse_pushback(b"1500"), Ok(Duration::from_millis(1500)));
 /// assert_eq!(parse_pushback(b" 0 "), Ok(Duration::ZERO));
-/// assert_eq!(parse_pushback(b"-1"), Err(PushbackError::Negative));
-/// assert_eq!(parse_pushback(b"+5"), Err(PushbackError::Malformed));
-/// assert_eq!(parse_pushback(b"1e3"), Err(PushbackError::Malformed));
-/// assert_eq!(parse_pushback(b""), Err(PushbackError::Empty));
-/// assert_eq!(parse_pushback(b"99999999999999999999"), Err(PushbackError::TooLarge));
+/// assert_eq!(parse_pushback(b"-1"), Err(ParsePushbackError::Negative));
+/// assert_eq!(parse_pushback(b"+5"), Err(ParsePushbackError::Malformed));
+/// assert_eq!(parse_pushback(b"1e3"), Err(ParsePushbackError::Malformed));
+/// assert_eq!(parse_pushback(b""), Err(ParsePushbackError::Empty));
+/// assert_eq!(parse_pushback(b"99999999999999999999"), Err(ParsePushbackError::TooLarge));
 /// ```
-pub fn parse_pushback(value: &[u8]) -> Result<Duration, PushbackError> {
+pub fn parse_pushback(value: &[u8]) -> Result<Duration, ParsePushbackError> {
     let value = trim_ows(value);
     let (negative, digits) = match value {
-        [] => return Err(PushbackError::Empty),
+        [] => return Err(ParsePushbackError::Empty),
         [b'-', rest @ ..] => (true, rest),
         _ => (false, value),
     };
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(PushbackError::Malformed);
+        return Err(ParsePushbackError::Malformed);
     }
     if negative {
-        return Err(PushbackError::Negative);
+        return Err(ParsePushbackError::Negative);
     }
     let mut ms: u64 = 0;
     for &d in digits {
         ms = ms
             .checked_mul(10)
             .and_then(|m| m.checked_add(u64::from(d - b'0')))
-            .ok_or(PushbackError::TooLarge)?;
+            .ok_or(ParsePushbackError::TooLarge)?;
     }
     Ok(Duration::from_millis(ms))
 }
@@ -157,7 +159,11 @@ mod tests {
         assert_eq!(parse_pushback(b"0"), ms(0));
         assert_eq!(parse_pushback(b"18446744073709551615"), ms(u64::MAX));
         for neg in [&b"-1"[..], b"-0", b" -250 ", b"-99999999999999999999999"] {
-            assert_eq!(parse_pushback(neg), Err(PushbackError::Negative), "{neg:?}");
+            assert_eq!(
+                parse_pushback(neg),
+                Err(ParsePushbackError::Negative),
+                "{neg:?}"
+            );
         }
         for bad in [
             &b"+5"[..],
@@ -175,17 +181,20 @@ mod tests {
         ] {
             assert_eq!(
                 parse_pushback(bad),
-                Err(PushbackError::Malformed),
+                Err(ParsePushbackError::Malformed),
                 "{bad:?}"
             );
         }
-        assert_eq!(parse_pushback(b""), Err(PushbackError::Empty));
-        assert_eq!(parse_pushback(b" \t "), Err(PushbackError::Empty));
+        assert_eq!(parse_pushback(b""), Err(ParsePushbackError::Empty));
+        assert_eq!(parse_pushback(b" \t "), Err(ParsePushbackError::Empty));
         assert_eq!(
             parse_pushback(b"18446744073709551616"),
-            Err(PushbackError::TooLarge)
+            Err(ParsePushbackError::TooLarge)
         );
-        assert_eq!(parse_pushback(&[b'9'; 8000]), Err(PushbackError::TooLarge));
+        assert_eq!(
+            parse_pushback(&[b'9'; 8000]),
+            Err(ParsePushbackError::TooLarge)
+        );
     }
 
     proptest! {
@@ -217,7 +226,7 @@ mod tests {
             let text = format!("{}{n}{}", " ".repeat(pad), "\t".repeat(pad));
             prop_assert_eq!(parse_pushback(text.as_bytes()), Ok(Duration::from_millis(n)));
             let negative = format!("-{n}");
-            prop_assert_eq!(parse_pushback(negative.as_bytes()), Err(PushbackError::Negative));
+            prop_assert_eq!(parse_pushback(negative.as_bytes()), Err(ParsePushbackError::Negative));
         }
     }
 }

@@ -1,7 +1,9 @@
-//! HTTP that respects servers: a status classifier, `Retry-After`, and (with
-//! the `reqwest` feature) a retrying `reqwest` sender.
+//! HTTP that respects servers: a status classifier and `Retry-After`, the
+//! protocol knowledge every HTTP adapter shares (the reqwest client and
+//! middleware are in [`adapters::reqwest`](crate::adapters), tower's in
+//! [`adapters::tower`](crate::adapters)).
 //!
-//! Enabled by the `http` feature (adds the `httpdate` crate only). The pieces:
+//! Enabled by the `http` feature (adds the `http` and `httpdate` crates). The pieces:
 //!
 //! | concept | module |
 //! |---|---|
@@ -9,8 +11,7 @@
 //! | `Retry-After` parsing, hostile-input safe, relative to an injected `now` | [`retry_after`] |
 //! | both together: a response's [`Classification`] | [`classify_response`] |
 //! | the same, preferring a valid `Retry-After-Ms` (pushback's millisecond slot) | [`classify_response_ms`] |
-//! | `reqwest` integration (feature `reqwest`) | `client` |
-//! | a `reqwest_middleware::Middleware` (feature `reqwest-middleware`) | `middleware` |
+//! | the `Retry-After-Ms` header's name | [`RETRY_AFTER_MS`] |
 //!
 //! ```
 //! use std::time::SystemTime;
@@ -34,19 +35,20 @@ use std::time::SystemTime;
 
 use crate::classify::Classification;
 
-#[cfg(feature = "reqwest")]
-#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
-pub mod client;
-#[cfg(feature = "reqwest-middleware")]
-#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
-pub mod middleware;
 pub mod retry_after;
 pub mod status;
 
-#[cfg(feature = "reqwest")]
-pub use client::{AttemptRecord, Buffered, HttpError, HttpRetry, NotRetried, SendError};
 pub use retry_after::{parse_retry_after, parse_retry_after_ms, RetryAfterError};
 pub use status::{StatusClass, StatusClassifier, StatusSet};
+
+/// The header carrying a delay in whole milliseconds, beside `Retry-After`:
+/// the slot a [`pushback`](crate::pushback) server books, which clients prefer
+/// over `Retry-After`'s whole seconds (the name Azure services use).
+///
+/// ```
+/// assert_eq!(herdless::http::RETRY_AFTER_MS, "retry-after-ms");
+/// ```
+pub const RETRY_AFTER_MS: &str = "retry-after-ms";
 
 /// The [`Classification`] of a response with `status` and an optional raw
 /// `Retry-After` value, or `None` when the status is a success (below 400).
@@ -125,6 +127,31 @@ pub fn classify_response_ms(
     match (statuses.classify(status), ms) {
         (StatusClass::Retryable, Some(delay)) => Some(Classification::retry_after(delay)),
         _ => classify_response(statuses, status, retry_after, now),
+    }
+}
+
+/// An error status is an error that knows whether it is transient, by the
+/// default [`StatusClassifier`] (retryable: 408, 425, 429, 500, 502, 503,
+/// 504; terminal: 400, 401, 403, 404, 405, 501, 507; any other status is
+/// unknown and fails closed). A
+/// status alone carries no `Retry-After`: to honor one, classify the response
+/// with [`classify_response_ms`]. A success status as an error is unknown
+/// (fail closed).
+///
+/// ```
+/// use herdless::Retryable;
+/// use http::StatusCode;
+/// assert!(StatusCode::SERVICE_UNAVAILABLE.classification().is_retryable());
+/// assert!(!StatusCode::UNAUTHORIZED.classification().is_retryable());
+/// assert!(!StatusCode::OK.classification().is_retryable());
+/// ```
+impl crate::classify::Retryable for ::http::StatusCode {
+    fn classification(&self) -> Classification {
+        match StatusClassifier::default().classify(self.as_u16()) {
+            StatusClass::Success | StatusClass::Unknown => Classification::Unknown,
+            StatusClass::Terminal => Classification::Terminal,
+            StatusClass::Retryable => Classification::retryable(),
+        }
     }
 }
 

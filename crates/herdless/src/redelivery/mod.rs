@@ -57,7 +57,7 @@
 //! [`Resumed`] rebuilds the chain at a delivery from the header and a
 //! [`Delivery`]; the driver then asks the engine as any driver does
 //! (`redelivered`, `begin`, `succeeded` / `failed`) and turns the decision
-//! into the broker's verbs. With the `nats` feature, `redelivery::nats` is
+//! into the broker's verbs. With the `nats` feature, [`adapters::nats`](crate::adapters) is
 //! that driver for NATS JetStream pull consumers.
 //!
 //! [engine]: crate::engine
@@ -66,10 +66,6 @@
 
 mod state;
 mod task;
-
-#[cfg(feature = "nats")]
-#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
-pub mod nats;
 
 pub use state::{StateError, TaskState, MAX_STATE_LEN, STATE_HEADER, STATE_VERSION};
 pub use task::{rng_for, unix_now, Delivery, Resumed};

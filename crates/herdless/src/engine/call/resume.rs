@@ -129,8 +129,8 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::classify::Classification;
+    use crate::classify::RetryCause;
     use crate::engine::Decision;
-    use crate::fleet::RetryCause;
 
     /// Replaying the decorrelated schedule gives the delay the uninterrupted
     /// call would have drawn.

@@ -72,9 +72,12 @@
 //!
 //! // gRPC-style: 4 tokens, each failure costs 1, retries only while > 2 remain.
 //! let budget = Arc::new(RetryBudget::builder().grpc(4.0, 0.1).spread(0.0).build()?);
-//! let retry = Retry::new(Policy::default(), AlwaysRetry)
+//! let retry = Retry::builder()
+//!     .policy(Policy::default())
+//!     .classifier(AlwaysRetry)
 //!     .timer(ManualTimer::new())
-//!     .budget(budget.clone());
+//!     .budget(budget.clone())
+//!     .build();
 //! let err = retry.call(|_| Err::<(), _>("503")).unwrap_err();
 //! assert_eq!(err.reason(), GiveUp::RetryBudget);
 //! assert_eq!(err.attempts(), 2); // 4 → 3 admitted, 3 → 2 denied
@@ -91,25 +94,13 @@ pub use builder::{RetryBudgetBuilder, RetryBudgetError};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::classify::RetryCause;
+
 /// Thousandths of a token per token.
 const SCALE: f64 = 1000.0;
 
 /// The largest `max_tokens` accepted (keeps every sum far from `u64::MAX`).
 pub const MAX_TOKENS: f64 = 1e12;
-
-/// Why a call's failure happened, for the cost of the retry it asks for.
-///
-/// ```
-/// assert_ne!(herdless::RetryCause::Error, herdless::RetryCause::Timeout);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum RetryCause {
-    /// Any retryable error except a timeout: costs [`RetryBudgetBuilder::retry_cost`].
-    #[default]
-    Error,
-    /// A timeout: costs [`RetryBudgetBuilder::timeout_cost`].
-    Timeout,
-}
 
 /// Tokens withdrawn for one admitted retry (returned on success when
 /// [`refund_retry_cost`](RetryBudgetBuilder::refund_retry_cost) is set).

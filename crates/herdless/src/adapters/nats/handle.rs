@@ -1,0 +1,339 @@
+//! One delivery: the chain resumed, the gate, the attempt (with in-progress
+//! acks), and the engine's decision turned into the broker's verb.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, AckKind};
+use async_nats::HeaderMap;
+use bytes::Bytes;
+
+use super::{NatsError, Worker};
+use crate::classify::Classify;
+use crate::engine::{Decision, Gate, GiveUp, Notify};
+use crate::redelivery::{unix_now, Delivery, Resumed, STATE_HEADER};
+use crate::rng::{IdempotencyKey, Rng};
+
+/// The longest `Herdless-Error` header, in bytes.
+const MAX_ERROR_LEN: usize = 512;
+
+/// One attempt's input: the message and where it stands in its chain (see
+/// [`Worker::run`]).
+///
+/// ```
+/// fn describe(task: &herdless::adapters::nats::Task) -> String {
+///     format!("{} attempt {} key {}", task.task_id, task.attempt, task.key)
+/// }
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Task {
+    /// The message's payload.
+    pub payload: Bytes,
+    /// The message's headers.
+    pub headers: Option<HeaderMap>,
+    /// The subject the message was published to.
+    pub subject: String,
+    /// This attempt's number (1-based; continues across workers and crashes).
+    pub attempt: u32,
+    /// The task's idempotency key: the same on every attempt, on every worker.
+    pub key: IdempotencyKey,
+    /// The task id of its events: `STREAM:SEQUENCE`.
+    pub task_id: String,
+}
+
+/// What became of one delivery (counted in a
+/// [`Summary`](super::Summary)).
+///
+/// ```
+/// use herdless::adapters::nats::Outcome;
+/// let o = Outcome::Acked { attempt: 2 };
+/// assert!(matches!(o, Outcome::Acked { attempt: 2 }));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The attempt succeeded; the message is acked.
+    Acked {
+        /// The attempt that succeeded.
+        attempt: u32,
+    },
+    /// The attempt failed; the broker redelivers after `delay`.
+    Retrying {
+        /// The attempt that failed.
+        attempt: u32,
+        /// The engine's delay.
+        delay: Duration,
+    },
+    /// The breaker held the retry back; the broker redelivers after `delay`.
+    Deferred {
+        /// The probe wait.
+        delay: Duration,
+    },
+    /// The chain gave up; the task is in the dead-letter subject (or
+    /// terminated, without one).
+    DeadLettered {
+        /// Why.
+        reason: GiveUp,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The worker stopped mid-attempt; the task went back to the broker
+    /// at once.
+    HandedBack,
+    /// The dead letter could not be stored: the task is left to the
+    /// consumer's ack wait.
+    Unsettled,
+}
+
+/// Raised when running attempts are to be abandoned and handed back.
+#[derive(Debug, Clone)]
+pub(super) struct Abort(pub(super) tokio::sync::watch::Receiver<bool>);
+
+impl Abort {
+    fn raised(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves once raised (never, if the sender is gone unraised).
+    async fn wait(&self) {
+        let mut rx = self.0.clone();
+        if rx.wait_for(|raised| *raised).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// One delivery's parts, read once.
+pub(super) struct Delivered {
+    pub(super) message: jetstream::Message,
+    pub(super) stream: String,
+    pub(super) sequence: u64,
+    pub(super) resumed: Resumed,
+    pub(super) task_id: String,
+    /// Messages the server still had to deliver to the consumer when it sent
+    /// this one.
+    pub(super) pending: u64,
+}
+
+impl<C, N: Notify> Worker<C, N> {
+    /// Reads a message's chain: its broker facts and state header.
+    pub(super) fn resume(&self, message: jetstream::Message) -> Result<Delivered, NatsError> {
+        let info = message
+            .info()
+            .map_err(|e| NatsError::broker("reading a message's metadata", e))?;
+        let stream = info.stream.to_owned();
+        let sequence = info.stream_sequence;
+        let pending = info.pending;
+        let stored_ns = u64::try_from(info.published.unix_timestamp_nanos()).unwrap_or(0);
+        let delivery = Delivery {
+            delivered: u32::try_from(info.delivered).unwrap_or(u32::MAX),
+            stored_at: Duration::from_nanos(stored_ns),
+            identity: Delivery::identity_of(&[stream.as_bytes(), sequence.to_string().as_bytes()]),
+        };
+        let header = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(STATE_HEADER))
+            .map(|v| v.as_str());
+        let resumed = Resumed::new(&self.policy, header, &delivery, self.seed);
+        Ok(Delivered {
+            task_id: format!("{stream}:{sequence}"),
+            message,
+            stream,
+            sequence,
+            resumed,
+            pending,
+        })
+    }
+
+    /// Runs one delivery to its verb. `op` runs the attempt; `progress` is
+    /// the in-progress ack interval; `take` false hands the task straight
+    /// back (it arrived after the worker began to stop).
+    pub(super) async fn handle<F, Fut, E>(
+        &self,
+        js: &jetstream::Context,
+        mut d: Delivered,
+        op: &F,
+        progress: Option<Duration>,
+        abort: &Abort,
+        take: bool,
+    ) -> Result<Outcome, NatsError>
+    where
+        C: Classify<E>,
+        F: Fn(Task) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: Display,
+    {
+        let task_id = d.task_id.clone();
+        let cx = self.context(&task_id);
+        if abort.raised() || !take {
+            settle(&d.message, AckKind::Nak(None)).await?;
+            return Ok(Outcome::HandedBack);
+        }
+        if let Some(e) = d.resumed.refused {
+            d.resumed.engine.state_invalid(&cx, e.reason());
+        }
+        match d
+            .resumed
+            .engine
+            .redelivered(&cx, unix_now(), &mut Rng::fresh())
+        {
+            Gate::Go => {}
+            Gate::Wait(delay) => {
+                settle(&d.message, AckKind::Nak(Some(delay))).await?;
+                return Ok(Outcome::Deferred { delay });
+            }
+            Gate::GiveUp(reason) => return self.give_up(js, &d, reason, None).await,
+        }
+        let attempt = d.resumed.engine.begin();
+        let task = Task {
+            payload: d.message.payload.clone(),
+            headers: d.message.headers.clone(),
+            subject: d.message.subject.to_string(),
+            attempt,
+            key: d.resumed.key,
+            task_id: task_id.clone(),
+        };
+        let result = tokio::select! {
+            biased;
+            result = with_progress(op(task), &d.message, progress) => result,
+            () = abort.wait() => {
+                // Stopped mid-attempt: the attempt's future is dropped, the
+                // task goes back to the broker now (its delivery counts).
+                d.resumed.engine.cancel(&cx);
+                settle(&d.message, AckKind::Nak(None)).await?;
+                return Ok(Outcome::HandedBack);
+            }
+        };
+        let now = unix_now();
+        let error = match result {
+            Ok(()) => {
+                d.resumed.engine.succeeded(&cx, now);
+                settle(&d.message, AckKind::Ack).await?;
+                return Ok(Outcome::Acked { attempt });
+            }
+            Err(e) => e,
+        };
+        let (classification, cause) = self.classifier.classify_cause(&error);
+        let mut rng = d.resumed.rng();
+        match d
+            .resumed
+            .engine
+            .failed(&cx, now, classification, cause, &mut rng)
+        {
+            Decision::Retry { delay, .. } => {
+                settle(&d.message, AckKind::Nak(Some(delay))).await?;
+                Ok(Outcome::Retrying { attempt, delay })
+            }
+            Decision::GiveUp(reason) => self.give_up(js, &d, reason, Some(error.to_string())).await,
+        }
+    }
+
+    /// Dead-letters (or terminates) a task the engine gave up on.
+    async fn give_up(
+        &self,
+        js: &jetstream::Context,
+        d: &Delivered,
+        reason: GiveUp,
+        error: Option<String>,
+    ) -> Result<Outcome, NatsError> {
+        let attempts = d.resumed.engine.attempts();
+        let Some(subject) = &self.dead_letter else {
+            settle(&d.message, AckKind::Term).await?;
+            return Ok(Outcome::DeadLettered { reason, attempts });
+        };
+        let elapsed = d.resumed.engine.elapsed(unix_now());
+        let mut headers = d.message.headers.clone().unwrap_or_default();
+        headers.insert(STATE_HEADER, d.resumed.state().encode());
+        headers.insert("Herdless-Reason", reason.as_str());
+        headers.insert("Herdless-Attempts", attempts.to_string());
+        headers.insert("Herdless-Elapsed-Ms", elapsed.as_millis().to_string());
+        headers.insert("Herdless-Stream", d.stream.as_str());
+        headers.insert("Herdless-Sequence", d.sequence.to_string());
+        headers.insert("Herdless-Subject", d.message.subject.as_str());
+        if let Some(e) = error {
+            headers.insert("Herdless-Error", one_line(&e));
+        }
+        headers.insert(
+            "Nats-Msg-Id",
+            format!("herdless-dl-{}-{}", d.stream, d.sequence),
+        );
+        let stored = match js
+            .publish_with_headers(subject.clone(), headers, d.message.payload.clone())
+            .await
+        {
+            Ok(ack) => ack.await.map(|_| ()).map_err(async_nats::Error::from),
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = stored {
+            tracing::error!(
+                target: "herdless",
+                task_id = %d.task_id,
+                subject = %subject,
+                error = %e,
+                "dead letter not stored: the task is left to the consumer's ack wait"
+            );
+            return Ok(Outcome::Unsettled);
+        }
+        settle(&d.message, AckKind::Ack).await?;
+        Ok(Outcome::DeadLettered { reason, attempts })
+    }
+}
+
+/// Sends `kind` and waits for the server's confirmation.
+pub(super) async fn settle(message: &jetstream::Message, kind: AckKind) -> Result<(), NatsError> {
+    message
+        .double_ack_with(kind)
+        .await
+        .map_err(|e| NatsError::broker("acknowledging a message", e))
+}
+
+/// Runs `attempt`, sending an in-progress ack every `every` meanwhile.
+async fn with_progress<T>(
+    attempt: impl Future<Output = T>,
+    message: &jetstream::Message,
+    every: Option<Duration>,
+) -> T {
+    let Some(every) = every else {
+        return attempt.await;
+    };
+    tokio::pin!(attempt);
+    let start = tokio::time::Instant::now() + every;
+    let mut tick = tokio::time::interval_at(start, every);
+    loop {
+        tokio::select! {
+            value = &mut attempt => return value,
+            _ = tick.tick() => {
+                // A lost one is covered by the next; a failed attempt at the
+                // broker is the ack wait's to notice.
+                let _ = message.ack_with(AckKind::Progress).await;
+            }
+        }
+    }
+}
+
+/// An error as one header line: control characters as spaces, at most
+/// [`MAX_ERROR_LEN`] bytes (cut at a character boundary).
+fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_ERROR_LEN));
+    for c in text.chars().map(|c| if c.is_control() { ' ' } else { c }) {
+        if out.len() + c.len_utf8() > MAX_ERROR_LEN {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_error_header_is_one_bounded_line() {
+        assert_eq!(super::one_line("a\r\nb"), "a  b");
+        let long = "é".repeat(400);
+        let cut = super::one_line(&long);
+        assert!(cut.len() <= super::MAX_ERROR_LEN && cut.chars().all(|c| c == 'é'));
+    }
+}

@@ -1,0 +1,329 @@
+//! NATS JetStream: retries by redelivery from a pull consumer (feature `nats`).
+//!
+//! A [`Worker`] takes messages from a durable pull consumer and runs an
+//! operation on each. Every decision is the [engine](crate::engine)'s; this
+//! module only turns them into JetStream's verbs:
+//!
+//! | the engine says | the worker does |
+//! |---|---|
+//! | success | `+ACK` (confirmed by the server) |
+//! | `Decision::Retry { delay }` | `-NAK {"delay": delay}`: the broker redelivers the task after `delay`, to any worker |
+//! | `Decision::GiveUp(reason)` (terminal, attempts, elapsed, shared budget, server pushback) | publish the message, its headers and the reason, attempts and elapsed time to the dead-letter subject (confirmed by the stream that stores it), then `+ACK`; without a dead-letter subject, `+TERM` |
+//! | a redelivered retry the gate refuses ([`Engine::redelivered`]) | dead letter, as above, without running it |
+//! | the breaker's `Gate::Wait(d)` | `-NAK {"delay": d}` without running the attempt |
+//!
+//! The task's state comes from [`Resumed`]: the broker's delivery count
+//! (so a worker killed mid-attempt leaves a count the next worker continues),
+//! the broker's timestamp, and the optional `Herdless-State` header (see
+//! [`redelivery`](crate::redelivery)).
+//!
+//! # No path loses a task
+//!
+//! * Each acknowledgement that ends a task's life (`+ACK`, `+TERM`) is a
+//!   request the server confirms; until then the task is the broker's.
+//! * A dead letter is published first, with the stream's confirmation
+//!   awaited, and only then acked. A worker that dies in between leaves the
+//!   task to be redelivered and dead-lettered again; the dead letter's
+//!   `Nats-Msg-Id` (`herdless-dl-STREAM-SEQ`) lets the dead-letter stream drop
+//!   the duplicate inside its duplicate window. A dead letter that cannot be
+//!   stored is not acked: the task comes back after the consumer's ack wait.
+//! * A worker killed mid-attempt acks nothing: the broker redelivers after
+//!   its ack wait, which therefore has to cover one attempt, not the chain.
+//!   Long attempts send in-progress acks (`+WPI`) every third of the ack
+//!   wait, so a live attempt is never redelivered under it.
+//! * [`Worker::run`] refuses consumers that could drop a task on their own
+//!   (see [`NatsError::Config`]): non-explicit acks, a `max_deliver` below
+//!   `max_attempts`, a `BackOff` list; and a dead-letter subject no stream
+//!   stores.
+//!
+//! # Dead letters
+//!
+//! The original payload and headers, with `Herdless-State` replaced by the
+//! chain's final state, and:
+//!
+//! | header | value |
+//! |---|---|
+//! | `Herdless-Reason` | `terminal`, `max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback` |
+//! | `Herdless-Attempts` | attempts made |
+//! | `Herdless-Elapsed-Ms` | milliseconds from the first attempt's time (see [`redelivery`](crate::redelivery)) to the give-up |
+//! | `Herdless-Stream`, `Herdless-Sequence`, `Herdless-Subject` | where the task was |
+//! | `Herdless-Error` | the last error (its `Display`, one line, at most 512 bytes), when an attempt failed |
+//!
+//! To run a dead letter again with a fresh budget and the same key, publish
+//! it with `Herdless-State: 1;k=KEY` (its `a=` would count the spent
+//! attempts against the new chain).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use herdless::adapters::nats::Worker;
+//! use herdless::{Classification, Policy};
+//!
+//! # async fn demo() -> Result<(), async_nats::Error> {
+//! let client = async_nats::connect("127.0.0.1:4222").await?;
+//! let js = async_nats::jetstream::new(client);
+//! let consumer: async_nats::jetstream::consumer::PullConsumer =
+//!     js.get_stream("TASKS").await?.get_consumer("ingest").await?;
+//! let policy = Policy::builder().base(Duration::from_secs(1)).max_attempts(5).build()?;
+//! let worker = Worker::new(policy, |e: &std::io::Error| match e.kind() {
+//!     std::io::ErrorKind::TimedOut => Classification::retryable(),
+//!     _ => Classification::terminal(),
+//! })
+//! .dead_letter("dead.tasks")
+//! .concurrency(8)?;
+//! let summary = worker
+//!     .run(&js, &consumer, |task| async move {
+//!         println!("attempt {} of {} (key {})", task.attempt, task.task_id, task.key);
+//!         Ok::<(), std::io::Error>(())
+//!     }, std::future::pending::<()>(), std::future::pending::<()>())
+//!     .await?;
+//! println!("{} acked", summary.acked);
+//! # Ok(()) }
+//! ```
+//!
+//! [`Engine::redelivered`]: crate::engine::Engine::redelivered
+//! [`Resumed`]: crate::redelivery::Resumed
+
+mod error;
+mod handle;
+mod run;
+
+use std::time::Duration;
+
+use crate::engine::{Context, EventLevels, NoNotify};
+use crate::fleet::{Breaker, RetryBudget};
+use crate::policy::Policy;
+
+pub use error::NatsError;
+pub use handle::{Outcome, Task};
+pub use run::Summary;
+
+/// The largest `concurrency`.
+///
+/// ```
+/// assert_eq!(herdless::adapters::nats::MAX_CONCURRENCY, 4096);
+/// ```
+pub const MAX_CONCURRENCY: usize = 4096;
+
+/// How long one pull request waits for messages before the worker asks again.
+const FETCH_WAIT: Duration = Duration::from_secs(1);
+
+/// The same under `exit_when_idle`, which reads its last request to the end
+/// before it exits.
+const IDLE_FETCH_WAIT: Duration = Duration::from_millis(200);
+
+/// A JetStream worker driving the engine: the policy, the classifier of the
+/// operation's errors, and the worker's settings. See the [module
+/// documentation](self).
+///
+/// ```
+/// use herdless::adapters::nats::Worker;
+/// use herdless::{AlwaysRetry, Policy};
+/// let worker = Worker::new(Policy::default(), AlwaysRetry).dead_letter("dead.tasks").concurrency(4)?;
+/// assert_eq!(worker.dead_letter_subject(), Some("dead.tasks"));
+/// # Ok::<(), herdless::adapters::nats::NatsError>(())
+/// ```
+#[derive(Debug)]
+pub struct Worker<C, N = NoNotify> {
+    policy: Policy,
+    classifier: C,
+    notify: N,
+    dead_letter: Option<String>,
+    budget: Option<RetryBudget>,
+    breaker: Option<Breaker>,
+    seed: Option<u64>,
+    progress: Option<Duration>,
+    concurrency: usize,
+    exit_when_idle: bool,
+    levels: EventLevels,
+}
+
+impl<C> Worker<C> {
+    /// A worker with `policy` and `classifier` (which sees the operation's
+    /// errors): one task at a time, no dead-letter subject (a give-up is a
+    /// `+TERM`), in-progress acks every third of the consumer's ack wait.
+    ///
+    /// ```
+    /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry);
+    /// ```
+    pub fn new(policy: Policy, classifier: C) -> Self {
+        Worker {
+            policy,
+            classifier,
+            notify: NoNotify,
+            dead_letter: None,
+            budget: None,
+            breaker: None,
+            seed: None,
+            progress: None,
+            concurrency: 1,
+            exit_when_idle: false,
+            levels: EventLevels::DEFAULT,
+        }
+    }
+}
+
+impl<C, N> Worker<C, N> {
+    /// Where a task that gives up goes: a subject a stream stores (checked
+    /// when [`run`](Self::run) starts).
+    ///
+    /// ```
+    /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .dead_letter("dead.scans");
+    /// assert_eq!(w.dead_letter_subject(), Some("dead.scans"));
+    /// ```
+    pub fn dead_letter(mut self, subject: impl Into<String>) -> Self {
+        self.dead_letter = Some(subject.into());
+        self
+    }
+
+    /// The dead-letter subject, if any.
+    ///
+    /// ```
+    /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry);
+    /// assert_eq!(w.dead_letter_subject(), None); // a give-up is a +TERM
+    /// ```
+    pub fn dead_letter_subject(&self) -> Option<&str> {
+        self.dead_letter.as_deref()
+    }
+
+    /// A hook receiving every retry event (beside `tracing`).
+    ///
+    /// ```
+    /// let hook = |e: &herdless::RetryEvent<'_>| eprintln!("{}", e.name());
+    /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .notify(hook);
+    /// ```
+    pub fn notify<N2>(self, notify: N2) -> Worker<C, N2> {
+        Worker {
+            policy: self.policy,
+            classifier: self.classifier,
+            notify,
+            dead_letter: self.dead_letter,
+            budget: self.budget,
+            breaker: self.breaker,
+            seed: self.seed,
+            progress: self.progress,
+            concurrency: self.concurrency,
+            exit_when_idle: self.exit_when_idle,
+            levels: self.levels,
+        }
+    }
+
+    /// A retry budget shared by this worker's tasks.
+    ///
+    /// ```
+    /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .budget(herdless::RetryBudget::aws());
+    /// ```
+    pub fn budget(mut self, budget: RetryBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// A breaker shared by this worker's tasks.
+    ///
+    /// ```
+    /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .breaker(herdless::Breaker::new(5));
+    /// ```
+    pub fn breaker(mut self, breaker: Breaker) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// Mixes `seed` into every task's derived seed (tasks whose state carries
+    /// a seed keep theirs): reproducible delays for a given stream.
+    ///
+    /// ```
+    /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .seed(7);
+    /// ```
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The interval of in-progress acks during an attempt (default: a third
+    /// of the consumer's ack wait).
+    ///
+    /// ```
+    /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .progress_every(std::time::Duration::from_secs(10));
+    /// ```
+    pub fn progress_every(mut self, every: Duration) -> Self {
+        self.progress = Some(every);
+        self
+    }
+
+    /// The `tracing` level of each event.
+    ///
+    /// ```
+    /// use herdless::engine::EventLevels;
+    /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .event_levels(EventLevels::default().retry_scheduled(tracing::Level::DEBUG));
+    /// ```
+    pub fn event_levels(mut self, levels: EventLevels) -> Self {
+        self.levels = levels;
+        self
+    }
+
+    /// Makes [`run`](Self::run) return once the consumer is idle: nothing
+    /// left to deliver and nothing awaiting an acknowledgement or a
+    /// redelivery (a batch job draining its backlog, a test).
+    ///
+    /// ```
+    /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .exit_when_idle(true);
+    /// ```
+    pub fn exit_when_idle(mut self, yes: bool) -> Self {
+        self.exit_when_idle = yes;
+        self
+    }
+
+    /// How many tasks run at once: 1 to [`MAX_CONCURRENCY`].
+    ///
+    /// ```
+    /// use herdless::adapters::nats::Worker;
+    /// let w = || Worker::new(herdless::Policy::default(), herdless::AlwaysRetry);
+    /// assert!(w().concurrency(16).is_ok());
+    /// assert!(w().concurrency(0).is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`NatsError::Config`] outside that range.
+    pub fn concurrency(mut self, n: usize) -> Result<Self, NatsError> {
+        if !(1..=MAX_CONCURRENCY).contains(&n) {
+            return Err(NatsError::Config(format!(
+                "concurrency must be 1 to {MAX_CONCURRENCY}, not {n}"
+            )));
+        }
+        self.concurrency = n;
+        Ok(self)
+    }
+
+    /// The policy.
+    ///
+    /// ```
+    /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry);
+    /// assert_eq!(w.policy().max_attempts(), 6);
+    /// ```
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The engine context for one task.
+    fn context<'a>(&'a self, task_id: &'a str) -> Context<'a, N> {
+        let mut cx = Context::new(&self.policy)
+            .task_id(task_id)
+            .event_levels(self.levels)
+            .notify(&self.notify);
+        if let Some(b) = &self.budget {
+            cx = cx.budget(b);
+        }
+        if let Some(b) = &self.breaker {
+            cx = cx.breaker(b);
+        }
+        cx
+    }
+}

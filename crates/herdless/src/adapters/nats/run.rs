@@ -1,0 +1,235 @@
+//! [`Worker::run`]: the pull loop, `concurrency` tasks at a time, a graceful
+//! stop and an abort, and the [`Summary`] of what it did.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::future::Future;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer::pull::Batch, consumer::PullConsumer};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use super::error::check_consumer;
+use super::handle::{Abort, Outcome, Task};
+use super::{NatsError, Worker, FETCH_WAIT, IDLE_FETCH_WAIT};
+use crate::backoff::Backoff;
+use crate::classify::Classify;
+use crate::engine::Notify;
+use crate::policy::Policy;
+
+/// What a [`Worker::run`] did, one count per delivery.
+///
+/// ```
+/// let s = herdless::adapters::nats::Summary::default();
+/// assert_eq!(s.deliveries, 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Messages taken from the consumer.
+    pub deliveries: u64,
+    /// Attempts that succeeded (acked).
+    pub acked: u64,
+    /// Failed attempts handed to the broker with the engine's delay.
+    pub retried: u64,
+    /// Retries the breaker held back (NAKed with its wait, not run).
+    pub deferred: u64,
+    /// Tasks given up (dead-lettered, or terminated without a dead-letter subject).
+    pub dead_lettered: u64,
+    /// Give-ups by reason (`terminal`, `max_attempts`, …).
+    pub by_reason: BTreeMap<&'static str, u64>,
+    /// Attempts abandoned by an abort and handed back.
+    pub handed_back: u64,
+    /// Tasks left to the ack wait (a dead letter that could not be stored,
+    /// an acknowledgement the broker did not confirm).
+    pub unsettled: u64,
+}
+
+impl Summary {
+    fn record(&mut self, outcome: Result<Outcome, NatsError>) {
+        match outcome {
+            Ok(Outcome::Acked { .. }) => self.acked += 1,
+            Ok(Outcome::Retrying { .. }) => self.retried += 1,
+            Ok(Outcome::Deferred { .. }) => self.deferred += 1,
+            Ok(Outcome::DeadLettered { reason, .. }) => {
+                self.dead_lettered += 1;
+                *self.by_reason.entry(reason.as_str()).or_default() += 1;
+            }
+            Ok(Outcome::HandedBack) => self.handed_back += 1,
+            Ok(Outcome::Unsettled) => self.unsettled += 1,
+            Err(e) => {
+                tracing::warn!(target: "herdless", error = %e, "task left to the ack wait");
+                self.unsettled += 1;
+            }
+        }
+    }
+}
+
+/// The pace of pulling again after a failed pull request.
+fn pull_backoff() -> Backoff {
+    let policy = Policy::builder()
+        .base(Duration::from_millis(100))
+        .cap(Duration::from_secs(5))
+        .build()
+        .unwrap_or_default();
+    Backoff::new(policy)
+}
+
+async fn next(batch: &mut Option<Batch>) -> Option<Result<jetstream::Message, async_nats::Error>> {
+    match batch {
+        Some(b) => b.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl<C, N: Notify> Worker<C, N> {
+    /// Takes tasks from `consumer` and runs `op` on each, up to
+    /// `concurrency` at once, until `stop` resolves (no new task is started:
+    /// one that still arrives on an outstanding pull is handed back; running
+    /// attempts finish and are settled) or `abort` does (running attempts are
+    /// dropped and handed back to the broker at once). Returns what it did.
+    ///
+    /// # Errors
+    ///
+    /// [`NatsError::Config`] for a consumer or dead-letter subject it refuses
+    /// (before taking anything); [`NatsError::Broker`] when the consumer
+    /// cannot be read. A failed pull is retried with a jittered backoff; a
+    /// failure to settle one task leaves it to the broker's ack wait.
+    pub async fn run<F, Fut, E, S, A>(
+        &self,
+        js: &jetstream::Context,
+        consumer: &PullConsumer,
+        op: F,
+        stop: S,
+        abort: A,
+    ) -> Result<Summary, NatsError>
+    where
+        C: Classify<E>,
+        F: Fn(Task) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: Display,
+        S: Future,
+        A: Future,
+    {
+        let info = consumer
+            .get_info()
+            .await
+            .map_err(|e| NatsError::broker("reading the consumer", e))?;
+        check_consumer(&info, &self.policy)?;
+        if let Some(subject) = &self.dead_letter {
+            if js.stream_by_subject(subject.as_str()).await.is_err() {
+                return Err(NatsError::Config(format!(
+                    "no stream stores the dead-letter subject {subject:?}: a dead letter \
+                     published there would be lost (add it to a stream's subjects)"
+                )));
+            }
+        }
+        let progress = self
+            .progress
+            .unwrap_or(info.config.ack_wait / 3)
+            .max(Duration::from_millis(10));
+        let (raise, lowered) = tokio::sync::watch::channel(false);
+        let aborting = Abort(lowered);
+        let mut inflight = FuturesUnordered::new();
+        let mut batch: Option<Batch> = None;
+        let mut taken_in_batch = 0usize;
+        // What the server had left to deliver at the last message taken.
+        let mut left = u64::MAX;
+        let (mut stopping, mut aborted) = (false, false);
+        let mut summary = Summary::default();
+        let mut backoff = pull_backoff();
+        let pause = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(stop, abort, pause);
+        let mut paused = false;
+        loop {
+            let free = self.concurrency - inflight.len();
+            if batch.is_none() && !stopping && !paused && free > 0 {
+                let pulled = consumer
+                    .batch()
+                    .max_messages(free)
+                    .expires(if self.exit_when_idle {
+                        IDLE_FETCH_WAIT
+                    } else {
+                        FETCH_WAIT
+                    })
+                    .messages()
+                    .await;
+                match pulled {
+                    Ok(b) => {
+                        backoff.on_success();
+                        batch = Some(b);
+                        taken_in_batch = 0;
+                    }
+                    Err(e) => {
+                        let wait = backoff.next_delay();
+                        tracing::warn!(target: "herdless", error = %e, wait_s = wait.as_secs_f64(), "pull failed");
+                        pause.as_mut().reset(tokio::time::Instant::now() + wait);
+                        paused = true;
+                    }
+                }
+            }
+            if stopping && batch.is_none() && inflight.is_empty() {
+                return Ok(summary);
+            }
+            tokio::select! {
+                biased;
+                _ = &mut abort, if !aborted => {
+                    aborted = true;
+                    stopping = true;
+                    let _ = raise.send(true);
+                }
+                _ = &mut stop, if !stopping => stopping = true,
+                () = &mut pause, if paused => paused = false,
+                Some(done) = inflight.next(), if !inflight.is_empty() => {
+                    summary.record(done);
+                    // Drained: stop taking tasks. The outstanding pull is
+                    // read to its end (a short one in this mode): a task
+                    // published meanwhile is handed back, not stranded in a
+                    // dropped request until the ack wait.
+                    let drained = left == 0 && inflight.is_empty();
+                    if self.exit_when_idle && drained && idle(consumer).await {
+                        stopping = true;
+                    }
+                }
+                taken = next(&mut batch) => match taken {
+                    Some(Ok(message)) => {
+                        summary.deliveries += 1;
+                        taken_in_batch += 1;
+                        match self.resume(message) {
+                            Ok(d) => {
+                                left = d.pending;
+                                // Stopping: a task that still arrives goes straight back.
+                                inflight.push(self.handle(js, d, &op, Some(progress), &aborting, !stopping));
+                            }
+                            Err(e) => summary.record(Err(e)),
+                        }
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(target: "herdless", error = %e, "pull ended early");
+                        batch = None;
+                    }
+                    None => {
+                        batch = None;
+                        let quiet = taken_in_batch == 0 && inflight.is_empty();
+                        if quiet && self.exit_when_idle && idle(consumer).await {
+                            stopping = true;
+                        }
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// Whether the consumer has nothing to deliver and nothing awaiting an
+/// acknowledgement or a redelivery (not idle when it cannot be read: the
+/// next pull finds out more).
+async fn idle(consumer: &PullConsumer) -> bool {
+    match consumer.get_info().await {
+        Ok(info) => info.num_pending == 0 && info.num_ack_pending == 0,
+        Err(e) => {
+            tracing::warn!(target: "herdless", error = %e, "cannot read the consumer");
+            false
+        }
+    }
+}

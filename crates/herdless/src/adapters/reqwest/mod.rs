@@ -1,0 +1,357 @@
+//! A retrying `reqwest` sender (feature `reqwest`).
+//!
+//! ```no_run
+//! use herdless::adapters::reqwest::HttpRetry;
+//! use herdless::Policy;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = reqwest::Client::new();
+//! let http = HttpRetry::new(Policy::default()).idempotency_key_header(true);
+//! let response = http.send(client.get("http://127.0.0.1:8080/scan/7")).await?;
+//! println!("{}", response.text().await?);
+//! # Ok(()) }
+//! ```
+//!
+//! # Three ways to retry reqwest, one engine
+//!
+//! * **[`HttpRetry`]** (this module): takes a [`reqwest::RequestBuilder`].
+//! * **tower**: reqwest's `Client` is a `tower::Service<reqwest::Request>`
+//!   (reqwest 0.12 and later), so a `tower::retry::RetryLayer` with a
+//!   [`RetryPolicy`](crate::adapters::tower::RetryPolicy) wraps it; this module's
+//!   [`ReqwestClassifier`] classifies its `Result<reqwest::Response,
+//!   reqwest::Error>` (features `tower` + `reqwest`) and
+//!   `reqwest::Request::try_clone` copies requests (a streaming body is sent
+//!   once, never retried):
+//!
+//!   ```
+//!   # #[cfg(feature = "tower")] {
+//!   use herdless::adapters::reqwest::ReqwestClassifier;
+//!   use herdless::{Policy, Retry};
+//!   use herdless::adapters::tower::RetryPolicy;
+//!   use tower::{retry::RetryLayer, Service, ServiceBuilder};
+//!
+//!   let retry = Retry::builder().policy(Policy::default()).classifier(ReqwestClassifier::default()).task_id("scan-7").build();
+//!   let policy = RetryPolicy::with_cloner(retry, |r: &reqwest::Request| r.try_clone());
+//!   let client = ServiceBuilder::new()
+//!       .layer(RetryLayer::new(policy))
+//!       .service(reqwest::Client::new());
+//!   // client.ready().await?.call(request).await? — a Service<reqwest::Request>.
+//!   fn is_client<S: Service<reqwest::Request, Response = reqwest::Response>>(_: &S) {}
+//!   is_client(&client);
+//!   # }
+//!   ```
+//! * **reqwest-middleware**: [`RetryMiddleware`](crate::adapters::reqwest::middleware::RetryMiddleware)
+//!   in a `ClientWithMiddleware` stack (feature `reqwest-middleware`).
+//!
+//! All three classify with [`ReqwestClassifier`] and decide in the
+//! [engine](crate::engine): the same policy, `Retry-After` handling, shared
+//! budget, breaker and events. A tower layer or a middleware returns when the
+//! response's headers arrive, so `HttpRetry` stays for what they cannot do:
+//!
+//! * **The body inside the attempt**: [`send_buffered`](HttpRetry::send_buffered)
+//!   reads the whole body in each attempt, so a connection that breaks or
+//!   stalls mid-body is retried; a layer or middleware hands the response
+//!   back before its body is read, and a failure while reading it is the
+//!   caller's.
+//! * **A typed outcome**: [`SendError::Retry`] carries why the call stopped,
+//!   after how many attempts and how long, with the last error (and the last
+//!   error status's response); a layer or middleware returns the last result
+//!   as it came.
+//! * **A body that cannot be cloned is refused, not sent once**; each attempt
+//!   can be observed ([`send_observed`](HttpRetry::send_observed)); and no
+//!   extra crate or boxed stack: any `Client` configuration, static types.
+//!
+//! # Rules
+//!
+//! * **Only idempotent methods are retried by default** (RFC 9110 §9.2.2: GET,
+//!   HEAD, OPTIONS, TRACE, PUT, DELETE). Any other method (POST, PATCH, …) is
+//!   sent once, and its failure is final (`retry_abandoned_terminal`), unless
+//!   [`retry_non_idempotent`](HttpRetry::retry_non_idempotent) opts in — best
+//!   together with an `Idempotency-Key` the server honors.
+//! * **A body that cannot be cloned is refused, clearly, before anything is
+//!   sent**: a retryable request whose body is a stream fails with
+//!   [`SendError::BodyNotCloneable`] instead of being sent once and silently not
+//!   retried. Buffer the body (`Body::from(bytes)`) to make it retryable. (A
+//!   non-retried method needs no clone, so a streaming POST is sent once.)
+//! * **`Idempotency-Key`** ([`idempotency_key_header`](HttpRetry::idempotency_key_header)):
+//!   every attempt of one call carries the same key (the call's
+//!   [`IdempotencyKey`](crate::IdempotencyKey), a UUID), a new call gets a new
+//!   one, and a key the request already carries is kept. The value is the bare
+//!   UUID, as Stripe-style APIs expect.
+//! * **Statuses** are classified by [`StatusClassifier`] (retryable and terminal sets
+//!   that fail closed), `Retry-After` by [`parse_retry_after`] against the wall clock
+//!   (injectable with [`ReqwestClassifier::now`]), and a valid `Retry-After-Ms`
+//!   (a [`pushback`](crate::fleet::pushback) server's millisecond slot) is preferred
+//!   to `Retry-After` ([`classify_response_ms`]);
+//!   transport errors by [`classify_transport`]; per-attempt timeouts are
+//!   reported as timeouts ([`Classify::is_timeout`]) so a shared retry budget
+//!   can charge them more. A per-attempt timeout is the request's own
+//!   `RequestBuilder::timeout`, which applies to every attempt.
+//!
+//! [`StatusClassifier`]: crate::http::StatusClassifier
+//! [`parse_retry_after`]: crate::http::parse_retry_after
+//! [`classify_response_ms`]: crate::http::classify_response_ms
+//! [`Classify::is_timeout`]: crate::Classify::is_timeout
+
+mod classify;
+mod error;
+#[cfg(feature = "reqwest-middleware")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
+pub mod middleware;
+mod replay;
+mod transport;
+
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use reqwest::{RequestBuilder, Response, StatusCode};
+
+use crate::engine::events::{NoNotify, Notify};
+use crate::engine::{Attempt, Retry};
+use crate::policy::Policy;
+use crate::timer::{AsyncSleep, SystemTimer};
+
+pub use classify::ReqwestClassifier;
+pub(crate) use error::Kind;
+pub use error::{HttpError, NotRetried, SendError};
+pub(crate) use replay::Replay;
+pub use replay::{is_idempotent, IDEMPOTENCY_KEY};
+pub use transport::{classify_io, classify_transport, is_transport_timeout};
+
+/// What one attempt did, for [`HttpRetry::send_observed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptRecord {
+    /// The 1-based attempt number.
+    pub number: u32,
+    /// When the attempt started (the retrier's clock).
+    pub started: Instant,
+    /// When it ended.
+    pub finished: Instant,
+    /// The status received, or `None` after a transport error.
+    pub status: Option<u16>,
+}
+
+/// Sends `reqwest` requests with retries; see the [module documentation](self).
+///
+/// Wraps a [`Retry`] with an [`ReqwestClassifier`], so everything `Retry`
+/// configures (task id, seed, timer, notify hook) applies, and every decision
+/// emits the usual events.
+pub struct HttpRetry<T = SystemTimer, N = NoNotify> {
+    pub(crate) retry: Retry<ReqwestClassifier, T, N>,
+    pub(crate) idempotency_header: bool,
+    pub(crate) retry_non_idempotent: bool,
+}
+
+impl<T, N> fmt::Debug for HttpRetry<T, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRetry")
+            .field("retry", &self.retry)
+            .field("idempotency_header", &self.idempotency_header)
+            .field("retry_non_idempotent", &self.retry_non_idempotent)
+            .finish()
+    }
+}
+
+impl HttpRetry {
+    /// A sender with `policy`, the default status sets, the system timer and
+    /// no notify hook.
+    ///
+    /// ```
+    /// let h = herdless::adapters::reqwest::HttpRetry::new(herdless::Policy::default());
+    /// assert_eq!(h.retry().policy().max_attempts(), 6);
+    /// ```
+    pub fn new(policy: Policy) -> Self {
+        Self::from_retry(Retry::new(policy, ReqwestClassifier::default()))
+    }
+}
+
+impl<T, N> HttpRetry<T, N> {
+    /// A sender around a configured [`Retry`].
+    ///
+    /// ```
+    /// use herdless::adapters::reqwest::{HttpRetry, ReqwestClassifier};
+    /// use herdless::http::StatusClassifier;
+    /// use herdless::{Policy, Retry};
+    /// let retry = Retry::builder()
+    ///     .policy(Policy::default())
+    ///     .classifier(ReqwestClassifier::new(StatusClassifier::new().retry(409)))
+    ///     .task_id("scan-7")
+    ///     .build();
+    /// let h = HttpRetry::from_retry(retry);
+    /// assert_eq!(h.retry().task_id(), "scan-7");
+    /// ```
+    pub fn from_retry(retry: Retry<ReqwestClassifier, T, N>) -> Self {
+        Self {
+            retry,
+            idempotency_header: false,
+            retry_non_idempotent: false,
+        }
+    }
+
+    /// Sends the call's idempotency key as `Idempotency-Key` on every attempt
+    /// (unless the request already has one).
+    pub fn idempotency_key_header(mut self, on: bool) -> Self {
+        self.idempotency_header = on;
+        self
+    }
+
+    /// Retries non-idempotent methods (POST, PATCH, …) too. Only do this when
+    /// the server deduplicates them (e.g. by `Idempotency-Key`).
+    pub fn retry_non_idempotent(mut self, on: bool) -> Self {
+        self.retry_non_idempotent = on;
+        self
+    }
+
+    /// The wrapped retrier.
+    pub fn retry(&self) -> &Retry<ReqwestClassifier, T, N> {
+        &self.retry
+    }
+}
+
+impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
+    /// Sends the request, retrying per the policy. A status below 400 is
+    /// success.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`]: an invalid request, a body that cannot be cloned for a
+    /// retry, or the retries' outcome (terminal or exhausted).
+    pub async fn send(&self, request: RequestBuilder) -> Result<Response, SendError> {
+        self.send_observed(request, |_| {}).await
+    }
+
+    /// Like [`send`](Self::send), calling `observe` after every attempt.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](Self::send).
+    pub async fn send_observed(
+        &self,
+        request: RequestBuilder,
+        observe: impl FnMut(&AttemptRecord) + Send,
+    ) -> Result<Response, SendError> {
+        match self.run(request, observe, false).await? {
+            Got::Response(r) => Ok(r),
+            Got::Buffered(_) => unreachable!("run returns the shape asked for"),
+        }
+    }
+
+    /// Sends the request and reads the whole body **inside** each attempt, so
+    /// a connection that breaks or stalls mid-body (per-attempt timeout) is
+    /// retried like any other transport error.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](Self::send).
+    pub async fn send_buffered(&self, request: RequestBuilder) -> Result<Buffered, SendError> {
+        self.send_buffered_observed(request, |_| {}).await
+    }
+
+    /// Like [`send_buffered`](Self::send_buffered), calling `observe` after
+    /// every attempt.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](Self::send).
+    pub async fn send_buffered_observed(
+        &self,
+        request: RequestBuilder,
+        observe: impl FnMut(&AttemptRecord) + Send,
+    ) -> Result<Buffered, SendError> {
+        match self.run(request, observe, true).await? {
+            Got::Buffered(b) => Ok(b),
+            Got::Response(_) => unreachable!("run returns the shape asked for"),
+        }
+    }
+
+    async fn run(
+        &self,
+        request: RequestBuilder,
+        observe: impl FnMut(&AttemptRecord) + Send,
+        read_body: bool,
+    ) -> Result<Got, SendError> {
+        // Each attempt's future borrows the hook; a Mutex keeps that Send.
+        let observe = Mutex::new(observe);
+        let (client, request) = request.build_split();
+        let request = request.map_err(SendError::Build)?;
+        let mut replay = Replay::new(request, self.retry_non_idempotent, self.idempotency_header);
+        let not_retried = replay.not_retried();
+        // A retryable method whose body cannot be cloned is refused before
+        // anything is sent, rather than sent once and silently not retried.
+        if let (Some(NotRetried::BodyNotCloneable), Some(r)) = (not_retried, replay.original()) {
+            return Err(SendError::BodyNotCloneable {
+                method: r.method().clone(),
+                url: r.url().to_string(),
+            });
+        }
+        let result = self
+            .retry
+            .call_async(|attempt: Attempt| {
+                let req = replay.request(&attempt);
+                let client = &client;
+                let timer = &self.retry.timer;
+                let observe = &observe;
+                async move {
+                    let started = timer.now();
+                    let outcome = match client.execute(req).await {
+                        Ok(r) if read_body && r.status().as_u16() < 400 => {
+                            let (status, version) = (r.status(), r.version());
+                            let (headers, url) = (r.headers().clone(), r.url().clone());
+                            match r.bytes().await {
+                                Ok(body) => Ok(Got::Buffered(Buffered {
+                                    status,
+                                    version,
+                                    headers,
+                                    url,
+                                    body,
+                                })),
+                                Err(e) => Err((Some(status.as_u16()), Kind::Transport(e))),
+                            }
+                        }
+                        Ok(r) if r.status().as_u16() < 400 => Ok(Got::Response(r)),
+                        Ok(r) => Err((Some(r.status().as_u16()), Kind::Status(r))),
+                        Err(e) => Err((None, Kind::Transport(e))),
+                    };
+                    let record = AttemptRecord {
+                        number: attempt.number(),
+                        started,
+                        finished: timer.now(),
+                        status: match &outcome {
+                            Ok(Got::Response(r)) => Some(r.status().as_u16()),
+                            Ok(Got::Buffered(b)) => Some(b.status.as_u16()),
+                            Err((status, _)) => *status,
+                        },
+                    };
+                    if let Ok(mut hook) = observe.lock() {
+                        (*hook)(&record);
+                    }
+                    outcome.map_err(|(_, kind)| HttpError::new(kind, not_retried))
+                }
+            })
+            .await;
+        result.map_err(SendError::Retry)
+    }
+}
+
+enum Got {
+    Response(Response),
+    Buffered(Buffered),
+}
+
+/// A successful response whose body was read inside the attempt
+/// ([`HttpRetry::send_buffered`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Buffered {
+    /// The status (below 400).
+    pub status: StatusCode,
+    /// The HTTP version.
+    pub version: reqwest::Version,
+    /// The response headers.
+    pub headers: reqwest::header::HeaderMap,
+    /// The final URL (after redirects).
+    pub url: reqwest::Url,
+    /// The whole body.
+    pub body: bytes::Bytes,
+}

@@ -1,0 +1,565 @@
+//! Adaptive server pushback: a slot allocator that learns what the
+//! [`SlotAllocator`](crate::pushback::SlotAllocator) is told — the service's
+//! capacity and the end of its outage — and keeps its schedule for the
+//! callers that honor it when others do not.
+//!
+//! The [`SlotAllocator`](crate::pushback::SlotAllocator) is exact when the server
+//! knows three things: its capacity, when an outage ends, and that every
+//! caller honors Retry-After. An [`AdaptiveAllocator`] is told at most a
+//! starting estimate and learns the rest from the service's own answers. It
+//! sits in front of the service as the slot allocator does, with two more
+//! calls: after each request it admitted, the driver reports whether the
+//! service [`served`](AdaptiveAllocator::served) it or
+//! [`refused`](AdaptiveAllocator::refused) it (a 503 or 429 of its own).
+//!
+//! ## Admission and slots
+//!
+//! As in the slot allocator: a GCRA admits up to the current estimate (with
+//! a [`burst`](AdaptiveBuilder::burst) of 100 ms of it), and every rejected
+//! caller gets its own slot, `1 / estimate` after the previous one, after the
+//! capacity already promised, never past the horizon. A refused request gets
+//! a slot too ([`refused`](AdaptiveAllocator::refused) returns it), so a
+//! caller is never left with a bare 503.
+//!
+//! ## Learning the capacity
+//!
+//! Per 100 ms window (see `estimate.rs` for the rule): when the service
+//! refused some of what was admitted, its served rate in that window becomes
+//! the estimate (verified); when callers were turned away and the service
+//! refused nothing, the estimate doubles (unverified) or grows by 5 %
+//! (verified). An overestimate is corrected within one window of traffic, an
+//! underestimate within a few.
+//!
+//! ## The outage, and its end
+//!
+//! The allocator takes the service to be **down** after
+//! [`down_after`](AdaptiveBuilder::down_after) consecutive refusals with no
+//! success in the window (or when told, [`outage`](AdaptiveAllocator::outage)).
+//! While down it sheds everything but one **probe** per
+//! [`probe_interval`](AdaptiveBuilder::probe_interval) (50 ms), let through to
+//! the service: the first probe the service serves ends the outage. On
+//! recovery the admission bucket starts empty (a recovering service has
+//! nothing saved up) and the estimate is unverified again. With a known end
+//! ([`outage_until`](AdaptiveAllocator::outage_until)) there are no probes and
+//! the slots start at the end, as in the slot allocator.
+//!
+//! ### An outage with an unknown end
+//!
+//! A caller rejected while the service is down is booked no sooner than
+//! `hold = max(min_hold, age)`, where `age` is how long the outage has
+//! lasted (`min_hold` 2 s): a caller checks back about once per elapsed
+//! outage — exponential backoff, but coordinated by the server and spread at
+//! the estimate — so a long outage costs each caller a number of calls that
+//! grows with the logarithm of its length, not linearly. Callers that come
+//! back while the service is still down are rebooked behind the others; when
+//! the probe sees the recovery, the schedule already holds the fleet.
+//!
+//! ## Callers that ignore their slot
+//!
+//! With [`decide_for`](AdaptiveAllocator::decide_for) the driver names the
+//! caller (a client id header, an API key). A caller that comes back before
+//! its slot is marked: it is told its slot again, without a new booking, and
+//! is admitted only into spare capacity (the admission check with half the
+//! burst tolerance: the other half is kept for the callers due), so the callers that wait for their slots are not pushed back
+//! by those that do not. See `clients.rs`. [`decide`](AdaptiveAllocator::decide)
+//! treats every arrival as a new caller.
+//!
+//! ## What learning cannot fix
+//!
+//! Every caller's first return after the outage was scheduled *before* it,
+//! when the service had completed nothing: those returns arrive at the
+//! starting estimate, right or wrong. With an estimate twice the capacity and
+//! a known end, the first seconds after the end see twice what the service
+//! can take (the excess is refused by the allocator at no cost to the
+//! service, and rebooked at the learned rate); with half the capacity, the
+//! fleet drains at half the rate it could. The hold of an unknown end
+//! dilutes both (callers rebooked during the outage are spread further).
+//! `docs/fleet-protection.md` measures this matrix.
+//!
+//! ```
+//! use std::time::Duration;
+//! use herdless::pushback::AdaptiveAllocator;
+//!
+//! // Told 2,000/s; the service really serves 1,000/s.
+//! let mut alloc = AdaptiveAllocator::builder().estimate(2_000.0).build()?;
+//! let mut now = Duration::ZERO;
+//! let mut tokens = 0.0f64;
+//! for _ in 0..2_000 {
+//!     now += Duration::from_micros(250); // 4,000 requests/s offered
+//!     tokens = (tokens + 0.25).min(100.0); // the service: 1,000/s, a burst of 100
+//!     if alloc.decide(now).is_admit() {
+//!         if tokens >= 1.0 { tokens -= 1.0; alloc.served(now); } else { let _slot = alloc.refused(now, None); }
+//!     }
+//! }
+//! assert!((alloc.capacity() - 1_000.0).abs() < 100.0, "{}", alloc.capacity());
+//! assert!(alloc.is_verified());
+//! # Ok::<(), herdless::pushback::PushbackError>(())
+//! ```
+
+mod builder;
+mod clients;
+mod estimate;
+mod schedule;
+
+pub use builder::{AdaptiveBuilder, MAX_CALLERS, MAX_CAPACITY, MIN_CAPACITY};
+
+use std::fmt;
+use std::time::Duration;
+
+use clients::{Clients, Entry};
+use estimate::Estimate;
+use schedule::Schedule;
+
+use crate::pushback::{ns, slot_interval_ns, Allotment, PushbackError};
+
+/// A caller that comes back this much before its slot is still on time
+/// (clock differences between the caller and the server).
+const EARLY_TOLERANCE: u64 = 5_000_000;
+
+/// While down with an unknown end, callers are rebooked at this share of the
+/// estimate (see [`reject`](AdaptiveAllocator::reject)).
+const HOLD_SHARE: f64 = 0.9;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Up,
+    Down {
+        /// When the outage started (set at the first decision when unknown).
+        since: Option<u64>,
+        /// Its known end, if any.
+        until: Option<u64>,
+        /// The next probe may go at or after this time.
+        next_probe: u64,
+    },
+}
+
+/// What the allocator has done so far.
+///
+/// ```
+/// let a = herdless::pushback::AdaptiveAllocator::builder().build()?;
+/// assert_eq!(a.counts(), herdless::pushback::adaptive::AdaptiveCounts::default());
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AdaptiveCounts {
+    /// Requests let through to the service (probes included).
+    pub admitted: u64,
+    /// Requests rejected with a slot (refusals not included).
+    pub rejected: u64,
+    /// Admitted requests the service served.
+    pub served: u64,
+    /// Admitted requests the service refused (each got a slot).
+    pub refused: u64,
+    /// Requests let through as probes while the service was down.
+    pub probes: u64,
+    /// Rejections of callers that came back before their slot (told their
+    /// slot again, no new booking).
+    pub early: u64,
+}
+
+/// Admits up to a learned capacity and books rejected callers into the
+/// capacity to come. See the [module documentation](self).
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::AdaptiveAllocator;
+/// let mut a = AdaptiveAllocator::builder().estimate(10.0).build()?.outage_until(Duration::from_secs(5));
+/// assert_eq!(a.decide(Duration::from_secs(1)).retry_after(), Some(Duration::from_secs(4)));
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// ```
+#[derive(Clone)]
+pub struct AdaptiveAllocator {
+    pub(crate) horizon_ns: u64,
+    pub(crate) burst_ns: u64,
+    pub(crate) min_hold_ns: u64,
+    pub(crate) probe_ns: u64,
+    pub(crate) down_after: u32,
+    pub(crate) mode: Mode,
+    pub(crate) estimate: Estimate,
+    pub(crate) schedule: Schedule,
+    pub(crate) clients: Clients,
+    pub(crate) counts: AdaptiveCounts,
+}
+
+impl fmt::Debug for AdaptiveAllocator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdaptiveAllocator")
+            .field("capacity", &self.estimate.capacity)
+            .field("verified", &self.estimate.verified)
+            .field("mode", &self.mode)
+            .field("counts", &self.counts)
+            .field("tracked_callers", &self.clients.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AdaptiveAllocator {
+    /// The settings, with their defaults.
+    ///
+    /// ```
+    /// let a = herdless::pushback::AdaptiveAllocator::builder().estimate(500.0).build()?;
+    /// assert!(!a.is_verified());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn builder() -> AdaptiveBuilder {
+        AdaptiveBuilder::default()
+    }
+
+    /// An allocator starting from `estimate` requests per second, never
+    /// handing out a delay past `horizon`, the other settings at their
+    /// defaults.
+    ///
+    /// # Errors
+    ///
+    /// As [`AdaptiveBuilder::build`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let a = herdless::pushback::AdaptiveAllocator::new(250.0, Duration::from_secs(30))?;
+    /// assert_eq!(a.capacity(), 250.0);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn new(estimate: f64, horizon: Duration) -> Result<Self, PushbackError> {
+        Self::builder().estimate(estimate).horizon(horizon).build()
+    }
+
+    /// Starts in an outage that ends at `until` (since the epoch): no probes,
+    /// slots from `until` on, at the estimate.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?
+    ///     .outage_until(Duration::from_secs(2));
+    /// assert!(a.in_outage(Duration::from_secs(1)));
+    /// assert!(!a.in_outage(Duration::from_secs(2)));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn outage_until(mut self, until: Duration) -> Self {
+        self.start_outage(Some(until));
+        self
+    }
+
+    /// Starts in an outage with an unknown end: probes find it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?.outage();
+    /// assert!(a.decide(Duration::ZERO).is_admit()); // the first probe
+    /// assert!(!a.decide(Duration::ZERO).is_admit());
+    /// a.served(Duration::ZERO); // the probe was served: the outage is over
+    /// assert!(!a.in_outage(Duration::ZERO));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn outage(mut self) -> Self {
+        self.start_outage(None);
+        self
+    }
+
+    /// Switches to outage mode now, until `until` (since the epoch) or, with
+    /// `None`, until a probe is served (or [`recover`](Self::recover)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?;
+    /// a.start_outage(None);
+    /// assert!(a.in_outage(Duration::from_secs(100)));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn start_outage(&mut self, until: Option<Duration>) {
+        self.mode = Mode::Down {
+            since: None,
+            until: until.map(ns),
+            next_probe: 0,
+        };
+    }
+
+    /// Leaves outage mode at `now`: the admission bucket starts empty and the
+    /// estimate is unverified.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?.outage();
+    /// a.recover(Duration::from_secs(3));
+    /// assert!(!a.in_outage(Duration::from_secs(3)));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn recover(&mut self, now: Duration) {
+        self.recover_at(ns(now));
+    }
+
+    /// Whether the allocator sheds everything (but probes) at `now`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?;
+    /// assert!(!a.in_outage(Duration::ZERO));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn in_outage(&self, now: Duration) -> bool {
+        match self.mode {
+            Mode::Up => false,
+            Mode::Down { until: None, .. } => true,
+            Mode::Down { until: Some(u), .. } => ns(now) < u,
+        }
+    }
+
+    /// The current capacity estimate, requests per second.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(herdless::pushback::AdaptiveAllocator::new(42.0, Duration::from_secs(9))?.capacity(), 42.0);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn capacity(&self) -> f64 {
+        self.estimate.capacity
+    }
+
+    /// Whether the estimate was measured (a window in which the service
+    /// refused part of what was admitted) since the start or the last
+    /// recovery.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert!(!herdless::pushback::AdaptiveAllocator::new(42.0, Duration::from_secs(9))?.is_verified());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn is_verified(&self) -> bool {
+        self.estimate.verified
+    }
+
+    /// The longest delay ever handed out.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(herdless::pushback::AdaptiveAllocator::new(1.0, Duration::from_secs(7))?.horizon().as_secs(), 7);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn horizon(&self) -> Duration {
+        Duration::from_nanos(self.horizon_ns)
+    }
+
+    /// What the allocator has done so far.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::new(1.0, Duration::from_secs(7))?;
+    /// let _ = a.decide(Duration::ZERO);
+    /// assert_eq!(a.counts().admitted, 1);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn counts(&self) -> AdaptiveCounts {
+        self.counts
+    }
+
+    /// Decides a request from an unnamed caller arriving at `now` (since the
+    /// epoch; times should not decrease from call to call).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::builder()
+    ///     .estimate(2.0).burst(Duration::from_millis(1)).client_spread(0.0).build()?;
+    /// assert!(a.decide(Duration::ZERO).is_admit());
+    /// assert_eq!(a.decide(Duration::ZERO).retry_after(), Some(Duration::from_millis(500)));
+    /// assert_eq!(a.decide(Duration::ZERO).retry_after(), Some(Duration::from_millis(1000)));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn decide(&mut self, now: Duration) -> Allotment {
+        self.decide_key(ns(now), None)
+    }
+
+    /// Decides a request from the caller named `key` (see the [module
+    /// documentation](self#callers-that-ignore-their-slot)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?
+    ///     .outage_until(Duration::from_secs(5));
+    /// let slot = a.decide_for(Duration::ZERO, 7).retry_after().unwrap();
+    /// assert_eq!(slot, Duration::from_secs(5));
+    /// // Back after one second instead of five: told the same slot, nothing booked.
+    /// assert_eq!(a.decide_for(Duration::from_secs(1), 7).retry_after(), Some(Duration::from_secs(4)));
+    /// assert_eq!(a.counts().early, 1);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn decide_for(&mut self, now: Duration, key: u64) -> Allotment {
+        self.decide_key(ns(now), Some(key))
+    }
+
+    /// The service served a request this allocator admitted (at `now`). A
+    /// served probe ends an outage of unknown end.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?;
+    /// a.served(Duration::ZERO);
+    /// assert_eq!(a.counts().served, 1);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn served(&mut self, now: Duration) {
+        let now = ns(now);
+        self.tick(now);
+        self.counts.served += 1;
+        self.estimate.served = self.estimate.served.saturating_add(1);
+        self.estimate.refusal_run = 0;
+        if let Mode::Down { until: None, .. } = self.mode {
+            self.recover_at(now);
+        }
+    }
+
+    /// The service refused a request this allocator admitted (a 503 or 429 of
+    /// its own, at `now`): returns the caller's slot (always a rejection).
+    /// Enough consecutive refusals with no success in the window mean the
+    /// service is down.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?;
+    /// for _ in 0..5 {
+    ///     assert!(!a.refused(Duration::ZERO, None).is_admit());
+    /// }
+    /// assert!(a.in_outage(Duration::ZERO));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn refused(&mut self, now: Duration, key: Option<u64>) -> Allotment {
+        let now = ns(now);
+        self.tick(now);
+        self.counts.refused += 1;
+        let e = &mut self.estimate;
+        e.refused = e.refused.saturating_add(1);
+        e.refusal_run = e.refusal_run.saturating_add(1);
+        if self.mode == Mode::Up && e.refusal_run >= self.down_after && !e.served_lately() {
+            self.mode = Mode::Down {
+                since: Some(now),
+                until: None,
+                next_probe: now.saturating_add(self.probe_ns),
+            };
+        }
+        self.reject(now, key, None, false)
+    }
+
+    fn interval(&self) -> u64 {
+        slot_interval_ns(self.estimate.capacity)
+    }
+
+    fn tolerance(&self, interval: u64) -> u64 {
+        self.burst_ns.saturating_sub(interval)
+    }
+
+    /// Time passes: a known outage end, an unknown outage's start, a window.
+    fn tick(&mut self, now: u64) {
+        match &mut self.mode {
+            Mode::Down { until: Some(u), .. } if now >= *u => {
+                let u = *u;
+                self.recover_at(u);
+            }
+            Mode::Down { since, .. } => {
+                since.get_or_insert(now);
+            }
+            Mode::Up => {}
+        }
+        self.estimate.roll(now);
+    }
+
+    fn recover_at(&mut self, at: u64) {
+        self.mode = Mode::Up;
+        let tolerance = self.tolerance(self.interval());
+        self.schedule.empty_at(at, tolerance);
+        self.estimate.restart(at);
+    }
+
+    fn decide_key(&mut self, now: u64, key: Option<u64>) -> Allotment {
+        self.tick(now);
+        // A caller's mark sticks: it is written back with its rejection, and
+        // an admission removes the entry.
+        let (early_slot, low) = match key.and_then(|k| self.clients.get(k, now, self.horizon_ns)) {
+            Some(e) => {
+                let early = now.saturating_add(EARLY_TOLERANCE) < e.slot;
+                (early.then_some(e.slot), e.ignores || early)
+            }
+            None => (None, false),
+        };
+        let admit = match &mut self.mode {
+            Mode::Up => {
+                let i = self.interval();
+                // A caller known to ignore its slot may use half the burst
+                // only: the other half stays for the callers due now.
+                let tolerance = if low {
+                    self.tolerance(i) / 2
+                } else {
+                    self.tolerance(i)
+                };
+                let ok = self.schedule.try_admit(now, i, tolerance);
+                if !ok {
+                    self.estimate.shed = self.estimate.shed.saturating_add(1);
+                }
+                ok
+            }
+            Mode::Down {
+                until: None,
+                next_probe,
+                ..
+            } if now >= *next_probe => {
+                *next_probe = now.saturating_add(self.probe_ns);
+                self.counts.probes += 1;
+                true
+            }
+            Mode::Down { .. } => false,
+        };
+        if admit {
+            if let Some(k) = key {
+                self.clients.remove(k);
+            }
+            self.counts.admitted += 1;
+            return Allotment::Admit;
+        }
+        self.counts.rejected += 1;
+        self.reject(now, key, early_slot, low)
+    }
+
+    /// The earliest slot a rejected caller may get at `now`.
+    fn earliest(&self, now: u64, interval: u64) -> u64 {
+        let next = now.saturating_add(interval);
+        match self.mode {
+            Mode::Up => self.schedule.promised().max(next),
+            Mode::Down { until: Some(u), .. } => u.max(next),
+            Mode::Down { since, .. } => {
+                let age = now.saturating_sub(since.unwrap_or(now));
+                let hold = age.max(self.min_hold_ns).min(self.horizon_ns);
+                now.saturating_add(hold).max(next)
+            }
+        }
+    }
+
+    /// Rejects with a slot: the caller's own when it came early, a hint
+    /// (nothing booked) for a caller known to ignore slots, else a booking.
+    fn reject(
+        &mut self,
+        now: u64,
+        key: Option<u64>,
+        early_slot: Option<u64>,
+        low: bool,
+    ) -> Allotment {
+        let i = match self.mode {
+            // Generations of callers rebooked at different times overlap
+            // when they come back (each adds its own spread): keep a margin.
+            Mode::Down { until: None, .. } => slot_interval_ns(self.estimate.capacity * HOLD_SHARE),
+            _ => self.interval(),
+        };
+        let earliest = self.earliest(now, i);
+        let slot = match early_slot {
+            Some(s) => {
+                self.counts.early += 1;
+                s
+            }
+            None if low => self.schedule.peek(now, earliest, i, self.horizon_ns),
+            None => self.schedule.book(now, earliest, i, self.horizon_ns),
+        };
+        if let Some(k) = key {
+            let entry = Entry { slot, ignores: low };
+            self.clients.set(k, entry, now, self.horizon_ns);
+        }
+        Allotment::Reject {
+            retry_after: Duration::from_nanos(slot.saturating_sub(now).max(1)),
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! [`Allocator`]: what a pushback front end (the tower layer, `herdless
+//! stub`) needs from a slot allocator, so that it can drive either the static
+//! [`SlotAllocator`] or the [`AdaptiveAllocator`].
+//!
+//! A front end asks [`decide`](Allocator::decide) for every request; for
+//! every request it admitted, it reports the service's answer:
+//! [`served`](Allocator::served), or [`refused`](Allocator::refused) when the
+//! service answered 503 or 429 itself, which returns the slot to attach to
+//! that answer (the adaptive allocator books one; the static one has none).
+//! Time is a [`Duration`] since the front end's epoch, as everywhere in
+//! [`fleet`](crate::fleet).
+
+use std::time::Duration;
+
+use crate::pushback::adaptive::AdaptiveAllocator;
+use crate::pushback::{Allotment, SlotAllocator};
+
+/// A slot allocator a pushback front end can drive. See the [module
+/// documentation](self).
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::{Allocator, AdaptiveAllocator, SlotAllocator};
+/// fn first<A: Allocator>(mut a: A) -> bool { a.decide(Duration::ZERO, None).is_admit() }
+/// assert!(first(SlotAllocator::new(10.0, Duration::from_secs(9))?));
+/// assert!(first(AdaptiveAllocator::new(10.0, Duration::from_secs(9))?));
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// ```
+pub trait Allocator: Send + 'static {
+    /// Decides a request at `now` from `caller` (a key naming it, when the
+    /// front end has one).
+    fn decide(&mut self, now: Duration, caller: Option<u64>) -> Allotment;
+
+    /// The service served a request this allocator admitted.
+    fn served(&mut self, now: Duration);
+
+    /// The service refused a request this allocator admitted (its own 503 or
+    /// 429): the slot to tell the caller, if the allocator gives one.
+    fn refused(&mut self, now: Duration, caller: Option<u64>) -> Option<Allotment>;
+
+    /// Sheds everything from `now` until `until` (since the epoch), or, with
+    /// `None`, until the allocator sees the service back (or is told).
+    fn start_outage(&mut self, now: Duration, until: Option<Duration>);
+
+    /// Leaves outage mode at `now`.
+    fn recover(&mut self, now: Duration);
+
+    /// Requests admitted and rejected so far.
+    fn counts(&self) -> (u64, u64);
+}
+
+/// The static allocator: no learning, no slot for a refusal, no caller keys.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::{Allocator, SlotAllocator};
+/// let mut a = SlotAllocator::new(10.0, Duration::from_secs(9))?;
+/// assert_eq!(Allocator::refused(&mut a, Duration::ZERO, None), None);
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// ```
+impl Allocator for SlotAllocator {
+    fn decide(&mut self, now: Duration, _caller: Option<u64>) -> Allotment {
+        SlotAllocator::decide(self, now)
+    }
+
+    fn served(&mut self, _now: Duration) {}
+
+    fn refused(&mut self, _now: Duration, _caller: Option<u64>) -> Option<Allotment> {
+        None
+    }
+
+    fn start_outage(&mut self, _now: Duration, until: Option<Duration>) {
+        SlotAllocator::start_outage(self, until);
+    }
+
+    fn recover(&mut self, _now: Duration) {
+        SlotAllocator::recover(self);
+    }
+
+    fn counts(&self) -> (u64, u64) {
+        SlotAllocator::counts(self)
+    }
+}
+
+/// The adaptive allocator: learns from `served` and `refused`, books a slot
+/// for each refusal, tracks named callers.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::{Allocator, AdaptiveAllocator};
+/// let mut a = AdaptiveAllocator::new(10.0, Duration::from_secs(9))?;
+/// assert!(Allocator::refused(&mut a, Duration::ZERO, Some(1)).is_some());
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// ```
+impl Allocator for AdaptiveAllocator {
+    fn decide(&mut self, now: Duration, caller: Option<u64>) -> Allotment {
+        match caller {
+            Some(key) => self.decide_for(now, key),
+            None => AdaptiveAllocator::decide(self, now),
+        }
+    }
+
+    fn served(&mut self, now: Duration) {
+        AdaptiveAllocator::served(self, now);
+    }
+
+    fn refused(&mut self, now: Duration, caller: Option<u64>) -> Option<Allotment> {
+        Some(AdaptiveAllocator::refused(self, now, caller))
+    }
+
+    fn start_outage(&mut self, _now: Duration, until: Option<Duration>) {
+        AdaptiveAllocator::start_outage(self, until);
+    }
+
+    fn recover(&mut self, now: Duration) {
+        AdaptiveAllocator::recover(self, now);
+    }
+
+    fn counts(&self) -> (u64, u64) {
+        let c = AdaptiveAllocator::counts(self);
+        (c.admitted, c.rejected + c.refused)
+    }
+}
+
+/// A caller key from any identifier (a header value, an API key): FNV-1a,
+/// 64 bits.
+///
+/// ```
+/// use herdless::pushback::allocator::caller_key;
+/// assert_eq!(caller_key(b"worker-7"), caller_key(b"worker-7"));
+/// assert_ne!(caller_key(b"worker-7"), caller_key(b"worker-8"));
+/// ```
+pub fn caller_key(id: &[u8]) -> u64 {
+    id.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
