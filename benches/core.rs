@@ -30,7 +30,9 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder};
 use criterion::{criterion_group, criterion_main, Criterion};
-use herdless::{AlwaysRetry, Clock, CoarseClock, Jitter, Policy, Retry, Rng, Schedule};
+use herdless::policy::Schedule;
+use herdless::timer::CoarseClock;
+use herdless::{AlwaysRetry, Clock, Jitter, Policy, Retry, Rng};
 use herdless_benches::{backon_ns, flaky, flaky_async, op, op_async, NoSleep, NoSleepTokioClock};
 
 fn success_first_try(c: &mut Criterion) {

@@ -19,7 +19,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use backon::{BlockingRetryable, ExponentialBuilder, Retryable};
-use herdless::{AlwaysRetry, Clock, CoarseClock, Policy, Retry, SystemTimer};
+use herdless::timer::CoarseClock;
+use herdless::{AlwaysRetry, Clock, Policy, Retry, SystemTimer};
 use herdless_benches::{backon_ns, flaky, flaky_async, op, op_async, NoSleep, NoSleepTokioClock};
 
 fn rt() -> tokio::runtime::Runtime {

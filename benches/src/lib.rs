@@ -7,7 +7,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
-use herdless::{Clock, CoarseClock, SystemTimer};
+use herdless::timer::CoarseClock;
+use herdless::{Clock, SystemTimer};
 
 /// An operation that succeeds at once.
 ///

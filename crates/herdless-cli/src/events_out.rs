@@ -13,7 +13,8 @@
 //! written.
 use std::io::Write;
 
-use herdless::{EventLevels, EventValue, Notify, RetryEvent};
+use herdless::engine::{EventLevels, EventValue};
+use herdless::{Notify, RetryEvent};
 use serde_json::{Map, Value};
 use tracing::Level;
 use tracing_subscriber::layer::SubscriberExt;

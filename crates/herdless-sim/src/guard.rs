@@ -232,7 +232,7 @@ impl GuardParams {
         Ok(())
     }
 
-    fn new_budget(&self) -> Result<RetryBudget, herdless::RetryBudgetError> {
+    fn new_budget(&self) -> Result<RetryBudget, herdless::fleet::RetryBudgetError> {
         let b = RetryBudget::builder().grpc(self.budget_tokens, self.budget_token_ratio);
         match self.budget_spread {
             Some(spread) => b.spread(spread),

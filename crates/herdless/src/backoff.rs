@@ -27,7 +27,8 @@ use crate::rng::Rng;
 /// documentation](self).
 ///
 /// ```
-/// use herdless::{Backoff, Policy, ResetPolicy};
+/// use herdless::Policy;
+/// use herdless::backoff::{Backoff, ResetPolicy};
 /// let mut b = Backoff::with_seed(Policy::default(), 1).reset_policy(ResetPolicy::Halve);
 /// for _ in 0..8 { b.next_delay(); }
 /// b.on_success();
@@ -47,7 +48,8 @@ pub enum ResetPolicy {
 /// what a success does to it. Also an infinite [`Iterator`] of delays.
 ///
 /// ```
-/// use herdless::{Backoff, Policy};
+/// use herdless::Policy;
+/// use herdless::backoff::Backoff;
 /// let policy = Policy::default();
 /// let mut backoff = Backoff::new(policy); // its own OS-entropy-seeded generator
 /// let d = backoff.next_delay();
@@ -69,7 +71,7 @@ impl Backoff {
     /// A backoff with its own generator of its own ([`Rng::fresh`]).
     ///
     /// ```
-    /// let mut a = herdless::Backoff::new(herdless::Policy::default());
+    /// let mut a = herdless::backoff::Backoff::new(herdless::Policy::default());
     /// let _ = a.next_delay();
     /// ```
     pub fn new(policy: Policy) -> Self {
@@ -79,7 +81,8 @@ impl Backoff {
     /// A reproducible backoff.
     ///
     /// ```
-    /// use herdless::{Backoff, Policy};
+    /// use herdless::Policy;
+    /// use herdless::backoff::Backoff;
     /// let a: Vec<_> = Backoff::with_seed(Policy::default(), 9).take(5).collect();
     /// let b: Vec<_> = Backoff::with_seed(Policy::default(), 9).take(5).collect();
     /// assert_eq!(a, b);
@@ -91,7 +94,7 @@ impl Backoff {
     /// A backoff drawing from the given generator.
     ///
     /// ```
-    /// let b = herdless::Backoff::with_rng(herdless::Policy::default(), herdless::Rng::with_seed(3));
+    /// let b = herdless::backoff::Backoff::with_rng(herdless::Policy::default(), herdless::Rng::with_seed(3));
     /// assert_eq!(b.retries(), 0);
     /// ```
     pub fn with_rng(policy: Policy, rng: Rng) -> Self {
@@ -106,7 +109,8 @@ impl Backoff {
     /// Sets what a success does (default [`ResetPolicy::Full`]).
     ///
     /// ```
-    /// use herdless::{Backoff, Policy, ResetPolicy};
+    /// use herdless::Policy;
+    /// use herdless::backoff::{Backoff, ResetPolicy};
     /// let b = Backoff::new(Policy::default()).reset_policy(ResetPolicy::Halve);
     /// assert_eq!(b.policy().max_attempts(), 6);
     /// ```
@@ -118,7 +122,7 @@ impl Backoff {
     /// The policy this backoff draws from.
     ///
     /// ```
-    /// let b = herdless::Backoff::new(herdless::Policy::default());
+    /// let b = herdless::backoff::Backoff::new(herdless::Policy::default());
     /// assert_eq!(b.policy().cap().as_secs(), 30);
     /// ```
     pub fn policy(&self) -> &Policy {
@@ -128,7 +132,7 @@ impl Backoff {
     /// The next delay; advances the schedule.
     ///
     /// ```
-    /// let mut b = herdless::Backoff::with_seed(herdless::Policy::default(), 4);
+    /// let mut b = herdless::backoff::Backoff::with_seed(herdless::Policy::default(), 4);
     /// assert!(b.next_delay() <= std::time::Duration::from_millis(500));
     /// ```
     pub fn next_delay(&mut self) -> Duration {
@@ -139,7 +143,7 @@ impl Backoff {
     /// zero-based index of the next retry).
     ///
     /// ```
-    /// let mut b = herdless::Backoff::with_seed(herdless::Policy::default(), 4);
+    /// let mut b = herdless::backoff::Backoff::with_seed(herdless::Policy::default(), 4);
     /// b.next_delay();
     /// assert_eq!(b.retries(), 1);
     /// ```
@@ -150,7 +154,7 @@ impl Backoff {
     /// Records a success according to the [`ResetPolicy`].
     ///
     /// ```
-    /// let mut b = herdless::Backoff::with_seed(herdless::Policy::default(), 4);
+    /// let mut b = herdless::backoff::Backoff::with_seed(herdless::Policy::default(), 4);
     /// b.next_delay();
     /// b.on_success();
     /// assert_eq!(b.retries(), 0);
@@ -171,7 +175,7 @@ impl Backoff {
     /// Starts the schedule over, whatever the reset policy.
     ///
     /// ```
-    /// let mut b = herdless::Backoff::with_seed(herdless::Policy::default(), 4);
+    /// let mut b = herdless::backoff::Backoff::with_seed(herdless::Policy::default(), 4);
     /// b.next_delay();
     /// b.reset();
     /// assert_eq!(b.retries(), 0);

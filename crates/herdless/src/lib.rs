@@ -6,11 +6,38 @@
 //! jitter**, guarded by a **classifier that fails closed**, a **budget on
 //! attempts and on elapsed time** (monotonic clock), **server-supplied delays
 //! honored but clamped**, and **structured events** — in blocking and async
-//! code, with time and randomness injectable for deterministic tests.
+//! code, with time and randomness injectable for deterministic tests — plus
+//! fleet-level guards (a shared retry budget, a half-open breaker, an escape
+//! lane) and server-side pushback.
+//!
+//! ## The front door
+//!
+//! One line, the classifier picked by the error's type (`std::io::Error`, and
+//! with their features `reqwest::Error`, `http::StatusCode`, `tonic::Status`):
+//!
+//! ```
+//! use herdless::prelude::*;
+//!
+//! fn scan() -> std::io::Result<u32> { Ok(12) }
+//!
+//! let pages = (|| scan()).retry(Policy::default())?;         // blocking
+//! # assert_eq!(pages, 12);
+//! # #[cfg(feature = "tokio")]
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
+//! # async fn fetch() -> std::io::Result<u32> { Ok(1) }
+//! let page = fetch.retry(Policy::default()).await?;          // async (feature `tokio`)
+//! # assert_eq!(page, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(()) })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Your own error type gets a classifier; a policy its bounds; a retrier its
+//! task id and shared guards ([`Retry::builder`]). An error type with no
+//! classifier does not compile: herdless never retries what it cannot classify.
 //!
 //! ```
 //! use std::time::Duration;
-//! use herdless::{Classification, Jitter, Policy, Retry};
+//! use herdless::prelude::*;
 //!
 //! #[derive(Debug)]
 //! enum DeviceError { Timeout, Busy { retry_after_s: f64 }, Unauthorized }
@@ -21,21 +48,21 @@
 //!     .max_attempts(6)                    // 1 call + 5 retries
 //!     .max_elapsed(Duration::from_secs(2))
 //!     .jitter(Jitter::Full)
-//!     .build()?;
+//!     .build()?;                          // typed error naming the field
 //!
 //! let retry = Retry::builder()
-//! .policy(policy)
-//! .classifier(|e: &DeviceError| match e {
-//!     DeviceError::Timeout => Classification::retryable(),
-//!     DeviceError::Busy { retry_after_s } => Classification::retry_after_secs(*retry_after_s),
-//!     DeviceError::Unauthorized => Classification::terminal(),
-//! })
-//! .task_id("capture-0042")
-//! .build();
+//!     .policy(policy)
+//!     .classify(|e| match e {
+//!         DeviceError::Timeout => Classification::retryable(),
+//!         DeviceError::Busy { retry_after_s } => Classification::retry_after_secs(*retry_after_s),
+//!         DeviceError::Unauthorized => Classification::terminal(),
+//!     })
+//!     .task_id("capture-0042")
+//!     .build();
 //!
 //! let mut replies = vec![Ok("page"), Err(DeviceError::Busy { retry_after_s: 0.002 }), Err(DeviceError::Timeout)];
-//! let page = retry.call(|_attempt| {
-//!     // attempt.idempotency_key() is the same on every attempt of this call
+//! let page = retry.call(|attempt| {
+//!     let _key = attempt.idempotency_key(); // the same on every attempt of this call
 //!     replies.pop().unwrap()
 //! });
 //! assert_eq!(page.unwrap(), "page");
@@ -46,63 +73,37 @@
 //!
 //! | concept | module |
 //! |---|---|
-//! | policy, validating builder, jitter math, server delays (clamp and spread) | [`policy`] |
-//! | the sans-IO decision engine, `Retry` and its blocking / async executors, errors, events, event levels, metrics | [`engine`] |
-//! | retryable / terminal classification | [`classify`] |
-//! | fleet-level guards: shared retry budget, breaker, escape lane, pushback | [`fleet`] |
-//! | HTTP statuses, `Retry-After`, `Retry-After-Ms`, `reqwest`, reqwest-middleware (features `http`, `reqwest`, `reqwest-middleware`) | `http` |
-//! | gRPC status codes (`UNAVAILABLE` by default), `grpc-retry-pushback-ms` (feature `grpc`; tower flavour with `tower`) | `grpc` |
-//! | tower client-side retry (`RetryPolicy`, a `tower::retry::Policy` over the engine) and `RetryBudget` as tower's `Budget` (feature `tower`; HTTP flavour with `http`) | `integrations` |
-//! | retries by a broker's redelivery: the engine's state in message headers; NATS JetStream (feature `nats`) | [`redelivery`] |
+//! | policy, validating builder, jitter math, server delays (clamp and spread), the delay envelope | [`policy`] |
+//! | the sans-IO decision engine, [`Retry`] and its executors, the front door, errors, events, metrics | [`engine`] |
+//! | retryable / terminal classification, by closure or by the error's type | [`classify`] |
+//! | client-side fleet guards: shared retry budget, breaker, escape lane | [`fleet`] |
+//! | server-side load shedding: pushback slot allocators, static and adaptive | [`pushback`] |
+//! | HTTP and gRPC protocol knowledge: statuses, `Retry-After`, `grpc-retry-pushback-ms` | `http`, `grpc` |
+//! | adapters: tower, reqwest (and reqwest-middleware), tonic, NATS JetStream | [`adapters`] |
+//! | retries by a broker's redelivery: the engine's state in message headers | [`redelivery`] |
 //! | long-lived backoff with a reset policy (reconnect loops) | [`backoff`] |
 //! | per-retrier randomness, idempotency keys | [`rng`] |
 //! | injectable clock and sleep | [`timer`] |
 //!
 //! ## Features
 //!
-//! * `tokio`: the default [`SystemTimer`] reads tokio's clock and sleeps with
-//!   `tokio::time::sleep` in [`Retry::call_async`], so `tokio::time::pause`
-//!   makes async tests instant.
+//! This is the one list; the README and the guides link here. With no
+//! feature, herdless depends on `tracing`, `fastrand` and `getrandom`, plus
+//! `coarsetime` (the coarse monotonic clock) on Linux, Android, macOS and
+//! FreeBSD.
 //!
-//! * `tower`: `fleet::PushbackLayer`, the server side of [`fleet::pushback`]
-//!   as a tower `Layer`, and the client side: `integrations::RetryPolicy`, a
-//!   `tower::retry::Policy` driving the engine, and `RetryBudget` as tower's
-//!   `Budget` (adds `tower` with its `retry` module, `http`,
-//!   `pin-project-lite`; implies `tokio`). With `http` too:
-//!   `integrations::HttpClassifier` (statuses, `Retry-After`).
-//! * `http`: [`http`] — the HTTP status classifier (retryable and terminal sets that
-//!   fail closed) and a hostile-input-safe `Retry-After` parser (adds `httpdate`).
-//! * `grpc`: `grpc` — the gRPC status-code classifier (`UNAVAILABLE` plus
-//!   configured codes; unknown codes fail closed) and `grpc-retry-pushback-ms`
-//!   under the gRPC retry design (a negative or unparseable value stops the
-//!   retries: `GiveUp::ServerPushback`). Adds no dependency. With `tower` too:
-//!   `integrations::GrpcClassifier` (`grpc-status` of trailers-only responses).
-//! * `reqwest`: `http::client` — a retrying `reqwest` sender: idempotent
-//!   methods only by default, refuses bodies it cannot clone, optional
-//!   `Idempotency-Key` (adds `reqwest` 0.13 with its default features off: no
-//!   TLS backend is forced, the application enables one on its own `reqwest`
-//!   dependency; implies `http` and `tokio`). With `tower` too:
-//!   `reqwest::Client` in a `tower::retry::RetryLayer`, classified by
-//!   `http::client::HttpClassifier`.
-//! * `reqwest-middleware`: `http::middleware::RetryMiddleware`, a
-//!   `reqwest_middleware::Middleware` that drives the engine with an
-//!   `HttpRetry`'s configuration (adds `reqwest-middleware` and `async-trait`;
-//!   implies `reqwest`).
-//! * `metrics`: counters, a histogram and gauges through the `metrics`
-//!   crate's facade, recorded on the engine's event path (names and labels in
-//!   [`engine::metrics`]; adds `metrics`).
-//!
-//! * `serde`: `Serialize`/`Deserialize` for [`Policy`] and [`Jitter`], with
-//!   human durations (`"500ms"`, `"2m"`) and jitter names; deserializing
-//!   validates through [`PolicyBuilder`], so an invalid value is an error
-//!   naming the field. `PolicyConfig` is the partial form for layered
-//!   configuration (`policy::serde`; adds `serde` and `humantime`). The
-//!   shared guards' settings too: [`RetryBudget`] (a preset and its knobs) and
-//!   [`Breaker`] (threshold, probe wait), validated by [`RetryBudgetBuilder`]
-//!   and [`BreakerBuilder`].
-//!
-//! The default build depends on `tracing`, `fastrand` and `getrandom`, plus
-//! `coarsetime` (the coarse monotonic clock) on Linux, Android, macOS and FreeBSD.
+//! | feature | what | adds |
+//! |---|---|---|
+//! | `tokio` | the default [`SystemTimer`] reads tokio's clock and sleeps with `tokio::time::sleep` in the async executors (so `tokio::time::pause` makes async tests instant) | `tokio` (`time`) |
+//! | `http` | `http`: status classifier (retryable and terminal sets that fail closed), a hostile-input-safe `Retry-After` parser, `Retry-After-Ms`; `http::StatusCode` is [`Retryable`] | `http`, `httpdate` |
+//! | `grpc` | `grpc`: status-code classifier (`UNAVAILABLE` plus configured codes; unknown codes fail closed), `grpc-retry-pushback-ms` under the gRPC retry design (negative or unparseable: [`GiveUp::ServerPushback`]) | nothing |
+//! | `tower` | `adapters::tower`: client-side retry as a `tower::retry::Policy` driving the engine, [`RetryBudget`] as tower's `Budget`, response classifiers for `http::Response` (and `grpc-status` with `grpc`), the pushback `Layer` for axum and hyper; implies `http` and `tokio` | `tower` (`retry`), `pin-project-lite` |
+//! | `reqwest` | `adapters::reqwest`: a retrying `reqwest` sender (idempotent methods only by default, refuses bodies it cannot clone, optional `Idempotency-Key`); `reqwest::Error` is [`Retryable`]; with `tower`, `reqwest::Client` in a `RetryLayer`. reqwest's default features are off: no TLS backend is forced, enable one on your own `reqwest` dependency; implies `http` and `tokio` | `reqwest` 0.13, `bytes` |
+//! | `reqwest-middleware` | `adapters::reqwest::middleware`: a `reqwest_middleware::Middleware` driving the engine; implies `reqwest` | `reqwest-middleware` 0.5, `async-trait` |
+//! | `tonic` | `adapters::tonic`: `tonic::Status` is [`Retryable`] by the gRPC rules; implies `grpc` | `tonic` 0.13 (default features off) |
+//! | `nats` | `adapters::nats`: retries by redelivery from a NATS JetStream pull consumer (ack on success, NAK with the engine's delay, dead letters, in-progress acks); implies `tokio` | `async-nats` (JetStream), `futures-util`, `bytes` |
+//! | `metrics` | counters, a histogram and gauges through the `metrics` facade, recorded on the engine's event path (names in [`engine::metrics`]) | `metrics` |
+//! | `serde` | `Serialize`/`Deserialize` for [`Policy`] (through the builder's validation: an invalid value is an error naming the field), `PolicyConfig` (a partial policy for layering), [`RetryBudget`] and [`Breaker`] settings; human durations (`"500ms"`) | `serde`, `humantime` |
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -125,24 +126,26 @@ pub mod redelivery;
 pub mod rng;
 pub mod timer;
 
-pub use backoff::{Backoff, ResetPolicy};
-pub use classify::{
-    AlwaysRetry, ByTrait, Classification, Classify, RetryCause, Retryable, WithTimeouts,
-};
+pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, RetryCause, Retryable};
 pub use engine::{
-    Attempt, EventLevels, EventValue, GiveUp, NoNotify, Notify, Retry, RetryBuilder, RetryError,
-    RetryEvent,
+    Attempt, GiveUp, Notify, Retry, RetryAsync, RetryBlocking, RetryBuilder, RetryError, RetryEvent,
 };
-pub use fleet::{
-    Breaker, BreakerBuilder, BreakerError, Denied, RetryBudget, RetryBudgetBuilder,
-    RetryBudgetError, Spent, Urgent,
-};
-pub use policy::{
-    Envelope, EnvelopeRow, Jitter, ParseJitterError, Policy, PolicyBuilder, PolicyError,
-    PolicyField, QuantileSource, Schedule, UnknownPolicyField, MAX_DURATION,
-};
-pub use rng::{IdempotencyKey, ParseIdempotencyKeyError, Rng};
-pub use timer::{AsyncSleep, Clock, CoarseClock, ManualTimer, Sleep, SystemTimer};
+pub use fleet::{Breaker, RetryBudget, Urgent};
+pub use policy::{Jitter, Policy, PolicyBuilder, PolicyError};
+pub use rng::{IdempotencyKey, Rng};
+pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 
-#[cfg(feature = "serde")]
-pub use policy::serde::PolicyConfig;
+/// The names most code needs: `use herdless::prelude::*;` brings the front
+/// door (`.retry(...)` on closures) with the policy, the retrier and the
+/// classification.
+///
+/// ```
+/// use herdless::prelude::*;
+/// let n = (|| Ok::<_, std::io::Error>(3)).retry(Policy::default()).unwrap();
+/// assert_eq!(n, 3);
+/// ```
+pub mod prelude {
+    pub use crate::classify::{Classification, Classify, Retryable};
+    pub use crate::engine::{Retry, RetryAsync, RetryBlocking, RetryError};
+    pub use crate::policy::{Jitter, Policy};
+}

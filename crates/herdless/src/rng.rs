@@ -3,7 +3,7 @@
 //! One failure mode keeps a storm alive after the "fix": every client
 //! seeding its randomness the same way, so the jittered
 //! delays are identical across the fleet. tower's retry clones one RNG sequence
-//! into every retrier; herdless gives each retrier ([`Backoff`](crate::Backoff),
+//! into every retrier; herdless gives each retrier ([`Backoff`](crate::backoff::Backoff),
 //! each call of [`Retry`](crate::Retry)) a generator of its own
 //! ([`Rng::fresh`]): its seed comes from a per-thread generator that was seeded
 //! once from the operating system's entropy source (`getrandom`), so there is
@@ -52,7 +52,7 @@ impl Rng {
     }
 
     /// A generator of its own for one retrier (one call of
-    /// [`Retry`](crate::Retry), one [`Backoff`](crate::Backoff)), without a
+    /// [`Retry`](crate::Retry), one [`Backoff`](crate::backoff::Backoff)), without a
     /// system call: seeded by a per-thread generator that was itself seeded
     /// once from OS entropy (`getrandom`) when the thread first asked. Two
     /// calls, two threads or two processes never share a sequence (the
@@ -202,7 +202,7 @@ pub(crate) fn splitmix64(mut z: u64) -> u64 {
 /// let text = key.to_string();
 /// assert_eq!(text.len(), 36);
 /// assert_eq!(text.parse::<IdempotencyKey>()?, key);
-/// # Ok::<(), herdless::ParseIdempotencyKeyError>(())
+/// # Ok::<(), herdless::rng::ParseIdempotencyKeyError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct IdempotencyKey(u128);

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use herdless::{Jitter, Policy, Rng, Schedule, MAX_DURATION};
+use herdless::policy::{Schedule, MAX_DURATION};
+use herdless::{Jitter, Policy, Rng};
 use proptest::prelude::*;
 
 fn jitter() -> impl Strategy<Value = Jitter> {

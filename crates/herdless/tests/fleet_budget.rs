@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
+use herdless::classify::WithTimeouts;
 use herdless::{
     AlwaysRetry, Classification, GiveUp, ManualTimer, Policy, Retry, RetryBudget, RetryCause,
-    RetryEvent, WithTimeouts,
+    RetryEvent,
 };
 
 const THREADS: usize = 8;
@@ -432,7 +433,7 @@ mod model {
                 .build()
                 .unwrap();
             let mut level = initial;
-            let mut last: Option<(herdless::Spent, u64)> = None;
+            let mut last: Option<(herdless::fleet::Spent, u64)> = None;
             for op in ops {
                 match op {
                     Op::Retry { timeout, level: u } => {

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use herdless::policy::serde::PolicyConfig;
-use herdless::{Jitter, Policy, MAX_DURATION};
+use herdless::policy::MAX_DURATION;
+use herdless::{Jitter, Policy};
 use proptest::prelude::*;
 
 fn json(p: &Policy) -> Policy {
@@ -186,7 +187,8 @@ proptest! {
 // The shared budget's and the breaker's settings.
 
 use herdless::fleet::breaker::BreakerBuilder;
-use herdless::{Breaker, RetryBudget, RetryBudgetBuilder};
+use herdless::fleet::RetryBudgetBuilder;
+use herdless::{Breaker, RetryBudget};
 
 /// A budget's settings as JSON (a `RetryBudget` has no `PartialEq`: its level
 /// is shared state).

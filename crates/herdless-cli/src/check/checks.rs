@@ -1,11 +1,12 @@
 //! The rule list: each check's verdict on a policy, its envelope and the
 //! declared facts. No delay math here: the numbers come from
-//! [`herdless::Envelope`].
+//! [`herdless::policy::Envelope`].
 
 use std::fmt;
 use std::time::Duration;
 
-use herdless::{Envelope, Jitter};
+use herdless::policy::Envelope;
+use herdless::Jitter;
 
 use super::render::human;
 

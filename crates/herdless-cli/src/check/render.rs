@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use herdless::{Envelope, QuantileSource};
+use herdless::policy::{Envelope, QuantileSource};
 use serde_json::{json, Value};
 
 use super::checks::Finding;

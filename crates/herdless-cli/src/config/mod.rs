@@ -49,7 +49,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use herdless::{Jitter, PolicyField};
+use herdless::policy::PolicyField;
+use herdless::Jitter;
 
 use crate::codes::CodeSet;
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use herdless::policy::serde::PolicyConfig;
-use herdless::PolicyField;
+use herdless::policy::PolicyField;
 use serde::Deserialize;
 use toml::{Spanned, Value};
 

@@ -29,6 +29,11 @@ use super::Classify;
 /// let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
 /// assert!(!denied.classification().is_retryable());
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "herdless cannot tell whether `{Self}` is transient: it does not implement `Retryable`",
+    label = "no classifier for this error type",
+    note = "give one: `Retry::builder().classify(|e| ...)` (or implement `herdless::Retryable` for `{Self}`); herdless never retries an error it cannot classify"
+)]
 pub trait Retryable {
     /// This error's verdict.
     fn classification(&self) -> Classification;

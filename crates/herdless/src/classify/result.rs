@@ -76,7 +76,7 @@ where
 
 /// Every `Ok` is a success; an `Err` is classified by an error classifier
 /// (any [`Classify<E>`](Classify): a closure, [`ByTrait`](crate::ByTrait),
-/// [`AlwaysRetry`](crate::AlwaysRetry), [`WithTimeouts`](crate::WithTimeouts)).
+/// [`AlwaysRetry`](crate::AlwaysRetry), [`WithTimeouts`](crate::classify::WithTimeouts)).
 ///
 /// ```
 /// use herdless::classify::{ByError, ClassifyResult};

@@ -198,7 +198,7 @@ impl Engine {
     /// call.begin();
     /// call.succeeded(&Context::new(&p).budget(&budget), Duration::ZERO);
     /// assert_eq!(budget.tokens(), 9.5);
-    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
     /// ```
     #[inline]
     pub fn succeeded<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration) {

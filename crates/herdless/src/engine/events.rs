@@ -243,7 +243,7 @@ impl RetryEvent<'_> {
 /// One field value of a [`RetryEvent`], as passed to [`RetryEvent::visit`].
 ///
 /// ```
-/// use herdless::EventValue;
+/// use herdless::engine::EventValue;
 /// assert_eq!(EventValue::Seconds(std::time::Duration::from_millis(250)).to_string(), "0.25");
 /// assert_eq!(EventValue::Bool(true).to_string(), "true");
 /// ```
@@ -295,7 +295,8 @@ impl<F: Fn(&RetryEvent<'_>)> Notify for F {
 /// The default hook: does nothing (events still go to `tracing`).
 ///
 /// ```
-/// use herdless::{NoNotify, Notify, RetryEvent};
+/// use herdless::{Notify, RetryEvent};
+/// use herdless::engine::NoNotify;
 /// NoNotify.notify(&RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() });
 /// ```
 #[derive(Debug, Clone, Copy, Default)]

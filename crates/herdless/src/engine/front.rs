@@ -45,11 +45,11 @@ use crate::classify::{ByTrait, Classify};
 use crate::engine::builder::RetryBuilder;
 use crate::engine::events::Notify;
 use crate::engine::retry::Retry;
-use crate::engine::RetryError;
 #[cfg(doc)]
 use crate::engine::Attempt;
+use crate::engine::RetryError;
 use crate::policy::Policy;
-use crate::timer::{AsyncSleep, SystemTimer, Sleep};
+use crate::timer::{AsyncSleep, Sleep, SystemTimer};
 
 /// What `.retry(...)` accepts: a [`Policy`], a [`RetryBuilder`], a [`Retry`]
 /// or a `&Retry` (see the [module documentation](self)).
@@ -96,7 +96,7 @@ impl<C, T, N> IntoRetry for Retry<C, T, N> {
     }
 }
 
-impl<'r, C, T, N> IntoRetry for &'r Retry<C, T, N> {
+impl<C, T, N> IntoRetry for &Retry<C, T, N> {
     type Classifier = C;
     type Timer = T;
     type Notify = N;
@@ -122,7 +122,7 @@ impl<C, T, N> IntoRetry for RetryBuilder<C, T, N> {
 /// terminally or exhausts the policy, sleeping on this thread in between.
 ///
 /// ```
-/// use herdless::{ManualTimer, Policy, Retry, RetryBlocking};
+/// use herdless::{ManualTimer, Retry, RetryBlocking};
 /// let mut left = 2;
 /// let retry = Retry::builder().timer(ManualTimer::new()).build();
 /// let read = (|| {

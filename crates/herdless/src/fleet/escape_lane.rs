@@ -48,7 +48,7 @@
 //! let out = urgent.call(|_| { n += 1; if n < 3 { Err("503") } else { Ok("authorized") } });
 //! assert_eq!(out, Ok("authorized")); // two retries through the lane
 //! assert!(timer.elapsed() <= Duration::from_secs(2));
-//! # Ok::<(), herdless::RetryBudgetError>(())
+//! # Ok::<(), herdless::fleet::RetryBudgetError>(())
 //! ```
 
 use std::time::Duration;

@@ -84,7 +84,7 @@ pub fn classify_response(
 }
 
 /// Like [`classify_response`], but a valid `Retry-After-Ms` (whole
-/// milliseconds, the header [`pushback`](crate::fleet::pushback) servers send beside
+/// milliseconds, the header [`pushback`](crate::pushback) servers send beside
 /// `Retry-After`) wins over `Retry-After`.
 ///
 /// `Retry-After` carries whole seconds, which rounds a server's slots (`1 /

@@ -9,7 +9,8 @@ use super::{Jitter, Policy};
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::{Policy, PolicyField};
+/// use herdless::Policy;
+/// use herdless::policy::PolicyField;
 ///
 /// let err = Policy::builder()
 ///     .base(Duration::from_secs(5))
@@ -290,7 +291,7 @@ fn saturation(base_ns: u64, cap_ns: u64, m: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::MAX_DURATION;
+    use crate::policy::MAX_DURATION;
 
     #[test]
     fn defaults_match_the_first_seed() {

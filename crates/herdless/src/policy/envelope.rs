@@ -102,7 +102,8 @@ pub struct EnvelopeRow {
 /// Where an envelope's medians and p99s come from.
 ///
 /// ```
-/// use herdless::{Envelope, Jitter, Policy, QuantileSource};
+/// use herdless::{Jitter, Policy};
+/// use herdless::policy::{Envelope, QuantileSource};
 /// assert_eq!(Policy::default().envelope(2).quantiles(), QuantileSource::ClosedForm);
 /// let p = Policy::builder().jitter(Jitter::DecorrelatedWindow).build()?;
 /// assert_eq!(
@@ -129,21 +130,21 @@ impl Envelope {
     /// Chains drawn for the quantiles of the decorrelated modes.
     ///
     /// ```
-    /// assert_eq!(herdless::Envelope::SAMPLED_CHAINS, 10_000);
+    /// assert_eq!(herdless::policy::Envelope::SAMPLED_CHAINS, 10_000);
     /// ```
     pub const SAMPLED_CHAINS: usize = 10_000;
 
     /// The seed of the generator that draws those chains.
     ///
     /// ```
-    /// assert_eq!(herdless::Envelope::SEED, 1);
+    /// assert_eq!(herdless::policy::Envelope::SEED, 1);
     /// ```
     pub const SEED: u64 = 1;
 
     /// Retries summed one by one in the totals; later ones count at the cap.
     ///
     /// ```
-    /// assert_eq!(herdless::Envelope::EXACT_TERMS, 100_000);
+    /// assert_eq!(herdless::policy::Envelope::EXACT_TERMS, 100_000);
     /// ```
     pub const EXACT_TERMS: u32 = 100_000;
 
@@ -182,7 +183,8 @@ impl Envelope {
     /// Where the medians and p99s come from.
     ///
     /// ```
-    /// use herdless::{Policy, QuantileSource};
+    /// use herdless::Policy;
+    /// use herdless::policy::QuantileSource;
     /// assert_eq!(Policy::default().envelope(1).quantiles(), QuantileSource::ClosedForm);
     /// ```
     pub fn quantiles(&self) -> QuantileSource {

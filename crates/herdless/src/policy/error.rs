@@ -9,7 +9,7 @@ use super::{Policy, PolicyBuilder, MAX_DURATION};
 /// Names a [`Policy`] field, as used in [`PolicyError`] and in configuration files.
 ///
 /// ```
-/// assert_eq!(herdless::PolicyField::MaxElapsed.as_str(), "max_elapsed");
+/// assert_eq!(herdless::policy::PolicyField::MaxElapsed.as_str(), "max_elapsed");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -36,7 +36,7 @@ impl PolicyField {
     /// Every field, in documentation order.
     ///
     /// ```
-    /// assert_eq!(herdless::PolicyField::ALL.len(), 8);
+    /// assert_eq!(herdless::policy::PolicyField::ALL.len(), 8);
     /// ```
     pub const ALL: [PolicyField; 8] = [
         PolicyField::Jitter,
@@ -52,7 +52,7 @@ impl PolicyField {
     /// The field's name in `snake_case`, as in configuration files.
     ///
     /// ```
-    /// assert_eq!(herdless::PolicyField::Cap.as_str(), "cap");
+    /// assert_eq!(herdless::policy::PolicyField::Cap.as_str(), "cap");
     /// ```
     pub fn as_str(self) -> &'static str {
         match self {
@@ -74,7 +74,7 @@ impl std::str::FromStr for PolicyField {
     /// A field by its `snake_case` name.
     ///
     /// ```
-    /// use herdless::PolicyField;
+    /// use herdless::policy::PolicyField;
     /// assert_eq!("max_elapsed".parse(), Ok(PolicyField::MaxElapsed));
     /// assert!("capp".parse::<PolicyField>().is_err());
     /// ```
@@ -89,7 +89,7 @@ impl std::str::FromStr for PolicyField {
 /// A name that is not a [`PolicyField`].
 ///
 /// ```
-/// let err = "capp".parse::<herdless::PolicyField>().unwrap_err();
+/// let err = "capp".parse::<herdless::policy::PolicyField>().unwrap_err();
 /// assert_eq!(err.to_string(), "unknown policy field");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +126,8 @@ pub(super) enum Reason {
 /// Why a [`PolicyBuilder`] refused to build: which field, and why.
 ///
 /// ```
-/// use herdless::{Policy, PolicyField};
+/// use herdless::Policy;
+/// use herdless::policy::PolicyField;
 /// let err = Policy::builder().multiplier(0.5).build().unwrap_err();
 /// assert_eq!(err.field(), PolicyField::Multiplier);
 /// assert!(err.to_string().contains("at least 1"));
@@ -146,7 +147,7 @@ impl PolicyError {
     ///
     /// ```
     /// let err = herdless::Policy::builder().max_elapsed(std::time::Duration::ZERO).build().unwrap_err();
-    /// assert_eq!(err.field(), herdless::PolicyField::MaxElapsed);
+    /// assert_eq!(err.field(), herdless::policy::PolicyField::MaxElapsed);
     /// ```
     pub fn field(&self) -> PolicyField {
         self.field

@@ -70,7 +70,7 @@ use crate::rng::Rng;
 /// let j: Jitter = "decorrelated-window".parse()?;
 /// assert_eq!(j, Jitter::DecorrelatedWindow);
 /// assert_eq!(Jitter::Full.to_string(), "full");
-/// # Ok::<(), herdless::ParseJitterError>(())
+/// # Ok::<(), herdless::policy::ParseJitterError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -232,7 +232,8 @@ impl std::error::Error for ParseJitterError {}
 /// a simulator can keep one per client and drive them all from one [`Policy`].
 ///
 /// ```
-/// use herdless::{Policy, Rng, Schedule};
+/// use herdless::{Policy, Rng};
+/// use herdless::policy::Schedule;
 /// let policy = Policy::default();
 /// let mut rng = Rng::with_seed(7);
 /// let mut schedule = Schedule::new();
@@ -251,7 +252,7 @@ impl Schedule {
     /// A fresh schedule: the next delay is the first retry's.
     ///
     /// ```
-    /// assert_eq!(herdless::Schedule::new().retries(), 0);
+    /// assert_eq!(herdless::policy::Schedule::new().retries(), 0);
     /// ```
     pub const fn new() -> Self {
         Self {
@@ -264,7 +265,8 @@ impl Schedule {
     /// redelivered task mid-chain). The decorrelated modes start from the base.
     ///
     /// ```
-    /// use herdless::{Jitter, Policy, Rng, Schedule};
+    /// use herdless::{Jitter, Policy, Rng};
+    /// use herdless::policy::Schedule;
     /// let p = Policy::builder().jitter(Jitter::None).build()?;
     /// let mut s = Schedule::at(3);
     /// assert_eq!(p.next_delay(&mut s, &mut Rng::with_seed(1)), p.ceiling(3));
@@ -281,7 +283,7 @@ impl Schedule {
     /// (the zero-based index of the next retry).
     ///
     /// ```
-    /// assert_eq!(herdless::Schedule::at(4).retries(), 4);
+    /// assert_eq!(herdless::policy::Schedule::at(4).retries(), 4);
     /// ```
     pub const fn retries(&self) -> u32 {
         self.retry
@@ -294,7 +296,8 @@ impl Policy {
     /// for every retry index up to `u32::MAX` (the index saturates there).
     ///
     /// ```
-    /// use herdless::{Jitter, Policy, Rng, Schedule};
+    /// use herdless::{Jitter, Policy, Rng};
+    /// use herdless::policy::Schedule;
     /// let p = Policy::builder().jitter(Jitter::Equal).build()?;
     /// let mut s = Schedule::new();
     /// let mut rng = Rng::with_seed(42);

@@ -28,6 +28,7 @@
 //!   every multiplier (even within 2⁻⁵² of 1) and exact to the nanosecond except
 //!   within 2⁻⁷ ns of a whole nanosecond.
 
+use std::fmt;
 use std::time::Duration;
 
 mod builder;
@@ -49,7 +50,7 @@ pub use jitter::{Jitter, ParseJitterError, Schedule};
 /// (about 584 years).
 ///
 /// ```
-/// assert_eq!(herdless::MAX_DURATION.as_nanos(), u64::MAX as u128);
+/// assert_eq!(herdless::policy::MAX_DURATION.as_nanos(), u64::MAX as u128);
 /// ```
 pub const MAX_DURATION: Duration = Duration::from_nanos(u64::MAX);
 
@@ -76,7 +77,7 @@ pub const MAX_DURATION: Duration = Duration::from_nanos(u64::MAX);
 /// assert_eq!(Policy::default().cap(), Duration::from_secs(30));
 /// # Ok::<(), herdless::PolicyError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 pub struct Policy {
     pub(crate) base_ns: u64,
     pub(crate) cap_ns: u64,
@@ -89,6 +90,37 @@ pub struct Policy {
     /// The smallest retry index `n` with `base · mⁿ ≥ cap`; `NEVER` (beyond
     /// every `u32`) when the ceiling never reaches the cap.
     pub(crate) saturation: u64,
+}
+
+/// Reads like the policy: the settings a builder takes, durations as
+/// `500ms` / `30s`, the jitter by name.
+///
+/// ```
+/// assert_eq!(
+///     format!("{:?}", herdless::Policy::default()),
+///     "Policy { jitter: full, base: 500ms, multiplier: 2.0, cap: 30s, max_attempts: 6, \
+///      max_elapsed: 120s, max_retry_after: 60s, retry_after_spread: 0.1 }",
+/// );
+/// ```
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Shown<T>(T);
+        impl<T: fmt::Display> fmt::Debug for Shown<T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+        f.debug_struct("Policy")
+            .field("jitter", &Shown(self.jitter))
+            .field("base", &self.base())
+            .field("multiplier", &self.multiplier)
+            .field("cap", &self.cap())
+            .field("max_attempts", &self.max_attempts)
+            .field("max_elapsed", &self.max_elapsed)
+            .field("max_retry_after", &self.max_retry_after())
+            .field("retry_after_spread", &self.retry_after_spread)
+            .finish()
+    }
 }
 
 impl Default for Policy {
@@ -250,7 +282,7 @@ impl Policy {
     /// // 1 ns · (1 + 2⁻²⁴)^369033424 = 3 570 978 526.5… ns.
     /// let creeping = herdless::Policy::builder()
     ///     .base(Duration::from_nanos(1))
-    ///     .cap(herdless::MAX_DURATION)
+    ///     .cap(herdless::policy::MAX_DURATION)
     ///     .multiplier(1.0 + 2f64.powi(-24))
     ///     .build()?;
     /// assert_eq!(creeping.ceiling(369_033_424), Duration::from_nanos(3_570_978_526));

@@ -84,7 +84,8 @@ impl PolicyConfig {
     /// start with `invalid FIELD: `.
     ///
     /// ```
-    /// use herdless::{policy::serde::PolicyConfig, PolicyField};
+    /// use herdless::policy::serde::PolicyConfig;
+    /// use herdless::policy::PolicyField;
     /// use serde::de::{value::{Error, StrDeserializer}, IntoDeserializer};
     ///
     /// let mut c = PolicyConfig::default();

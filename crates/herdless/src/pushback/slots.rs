@@ -89,7 +89,7 @@ enum Mode {
 }
 
 /// Admits up to a capacity and books rejected callers into the capacity to
-/// come. See the [module documentation](crate::fleet::pushback).
+/// come. See the [module documentation](crate::pushback).
 ///
 /// ```
 /// use std::time::Duration;

@@ -68,7 +68,8 @@ use crate::timer::Clock;
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::{Clock, CoarseClock};
+/// use herdless::Clock;
+/// use herdless::timer::CoarseClock;
 /// let t0 = CoarseClock.now();
 /// std::thread::sleep(Duration::from_millis(30));
 /// let waited = CoarseClock.now() - t0;

@@ -81,7 +81,7 @@
 //! * **Statuses** are classified by [`StatusClassifier`] (retryable and terminal sets
 //!   that fail closed), `Retry-After` by [`parse_retry_after`] against the wall clock
 //!   (injectable with [`ReqwestClassifier::now`]), and a valid `Retry-After-Ms`
-//!   (a [`pushback`](crate::fleet::pushback) server's millisecond slot) is preferred
+//!   (a [`pushback`](crate::pushback) server's millisecond slot) is preferred
 //!   to `Retry-After` ([`classify_response_ms`]);
 //!   transport errors by [`classify_transport`]; per-attempt timeouts are
 //!   reported as timeouts ([`Classify::is_timeout`]) so a shared retry budget

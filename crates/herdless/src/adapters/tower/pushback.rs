@@ -105,7 +105,7 @@ impl<K: Clock + Send + Sync, A: Allocator> Outcome for Shared<K, A> {
 
 /// A tower layer admitting up to a capacity and answering the excess `503`
 /// with spread `Retry-After` slots. See the [module
-/// documentation](crate::fleet::pushback_layer). Clones share one allocator.
+/// documentation](crate::adapters::tower::pushback). Clones share one allocator.
 ///
 /// ```
 /// use std::time::Duration;

@@ -251,7 +251,8 @@ pin_project_lite::pin_project! {
     /// ```
     /// use herdless::adapters::tower::{Cloned, RetryWait};
     /// use herdless::classify::ByError;
-    /// use herdless::{AlwaysRetry, ManualTimer, NoNotify};
+    /// use herdless::{AlwaysRetry, ManualTimer};
+    /// use herdless::engine::NoNotify;
     /// fn send<F: Send>() {}
     /// send::<RetryWait<ByError<AlwaysRetry>, ManualTimer, NoNotify, Cloned>>();
     /// ```

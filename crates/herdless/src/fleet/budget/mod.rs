@@ -82,7 +82,7 @@
 //! assert_eq!(err.reason(), GiveUp::RetryBudget);
 //! assert_eq!(err.attempts(), 2); // 4 → 3 admitted, 3 → 2 denied
 //! assert_eq!(budget.tokens(), 2.0);
-//! # Ok::<(), herdless::RetryBudgetError>(())
+//! # Ok::<(), herdless::fleet::RetryBudgetError>(())
 //! ```
 
 mod builder;
@@ -117,7 +117,7 @@ impl Spent {
     /// The amount, in tokens.
     ///
     /// ```
-    /// assert_eq!(herdless::Spent::default().tokens(), 0.0);
+    /// assert_eq!(herdless::fleet::Spent::default().tokens(), 0.0);
     /// ```
     pub fn tokens(self) -> f64 {
         self.0 as f64 / SCALE
@@ -129,8 +129,8 @@ impl Spent {
 /// ```
 /// let b = herdless::RetryBudget::builder().aws().max_tokens(5.0).spread(0.0).build()?;
 /// assert!(b.try_retry(herdless::RetryCause::Error, 0.0).is_ok());
-/// assert_eq!(b.try_retry(herdless::RetryCause::Error, 0.0), Err(herdless::Denied));
-/// # Ok::<(), herdless::RetryBudgetError>(())
+/// assert_eq!(b.try_retry(herdless::RetryCause::Error, 0.0), Err(herdless::fleet::Denied));
+/// # Ok::<(), herdless::fleet::RetryBudgetError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Denied;
@@ -190,7 +190,7 @@ impl RetryBudget {
     /// ```
     /// let b = herdless::RetryBudget::builder().build()?;
     /// assert_eq!(b.max_tokens(), 10.0);
-    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
     /// ```
     pub fn builder() -> RetryBudgetBuilder {
         RetryBudgetBuilder::new()
@@ -209,7 +209,7 @@ impl RetryBudget {
     /// let b = herdless::RetryBudget::grpc(100.0, 0.1)?;
     /// assert_eq!(b.tokens(), 100.0);
     /// assert!(herdless::RetryBudget::grpc(-1.0, 0.1).is_err());
-    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
     /// ```
     pub fn grpc(max_tokens: f64, token_ratio: f64) -> Result<Self, RetryBudgetError> {
         RetryBudgetBuilder::new()
@@ -282,7 +282,7 @@ impl RetryBudget {
     /// let b = RetryBudget::builder().grpc(10.0, 0.1).spread(0.0).build()?;
     /// let admitted = (0..10).filter(|_| b.try_retry(RetryCause::Error, 0.0).is_ok()).count();
     /// assert_eq!(admitted, 4); // 9, 8, 7, 6 are above half; 5 is not
-    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
     /// ```
     pub fn try_retry(&self, cause: RetryCause, level: f64) -> Result<Spent, Denied> {
         let c = &self.cfg;
@@ -316,7 +316,7 @@ impl RetryBudget {
     /// let b = herdless::RetryBudget::grpc(10.0, 0.1)?;
     /// b.record_failure();
     /// assert_eq!(b.tokens(), 9.0);
-    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
     /// ```
     pub fn record_failure(&self) {
         let cost = self.cfg.failure_cost;
@@ -343,7 +343,7 @@ impl RetryBudget {
     /// b.record_success(None);
     /// b.record_success(None);
     /// assert_eq!(b.tokens(), 10.0); // capped
-    /// # Ok::<(), herdless::RetryBudgetError>(())
+    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
     /// ```
     pub fn record_success(&self, last_retry: Option<Spent>) {
         let amount = match last_retry {

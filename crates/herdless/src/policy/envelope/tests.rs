@@ -167,7 +167,7 @@ fn retries_to_reach_is_the_fewest_that_suffice() {
                 let q = p
                     .to_builder()
                     .max_attempts(retries + 1)
-                    .max_elapsed(crate::MAX_DURATION);
+                    .max_elapsed(crate::policy::MAX_DURATION);
                 q.build().unwrap().envelope(0)
             };
             assert!(with(k).reaches(target), "{jitter} {secs}s: {k} retries");
