@@ -100,7 +100,6 @@ fn json_is_one_object_with_the_documented_fields() {
             "calls_total",
             "completion_s",
             "last_success_s",
-            "vs_limit",
             "drained",
             "succeeded",
             "gave_up",
@@ -113,6 +112,14 @@ fn json_is_one_object_with_the_documented_fields() {
             "arrivals_per_100ms",
         ] {
             assert!(!s[field].is_null(), "missing {field} in {s}");
+        }
+        // A ratio to the physical limit only for a fleet that drained.
+        let map = s.as_object().unwrap();
+        assert!(map.contains_key("vs_limit") && map.contains_key("drain_vs_limit"));
+        assert_eq!(s["vs_limit"].is_null(), s["drained"] == false, "{s}");
+        assert_eq!(s["vs_limit"], s["drain_vs_limit"], "{s}");
+        if let Some(x) = s["vs_limit"].as_f64() {
+            assert!(x >= 1.0, "{s}");
         }
     }
     assert!(
@@ -266,7 +273,8 @@ fn unwritable_out_dir_fails_with_its_own_code_after_the_table() {
 
 /// An outage longer than any budget: every client gives up, so no strategy
 /// drained; the table shows "-" rather than a completion below the physical
-/// limit, and the JSON says `drained: false`.
+/// limit, and the JSON says `drained: false` with every ratio to the limit
+/// (`vs_limit`, `drain_vs_limit`) `null`.
 #[test]
 fn runs_that_gave_up_never_read_as_beating_the_physical_limit() {
     let dir = temp_dir("gave-up");
@@ -306,6 +314,10 @@ fn runs_that_gave_up_never_read_as_beating_the_physical_limit() {
         assert_eq!(s["drained"], false, "{s}");
         assert!(s["drain_s"].is_null(), "{s}");
         assert!(s["drain_vs_limit"].is_null(), "{s}");
+        assert!(
+            s["vs_limit"].is_null(),
+            "no ratio below 1 without a drain: {s}"
+        );
         assert_eq!(s["gave_up"], 2000, "{s}");
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -227,10 +227,12 @@ pub struct OutageFigures {
     pub completion_s: f64,
     /// Virtual time of the last successful call, in seconds (0 when none).
     pub last_success_s: f64,
-    /// `completion_s` divided by the physical limit. A drain's ratio only
-    /// when `drained`: with give-ups it can fall below 1 (a fleet that gave
-    /// up early is done early without having drained).
-    pub vs_limit: f64,
+    /// `completion_s` divided by the physical limit, when the fleet
+    /// `drained` (then the same as `drain_vs_limit`, at least 1); `None`
+    /// (JSON `null`) when any client gave up: a fleet that gave up is done
+    /// without having drained, possibly long before the limit, and a ratio
+    /// below 1 would read as beating it.
+    pub vs_limit: Option<f64>,
     /// Whether every client succeeded. Only then did the fleet drain, and
     /// only then is `completion_s` a drain time, never below the physical
     /// limit.
@@ -405,7 +407,7 @@ fn figures(
         calls_total: out.calls,
         completion_s,
         last_success_s: out.last_success_ns as f64 / 1e9,
-        vs_limit: completion_s / params.physical_limit_s(),
+        vs_limit: drained.then(|| completion_s / params.physical_limit_s()),
         drained,
         drain_s,
         drain_vs_limit: drain_s.map(|d| d / params.physical_limit_s()),
