@@ -137,8 +137,10 @@ pub struct PolicyArgs {
     pub log_format: LogFormat,
     /// No retry events on stderr (results and errors are still printed).
     /// Without it, `RUST_LOG` filters them by level (e.g. `RUST_LOG=off`,
-    /// `RUST_LOG=herdless=error`).
-    #[arg(long, short = 'q', env = "HERDLESS_QUIET")]
+    /// `RUST_LOG=herdless=error`). HERDLESS_QUIET: true/false, yes/no,
+    /// on/off, 1/0; empty is unset.
+    #[arg(long, short = 'q', env = "HERDLESS_QUIET",
+          value_parser = clap::builder::BoolishValueParser::new())]
     pub quiet: bool,
     /// Named policy from the policy file (default: its [policy.default], if any).
     #[arg(long, env = "HERDLESS_POLICY", value_name = "NAME")]
@@ -352,9 +354,7 @@ impl PolicyArgs {
         let flag = format!("--{}", key.replace('_', "-"));
         let var = format!("HERDLESS_{}", key.to_uppercase());
         if set_here {
-            let on_command_line =
-                std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
-            return if on_command_line {
+            return if crate::cli::on_command_line(&flag) {
                 Source::Flag(flag)
             } else if std::env::var_os(&var).is_some() {
                 Source::Env(var)
