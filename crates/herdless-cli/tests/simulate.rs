@@ -241,6 +241,17 @@ fn bad_input_is_a_clear_usage_error() {
             &["--scenario", "spread", "--clients-per-process", "5"][..],
             "--clients-per-process applies",
         ),
+        // u32::MAX is the simulator's "no attempt limit": the number is not
+        // silently read as that, it is asked for by name.
+        (
+            &["--max-attempts", "4294967295"][..],
+            "must be 1 to 4294967294, or unlimited",
+        ),
+        (&["--max-attempts", "0"][..], "must be 1 to 4294967294"),
+        (
+            &["--max-elapsed", "585y"][..],
+            "is too large (at most 18446744073 s",
+        ),
     ] {
         let out = herdless(&dir, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -248,6 +259,33 @@ fn bad_input_is_a_clear_usage_error() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--max-attempts unlimited` is the simulator's no-limit, said so in the
+/// table and as `null` in the JSON; the largest count is a count.
+#[test]
+fn max_attempts_unlimited_is_explicit() {
+    let dir = temp_dir("unlimited");
+    let run = |n: &str| {
+        let args = [
+            "--scenario",
+            "spread",
+            "--workers",
+            "10",
+            "--max-attempts",
+            n,
+        ];
+        let text = herdless(&dir, &[&args[..], &["--no-plots"]].concat());
+        let v = json(&herdless(&dir, &[&args[..], &["--json"]].concat()));
+        (String::from_utf8(text.stdout).unwrap(), v)
+    };
+    let (text, v) = run("unlimited");
+    assert!(text.contains("no attempt limit"), "{text}");
+    assert!(v["parameters"]["policy"]["max_attempts"].is_null(), "{v}");
+    let (text, v) = run("4294967294");
+    assert!(text.contains("4294967294 attempts"), "{text}");
+    assert_eq!(v["parameters"]["policy"]["max_attempts"], 4294967294u32);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
