@@ -248,6 +248,13 @@ fn bad_input_is_a_clear_usage_error() {
             "must be 1 to 4294967294, or unlimited",
         ),
         (&["--max-attempts", "0"][..], "must be 1 to 4294967294"),
+        // A huge number is written as one, not as its 309 digits.
+        (&["--honor", "1e308"][..], "within 0..=1 (got 1e308)"),
+        (
+            &["--capacity-estimate", "1e300"][..],
+            "times the capacity (got 1e300)",
+        ),
+        (&["--outage", "2d"][..], "at most 1 day (got 2d)"),
         (
             &["--max-elapsed", "585y"][..],
             "is too large (at most 18446744073 s",

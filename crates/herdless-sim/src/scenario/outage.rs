@@ -62,6 +62,7 @@ use crate::error::SimError;
 use crate::fleet::{run_fleet_from, FleetOutcome};
 use crate::guard::{Guard, GuardParams, Guards};
 use crate::metrics::{first_bucket_at_or_after, BUCKET};
+use crate::report::units;
 use crate::strategy::StrategyKind;
 
 /// Parameters of the outage scenario.
@@ -184,8 +185,8 @@ impl OutageParams {
         }
         if self.outage > Duration::from_secs(86_400) {
             return bad(format!(
-                "outage must be at most 1 day (got {:?})",
-                self.outage
+                "outage must be at most 1 day (got {})",
+                units::duration(self.outage)
             ));
         }
         if self.first_call_window > Duration::from_secs(3_600) {
@@ -194,19 +195,20 @@ impl OutageParams {
         if !(0.0..=1.0).contains(&self.honor) {
             return bad(format!(
                 "honor must be a share of clients within 0..=1 (got {})",
-                self.honor
+                units::number(self.honor)
             ));
         }
         if !(0.01..=100.0).contains(&self.capacity_estimate) {
             return bad(format!(
                 "the capacity estimate must be within 0.01..=100 times the capacity (got {})",
-                self.capacity_estimate
+                units::number(self.capacity_estimate)
             ));
         }
         let told = self.capacity_estimate * f64::from(self.capacity);
         if !(1.0..=1e9).contains(&told) {
             return bad(format!(
-                "the capacity estimate times the capacity must be within 1..=1e9 calls/s (got {told})"
+                "the capacity estimate times the capacity must be within 1..=1e9 calls/s (got {})",
+                units::number(told)
             ));
         }
         self.guards.validate()
