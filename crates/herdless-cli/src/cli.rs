@@ -1,9 +1,15 @@
 //! The `herdless` command line: argument parsing and dispatch.
 
-use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::CliResult;
 use crate::{check, exec, exit, fleet, get, simulate, stub, worker};
+
+mod input;
+
+pub(crate) use input::on_command_line;
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -63,14 +69,10 @@ impl From<ExecCli> for Cli {
 
 /// Parses the command line, runs the subcommand, returns the exit code.
 pub fn run() -> i32 {
-    let parsed = if std::env::args_os().nth(1).is_some_and(|a| a == "exec") {
-        ExecCli::try_parse().map(Cli::from)
-    } else {
-        Cli::try_parse()
-    };
-    let cli = match parsed {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let cli = match parse(&args) {
         Ok(cli) => cli,
-        Err(e) => return parse_error(&e),
+        Err(e) => return parse_error(&e, &args),
     };
     let (name, result): (&str, CliResult) = match cli.command {
         Command::Simulate(args) => ("simulate", simulate::run(&args)),
@@ -92,17 +94,49 @@ pub fn run() -> i32 {
     }
 }
 
+/// Whether the command line is `herdless exec ...`.
+fn is_exec(args: &[OsString]) -> bool {
+    args.get(1).is_some_and(|a| a == "exec")
+}
+
+/// Parses `args` (as the OS gave them: see [`input`]); `exec` with the parser
+/// that knows only `exec`. A variable that is set but empty counts as unset.
+fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    if !input::any_empty_var() {
+        return if is_exec(args) {
+            ExecCli::try_parse_from(args).map(Cli::from)
+        } else {
+            Cli::try_parse_from(args)
+        };
+    }
+    if is_exec(args) {
+        let cmd = input::without_empty_env(ExecCli::command());
+        let mut m = cmd.try_get_matches_from(args)?;
+        ExecCli::from_arg_matches_mut(&mut m).map(Cli::from)
+    } else {
+        let cmd = input::without_empty_env(Cli::command());
+        let mut m = cmd.try_get_matches_from(args)?;
+        Cli::from_arg_matches_mut(&mut m)
+    }
+}
+
 /// Prints a parse error (or `--help` / `--version`) and returns its exit code:
 /// clap's own (0 for help, 2 for usage errors), except that usage errors of
 /// `exec` exit 125 so they cannot be mistaken for the wrapped command's status.
-fn parse_error(e: &clap::Error) -> i32 {
+fn parse_error(e: &clap::Error, args: &[OsString]) -> i32 {
     let _ = e.print();
-    if let Some(var) = env_source(e) {
+    if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
+        if let Some(what) = input::not_utf8(&Cli::command(), args) {
+            eprintln!(
+                "herdless: {what} (text is expected there; paths and a command's arguments \
+                 after -- may be any bytes)"
+            );
+        }
+    } else if let Some(var) = env_source(e) {
         eprintln!("herdless: (that value came from the environment variable {var})");
     }
     let code = e.exit_code();
-    let is_exec = std::env::args_os().nth(1).is_some_and(|a| a == "exec");
-    if code != exit::SUCCESS && is_exec {
+    if code != exit::SUCCESS && is_exec(args) {
         exit::EXEC_USAGE
     } else {
         code
@@ -113,17 +147,17 @@ fn parse_error(e: &clap::Error) -> i32 {
 /// was not on the command line (clap's message names only the flag).
 fn env_source(e: &clap::Error) -> Option<String> {
     let message = e.to_string();
-    let args: Vec<String> = std::env::args().collect();
-    std::env::vars().map(|(k, _)| k).find(|var| {
-        let Some(name) = var.strip_prefix("HERDLESS_") else {
-            return false;
-        };
-        let flag = format!("--{}", name.to_lowercase().replace('_', "-"));
-        message.contains(&format!("'{flag} "))
-            && !args
-                .iter()
-                .any(|a| a == &flag || a.starts_with(&format!("{flag}=")))
-    })
+    std::env::vars_os()
+        .filter(|(_, v)| !v.is_empty())
+        .filter_map(|(k, _)| k.into_string().ok())
+        .find(|var| {
+            let Some(name) = var.strip_prefix("HERDLESS_") else {
+                return false;
+            };
+            let flag = format!("--{}", name.to_lowercase().replace('_', "-"));
+            (message.contains(&format!("'{flag} ")) || message.contains(&format!("'{flag}'")))
+                && !on_command_line(&flag)
+        })
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::io::Write;
 
 use herdless::engine::{EventLevels, EventValue};
 use herdless::{Notify, RetryEvent};
+use herdless_sim::report::units::seconds_value;
 use serde_json::{Map, Value};
 use tracing::Level;
 use tracing_subscriber::layer::SubscriberExt;
@@ -130,9 +131,10 @@ pub fn to_text(event: &RetryEvent<'_>) -> String {
             match val {
                 Value::String(s) if s.is_empty() => continue,
                 Value::String(s) => line.push_str(&format!(" {k}={s}")),
-                Value::Number(n) if k.ends_with("_s") => {
-                    line.push_str(&format!(" {k}={:.3}", n.as_f64().unwrap_or(0.0)))
-                }
+                Value::Number(n) if k.ends_with("_s") => line.push_str(&format!(
+                    " {k}={}",
+                    seconds_value(n.as_f64().unwrap_or(0.0))
+                )),
                 other => line.push_str(&format!(" {k}={other}")),
             }
         }
@@ -180,6 +182,18 @@ mod tests {
         let text = to_text(&e);
         assert!(text.starts_with("herdless: retry_scheduled"), "{text}");
         assert!(text.contains("sleep_s=2.000"), "{text}");
+        // A delay below a millisecond keeps its digits (`--base 1ns` was 0.000).
+        let tiny = RetryEvent::Scheduled {
+            task_id: "",
+            attempt: 1,
+            computed_jitter: Duration::from_nanos(1),
+            sleep: Duration::from_nanos(1),
+            honored_retry_after: false,
+            elapsed: Duration::ZERO,
+        };
+        let text = to_text(&tiny);
+        assert!(text.contains(" sleep_s=0.000000001 "), "{text}");
+        assert!(text.contains(" elapsed_s=0.000"), "{text}");
     }
 
     #[test]

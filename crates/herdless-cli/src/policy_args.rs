@@ -25,9 +25,65 @@ use crate::config::{self, ConfigError, ConfigFile, FilePolicy};
 
 /// A duration in human form: `500ms`, `2s`, `1m`, `1h 30m`; a bare number is seconds.
 /// The library's syntax ([`herdless::policy::serde::parse_duration`]), shared
-/// with the policy file.
+/// with the policy file, and one range for every duration flag and key:
+/// [`duration_in_range`].
+///
+/// ```
+/// use herdless_cli::policy_args::parse_duration;
+/// assert_eq!(parse_duration("1ns"), Ok(std::time::Duration::from_nanos(1)));
+/// assert_eq!(
+///     parse_duration("600y").unwrap_err(),
+///     "\"600y\" is too large (at most 18446744073 s: u64 nanoseconds, about 584 years)"
+/// );
+/// ```
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    herdless::policy::serde::parse_duration(s).map_err(|e| e.to_string())
+    let d = herdless::policy::serde::parse_duration(s).map_err(|e| e.to_string())?;
+    duration_in_range(d).map_err(|e| format!("{:?} {e}", s.trim()))
+}
+
+/// The range of every duration herdless reads (flags, `HERDLESS_*`
+/// variables, policy-file keys): 0 to [`herdless::policy::MAX_DURATION`], `u64::MAX`
+/// nanoseconds (about 584 years), what the library's timers and policies
+/// hold. Flags with a narrower range (a `--timeout` above zero, the stub's
+/// `--horizon`) check it on top.
+///
+/// # Errors
+///
+/// `d` is past the range; the message gives it.
+pub fn duration_in_range(d: Duration) -> Result<Duration, String> {
+    if d > herdless::policy::MAX_DURATION {
+        Err(format!(
+            "is too large (at most {} s: u64 nanoseconds, about 584 years)",
+            herdless::policy::MAX_DURATION.as_secs()
+        ))
+    } else {
+        Ok(d)
+    }
+}
+
+/// A seed: a whole number 0 to `u64::MAX`, decimal or `0x` hex
+/// (`18446744073709551615`, `0xffffffffffffffff`), for `--seed`,
+/// `HERDLESS_SEED` and the policy file's `seed` alike.
+///
+/// ```
+/// use herdless_cli::policy_args::parse_seed;
+/// assert_eq!(parse_seed("42"), Ok(42));
+/// assert_eq!(parse_seed("0xFFFFFFFFFFFFFFFF"), Ok(u64::MAX));
+/// assert!(parse_seed("-1").unwrap_err().contains("0 to 18446744073709551615"));
+/// ```
+///
+/// # Errors
+///
+/// Not such a number; the message gives the range.
+pub fn parse_seed(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    };
+    parsed.map_err(|_| {
+        format!("{t:?} is not a seed (a whole number 0 to 18446744073709551615, decimal or 0x hex)")
+    })
 }
 
 /// Parses a jitter mode name for clap.
@@ -71,7 +127,7 @@ pub struct PolicyArgs {
     #[arg(long, env = "HERDLESS_MAX_RETRY_AFTER", value_parser = parse_duration, value_name = "DUR")]
     pub max_retry_after: Option<Duration>,
     /// Seed for reproducible delays (default: OS entropy per retrier).
-    #[arg(long, env = "HERDLESS_SEED", value_name = "N")]
+    #[arg(long, env = "HERDLESS_SEED", value_parser = parse_seed, value_name = "N")]
     pub seed: Option<u64>,
     /// Task id carried by every retry event.
     #[arg(long, env = "HERDLESS_TASK_ID", value_name = "ID")]
@@ -81,8 +137,10 @@ pub struct PolicyArgs {
     pub log_format: LogFormat,
     /// No retry events on stderr (results and errors are still printed).
     /// Without it, `RUST_LOG` filters them by level (e.g. `RUST_LOG=off`,
-    /// `RUST_LOG=herdless=error`).
-    #[arg(long, short = 'q', env = "HERDLESS_QUIET")]
+    /// `RUST_LOG=herdless=error`). HERDLESS_QUIET: true/false, yes/no,
+    /// on/off, 1/0; empty is unset.
+    #[arg(long, short = 'q', env = "HERDLESS_QUIET",
+          value_parser = clap::builder::BoolishValueParser::new())]
     pub quiet: bool,
     /// Named policy from the policy file (default: its [policy.default], if any).
     #[arg(long, env = "HERDLESS_POLICY", value_name = "NAME")]
@@ -296,9 +354,7 @@ impl PolicyArgs {
         let flag = format!("--{}", key.replace('_', "-"));
         let var = format!("HERDLESS_{}", key.to_uppercase());
         if set_here {
-            let on_command_line =
-                std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
-            return if on_command_line {
+            return if crate::cli::on_command_line(&flag) {
                 Source::Flag(flag)
             } else if std::env::var_os(&var).is_some() {
                 Source::Env(var)
@@ -386,6 +442,21 @@ mod tests {
         assert!(parse_duration("NaN").is_err());
         assert!(parse_duration("1e400").is_err());
         assert!(parse_duration("soon").is_err());
+        // One range for every duration: up to u64 nanoseconds, no further.
+        let max = herdless::policy::MAX_DURATION;
+        assert_eq!(parse_duration("18446744073.709551615s"), Ok(max));
+        for past in [
+            "18446744074",
+            "585y",
+            "10000000000d",
+            "18446744073s 709551616ns",
+        ] {
+            let e = parse_duration(past).unwrap_err();
+            assert!(
+                e.contains("too large (at most 18446744073 s"),
+                "{past}: {e}"
+            );
+        }
     }
 
     #[test]

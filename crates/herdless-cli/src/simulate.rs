@@ -100,8 +100,9 @@ pub struct SimulateArgs {
     /// Cap on one delay [default: 30s; contention 2s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub cap: Option<Duration>,
-    /// Attempt limit, counting the first call [default: 6; contention unlimited].
-    #[arg(long, value_name = "N")]
+    /// Attempt limit, counting the first call: 1 to 4294967294, or
+    /// `unlimited` [default: 6; contention unlimited].
+    #[arg(long, value_parser = parse_max_attempts, value_name = "N")]
     pub max_attempts: Option<u32>,
     /// Elapsed-time budget per client [default: 120s; contention unlimited].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
@@ -118,6 +119,41 @@ pub struct SimulateArgs {
     /// Worker threads [default: available cores]; the output does not depend on it.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+}
+
+/// The simulator's "no attempt limit": `u32::MAX` attempts, reported as
+/// such (`null` in the JSON, "no attempt limit" in the table).
+pub const UNLIMITED_ATTEMPTS: u32 = u32::MAX;
+
+/// `--max-attempts`: 1 to `u32::MAX - 1`, or `unlimited` (which is
+/// `u32::MAX`: the simulator reports that count as no limit, so the number
+/// itself is refused rather than silently read as `unlimited`).
+///
+/// ```
+/// use herdless_cli::simulate::parse_max_attempts;
+/// assert_eq!(parse_max_attempts("6"), Ok(6));
+/// assert_eq!(parse_max_attempts("unlimited"), Ok(u32::MAX));
+/// assert!(parse_max_attempts("4294967295").unwrap_err().contains("1 to 4294967294"));
+/// ```
+///
+/// # Errors
+///
+/// Not a count in that range.
+pub fn parse_max_attempts(s: &str) -> Result<u32, String> {
+    if s.trim() == "unlimited" {
+        return Ok(UNLIMITED_ATTEMPTS);
+    }
+    s.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..UNLIMITED_ATTEMPTS).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "{s:?}: must be 1 to {}, or unlimited (the simulator's no-limit, which it \
+                 counts as {UNLIMITED_ATTEMPTS} attempts)",
+                UNLIMITED_ATTEMPTS - 1
+            )
+        })
 }
 
 fn parse_scenario(s: &str) -> Result<Scenario, String> {

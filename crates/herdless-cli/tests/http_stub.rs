@@ -322,7 +322,7 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
     let args = StubArgs {
         port: 0,
         fail_first: 0,
-        fail_every: 0,
+        fail_every: None,
         outage: None,
         capacity: None,
         pushback: None,

@@ -100,7 +100,6 @@ fn json_is_one_object_with_the_documented_fields() {
             "calls_total",
             "completion_s",
             "last_success_s",
-            "vs_limit",
             "drained",
             "succeeded",
             "gave_up",
@@ -113,6 +112,14 @@ fn json_is_one_object_with_the_documented_fields() {
             "arrivals_per_100ms",
         ] {
             assert!(!s[field].is_null(), "missing {field} in {s}");
+        }
+        // A ratio to the physical limit only for a fleet that drained.
+        let map = s.as_object().unwrap();
+        assert!(map.contains_key("vs_limit") && map.contains_key("drain_vs_limit"));
+        assert_eq!(s["vs_limit"].is_null(), s["drained"] == false, "{s}");
+        assert_eq!(s["vs_limit"], s["drain_vs_limit"], "{s}");
+        if let Some(x) = s["vs_limit"].as_f64() {
+            assert!(x >= 1.0, "{s}");
         }
     }
     assert!(
@@ -234,6 +241,24 @@ fn bad_input_is_a_clear_usage_error() {
             &["--scenario", "spread", "--clients-per-process", "5"][..],
             "--clients-per-process applies",
         ),
+        // u32::MAX is the simulator's "no attempt limit": the number is not
+        // silently read as that, it is asked for by name.
+        (
+            &["--max-attempts", "4294967295"][..],
+            "must be 1 to 4294967294, or unlimited",
+        ),
+        (&["--max-attempts", "0"][..], "must be 1 to 4294967294"),
+        // A huge number is written as one, not as its 309 digits.
+        (&["--honor", "1e308"][..], "within 0..=1 (got 1e308)"),
+        (
+            &["--capacity-estimate", "1e300"][..],
+            "times the capacity (got 1e300)",
+        ),
+        (&["--outage", "2d"][..], "at most 1 day (got 2d)"),
+        (
+            &["--max-elapsed", "585y"][..],
+            "is too large (at most 18446744073 s",
+        ),
     ] {
         let out = herdless(&dir, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -241,6 +266,33 @@ fn bad_input_is_a_clear_usage_error() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--max-attempts unlimited` is the simulator's no-limit, said so in the
+/// table and as `null` in the JSON; the largest count is a count.
+#[test]
+fn max_attempts_unlimited_is_explicit() {
+    let dir = temp_dir("unlimited");
+    let run = |n: &str| {
+        let args = [
+            "--scenario",
+            "spread",
+            "--workers",
+            "10",
+            "--max-attempts",
+            n,
+        ];
+        let text = herdless(&dir, &[&args[..], &["--no-plots"]].concat());
+        let v = json(&herdless(&dir, &[&args[..], &["--json"]].concat()));
+        (String::from_utf8(text.stdout).unwrap(), v)
+    };
+    let (text, v) = run("unlimited");
+    assert!(text.contains("no attempt limit"), "{text}");
+    assert!(v["parameters"]["policy"]["max_attempts"].is_null(), "{v}");
+    let (text, v) = run("4294967294");
+    assert!(text.contains("4294967294 attempts"), "{text}");
+    assert_eq!(v["parameters"]["policy"]["max_attempts"], 4294967294u32);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -266,7 +318,8 @@ fn unwritable_out_dir_fails_with_its_own_code_after_the_table() {
 
 /// An outage longer than any budget: every client gives up, so no strategy
 /// drained; the table shows "-" rather than a completion below the physical
-/// limit, and the JSON says `drained: false`.
+/// limit, and the JSON says `drained: false` with every ratio to the limit
+/// (`vs_limit`, `drain_vs_limit`) `null`.
 #[test]
 fn runs_that_gave_up_never_read_as_beating_the_physical_limit() {
     let dir = temp_dir("gave-up");
@@ -306,6 +359,10 @@ fn runs_that_gave_up_never_read_as_beating_the_physical_limit() {
         assert_eq!(s["drained"], false, "{s}");
         assert!(s["drain_s"].is_null(), "{s}");
         assert!(s["drain_vs_limit"].is_null(), "{s}");
+        assert!(
+            s["vs_limit"].is_null(),
+            "no ratio below 1 without a drain: {s}"
+        );
         assert_eq!(s["gave_up"], 2000, "{s}");
     }
     let _ = std::fs::remove_dir_all(&dir);

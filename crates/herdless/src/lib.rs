@@ -94,7 +94,7 @@
 //!
 //! | feature | what | adds |
 //! |---|---|---|
-//! | `tokio` | the default [`SystemTimer`] reads tokio's clock and sleeps with `tokio::time::sleep` in the async executors (so `tokio::time::pause` makes async tests instant) | `tokio` (`time`) |
+//! | `tokio` | the default [`SystemTimer`] reads tokio's clock and sleeps with `tokio::time::sleep` in the async executors (so `tokio::time::pause` makes async tests instant). Without it, async calls need a timer of your own (`RetryBuilder::timer`); with the default `SystemTimer` they do not compile, and the error names this feature | `tokio` (`time`) |
 //! | `http` | `http`: status classifier (retryable and terminal sets that fail closed), a hostile-input-safe `Retry-After` parser, `Retry-After-Ms`; `http::StatusCode` is [`Retryable`] | `http`, `httpdate` |
 //! | `grpc` | `grpc`: status-code classifier (`UNAVAILABLE` plus configured codes; unknown codes fail closed), `grpc-retry-pushback-ms` under the gRPC retry design (negative or unparseable: [`GiveUp::ServerPushback`]) | nothing |
 //! | `tower` | `adapters::tower`: client-side retry as a `tower::retry::Policy` driving the engine, [`RetryBudget`] as tower's `Budget`, response classifiers for `http::Response` (and `grpc-status` with `grpc`), the pushback `Layer` for axum and hyper; implies `http` and `tokio` | `tower` (`retry`), `pin-project-lite` |

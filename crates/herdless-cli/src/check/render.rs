@@ -6,22 +6,18 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use herdless::policy::{Envelope, QuantileSource};
+use herdless_sim::report::units;
 use serde_json::{json, Value};
 
 use super::checks::Finding;
 use crate::policy_args::Resolved;
 
-/// Formats a duration for people: `250 ms`, `1.5 s`, `2m 30s`.
+/// Formats a duration for people: `1 ns`, `250 ms`, `1.5 s`, `2m 30s`,
+/// `more than 584 years` for a saturated sum. The one rule of every herdless
+/// report ([`herdless_sim::report::units`]), shared with the simulator's
+/// tables and the text retry events.
 pub fn human(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 1.0 {
-        format!("{:.0} ms", s * 1000.0)
-    } else if s < 120.0 {
-        let t = format!("{s:.2}");
-        format!("{} s", t.trim_end_matches('0').trim_end_matches('.'))
-    } else {
-        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
-    }
+    units::duration(d)
 }
 
 fn source(r: &Resolved) -> String {
@@ -82,7 +78,7 @@ pub fn text(r: &Resolved, e: &Envelope, findings: &[Finding], failed: bool) -> S
         "  jitter {}, base {}, multiplier {}, cap {}, max_attempts {}, max_elapsed {}, max_retry_after {}",
         p.jitter(),
         human(p.base()),
-        p.multiplier(),
+        units::number(p.multiplier()),
         human(p.cap()),
         p.max_attempts(),
         human(p.max_elapsed()),
@@ -182,6 +178,11 @@ mod tests {
         assert_eq!(human(Duration::from_millis(1500)), "1.5 s");
         assert_eq!(human(Duration::from_secs(30)), "30 s");
         assert_eq!(human(Duration::from_secs(150)), "2m 30s");
+        // Below a millisecond, a duration keeps its digits (was `0 ms`).
+        assert_eq!(human(Duration::from_nanos(1)), "1 ns");
+        assert_eq!(human(Duration::from_micros(1500)), "1.5 ms");
+        // A saturated sum says so, instead of a number that reads as exact.
+        assert_eq!(human(herdless::policy::MAX_DURATION), "more than 584 years");
     }
 
     #[test]

@@ -54,6 +54,7 @@ use herdless::Jitter;
 
 use crate::codes::CodeSet;
 
+mod lines;
 mod locate;
 mod parse;
 #[cfg(test)]
@@ -64,6 +65,12 @@ pub use locate::{locate, no_file_for, user_config_path};
 
 /// The file name looked for in the working directory and the config dir.
 pub const FILE_NAME: &str = "herdless.toml";
+
+/// The largest policy file herdless reads: 1 MiB. A file of named
+/// policies is a few hundred bytes per policy, so this holds thousands;
+/// a larger file is refused naming the file, before it is parsed (it is read
+/// by every run of every subcommand in its directory).
+pub const MAX_FILE_BYTES: usize = 1 << 20;
 
 /// The policy used when `--policy` is not given.
 pub const DEFAULT_POLICY: &str = "default";

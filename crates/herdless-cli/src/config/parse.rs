@@ -2,6 +2,7 @@
 //! error names the file, the line and the key.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 
 use herdless::policy::serde::PolicyConfig;
@@ -9,8 +10,9 @@ use herdless::policy::PolicyField;
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
-use super::values::{codes, duration, integer, string};
-use super::{keys, At, ConfigError, ConfigFile, FilePolicy};
+use super::lines::Lines;
+use super::values::{codes, duration, integer, seed, string, SEED_FORMS};
+use super::{keys, At, ConfigError, ConfigFile, FilePolicy, MAX_FILE_BYTES};
 
 /// One `[policy.NAME]` table as written: keys and values with their spans.
 type RawTable = BTreeMap<Spanned<String>, Spanned<Value>>;
@@ -29,16 +31,6 @@ impl<T> At<T> {
     }
 }
 
-/// Byte offset → 1-based line.
-pub(super) fn line_at(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
 impl ConfigFile {
     /// Reads and validates the file at `path`.
     ///
@@ -46,11 +38,27 @@ impl ConfigFile {
     ///
     /// Unreadable file, TOML syntax, unknown keys, values of the wrong kind.
     pub fn read(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let err = |message: String| ConfigError {
             file: Some(path.to_owned()),
             line: None,
             key: None,
-            message: format!("cannot read the policy file: {e}"),
+            message,
+        };
+        // Never more than one byte past the limit, whatever the file is.
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
+            .map_err(|e| err(format!("cannot read the policy file: {e}")))?;
+        if bytes.len() > MAX_FILE_BYTES {
+            return Err(err(too_large()));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            ConfigError {
+                line: Some(line),
+                ..err("not UTF-8 text (a policy file is TOML, which is UTF-8)".into())
+            }
         })?;
         Self::parse(path, &text)
     }
@@ -77,23 +85,30 @@ impl ConfigFile {
             key,
             message,
         };
+        if text.len() > MAX_FILE_BYTES {
+            return Err(err_at(None, None, too_large()));
+        }
+        let lines = Lines::new(text);
+        let line_at = |offset: usize| lines.line_at(offset);
         let raw: RawFile = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_at(text, s.start));
+            let start = e.span().map(|s| s.start);
             let message = e.message().trim().to_string();
             // serde names an unknown top-level key in its message; make it a key.
-            err_at(
-                line,
-                None,
-                if message.starts_with("unknown field") {
-                    format!("{message} (a policy file holds [policy.NAME] tables only)")
-                } else {
-                    message
-                },
-            )
+            let message = if message.starts_with("unknown field") {
+                format!("{message} (a policy file holds [policy.NAME] tables only)")
+            } else {
+                message
+            };
+            let key = start.and_then(|at| key_at(text, at));
+            let message = match &key {
+                Some(k) if k.ends_with(".seed") => format!("{message} ({SEED_FORMS})"),
+                _ => message,
+            };
+            err_at(start.map(line_at), key, message)
         })?;
         let mut policies = BTreeMap::new();
         for (name, table) in raw.policy {
-            let header_line = line_at(text, name.span().start);
+            let header_line = line_at(name.span().start);
             let name = name.into_inner();
             let mut p = FilePolicy {
                 name: name.clone(),
@@ -101,7 +116,7 @@ impl ConfigFile {
                 ..FilePolicy::default()
             };
             for (key, value) in table.into_inner() {
-                let line = line_at(text, key.span().start);
+                let line = line_at(key.span().start);
                 let key = key.into_inner();
                 let path_key = format!("policy.{name}.{key}");
                 let value = value.into_inner();
@@ -111,12 +126,7 @@ impl ConfigFile {
                     continue;
                 }
                 match key.as_str() {
-                    "seed" => {
-                        p.seed = Some(At::new(
-                            line,
-                            integer(&value, 0, i64::MAX as u64).map_err(bad)?,
-                        ))
-                    }
+                    "seed" => p.seed = Some(At::new(line, seed(&value).map_err(bad)?)),
                     "task_id" => {
                         p.task_id = Some(At::new(line, string(&value).map_err(bad)?.to_owned()))
                     }
@@ -176,6 +186,46 @@ impl ConfigFile {
             }
         })
     }
+}
+
+/// The refusal of a file past [`MAX_FILE_BYTES`].
+fn too_large() -> String {
+    format!(
+        "larger than {} KiB, the limit of a policy file (it holds named policies, a few \
+         hundred bytes each)",
+        MAX_FILE_BYTES / 1024
+    )
+}
+
+/// The dotted key at byte `at` of a file TOML refused, read from the text
+/// (TOML's errors give a span, not the key): the key written before `=` on
+/// that line, in the nearest table header above it. `None` when the line
+/// holds no `key =`.
+fn key_at(text: &str, at: usize) -> Option<String> {
+    let at = at.min(text.len());
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let (key, _) = text[start..end].split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+    };
+    if !plain(key) {
+        return None;
+    }
+    let table = text[..start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|h| h.trim_matches(|c| c == '[' || c == ']').trim())
+        .filter(|t| plain(t));
+    Some(match table {
+        Some(t) => format!("{t}.{key}"),
+        None => key.to_owned(),
+    })
 }
 
 /// Reads policy key `field` with the library's serde support (syntax and the

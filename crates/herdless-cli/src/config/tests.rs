@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::parse::line_at;
+use super::lines::{work, Lines};
 use super::*;
 
 fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
@@ -116,7 +116,153 @@ fn errors_name_file_line_and_key() {
 
 #[test]
 fn lines_are_counted_from_one() {
-    assert_eq!(line_at("a\nb\nc", 0), 1);
-    assert_eq!(line_at("a\nb\nc", 2), 2);
-    assert_eq!(line_at("a\nb\nc", 99), 3);
+    let lines = Lines::new("a\nb\nc");
+    assert_eq!(lines.line_at(0), 1);
+    assert_eq!(lines.line_at(1), 1, "the newline ends its line");
+    assert_eq!(lines.line_at(2), 2);
+    assert_eq!(lines.line_at(99), 3);
+    assert_eq!(Lines::new("").line_at(0), 1);
+}
+
+/// `n` policy tables of eight keys each, about 56 bytes per policy.
+fn many_policies(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "[policy.p{i}]\njitter = \"full\"\nbase = \"1s\"\ncap = \"30s\"\n\
+                 max_attempts = 6\nmax_elapsed = \"2m\"\nseed = {i}\nworkers = 3\n\
+                 timeout = \"5s\"\n"
+            )
+        })
+        .collect()
+}
+
+/// Finding the line of every key is linear in the file: eight times the
+/// policies cost at most about eight times the work (plus the binary
+/// searches' logarithm), where counting from the start for each key cost 64
+/// times. Counted in work units (bytes scanned, probes), not on a clock.
+#[test]
+fn finding_lines_is_linear_in_the_file() {
+    let work_of = |n: usize| {
+        let text = many_policies(n);
+        let (work, parsed) = work::during(|| parse(&text));
+        let file = parsed.unwrap();
+        assert_eq!(file.policies.len(), n);
+        let last = file.policy(&format!("p{}", n - 1)).unwrap();
+        assert_eq!(last.timeout.as_ref().unwrap().line, 9 * n, "the last line");
+        work
+    };
+    let (small, large) = (work_of(625), work_of(5_000));
+    assert!(small > 0, "the parse goes through the index");
+    let ratio = large as f64 / small as f64;
+    assert!(
+        ratio < 12.0,
+        "8x the policies cost {ratio:.1}x the work ({small} -> {large})"
+    );
+}
+
+/// A file past the size limit is refused, naming the file and the limit,
+/// from a path as from text; one at the limit is read.
+#[test]
+fn a_file_past_the_size_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("herdless.toml");
+    let mut text = many_policies(20_000);
+    assert!(text.len() > MAX_FILE_BYTES);
+    std::fs::write(&path, &text).unwrap();
+    let err = ConfigFile::read(&path).unwrap_err().to_string();
+    let want = format!(
+        "{}: larger than 1024 KiB, the limit of a policy file",
+        path.display()
+    );
+    assert!(err.starts_with(&want), "{err}");
+    let err = ConfigFile::parse(&path, &text).unwrap_err().to_string();
+    assert!(err.starts_with(&want), "{err}");
+    // At the limit exactly (a comment pads it): read and parsed.
+    text.truncate(text[..MAX_FILE_BYTES - 1].rfind('\n').unwrap() + 1);
+    let pad = MAX_FILE_BYTES - text.len();
+    text.push_str(&format!("#{}", "x".repeat(pad - 1)));
+    assert_eq!(text.len(), MAX_FILE_BYTES);
+    std::fs::write(&path, &text).unwrap();
+    assert!(ConfigFile::read(&path).is_ok());
+}
+
+#[test]
+fn a_file_that_is_not_utf8_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("herdless.toml");
+    std::fs::write(&path, b"[policy.a]\ntask_id = \"caf\xe9\"\n").unwrap();
+    let err = ConfigFile::read(&path).unwrap_err().to_string();
+    assert!(
+        err.ends_with(":2: not UTF-8 text (a policy file is TOML, which is UTF-8)"),
+        "{err}"
+    );
+}
+
+/// `seed` takes the whole `u64` range of `--seed`: an integer as far as TOML
+/// goes, a string (decimal or hex) beyond; every refusal names the key.
+#[test]
+fn a_seed_takes_the_whole_u64_range_and_errors_name_the_key() {
+    let seed = |v: &str| {
+        parse(&format!("[policy.a]\nseed = {v}\n"))
+            .map(|f| f.policy("a").unwrap().seed.as_ref().unwrap().value)
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(seed("0"), Ok(0));
+    assert_eq!(seed("9223372036854775807"), Ok(i64::MAX as u64));
+    assert_eq!(seed("\"18446744073709551615\""), Ok(u64::MAX));
+    assert_eq!(seed("\"0xffffffffffffffff\""), Ok(u64::MAX));
+    assert_eq!(seed("\" 42 \""), Ok(42));
+    for bad in [
+        "18446744073709551615",
+        "-1",
+        "\"18446744073709551616\"",
+        "\"-1\"",
+        "1.5",
+    ] {
+        let e = seed(bad).unwrap_err();
+        assert!(
+            e.starts_with("herdless.toml:2: policy.a.seed: "),
+            "{bad}: {e}"
+        );
+        assert!(e.contains("18446744073709551615"), "{bad}: the range: {e}");
+    }
+}
+
+/// TOML's own errors (syntax, a number it cannot hold) name the key too.
+#[test]
+fn toml_errors_name_the_key_of_their_line() {
+    let err = parse("[policy.a]\nbase = \"1s\"\ncap = 1s\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("herdless.toml:3: policy.a.cap: "), "{err}");
+    let err = parse("[policy.a]\n[policy.b]\nmax_attempts = 99999999999999999999\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("herdless.toml:3: policy.b.max_attempts: "),
+        "{err}"
+    );
+}
+
+/// One range for every duration key: what the flags take, up to u64
+/// nanoseconds; past it, an error naming the key.
+#[test]
+fn duration_keys_share_the_flags_range() {
+    for key in [
+        "timeout",
+        "kill_after",
+        "recovery_time",
+        "visibility_timeout",
+    ] {
+        let ok = parse(&format!("[policy.a]\n{key} = \"584y\"\n"));
+        assert!(ok.is_ok(), "{key}: {ok:?}");
+        let err = parse(&format!("[policy.a]\n{key} = \"585y\"\n"))
+            .unwrap_err()
+            .to_string();
+        let want = format!(
+            "herdless.toml:2: policy.a.{key}: \"585y\" is too large (at most 18446744073 s"
+        );
+        assert!(err.starts_with(&want), "{err}");
+    }
 }

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use std::rc::Rc;
 
 use herdless::{Notify, RetryEvent};
+use herdless_sim::report::units::seconds_value;
 use serde_json::Value;
 
 use super::State;
@@ -49,9 +50,10 @@ fn text_line(v: &Value) -> String {
                 Value::String(s) if s.is_empty() => {}
                 Value::Bool(false) if k == "timed_out" => {}
                 Value::String(s) => line.push_str(&format!(" {k}={s}")),
-                Value::Number(n) if k.ends_with("_s") => {
-                    line.push_str(&format!(" {k}={:.3}", n.as_f64().unwrap_or(0.0)))
-                }
+                Value::Number(n) if k.ends_with("_s") => line.push_str(&format!(
+                    " {k}={}",
+                    seconds_value(n.as_f64().unwrap_or(0.0))
+                )),
                 other => line.push_str(&format!(" {k}={other}")),
             }
         }

@@ -5,6 +5,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use herdless_sim::endpoint::OutageEnd;
 
+use herdless_sim::report::units;
+
 use crate::policy_args::parse_duration;
 
 /// `herdless stub` flags.
@@ -16,9 +18,10 @@ pub struct StubArgs {
     /// Fail each client's first K requests (client = X-Worker-Id header).
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub fail_first: u32,
-    /// Fail every K-th request (counted over all clients; 0: never).
-    #[arg(long, value_name = "K", default_value_t = 0)]
-    pub fail_every: u32,
+    /// Fail every K-th request, counted over all clients: 1 (every request)
+    /// to 4294967295 [default: none].
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    pub fail_every: Option<u32>,
     /// Fail every request for this long after start (e.g. 5s).
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub outage: Option<Duration>,
@@ -41,7 +44,8 @@ pub struct StubArgs {
     /// recovered at the end, as an operator would) [default: unknown].
     #[arg(long, value_parser = parse_outage_end, value_name = "known|unknown", requires = "outage")]
     pub outage_end: Option<OutageEnd>,
-    /// With pushback (--capacity): the longest Retry-After handed out [default: 60s].
+    /// With pushback (--capacity): the longest Retry-After handed out, 1s to
+    /// 1d [default: 60s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
     pub horizon: Option<Duration>,
     /// Retry-After value sent with every rejection, verbatim and the same for
@@ -55,6 +59,16 @@ pub struct StubArgs {
 
 /// The pushback horizon without `--horizon`: the longest Retry-After handed out.
 pub const DEFAULT_HORIZON: Duration = Duration::from_secs(60);
+
+/// The range of `--horizon`: the adaptive allocator's (1 s to 1 day), for the
+/// static one too (whose slots, one per `1 / capacity`, are never longer
+/// than 1 s at the at least 1 request per second it is told).
+pub(super) const HORIZON_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(86_400);
+
+/// The range of the capacity a pushback allocator is told (`--capacity`
+/// times `--capacity-estimate`), in requests per second: the library's.
+pub(super) const TOLD_CAPACITY_RANGE: std::ops::RangeInclusive<f64> = 1.0..=1e9;
 
 /// `--retry-after`: any header value but an empty (or blank) one, which would
 /// send an empty `Retry-After` header.
@@ -123,11 +137,47 @@ pub fn pushback_enabled(args: &StubArgs) -> Result<Option<PushbackMode>, String>
     if let Some(f) = args.capacity_estimate {
         if !(0.01..=100.0).contains(&f) {
             return Err(format!(
-                "--capacity-estimate {f}: must be a factor of --capacity within 0.01..=100"
+                "--capacity-estimate {}: must be a factor of --capacity within 0.01..=100",
+                units::number(f)
             ));
         }
     }
+    if mode.is_some() {
+        pushback_ranges(args)?;
+    }
     Ok(mode)
+}
+
+/// The ranges of the pushback settings, each error naming the flags that
+/// were given: `--horizon` within [`HORIZON_RANGE`], and the capacity told
+/// to the allocator within [`TOLD_CAPACITY_RANGE`].
+fn pushback_ranges(args: &StubArgs) -> Result<(), String> {
+    if let Some(h) = args.horizon.filter(|h| !HORIZON_RANGE.contains(h)) {
+        return Err(format!(
+            "--horizon {}: must be within 1 s..=1 day (the longest Retry-After pushback hands out)",
+            units::duration(h)
+        ));
+    }
+    let Some(n) = args.capacity else {
+        return Ok(());
+    };
+    let told = f64::from(n) * args.capacity_estimate.unwrap_or(1.0);
+    if n == 0 || TOLD_CAPACITY_RANGE.contains(&told) {
+        // (`--capacity 0` has its own message.)
+        return Ok(());
+    }
+    Err(match args.capacity_estimate {
+        Some(f) => format!(
+            "--capacity {n} x --capacity-estimate {} = {} requests/s: the capacity pushback \
+             starts from must be within 1..=1e9 requests/s",
+            units::number(f),
+            units::number(told)
+        ),
+        None => format!(
+            "--capacity {n}: with pushback at most 1e9 requests/s (add --pushback off for a \
+             larger token bucket alone)"
+        ),
+    })
 }
 
 fn name(m: PushbackMode) -> &'static str {
@@ -147,7 +197,7 @@ mod tests {
     fn bad_flags_are_clear_errors() {
         let base = StubArgs {
             port: 0,
-            fail_every: 0,
+            fail_every: None,
             fail_first: 0,
             outage: None,
             capacity: None,
@@ -202,7 +252,7 @@ mod tests {
     fn base_args() -> StubArgs {
         StubArgs {
             port: 0,
-            fail_every: 0,
+            fail_every: None,
             fail_first: 0,
             outage: None,
             capacity: None,
@@ -252,6 +302,85 @@ mod tests {
             unreachable!()
         };
         assert!(admission_from_args(&a).is_ok());
+    }
+
+    /// Each pushback setting out of its range is refused naming the flag at
+    /// fault (`--horizon 2d` blamed `--capacity-estimate`, never passed, with
+    /// "at least one slot"), and `--fail-every 0` (which never failed) too.
+    #[test]
+    fn ranges_name_the_flag_at_fault() {
+        use clap::Parser;
+        let admit = |flags: &[&str]| {
+            let argv = ["herdless", "stub"].iter().chain(flags);
+            match crate::cli::Cli::try_parse_from(argv) {
+                Ok(cli) => {
+                    let crate::cli::Command::Stub(a) = cli.command else {
+                        unreachable!()
+                    };
+                    admission_from_args(&a).map(|_| ())
+                }
+                Err(e) => Err(format!("exit {}: {e}", e.exit_code())),
+            }
+        };
+        for (flags, want) in [
+            (
+                &["--capacity", "500", "--horizon", "2d"][..],
+                "--horizon 2d: must be within 1 s..=1 day",
+            ),
+            (
+                &["--capacity", "500", "--horizon", "500ms"],
+                "--horizon 500 ms: must be within",
+            ),
+            (
+                &[
+                    "--capacity",
+                    "500",
+                    "--pushback",
+                    "static",
+                    "--horizon",
+                    "1ms",
+                ],
+                "--horizon 1 ms: must be within",
+            ),
+            (
+                &["--capacity", "5", "--horizon", "10000000000d"],
+                "exit 2: error: invalid value '10000000000d' for '--horizon <DUR>'",
+            ),
+            (
+                &["--capacity", "4294967295"],
+                "--capacity 4294967295: with pushback at most 1e9",
+            ),
+            (
+                &["--capacity", "10", "--capacity-estimate", "0.01"],
+                "--capacity 10 x --capacity-estimate 0.01 = 0.1 requests/s: the capacity",
+            ),
+            (
+                &["--fail-every", "0"],
+                "exit 2: error: invalid value '0' for '--fail-every <K>'",
+            ),
+        ] {
+            let e = admit(flags).unwrap_err();
+            assert!(e.starts_with(want), "{flags:?}: {e}");
+            if !flags.contains(&"--capacity-estimate") {
+                assert!(!e.contains("--capacity-estimate"), "{flags:?}: {e}");
+            }
+        }
+        for ok in [
+            &["--capacity", "500", "--horizon", "1d"][..],
+            &[
+                "--capacity",
+                "500",
+                "--horizon",
+                "1s",
+                "--pushback",
+                "static",
+            ],
+            &["--capacity", "4294967295", "--pushback", "off"],
+            &["--capacity", "10", "--capacity-estimate", "0.1"],
+            &["--fail-every", "1"],
+        ] {
+            assert_eq!(admit(ok), Ok(()), "{ok:?}");
+        }
     }
 
     #[test]

@@ -89,9 +89,9 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
             retry_after: retry_after.clone(),
         }));
     }
-    if args.fail_every > 0 {
+    if let Some(k) = args.fail_every {
         chain.push(Box::new(FailEvery::new(
-            u64::from(args.fail_every),
+            u64::from(k),
             status,
             retry_after.clone(),
         )));
@@ -138,7 +138,7 @@ mod tests {
     fn chain_order_outage_then_fail_first_then_capacity() {
         let args = StubArgs {
             port: 0,
-            fail_every: 0,
+            fail_every: None,
             fail_first: 2,
             outage: Some(Duration::from_secs(1)),
             capacity: Some(2),
@@ -170,7 +170,7 @@ mod tests {
     fn base_args() -> StubArgs {
         StubArgs {
             port: 0,
-            fail_every: 0,
+            fail_every: None,
             fail_first: 0,
             outage: None,
             capacity: None,
@@ -214,7 +214,7 @@ mod tests {
     #[test]
     fn fail_every_rejects_one_request_in_k() {
         let chain = admission_from_args(&StubArgs {
-            fail_every: 4,
+            fail_every: Some(4),
             ..base_args()
         })
         .unwrap();

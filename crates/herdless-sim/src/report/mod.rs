@@ -23,6 +23,7 @@ use crate::scenario::Scenario;
 
 mod robustness;
 mod text;
+pub mod units;
 
 pub use robustness::RobustnessReport;
 use text::{contention_table, grid, outage_table, secs, spread_table};

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{ContentionReport, OutageReport, PolicyParameters, SpreadReport};
+use super::{units, ContentionReport, OutageReport, PolicyParameters, SpreadReport};
 
 /// `base 1 s, x2, cap 30 s, 6 attempts, 120 s budget`: the heading's policy.
 pub(super) fn policy_line(p: &PolicyParameters) -> String {
@@ -17,18 +17,15 @@ pub(super) fn policy_line(p: &PolicyParameters) -> String {
     format!(
         "base {}, x{}, cap {}, {attempts}, {elapsed}",
         secs(p.base_s),
-        p.multiplier,
+        units::number(p.multiplier),
         secs(p.cap_s)
     )
 }
 
-/// Seconds as a person reads them: milliseconds below one second.
+/// Seconds as a person reads them: [`units::seconds`], the one rule of
+/// every herdless report.
 pub(super) fn secs(s: f64) -> String {
-    if s < 1.0 {
-        format!("{} ms", (s * 1e3 * 1e3).round() / 1e3)
-    } else {
-        format!("{} s", (s * 1e3).round() / 1e3)
-    }
+    units::seconds(s)
 }
 
 /// Lays out rows: first column left-aligned, the others right-aligned.
@@ -132,14 +129,14 @@ pub(super) fn outage_table(r: &OutageReport) -> String {
              estimate {}x the capacity, outage end {}",
             g.processes,
             g.clients_per_process,
-            g.budget_max_tokens,
-            g.budget_token_ratio,
+            units::number(g.budget_max_tokens),
+            units::number(g.budget_token_ratio),
             g.breaker_threshold,
             secs(g.probe_wait_s),
             secs(g.probe_rtt_s),
             secs(g.breaker_release_s),
             secs(g.pushback_horizon_s),
-            p.capacity_estimate,
+            units::number(p.capacity_estimate),
             p.outage_end
         );
     }
@@ -147,7 +144,7 @@ pub(super) fn outage_table(r: &OutageReport) -> String {
         let _ = writeln!(
             out,
             "clients honoring Retry-After: {} (the others use their own backoff)",
-            p.honor
+            units::number(p.honor)
         );
     }
     out.push('\n');

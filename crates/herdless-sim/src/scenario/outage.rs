@@ -62,6 +62,7 @@ use crate::error::SimError;
 use crate::fleet::{run_fleet_from, FleetOutcome};
 use crate::guard::{Guard, GuardParams, Guards};
 use crate::metrics::{first_bucket_at_or_after, BUCKET};
+use crate::report::units;
 use crate::strategy::StrategyKind;
 
 /// Parameters of the outage scenario.
@@ -184,8 +185,8 @@ impl OutageParams {
         }
         if self.outage > Duration::from_secs(86_400) {
             return bad(format!(
-                "outage must be at most 1 day (got {:?})",
-                self.outage
+                "outage must be at most 1 day (got {})",
+                units::duration(self.outage)
             ));
         }
         if self.first_call_window > Duration::from_secs(3_600) {
@@ -194,19 +195,20 @@ impl OutageParams {
         if !(0.0..=1.0).contains(&self.honor) {
             return bad(format!(
                 "honor must be a share of clients within 0..=1 (got {})",
-                self.honor
+                units::number(self.honor)
             ));
         }
         if !(0.01..=100.0).contains(&self.capacity_estimate) {
             return bad(format!(
                 "the capacity estimate must be within 0.01..=100 times the capacity (got {})",
-                self.capacity_estimate
+                units::number(self.capacity_estimate)
             ));
         }
         let told = self.capacity_estimate * f64::from(self.capacity);
         if !(1.0..=1e9).contains(&told) {
             return bad(format!(
-                "the capacity estimate times the capacity must be within 1..=1e9 calls/s (got {told})"
+                "the capacity estimate times the capacity must be within 1..=1e9 calls/s (got {})",
+                units::number(told)
             ));
         }
         self.guards.validate()
@@ -227,10 +229,12 @@ pub struct OutageFigures {
     pub completion_s: f64,
     /// Virtual time of the last successful call, in seconds (0 when none).
     pub last_success_s: f64,
-    /// `completion_s` divided by the physical limit. A drain's ratio only
-    /// when `drained`: with give-ups it can fall below 1 (a fleet that gave
-    /// up early is done early without having drained).
-    pub vs_limit: f64,
+    /// `completion_s` divided by the physical limit, when the fleet
+    /// `drained` (then the same as `drain_vs_limit`, at least 1); `None`
+    /// (JSON `null`) when any client gave up: a fleet that gave up is done
+    /// without having drained, possibly long before the limit, and a ratio
+    /// below 1 would read as beating it.
+    pub vs_limit: Option<f64>,
     /// Whether every client succeeded. Only then did the fleet drain, and
     /// only then is `completion_s` a drain time, never below the physical
     /// limit.
@@ -405,7 +409,7 @@ fn figures(
         calls_total: out.calls,
         completion_s,
         last_success_s: out.last_success_ns as f64 / 1e9,
-        vs_limit: completion_s / params.physical_limit_s(),
+        vs_limit: drained.then(|| completion_s / params.physical_limit_s()),
         drained,
         drain_s,
         drain_vs_limit: drain_s.map(|d| d / params.physical_limit_s()),

@@ -15,7 +15,11 @@ use crate::engine::run::Run;
 use crate::engine::RetryError;
 use crate::timer::AsyncSleep;
 
-impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
+// `T: AsyncSleep` is on the method, not here, so that a timer without it
+// (`SystemTimer` without the `tokio` feature) is reported by the trait's
+// `on_unimplemented` hint, naming the feature; on the impl it was rustc's
+// bare "method exists but its trait bounds were not satisfied".
+impl<C, T, N: Notify> Retry<C, T, N> {
     /// Runs the async closure `op` until it succeeds, fails terminally or
     /// exhausts the budget, like [`call_async`](Self::call_async), but each
     /// attempt's future may hold `&mut` borrows of the closure's captures:
@@ -73,6 +77,7 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
     ) -> Result<R, RetryError<E>>
     where
         C: Classify<E>,
+        T: AsyncSleep,
     {
         let mut run = Run::for_async(self);
         loop {

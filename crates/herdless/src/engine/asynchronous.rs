@@ -18,7 +18,11 @@ use crate::engine::run::Run;
 use crate::engine::{GiveUp, RetryError};
 use crate::timer::AsyncSleep;
 
-impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
+// `T: AsyncSleep` is on the method, not here, so that a timer without it
+// (`SystemTimer` without the `tokio` feature) is reported by the trait's
+// `on_unimplemented` hint, naming the feature; on the impl it was rustc's
+// bare "method exists but its trait bounds were not satisfied".
+impl<C, T, N: Notify> Retry<C, T, N> {
     /// Runs `op` until it succeeds, fails terminally or exhausts the budget.
     ///
     /// # Errors
@@ -57,6 +61,7 @@ impl<C, T: AsyncSleep, N: Notify> Retry<C, T, N> {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<R, E>>,
         C: Classify<E>,
+        T: AsyncSleep,
     {
         let mut run = Run::for_async(self);
         loop {

@@ -48,7 +48,7 @@
 //! themselves never depend on the clock (the sleeps are as long as the engine
 //! says). A policy whose `max_elapsed` is a few milliseconds wants
 //! [`Instant::now`] itself: implement [`Clock`] with it and pass it with
-//! [`Retry::timer`](crate::Retry::timer).
+//! [`RetryBuilder::timer`](crate::RetryBuilder::timer).
 
 use std::time::Instant;
 

@@ -74,6 +74,50 @@ pub trait Sleep: Clock {
 /// assert_eq!(t.elapsed(), std::time::Duration::from_secs(3));
 /// # });
 /// ```
+///
+/// # Without the `tokio` feature
+///
+/// The default timer, [`SystemTimer`], implements `AsyncSleep` only with the
+/// `tokio` feature, so without it `retry.call_async(..)` does not compile.
+/// The error names the feature (`#[diagnostic::on_unimplemented]`); with
+/// `herdless = { version = "0.1", default-features = false }` it reads:
+///
+/// ```text
+/// error[E0277]: `SystemTimer` cannot sleep in async code: it does not implement `herdless::AsyncSleep`
+///   |
+/// 5 |     retry.call_async(|_attempt| async { Ok::<u32, std::io::Error>(1) }).await
+///   |           ^^^^^^^^^^ not an async timer
+///   |
+///   = help: the trait `AsyncSleep` is not implemented for `SystemTimer`
+///   = note: herdless's default timer, `SystemTimer`, implements `AsyncSleep` only with the `tokio` feature: `herdless = { version = "0.1", features = ["tokio"] }`
+///   = note: or give the retrier a timer that implements it (`RetryBuilder::timer`; `ManualTimer` in tests)
+/// ```
+///
+/// Any timer without it is refused the same way, whatever the features (the
+/// test below fails to compile with that error, `E0277`):
+///
+/// ```compile_fail,E0277
+/// use herdless::{Classification, Clock, Retry};
+///
+/// /// A clock that cannot sleep in async code.
+/// struct Wall;
+/// impl Clock for Wall {
+///     fn now(&self) -> std::time::Instant {
+///         std::time::Instant::now()
+///     }
+/// }
+///
+/// async fn fetch() {
+///     let retry = Retry::builder().classify(|_: &()| Classification::retryable()).timer(Wall).build();
+///     let _ = retry.call_async(|_| async { Ok::<(), ()>(()) }).await;
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot sleep in async code: it does not implement `herdless::AsyncSleep`",
+    label = "not an async timer",
+    note = "herdless's default timer, `SystemTimer`, implements `AsyncSleep` only with the `tokio` feature: `herdless = {{ version = \"0.1\", features = [\"tokio\"] }}`",
+    note = "or give the retrier a timer that implements it (`RetryBuilder::timer`; `ManualTimer` in tests)"
+)]
 pub trait AsyncSleep: Clock {
     /// The future returned by [`sleep`](AsyncSleep::sleep).
     type Sleep: Future<Output = ()> + Send;
