@@ -1,23 +1,30 @@
-//! `herdless get URL`: one logical GET with retries; the body on stdout.
+//! `herdless get URL`: one logical GET with retries; the body on stdout (or
+//! `--output FILE`), streamed as it arrives.
 //!
 //! ```text
-//! herdless get URL [--header 'K: V']... [--timeout DUR] [--idempotency-key] [policy flags]
+//! herdless get URL [--header 'K: V']... [--timeout DUR] [--idempotency-key] [--output FILE] [policy flags]
 //! ```
 //!
 //! Statuses are classified by the library's retryable and terminal sets (fail closed), `Retry-After` is
 //! honored but clamped (`--max-retry-after`) and spread; connection errors and
-//! per-attempt timeouts (`--timeout`, default 10 s) are retried, and so is a
-//! body that breaks off (it is read inside the attempt). Retry events go to
-//! stderr (`--log-format text|json`). Exit codes: 0 success, 2 usage, 3
-//! terminal status or error, 4 budget exhausted, 1 stdout or runtime failure.
+//! per-attempt timeouts (`--timeout`, default 10 s) are retried. The body is
+//! streamed inside the attempt ([`HttpRetry::send_to`]), in constant memory:
+//! a body that breaks off before its first byte was written is retried; after
+//! it, a retry restarts `--output FILE` (truncated) but cannot take back what
+//! went to stdout, so the call ends there (exit 3, the bytes written named).
+//! Retry events go to stderr (`--log-format text|json`). Exit codes: 0
+//! success, 2 usage, 3 terminal status or error (a body broken off after its
+//! first byte went to stdout included), 4 budget exhausted, 1 stdout or
+//! `--output` not writable (a closed stdout included) or runtime failure.
 
-use std::io::Write;
+mod output;
+
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
-use herdless::adapters::reqwest::ReqwestClassifier;
-use herdless::adapters::reqwest::{HttpRetry, SendError};
+use herdless::adapters::reqwest::{HttpRetry, NotRetried, ReqwestClassifier, SendError};
 use herdless::{Jitter, Retry};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -34,9 +41,14 @@ pub struct GetArgs {
     /// A request header, 'Name: value' (repeatable).
     #[arg(long = "header", short = 'H', value_name = "K: V")]
     pub headers: Vec<String>,
-    /// Per-attempt timeout (connect to end of body).
+    /// Per-attempt timeout (connect to end of body, the time the body takes
+    /// to be written included).
     #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "10s")]
     pub timeout: Duration,
+    /// Write the body to FILE instead of stdout (created or truncated at
+    /// start; a retry after a partial body starts it over).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Send an Idempotency-Key header, the same on every attempt.
     #[arg(long)]
     pub idempotency_key: bool,
@@ -108,6 +120,13 @@ pub fn run(args: &GetArgs) -> CliResult {
     if args.timeout.is_zero() {
         return Err(CliError::usage("--timeout must be positive"));
     }
+    // Before any descriptor is opened: with stdout closed, the next one
+    // opened would take its number.
+    let mut out = match &args.output {
+        Some(path) => output::BodyOut::file(path),
+        None => output::BodyOut::stdout(),
+    }
+    .map_err(CliError::failure)?;
     // The client first: it loads the TLS trust store (one file descriptor,
     // closed again) before the runtime holds its own descriptors.
     let redirects = Redirects::default();
@@ -135,26 +154,36 @@ pub fn run(args: &GetArgs) -> CliResult {
         let http =
             HttpRetry::from_retry(retry.build()).idempotency_key_header(args.idempotency_key);
         let request = client.get(url).headers(headers).timeout(args.timeout);
-        // The body is read inside each attempt: a reset or stall mid-body is retried.
-        match http
-            .send_buffered_observed(request, |_| redirects.attempt_done())
-            .await
-        {
-            Ok(response) => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(&response.body)
-                    .and_then(|()| out.flush())
-                    .map_err(|e| crate::output::write_error(&e))?;
-                Ok(exit::SUCCESS)
-            }
+        // The body is streamed inside each attempt: a reset or stall before
+        // the first byte is retried (after it, see the module documentation).
+        let sent = http
+            .send_to_observed(request, &mut out, |_| redirects.attempt_done())
+            .await;
+        match sent {
+            Ok(_) => Ok(exit::SUCCESS),
             Err(SendError::Retry(e)) => {
                 let code = if e.is_terminal() {
                     exit::TERMINAL
                 } else {
                     exit::EXHAUSTED
                 };
-                Err(CliError::new(code, redirects.explain(e.to_string())))
+                let mut message = redirects.explain(e.to_string());
+                if e.last_error().not_retried() == Some(NotRetried::PartialBody) {
+                    message = format!(
+                        "the body broke off after {} bytes were written to {}, which cannot \
+                         take them back: not retried (--output FILE can start over): {message}",
+                        out.written(),
+                        out.target(),
+                    );
+                }
+                Err(CliError::new(code, message))
             }
+            Err(SendError::Sink(e)) => Err(match out.target() {
+                output::Target::Stdout => crate::output::write_error(&e),
+                output::Target::File(p) => {
+                    CliError::failure(format!("cannot write to {}: {e}", p.display()))
+                }
+            }),
             Err(e) => Err(CliError::usage(e.to_string())),
         }
     })

@@ -211,6 +211,64 @@ async fn fleet_loses_no_worker_when_the_server_resets_or_hangs() {
     }
 }
 
+/// A call succeeds when the whole response arrived, not its headers: a
+/// server that sends headers promising 1,000 bytes and then stalls makes
+/// every attempt time out at `--timeout` (counted in `timed_out_attempts`)
+/// and every worker exhaust its attempts. Before, each call was reported
+/// `succeeded` as soon as the headers came, in a few milliseconds. A body
+/// that does arrive is read to its end (`body_bytes`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_stalls_after_the_headers_is_a_timed_out_attempt() {
+    use raw_server::Reply;
+    let (stalls, _) = raw_server::serve(|_| Reply::Stall { promised: 1_000 }).await;
+    let args = |url: &str| {
+        let v = [
+            "fleet",
+            "--workers",
+            "5",
+            "--base",
+            "10ms",
+            "--max-attempts",
+            "2",
+            "--timeout",
+            "300ms",
+            "--json",
+            "--quiet",
+            url,
+        ];
+        v.map(str::to_owned)
+    };
+    let run = |url: String| async move {
+        let a = args(&url);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        fleet_json(&herdless(&a).await)
+    };
+    let r = run(stalls).await;
+    assert_eq!(
+        (r["succeeded"].as_u64(), r["exhausted"].as_u64()),
+        (Some(0), Some(5)),
+        "{r}"
+    );
+    assert_eq!(r["calls"], 10, "{r}");
+    assert_eq!(r["timed_out_attempts"], 10, "{r}");
+    assert_eq!(r["body_bytes"], 0, "{r}");
+    // Each attempt lasted its timeout: two attempts and a short sleep.
+    assert!(r["duration_s"].as_f64().unwrap() >= 0.6, "{r}");
+    let body = raw_server::noise(100_000);
+    let (whole, _) = raw_server::serve(move |_| Reply::Body {
+        body: body.clone(),
+        chunked: true,
+    })
+    .await;
+    let r = run(whole).await;
+    assert_eq!(r["succeeded"], 5, "{r}");
+    assert_eq!(
+        (r["timed_out_attempts"].as_u64(), r["body_bytes"].as_u64()),
+        (Some(0), Some(500_000)),
+        "{r}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_text_report_and_terminal_count() {
     let (_stub, url) = start_stub(&["--fail-first", "1", "--fail-status", "404"]);

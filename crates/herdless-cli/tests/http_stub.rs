@@ -308,10 +308,48 @@ async fn stub_adaptive_pushback_finds_the_outage_and_holds_callers() {
     }
     let arrivals = stub.stats().arrivals;
     assert!(arrivals.iter().all(|a| a.status == 503 && a.t_s < 5.0));
-    // The first four: refused by the handler, each a slot at the rate. From
+    // The first four: refused by the handler, each a slot at the rate while
+    // the refusals have lasted less than the first one's slot, held 2 s at
+    // least once they outlast it (a loaded machine may take that long). From
     // the fifth on (the fifth refusal found the outage): held 2 s at least.
-    assert!(told[..4].iter().all(|&ms| ms < 1_000), "{told:?}");
+    let first_slot = arrivals[0].t_s + told[0] as f64 / 1e3;
+    assert!(told[0] < 1_000, "{told:?}");
+    for k in 1..4 {
+        let held = arrivals[k].t_s >= first_slot;
+        assert_eq!(told[k] >= 1_900, held, "{k}: {told:?} {arrivals:?}");
+    }
     assert!(told[4..].iter().all(|&ms| ms >= 1_900), "{told:?}");
+}
+
+/// A lone `herdless get` against the adaptive stub (the default
+/// `--pushback on`) in an outage it was told nothing about (`--outage 3s
+/// --capacity 500`, the default policy: 6 attempts): the server must not
+/// spend the caller's attempts. Before, each of the first five refusals came
+/// with a 2 ms slot and the sixth attempt, after the 2 s hold, was refused
+/// too: exhausted in 2.1 s. Now the second refusal (2 ms after the first, at
+/// its slot) outlasts the first slot and the caller is held max(2 s, the
+/// refusals' age): attempts at about 0, 0.002, 2.0 (refused: before 3 s) and
+/// 4.0 s (each wait plus up to 10 % spread), served: 4 attempts. Never more
+/// (a machine lagging 0.8 s would only serve it at the third), and every
+/// wait after the first at least 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_get_in_an_unknown_outage_succeeds_after_it_with_few_attempts() {
+    let (stub, url) = start_stub(&["--outage", "3s", "--capacity", "500"]);
+    let out = herdless(&["get", "--log-format", "json", &url]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.stdout, b"ok\n");
+    let arrivals = stub.stats().arrivals;
+    let codes = statuses(&arrivals);
+    assert!(codes.len() <= 4, "{codes:?}: {stderr}");
+    assert_eq!(codes.last(), Some(&200));
+    assert!(arrivals.last().unwrap().t_s >= 3.0, "{arrivals:?}");
+    let sleeps: Vec<f64> = events(&out)
+        .iter()
+        .filter(|e| e["event"] == "retry_scheduled")
+        .map(|e| e["sleep_s"].as_f64().unwrap())
+        .collect();
+    assert!(sleeps[1..].iter().all(|s| *s >= 2.0), "{sleeps:?}");
 }
 
 /// `/stats` keeps only the most recent arrivals (a ring), so a long run's

@@ -21,13 +21,15 @@ impl std::fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
-/// A device that is busy once, then answers.
+/// A device that times out, is busy, then answers (and would refuse a 9th call).
 fn scan(calls: &mut u32) -> Result<u32, DeviceError> {
     *calls += 1;
     match *calls {
-        1 => Err(DeviceError::Busy {
+        1 => Err(DeviceError::Timeout),
+        2 => Err(DeviceError::Busy {
             retry_after: Duration::from_millis(5),
         }),
+        9.. => Err(DeviceError::Unauthorized),
         _ => Ok(12),
     }
 }

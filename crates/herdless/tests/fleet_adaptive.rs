@@ -259,3 +259,85 @@ fn a_recovered_service_gets_no_saved_up_burst() {
     let admitted = (0..500).filter(|_| a.decide(later).is_admit()).count();
     assert!((99..=101).contains(&admitted), "{admitted}");
 }
+
+/// A lone caller that honors its slots against `s`, from `t = 0`, named
+/// (`decide_for`) or not: the delays it was told, until it was served or
+/// had made `max` attempts.
+fn lone_caller(a: &mut AdaptiveAllocator, s: &mut Service, named: bool, max: u32) -> Vec<f64> {
+    let mut t = 0.0;
+    let mut told = Vec::new();
+    for _ in 0..max {
+        let now = Duration::from_secs_f64(t);
+        let d = if named {
+            a.decide_for(now, 7)
+        } else {
+            a.decide(now)
+        };
+        let slot = match d {
+            Allotment::Admit if s.serves(t) => {
+                a.served(now);
+                return told;
+            }
+            Allotment::Admit => a.refused(now, named.then_some(7)),
+            reject => reject,
+        };
+        let delay = slot.retry_after().unwrap().as_secs_f64();
+        told.push(delay);
+        t += delay;
+    }
+    told
+}
+
+/// A lone caller in an outage the allocator was told nothing about: the
+/// refusals that tell it the service is down are the caller's own attempts,
+/// five of them before `down_after` is reached, so each must not cost the
+/// caller a slot of one interval (2 ms at 500/s) as it did: that used up 5
+/// of a default policy's 6 attempts in 10 ms. A refusal run that outlasts
+/// the slot its first refusal was given is held as an outage is: the
+/// second refusal (at 2 ms) holds the caller max(2 s, the run's age), and so
+/// on, so the caller comes back at about 0, 0.002, 2, 4, 8 s: with a 5 s
+/// outage, served at the fifth attempt, 8 s in (the service's bucket has
+/// refilled by then). Before the fix: 8 attempts.
+#[test]
+fn a_lone_caller_in_an_unknown_outage_is_held_not_spent() {
+    for named in [false, true] {
+        let mut a = AdaptiveAllocator::new(500.0, Duration::from_secs(60)).unwrap();
+        let mut s = Service::new(500.0, 5.0);
+        let told = lone_caller(&mut a, &mut s, named, 6);
+        assert_eq!(told.len(), 4, "served at the fifth attempt: {told:?}");
+        assert!((0.002..0.0021).contains(&told[0]), "{told:?}");
+        assert!((2.0..2.01).contains(&told[1]), "{told:?}");
+        assert!((2.0..2.01).contains(&told[2]), "{told:?}");
+        assert!((4.0..4.03).contains(&told[3]), "{told:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// For any outage up to the horizon, a lone caller's attempts grow with
+    /// the logarithm of its length: 0, 2 ms, then each wait at least as long
+    /// as the refusals have lasted (at least 2 s), so attempt k ≥ 3 is at
+    /// about 2^(k-2) s, and the first at or after the end T is served once
+    /// the bucket holds a token (1 / rate later at most: one more attempt).
+    /// Bound: 3 + ceil(log2(max(T, 2 s) / 2 s)) + 1.
+    #[test]
+    fn a_lone_callers_attempts_grow_with_the_log_of_the_outage(
+        outage in 0.01f64..60.0,
+        rate in 10.0f64..10_000.0,
+        named: bool,
+    ) {
+        let mut a = AdaptiveAllocator::new(rate, Duration::from_secs(60)).unwrap();
+        let mut s = Service::new(rate, outage);
+        let told = lone_caller(&mut a, &mut s, named, 50);
+        let attempts = told.len() + 1;
+        let bound = 4 + (outage.max(2.0) / 2.0).log2().ceil() as usize;
+        prop_assert!(attempts <= bound, "{attempts} attempts > {bound}: {told:?}");
+        // Never told less than the refusals have lasted once they outlast a slot.
+        let mut t = told[0];
+        for d in &told[1..] {
+            prop_assert!(*d >= t.clamp(2.0, 60.0) - 1e-6 || t >= outage, "{told:?}");
+            t += d;
+        }
+    }
+}

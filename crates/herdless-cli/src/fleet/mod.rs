@@ -12,13 +12,18 @@
 //! logical GET with retries through [`herdless::adapters::reqwest::HttpRetry`] (the default
 //! status sets: 408, 425, 429, 500, 502, 503 and 504 retried, every other
 //! status from 400 up terminal; `Retry-After` clamped and spread, connection errors and
-//! per-attempt timeouts retried). The report:
+//! per-attempt timeouts retried). A call succeeds when the whole response
+//! arrived: each attempt reads the body to its end and discards it
+//! ([`herdless::adapters::reqwest::Discard`]), so a body that stalls past
+//! `--timeout` is a timed-out attempt. The report:
 //!
 //! * `succeeded` / `terminal` / `exhausted` / `interrupted_workers`: every
 //!   worker lands in exactly one, so they sum to `workers` in every run — a reset connection or a hung
 //!   server is a retryable failure bounded by `--timeout` and the budget, and
 //!   a worker task that somehow dies is counted as terminal (and said so);
 //! * `calls`: every request sent (first tries and retries);
+//!   `timed_out_attempts`: those ended by `--timeout`; `body_bytes`: the
+//!   response body bytes read;
 //! * the **largest share of attempts in any 100 ms window**: the window slides
 //!   over the attempt start times (so a spike is never split across two fixed
 //!   bins), reported over all attempts and over retries only (the first tries

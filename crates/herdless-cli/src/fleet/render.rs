@@ -26,6 +26,10 @@ pub fn render_text(r: &FleetReport) -> String {
         r.calls, r.retries
     ));
     s.push_str(&format!(
+        "timeouts     {} attempts ended by --timeout\n",
+        r.timed_out_attempts
+    ));
+    s.push_str(&format!(
         "per worker   {:.2} calls (max {})\n",
         r.calls_per_worker, r.max_calls_per_worker
     ));

@@ -71,6 +71,11 @@ pub struct FleetReport {
     pub calls: u64,
     /// Attempts numbered 2 or more.
     pub retries: u64,
+    /// Attempts ended by `--timeout` (connect to end of response: a body that
+    /// stalls counts).
+    pub timed_out_attempts: u64,
+    /// Response body bytes read (and discarded) over all attempts.
+    pub body_bytes: u64,
     /// From the first attempt to the last worker's end, seconds.
     pub duration_s: f64,
     /// From the fleet's start to the end of the last successful call, seconds
@@ -178,6 +183,10 @@ pub fn summarize(
         interrupted_workers: count(Outcome::Interrupted),
         calls: all.len() as u64,
         retries: retries.len() as u64,
+        timed_out_attempts: attempts.iter().filter(|a| a.timed_out).count() as u64,
+        body_bytes: attempts
+            .iter()
+            .fold(0u64, |n, a| n.saturating_add(a.body_bytes)),
         duration_s,
         drain_s,
         calls_per_worker: ratio(all.len() as u64, workers),
@@ -220,6 +229,9 @@ mod tests {
             t_ns: ms(t_ms),
             number,
             worker,
+            // Worker 1's first attempt timed out; each success read 2 bytes.
+            timed_out: (t_ms, worker) == (10, 1),
+            body_bytes: if t_ms == 310 { 2 } else { 0 },
         };
         let attempts = [
             at(0, 1, 0),
@@ -249,6 +261,7 @@ mod tests {
         );
         assert_eq!((r.interrupted, r.interrupted_workers), (false, 0));
         assert_eq!((r.calls, r.retries), (5, 2));
+        assert_eq!((r.timed_out_attempts, r.body_bytes), (1, 2));
         assert_eq!(r.peak_100ms.attempts, 3);
         assert_eq!(r.peak_100ms_retries.attempts, 2);
         assert!((r.peak_100ms_retries.share_of_fleet - 2.0 / 3.0).abs() < 1e-9);
@@ -280,6 +293,7 @@ mod tests {
         assert_eq!(json["give_ups"]["retry_budget"], 1);
         let text = render_text(&r);
         assert!(text.contains("exhausted    1"), "{text}");
+        assert!(text.contains("timeouts     1 attempts"), "{text}");
         assert!(text.contains("retry_budget 1"), "{text}");
         // Nobody succeeded: no drain time.
         let none = summarize(
@@ -320,6 +334,8 @@ mod tests {
             t_ns: t_ms * 1_000_000,
             number,
             worker: 0,
+            timed_out: false,
+            body_bytes: 0,
         };
         let ends = [WorkerEnd {
             outcome: Outcome::Succeeded,

@@ -1,12 +1,14 @@
 //! Running the fleet: one tokio task per worker, each one logical GET through
-//! [`HttpRetry`], and what each saw of its attempts.
+//! [`HttpRetry`] whose body is read to its end and discarded, and what each
+//! saw of its attempts.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herdless::adapters::reqwest::ReqwestClassifier;
-use herdless::adapters::reqwest::{HttpRetry, SendError};
+use herdless::adapters::reqwest::{
+    AttemptRecord, Discard, HttpRetry, ReqwestClassifier, SendError,
+};
 use herdless::{GiveUp, Policy, Retry};
 
 use super::args::{FleetStrategy, GuardFlags};
@@ -53,6 +55,10 @@ pub struct AttemptAt {
     pub number: u32,
     /// The worker.
     pub worker: u32,
+    /// Whether it ended by `--timeout` (before or while reading the body).
+    pub timed_out: bool,
+    /// Response body bytes it read (and discarded).
+    pub body_bytes: u64,
 }
 
 /// Runs the fleet against `url` and returns the report (the engine of
@@ -112,13 +118,17 @@ pub async fn run_fleet(
                 retry = retry.urgent(urgent);
             }
             let http = HttpRetry::from_retry(retry.build());
-            let mut attempts = Vec::with_capacity(4);
+            let mut attempts: Vec<AttemptRecord> = Vec::with_capacity(4);
+            // Each attempt reads the body to its end (constant memory): a
+            // call succeeds when the whole response arrived, and a body that
+            // breaks off or stalls past --timeout is a failed attempt.
+            let mut body = Discard::default();
             let request = client
                 .get(url)
                 .header("x-worker-id", i.to_string())
                 .timeout(timeout);
             let outcome = tokio::select! {
-                o = http.send_observed(request, |a| attempts.push((a.started, a.number))) => Some(o),
+                o = http.send_to_observed(request, &mut body, |a| attempts.push(*a)) => Some(o),
                 // Resolves once `stop` is true (an error: the fleet is ending anyway).
                 _ = stop.wait_for(|&s| s) => None,
             };
@@ -144,10 +154,12 @@ pub async fn run_fleet(
         match joined {
             Ok((worker, end, times)) => {
                 ends.push(end);
-                attempts.extend(times.into_iter().map(|(t, number)| AttemptAt {
-                    t_ns: nanos(t.saturating_duration_since(start)),
-                    number,
+                attempts.extend(times.into_iter().map(|a| AttemptAt {
+                    t_ns: nanos(a.started.saturating_duration_since(start)),
+                    number: a.number,
                     worker,
+                    timed_out: a.timed_out,
+                    body_bytes: a.body_bytes,
                 }));
             }
             Err(e) => {

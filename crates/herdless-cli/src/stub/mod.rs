@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! herdless stub [--port P] [--fail-first K] [--fail-every K] [--outage DUR] [--capacity N]
-//!               [--pushback on|off] [--horizon DUR]
+//!               [--pushback on|static|off] [--capacity-estimate FACTOR]
+//!               [--outage-end known|unknown] [--horizon DUR]
 //!               [--retry-after VALUE] [--fail-status CODE]
 //! ```
 //!

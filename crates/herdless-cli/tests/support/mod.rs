@@ -2,6 +2,8 @@
 //! same flags `herdless stub` parses, the built binary, and readers for what
 //! it and the stub report.
 
+pub(crate) mod raw_server;
+
 use std::collections::BTreeMap;
 use std::process::Output;
 

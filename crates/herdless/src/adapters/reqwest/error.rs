@@ -38,6 +38,10 @@ pub enum NotRetried {
     /// The body is a stream that cannot be cloned for a second attempt
     /// (`reqwest::Request::try_clone` returned `None`).
     BodyNotCloneable,
+    /// The response body broke off after part of it was written to a sink
+    /// that cannot take it back ([`BodySink::can_restart`](crate::adapters::reqwest::BodySink::can_restart)
+    /// is false, e.g. a pipe): a retry would write the start again.
+    PartialBody,
 }
 
 impl NotRetried {
@@ -50,6 +54,7 @@ impl NotRetried {
         match self {
             NotRetried::NonIdempotent => "non_idempotent",
             NotRetried::BodyNotCloneable => "body_not_cloneable",
+            NotRetried::PartialBody => "partial_body",
         }
     }
 }
@@ -59,6 +64,9 @@ impl fmt::Display for NotRetried {
         f.write_str(match self {
             NotRetried::NonIdempotent => "non-idempotent method",
             NotRetried::BodyNotCloneable => "its body is a stream that cannot be cloned",
+            NotRetried::PartialBody => {
+                "part of the response body was already written and cannot be taken back"
+            }
         })
     }
 }
@@ -214,6 +222,10 @@ pub enum SendError {
     /// The retries ended: terminal status or transport error, or budget
     /// exhausted. Carries the attempts, elapsed time and last error.
     Retry(RetryError<HttpError>),
+    /// The [`BodySink`](crate::adapters::reqwest::BodySink) of
+    /// [`send_to`](crate::adapters::reqwest::HttpRetry::send_to) failed (a closed pipe, a
+    /// full disk): the call stopped there, without another attempt.
+    Sink(std::io::Error),
 }
 
 impl SendError {
@@ -236,6 +248,7 @@ impl fmt::Display for SendError {
                  for a retry (buffer the body, or send it without retries)"
             ),
             SendError::Retry(e) => e.fmt(f),
+            SendError::Sink(e) => write!(f, "cannot write the response body: {e}"),
         }
     }
 }
@@ -245,6 +258,7 @@ impl std::error::Error for SendError {
         match self {
             SendError::Build(e) => Some(e),
             SendError::Retry(e) => Some(e),
+            SendError::Sink(e) => Some(e),
             SendError::BodyNotCloneable { .. } => None,
         }
     }

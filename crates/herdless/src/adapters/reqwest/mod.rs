@@ -48,11 +48,14 @@
 //! budget, breaker and events. A tower layer or a middleware returns when the
 //! response's headers arrive, so `HttpRetry` stays for what they cannot do:
 //!
-//! * **The body inside the attempt**: [`send_buffered`](HttpRetry::send_buffered)
-//!   reads the whole body in each attempt, so a connection that breaks or
-//!   stalls mid-body is retried; a layer or middleware hands the response
-//!   back before its body is read, and a failure while reading it is the
-//!   caller's.
+//! * **The body inside the attempt**: [`send_to`](HttpRetry::send_to)
+//!   streams the body to a [`BodySink`] (a file, stdout, [`Discard`]) in
+//!   each attempt, in constant memory, and [`send_buffered`](HttpRetry::send_buffered)
+//!   collects it, so a connection that breaks or stalls mid-body is a failed
+//!   attempt (retried unless part of the body went where it cannot be taken
+//!   back: see [`stream`](self#streaming-a-body)); a layer or middleware
+//!   hands the response back before its body is read, and a failure while
+//!   reading it is the caller's.
 //! * **A typed outcome**: [`SendError::Retry`] carries why the call stopped,
 //!   after how many attempts and how long, with the last error (and the last
 //!   error status's response); a layer or middleware returns the last result
@@ -88,6 +91,33 @@
 //!   can charge them more. A per-attempt timeout is the request's own
 //!   `RequestBuilder::timeout`, which applies to every attempt.
 //!
+//!
+//! # Streaming a body
+//!
+//! [`send_to`](HttpRetry::send_to) reads the successful response's body
+//! chunk by chunk, as the connection delivers them, and hands each to a
+//! [`BodySink`] at once: memory holds one chunk, however long the body. The
+//! body is part of the attempt: a connection that breaks or stalls
+//! (per-attempt timeout) mid-body is a failed attempt
+//! ([`AttemptRecord::timed_out`] says which).
+//!
+//! * A failure **before the first byte** was written (connect, status,
+//!   headers, an empty body cut short) is retried whatever the sink.
+//! * A failure **after** it: a sink that [can restart](BodySink::can_restart)
+//!   (a buffer, a regular file it may truncate, [`Discard`]) is
+//!   [restarted](BodySink::restart) before the next attempt writes, and the
+//!   failure is retried like any other; with any other sink (a pipe, a
+//!   terminal) the failure is final: its error carries
+//!   [`NotRetried::PartialBody`], which the classifier calls terminal
+//!   (`retry_abandoned_terminal`), and the caller learns that part of a body
+//!   was delivered.
+//! * A failure **of the sink** (a closed pipe, a full disk) is neither the
+//!   server's nor a retry decision: the call stops at once, without another
+//!   attempt or a retry event, with [`SendError::Sink`].
+//!
+//! [`send_buffered`](HttpRetry::send_buffered) is `send_to` into a
+//! `Vec<u8>` (restartable, without a size limit).
+//!
 //! [`StatusClassifier`]: crate::http::StatusClassifier
 //! [`parse_retry_after`]: crate::http::parse_retry_after
 //! [`classify_response_ms`]: crate::http::classify_response_ms
@@ -99,6 +129,7 @@ mod error;
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub mod middleware;
 mod replay;
+mod stream;
 mod transport;
 
 use std::fmt;
@@ -117,10 +148,13 @@ pub(crate) use error::Kind;
 pub use error::{HttpError, NotRetried, SendError};
 pub(crate) use replay::Replay;
 pub use replay::{is_idempotent, IDEMPOTENCY_KEY};
+pub use stream::{BodySink, Discard, Streamed};
 pub use transport::{classify_io, classify_transport, is_transport_timeout};
 
-/// What one attempt did, for [`HttpRetry::send_observed`].
+/// What one attempt did, for [`HttpRetry::send_observed`] and the other
+/// `_observed` senders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AttemptRecord {
     /// The 1-based attempt number.
     pub number: u32,
@@ -130,6 +164,12 @@ pub struct AttemptRecord {
     pub finished: Instant,
     /// The status received, or `None` after a transport error.
     pub status: Option<u16>,
+    /// Whether the attempt ended by a timeout (the request's per-attempt
+    /// timeout, or a socket's), before or while reading the body.
+    pub timed_out: bool,
+    /// Body bytes the attempt wrote to its sink ([`HttpRetry::send_to`];
+    /// 0 for [`send`](HttpRetry::send), which leaves the body unread).
+    pub body_bytes: u64,
 }
 
 /// Sends `reqwest` requests with retries; see the [module documentation](self).
@@ -231,15 +271,14 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
         request: RequestBuilder,
         observe: impl FnMut(&AttemptRecord) + Send,
     ) -> Result<Response, SendError> {
-        match self.run(request, observe, false).await? {
-            Got::Response(r) => Ok(r),
-            Got::Buffered(_) => unreachable!("run returns the shape asked for"),
-        }
+        self.run(request, observe).await
     }
 
     /// Sends the request and reads the whole body **inside** each attempt, so
     /// a connection that breaks or stalls mid-body (per-attempt timeout) is
-    /// retried like any other transport error.
+    /// retried like any other transport error. The body is held in memory
+    /// without a limit: for a body of unknown size, stream it with
+    /// [`send_to`](Self::send_to) (into a file, or [`Discard`]ed).
     ///
     /// # Errors
     ///
@@ -259,32 +298,49 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
         request: RequestBuilder,
         observe: impl FnMut(&AttemptRecord) + Send,
     ) -> Result<Buffered, SendError> {
-        match self.run(request, observe, true).await? {
-            Got::Buffered(b) => Ok(b),
-            Got::Response(_) => unreachable!("run returns the shape asked for"),
+        let mut body = Vec::new();
+        let got = self.send_to_observed(request, &mut body, observe).await?;
+        Ok(Buffered {
+            status: got.status,
+            version: got.version,
+            headers: got.headers,
+            url: got.url,
+            body: body.into(),
+        })
+    }
+
+    /// The client and the replayable request, or why nothing may be sent.
+    // The public error type, built at most once per call: no boxing.
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn prepare(
+        &self,
+        request: RequestBuilder,
+    ) -> Result<(reqwest::Client, Replay), SendError> {
+        let (client, request) = request.build_split();
+        let request = request.map_err(SendError::Build)?;
+        let replay = Replay::new(request, self.retry_non_idempotent, self.idempotency_header);
+        // A retryable method whose body cannot be cloned is refused before
+        // anything is sent, rather than sent once and silently not retried.
+        if let (Some(NotRetried::BodyNotCloneable), Some(r)) =
+            (replay.not_retried(), replay.original())
+        {
+            return Err(SendError::BodyNotCloneable {
+                method: r.method().clone(),
+                url: r.url().to_string(),
+            });
         }
+        Ok((client, replay))
     }
 
     async fn run(
         &self,
         request: RequestBuilder,
         observe: impl FnMut(&AttemptRecord) + Send,
-        read_body: bool,
-    ) -> Result<Got, SendError> {
+    ) -> Result<Response, SendError> {
         // Each attempt's future borrows the hook; a Mutex keeps that Send.
         let observe = Mutex::new(observe);
-        let (client, request) = request.build_split();
-        let request = request.map_err(SendError::Build)?;
-        let mut replay = Replay::new(request, self.retry_non_idempotent, self.idempotency_header);
+        let (client, mut replay) = self.prepare(request)?;
         let not_retried = replay.not_retried();
-        // A retryable method whose body cannot be cloned is refused before
-        // anything is sent, rather than sent once and silently not retried.
-        if let (Some(NotRetried::BodyNotCloneable), Some(r)) = (not_retried, replay.original()) {
-            return Err(SendError::BodyNotCloneable {
-                method: r.method().clone(),
-                url: r.url().to_string(),
-            });
-        }
         let result = self
             .retry
             .call_async(|attempt: Attempt| {
@@ -295,21 +351,7 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
                 async move {
                     let started = timer.now();
                     let outcome = match client.execute(req).await {
-                        Ok(r) if read_body && r.status().as_u16() < 400 => {
-                            let (status, version) = (r.status(), r.version());
-                            let (headers, url) = (r.headers().clone(), r.url().clone());
-                            match r.bytes().await {
-                                Ok(body) => Ok(Got::Buffered(Buffered {
-                                    status,
-                                    version,
-                                    headers,
-                                    url,
-                                    body,
-                                })),
-                                Err(e) => Err((Some(status.as_u16()), Kind::Transport(e))),
-                            }
-                        }
-                        Ok(r) if r.status().as_u16() < 400 => Ok(Got::Response(r)),
+                        Ok(r) if r.status().as_u16() < 400 => Ok(r),
                         Ok(r) => Err((Some(r.status().as_u16()), Kind::Status(r))),
                         Err(e) => Err((None, Kind::Transport(e))),
                     };
@@ -318,10 +360,12 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
                         started,
                         finished: timer.now(),
                         status: match &outcome {
-                            Ok(Got::Response(r)) => Some(r.status().as_u16()),
-                            Ok(Got::Buffered(b)) => Some(b.status.as_u16()),
+                            Ok(r) => Some(r.status().as_u16()),
                             Err((status, _)) => *status,
                         },
+                        timed_out: matches!(&outcome, Err((_, Kind::Transport(e)))
+                            if is_transport_timeout(e)),
+                        body_bytes: 0,
                     };
                     if let Ok(mut hook) = observe.lock() {
                         (*hook)(&record);
@@ -332,11 +376,6 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
             .await;
         result.map_err(SendError::Retry)
     }
-}
-
-enum Got {
-    Response(Response),
-    Buffered(Buffered),
 }
 
 /// A successful response whose body was read inside the attempt

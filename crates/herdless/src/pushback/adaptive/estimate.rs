@@ -56,6 +56,11 @@ pub(crate) struct Estimate {
     pub(crate) shed: u32,
     /// Consecutive refusals of admitted requests (reset by a success).
     pub(crate) refusal_run: u32,
+    /// When the current refusal run began (its first refusal).
+    pub(crate) run_since: u64,
+    /// The slot the run's first refused caller was given (`u64::MAX` until
+    /// it is known).
+    pub(crate) run_slot: u64,
     /// Consecutive windows of demand above a verified estimate, no refusal.
     growth_run: u32,
 }
@@ -74,6 +79,8 @@ impl Estimate {
             refused: 0,
             shed: 0,
             refusal_run: 0,
+            run_since: 0,
+            run_slot: u64::MAX,
             growth_run: 0,
         }
     }
@@ -144,6 +151,28 @@ impl Estimate {
         }
     }
 
+    /// Counts a refusal at `now`; true when it starts a refusal run (the
+    /// caller then records the slot it gives in `run_slot`).
+    pub(crate) fn refusal(&mut self, now: u64) -> bool {
+        self.refused = self.refused.saturating_add(1);
+        self.refusal_run = self.refusal_run.saturating_add(1);
+        let starts = self.refusal_run == 1;
+        if starts {
+            self.run_since = now;
+            self.run_slot = u64::MAX;
+        }
+        starts
+    }
+
+    /// When the refusal run began, if it has outlasted the slot its first
+    /// refused caller was given: the service refused everything it was
+    /// offered for at least as long as a caller was told to wait, which is
+    /// an outage as far as that caller can tell (a lone caller, refused
+    /// again at its slot, is the plainest case).
+    pub(crate) fn outlasting_run(&self, now: u64) -> Option<u64> {
+        (self.refusal_run >= 2 && now >= self.run_slot).then_some(self.run_since)
+    }
+
     /// Whether the current window saw a success.
     pub(crate) fn served_lately(&self) -> bool {
         self.served > 0
@@ -155,6 +184,21 @@ mod tests {
     use super::*;
 
     const W: u64 = 100_000_000;
+
+    #[test]
+    fn a_refusal_run_outlasts_its_first_slot_only_when_it_is_still_running_then() {
+        let mut e = Estimate::new(500.0, 1.0, 1e9, W);
+        assert!(e.refusal(10));
+        e.run_slot = 12;
+        assert_eq!(e.outlasting_run(12), None, "one refusal is no run");
+        assert!(!e.refusal(11));
+        assert_eq!(e.outlasting_run(11), None, "before the first slot");
+        assert_eq!(e.outlasting_run(12), Some(10));
+        e.refusal_run = 0; // a success
+        assert!(e.refusal(20));
+        assert_eq!(e.run_slot, u64::MAX, "a new run forgets the old slot");
+        assert_eq!(e.outlasting_run(1_000), None);
+    }
 
     #[test]
     fn a_saturated_window_sets_the_estimate_to_the_served_rate() {

@@ -54,6 +54,21 @@
 //! back while the service is still down are rebooked behind the others; when
 //! the probe sees the recovery, the schedule already holds the fleet.
 //!
+//! ### Before the outage is found: a lone caller
+//!
+//! The refusals that tell the allocator the service is down are callers'
+//! attempts. A fleet spends them one per caller; a lone caller spends its
+//! own, and a slot of one interval after each (2 ms at 500/s) would use up
+//! its attempts before `down_after` is reached. So a **refusal run that
+//! outlasts the slot its first refusal was given** (nothing served since,
+//! and a caller could have come back: the service refused everything for as
+//! long as a caller was told to wait) is held as an outage is: each refused
+//! caller is booked no sooner than `max(min_hold, age of the run)`. A lone
+//! caller returns at about 0, one interval, 2 s, 4 s, 8 s…: no faster than
+//! plain exponential backoff, and when `down_after` is reached the outage's
+//! age counts from the run's start. In a fleet the first refused caller's
+//! slot lies behind the others', so a run rarely outlasts it.
+//!
 //! ## Callers that ignore their slot
 //!
 //! With [`decide_for`](AdaptiveAllocator::decide_for) the driver names the
@@ -424,17 +439,28 @@ impl AdaptiveAllocator {
         let now = ns(now);
         self.tick(now);
         self.counts.refused += 1;
-        let e = &mut self.estimate;
-        e.refused = e.refused.saturating_add(1);
-        e.refusal_run = e.refusal_run.saturating_add(1);
-        if self.mode == Mode::Up && e.refusal_run >= self.down_after && !e.served_lately() {
-            self.mode = Mode::Down {
-                since: Some(now),
-                until: None,
-                next_probe: now.saturating_add(self.probe_ns),
-            };
+        let starts = self.estimate.refusal(now);
+        let e = &self.estimate;
+        let mut held_since = None;
+        if self.mode == Mode::Up {
+            if e.refusal_run >= self.down_after && !e.served_lately() {
+                self.mode = Mode::Down {
+                    since: Some(e.run_since),
+                    until: None,
+                    next_probe: now.saturating_add(self.probe_ns),
+                };
+            } else {
+                held_since = e.outlasting_run(now);
+            }
         }
-        self.reject(now, key, None, false)
+        let slot = self.reject(now, key, None, false, held_since);
+        if starts {
+            let at = slot
+                .retry_after()
+                .map_or(now, |d| now.saturating_add(ns(d)));
+            self.estimate.run_slot = at;
+        }
+        slot
     }
 
     fn interval(&self) -> u64 {
@@ -513,21 +539,26 @@ impl AdaptiveAllocator {
             return Allotment::Admit;
         }
         self.counts.rejected += 1;
-        self.reject(now, key, early_slot, low)
+        self.reject(now, key, early_slot, low, None)
     }
 
-    /// The earliest slot a rejected caller may get at `now`.
-    fn earliest(&self, now: u64, interval: u64) -> u64 {
+    /// The earliest slot a rejected caller may get at `now`; `held_since`:
+    /// the start of a refusal run that outlasted its first slot.
+    fn earliest(&self, now: u64, interval: u64, held_since: Option<u64>) -> u64 {
         let next = now.saturating_add(interval);
-        match self.mode {
-            Mode::Up => self.schedule.promised().max(next),
-            Mode::Down { until: Some(u), .. } => u.max(next),
-            Mode::Down { since, .. } => {
-                let age = now.saturating_sub(since.unwrap_or(now));
-                let hold = age.max(self.min_hold_ns).min(self.horizon_ns);
-                now.saturating_add(hold).max(next)
-            }
+        match (self.mode, held_since) {
+            (Mode::Up, Some(since)) => self.held(now, since).max(next),
+            (Mode::Up, None) => self.schedule.promised().max(next),
+            (Mode::Down { until: Some(u), .. }, _) => u.max(next),
+            (Mode::Down { since, .. }, _) => self.held(now, since.unwrap_or(now)).max(next),
         }
+    }
+
+    /// An outage that began at `since`, seen at `now`: held as long as it
+    /// has lasted (at least `min_hold`, at most the horizon).
+    fn held(&self, now: u64, since: u64) -> u64 {
+        let age = now.saturating_sub(since);
+        now.saturating_add(age.max(self.min_hold_ns).min(self.horizon_ns))
     }
 
     /// Rejects with a slot: the caller's own when it came early, a hint
@@ -538,14 +569,16 @@ impl AdaptiveAllocator {
         key: Option<u64>,
         early_slot: Option<u64>,
         low: bool,
+        held_since: Option<u64>,
     ) -> Allotment {
         let i = match self.mode {
             // Generations of callers rebooked at different times overlap
             // when they come back (each adds its own spread): keep a margin.
             Mode::Down { until: None, .. } => slot_interval_ns(self.estimate.capacity * HOLD_SHARE),
+            _ if held_since.is_some() => slot_interval_ns(self.estimate.capacity * HOLD_SHARE),
             _ => self.interval(),
         };
-        let earliest = self.earliest(now, i);
+        let earliest = self.earliest(now, i, held_since);
         let slot = match early_slot {
             Some(s) => {
                 self.counts.early += 1;
