@@ -83,6 +83,7 @@
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 
+mod decode;
 mod error;
 mod handle;
 mod run;
@@ -93,6 +94,7 @@ use crate::engine::{Context, EventLevels, NoNotify};
 use crate::fleet::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
+pub use decode::{decode_header_block, decode_message, Decoded, Undecodable};
 pub use error::NatsError;
 pub use handle::{Outcome, Task};
 pub use run::Summary;
