@@ -83,10 +83,13 @@
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 
+mod dead_letter;
 mod decode;
 mod error;
 mod handle;
+mod poison;
 mod run;
+mod site;
 
 use std::time::Duration;
 
@@ -94,10 +97,13 @@ use crate::engine::{Context, EventLevels, NoNotify};
 use crate::fleet::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
+pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};
 pub use decode::{decode_header_block, decode_message, Decoded, Undecodable};
 pub use error::NatsError;
 pub use handle::{Outcome, Task};
+pub use poison::{HEADERS_BASE64_HEADER, MAX_SWEEP, UNDECODABLE_HEADER};
 pub use run::Summary;
+use site::Site;
 
 /// The largest `concurrency`.
 ///
