@@ -99,7 +99,7 @@ use crate::policy::Policy;
 
 pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};
 pub use decode::{decode_header_block, decode_message, Decoded, Undecodable};
-pub use error::NatsError;
+pub use error::{check_name, check_subject, NatsError, MAX_NAME_LEN, MAX_SUBJECT_LEN};
 pub use handle::{Outcome, Task};
 pub use poison::{HEADERS_BASE64_HEADER, MAX_SWEEP, UNDECODABLE_HEADER};
 pub use run::Summary;
