@@ -53,6 +53,7 @@ pub(super) fn fit(
     payload: Bytes,
     limit: usize,
 ) -> Option<(HeaderMap, Bytes)> {
+    let task = clean(&task);
     let build = |task: Option<&HeaderMap>, extra: &[(&'static str, String)]| {
         let mut h = task.cloned().unwrap_or_default();
         for (name, value) in own.iter().chain(extra) {
@@ -83,6 +84,25 @@ pub(super) fn fit(
     };
     let room = limit - header_len(&headers);
     Some((headers, payload.slice(..room.min(payload.len()))))
+}
+
+/// The task's headers with every control character in a value (a bare CR
+/// the client let through) written as a space: other readers refuse such a
+/// value (the client's own `get_raw_message`) or take a CR for a line
+/// break, which would let a task's header forge a `Herdless-*` one.
+fn clean(task: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (name, values) in task.iter() {
+        for v in values {
+            let v: String = v
+                .as_str()
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            out.append(name.clone(), v);
+        }
+    }
+    out
 }
 
 /// What became of a dead letter.
@@ -134,6 +154,17 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("Trace", "t-1");
         h
+    }
+
+    #[test]
+    fn control_characters_in_a_value_become_spaces() {
+        let mut h = HeaderMap::new();
+        h.insert("X-Note", "a\rHerdless-State: 1;a=99");
+        let (h, _) = fit(h, &own(), Bytes::new(), 1 << 20).unwrap();
+        assert_eq!(
+            h.get("X-Note").unwrap().as_str(),
+            "a Herdless-State: 1;a=99"
+        );
     }
 
     #[test]

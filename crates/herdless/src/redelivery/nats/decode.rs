@@ -80,12 +80,16 @@ pub enum Undecodable {
     NoColon,
     /// A header name with a byte outside 33..=126.
     BadName,
+    /// A status line (`NATS/1.0 503`): the client decodes it, but its pull
+    /// takes the message for a notice of the server's and drops it (never
+    /// returned by [`decode_message`]; the worker's sweep judges it so).
+    Status,
 }
 
 impl Undecodable {
     /// A short name for logs and the `Herdless-Undecodable` header:
     /// `subject_not_utf8`, `subject_whitespace`, `header_not_utf8`,
-    /// `no_version_line`, `bad_status`, `no_colon`, `bad_name`.
+    /// `no_version_line`, `bad_status`, `no_colon`, `bad_name`, `status`.
     pub const fn reason(self) -> &'static str {
         match self {
             Undecodable::SubjectNotUtf8 => "subject_not_utf8",
@@ -95,6 +99,7 @@ impl Undecodable {
             Undecodable::BadStatus => "bad_status",
             Undecodable::NoColon => "no_colon",
             Undecodable::BadName => "bad_name",
+            Undecodable::Status => "status",
         }
     }
 }
@@ -109,6 +114,7 @@ impl fmt::Display for Undecodable {
             Undecodable::BadStatus => "its header status is not three digits",
             Undecodable::NoColon => "a header line has no ':'",
             Undecodable::BadName => "a header name has a byte outside 33..=126",
+            Undecodable::Status => "its header block has a status line (read as the server's)",
         };
         write!(f, "the NATS client cannot decode the message: {what}")
     }

@@ -8,7 +8,8 @@
 //! [`decode_message`](super::decode_message)), and the broker redelivers it
 //! after the ack wait, forever. What the worker does see is the reconnect:
 //! [`Worker::run`] watches the client's connection count, and after a
-//! reconnect it sweeps the consumer:
+//! reconnect (or a pull that ends early: a message with a status line ends
+//! it) it sweeps the consumer:
 //!
 //! 1. the candidates are the messages the consumer delivered and has not
 //!    seen acknowledged: stream sequences above its ack floor, up to its
@@ -18,7 +19,9 @@
 //!    work-queue stream are skipped), whose reply is JSON with the header
 //!    block and payload in base64: the client parses no header of it;
 //! 3. [`decode_message`](super::decode_message) judges the raw bytes with
-//!    the client's own rules; a message it refuses is dead-lettered with
+//!    the client's own rules (and a status line in the header block counts
+//!    as undecodable too: the client's pull reads it as a notice of the
+//!    server's and drops the message); a message it refuses is dead-lettered with
 //!    `Herdless-Reason: undecodable` (payload intact, or cut to the limit as
 //!    any dead letter; the original header block in
 //!    `Herdless-Headers-Base64`), then acknowledged;
@@ -78,12 +81,19 @@ struct Stored {
 }
 
 /// Judges a stored message: the JSON API writes a subject's bytes that are
-/// not UTF-8 as U+FFFD, so a subject holding U+FFFD counts as not UTF-8.
+/// not UTF-8 as U+FFFD, so a subject holding U+FFFD counts as not UTF-8;
+/// and a header block with a status line decodes, but the client's pull
+/// takes it for a notice of the server's (`100` heartbeat, `408` expired,
+/// `404`, others an error) and never hands the message over.
 fn judge(stored: &Stored) -> Result<(), Undecodable> {
     if stored.subject.contains('\u{fffd}') {
         return Err(Undecodable::SubjectNotUtf8);
     }
-    decode_message(stored.subject.as_bytes(), stored.header.as_deref()).map(|_| ())
+    let decoded = decode_message(stored.subject.as_bytes(), stored.header.as_deref())?;
+    match decoded.status {
+        Some(_) => Err(Undecodable::Status),
+        None => Ok(()),
+    }
 }
 
 impl<C, N> Worker<C, N> {

@@ -153,6 +153,11 @@ impl<C, N: Notify> Worker<C, N> {
         let client = js.client();
         let stats = client.statistics();
         let mut connects = stats.connects.load(Ordering::Relaxed);
+        let fetch_wait = if self.exit_when_idle {
+            IDLE_FETCH_WAIT
+        } else {
+            FETCH_WAIT
+        };
         let mut watch = tokio::time::interval(WATCH_EVERY);
         watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut tending: Option<Tending<'_>> = None;
@@ -163,6 +168,8 @@ impl<C, N: Notify> Worker<C, N> {
         let mut inflight = FuturesUnordered::new();
         let mut batch: Option<Batch> = None;
         let mut taken_in_batch = 0usize;
+        // When the current pull was asked, and for how many messages.
+        let (mut asked_at, mut asked) = (tokio::time::Instant::now(), 0usize);
         // What the server had left to deliver at the last message taken.
         let mut left = u64::MAX;
         let (mut stopping, mut aborted) = (false, false);
@@ -177,11 +184,7 @@ impl<C, N: Notify> Worker<C, N> {
                 let pulled = consumer
                     .batch()
                     .max_messages(free)
-                    .expires(if self.exit_when_idle {
-                        IDLE_FETCH_WAIT
-                    } else {
-                        FETCH_WAIT
-                    })
+                    .expires(fetch_wait)
                     .messages()
                     .await;
                 match pulled {
@@ -189,6 +192,7 @@ impl<C, N: Notify> Worker<C, N> {
                         backoff.on_success();
                         batch = Some(b);
                         taken_in_batch = 0;
+                        (asked_at, asked) = (tokio::time::Instant::now(), free);
                     }
                     Err(e) => {
                         if gone(&client).await {
@@ -287,11 +291,19 @@ impl<C, N: Notify> Worker<C, N> {
                     Some(Err(e)) => {
                         tracing::warn!(target: "herdless", error = %e, "pull ended early");
                         batch = None;
-                        // The stream may be gone, or new: read it again.
-                        want.0 = true;
+                        // The stream may be gone, or new: read it again; and
+                        // the end may be a message's status line: sweep.
+                        want = (true, true);
                     }
                     None => {
                         batch = None;
+                        // A pull ends early with messages still to come only
+                        // on a status line: the server's own come at its
+                        // expiry, so an early one is a message's header.
+                        let early = asked_at.elapsed() < fetch_wait * 3 / 4;
+                        if early && taken_in_batch < asked && !stopping {
+                            want = (true, true);
+                        }
                         let quiet = taken_in_batch == 0 && inflight.is_empty();
                         if quiet && self.exit_when_idle && idle(consumer).await {
                             stopping = true;
