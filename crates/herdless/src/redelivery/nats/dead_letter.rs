@@ -18,6 +18,7 @@
 //! worker's own headers cannot take a letter at all: the task is terminated
 //! (`+TERM`) with an error naming it.
 
+use async_nats::header::IntoHeaderName;
 use async_nats::jetstream;
 use async_nats::HeaderMap;
 use bytes::Bytes;
@@ -86,13 +87,22 @@ pub(super) fn fit(
     Some((headers, payload.slice(..room.min(payload.len()))))
 }
 
-/// The task's headers with every control character in a value (a bare CR
-/// the client let through) written as a space: other readers refuse such a
-/// value (the client's own `get_raw_message`) or take a CR for a line
-/// break, which would let a task's header forge a `Herdless-*` one.
+/// The task's headers made safe to write again: every control character in
+/// a value (a bare CR the client let through) as a space, since other
+/// readers refuse such a value (the client's own `get_raw_message`) or take
+/// a CR for a line break, which would let a task's header forge a
+/// `Herdless-*` one; and a name that starts with whitespace the client
+/// passed (U+205F: its low byte is `_`) prefixed with `_`, since written
+/// after another header it would read as that one's folded value.
 fn clean(task: &HeaderMap) -> HeaderMap {
     let mut out = HeaderMap::new();
     for (name, values) in task.iter() {
+        let text: &str = name.as_ref();
+        let name = if text.starts_with(char::is_whitespace) {
+            format!("_{text}").into_header_name()
+        } else {
+            name.clone()
+        };
         for v in values {
             let v: String = v
                 .as_str()

@@ -123,8 +123,20 @@ impl fmt::Display for Undecodable {
 impl std::error::Error for Undecodable {}
 
 /// Decodes a delivered message's subject and header block (`None`: a
-/// message without headers) as the NATS client does; see the [module
-/// documentation](self) for the rules. Never panics.
+/// message without headers) as the NATS client (async-nats) does, and
+/// never panics. The rules, in the client's order:
+///
+/// 1. the subject is UTF-8 (else the client panics), and, for a message with
+///    headers, holds no Unicode whitespace (the client splits the `HMSG`
+///    line on any);
+/// 2. the header block is UTF-8;
+/// 3. its first line (lines end at `\n`, a `\r` before it dropped) starts
+///    with `NATS/1.0`; the rest, trimmed, is an optional status (three
+///    digits, the first not `0`) and description;
+/// 4. every other non-empty line holds a `:`; the name before it has no
+///    character whose low byte (`c as u8`) is outside 33..=126; the value is
+///    trimmed, and the lines after it that start with whitespace are
+///    appended to it (folded headers).
 ///
 /// ```
 /// use herdless::redelivery::nats::{decode_message, Undecodable};
@@ -148,8 +160,7 @@ pub fn decode_message(subject: &[u8], header: Option<&[u8]>) -> Result<Decoded, 
     decode_header_block(header)
 }
 
-/// Decodes a header block alone (rules 2 to 4 of the [module
-/// documentation](self)).
+/// Decodes a header block alone (rules 2 to 4 of [`decode_message`]).
 ///
 /// ```
 /// use herdless::redelivery::nats::{decode_header_block, Undecodable};
