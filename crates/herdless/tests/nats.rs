@@ -455,3 +455,36 @@ async fn a_dead_letter_over_max_payload_is_stored_truncated() {
     assert!(d.payload.len() < payload.len() && d.payload.iter().all(|&b| b == b'p'));
     assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
 }
+
+/// A subject that is not UTF-8 makes the client's connection task panic
+/// (async-nats unwraps it): the client is gone. The worker ends with an
+/// error naming that, at once, instead of pulling for ever.
+#[tokio::test]
+async fn a_subject_that_is_not_utf8_ends_the_run_with_an_error() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    task_streams(&js, Duration::from_secs(5)).await;
+    raw_publish(server.url(), b"tasks.caf\xe9", b"NATS/1.0\r\n\r\n", b"p").await;
+    let client = async_nats::connect(server.url()).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let consumer = js
+        .get_stream("TASKS")
+        .await
+        .unwrap()
+        .get_consumer::<async_nats::jetstream::consumer::pull::Config>("workers")
+        .await
+        .unwrap();
+    let w = worker(3).exit_when_idle(true);
+    let run = w.run(
+        &js,
+        &consumer,
+        |_task: Task| async { Ok::<(), Fault>(()) },
+        std::future::pending::<()>(),
+        std::future::pending::<()>(),
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the worker kept pulling on a dead client");
+    let e = ended.expect_err("the client is gone");
+    assert!(e.to_string().contains("the NATS client has stopped"), "{e}");
+}
