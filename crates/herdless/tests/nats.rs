@@ -488,3 +488,37 @@ async fn a_subject_that_is_not_utf8_ends_the_run_with_an_error() {
     let e = ended.expect_err("the client is gone");
     assert!(e.to_string().contains("the NATS client has stopped"), "{e}");
 }
+
+/// Without a dead-letter subject an undecodable message takes the path of
+/// every give-up: terminated (`+TERM`), counted, and the others flow.
+#[tokio::test]
+async fn without_a_dead_letter_subject_an_undecodable_message_is_terminated() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(1)).await;
+    raw_publish(
+        server.url(),
+        b"tasks.scan",
+        b"NATS/1.0\r\nno colon\r\n\r\n",
+        b"x",
+    )
+    .await;
+    let last = publish(&js, "tasks.scan", "good", None).await;
+    let plain = Worker::new(policy(3), classify as fn(&Fault) -> Classification)
+        .concurrency(2)
+        .unwrap();
+    let (summary, seen, _, _) = tokio::time::timeout(
+        Duration::from_secs(30),
+        run_worker(&server, plain, |_, _| None),
+    )
+    .await
+    .expect("the worker stalled");
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (summary.acked, summary.undecodable, summary.dead_lettered),
+        (1, 1, 1)
+    );
+    assert_eq!(summary.by_reason.get("undecodable"), Some(&1));
+    assert!(dead_letters(&js).await.is_empty());
+    assert_eq!(consumer_state(&consumer).await, (0, 0, last));
+}
