@@ -7,7 +7,7 @@
 //! `cargo bench -p herdless-cli --bench worker`
 #![allow(missing_docs)] // criterion_group! defines undocumented functions
 
-#[path = "../../herdless/tests/support/nats_server.rs"]
+#[path = "../tests/nats_server/mod.rs"]
 mod nats_server;
 
 use std::process::{Command, Stdio};

@@ -12,7 +12,6 @@
 //! cargo test --release -p herdless-cli --test broker_spread -- --ignored --nocapture
 //! ```
 
-#[path = "../../herdless/tests/support/nats_server.rs"]
 mod nats_server;
 
 use std::collections::BTreeMap;

@@ -6,13 +6,14 @@
 //! Nothing sleeps to wait: workers run with `--exit-when-idle` and are
 //! awaited; an attempt announces itself through a FIFO the test reads.
 
-#[path = "../../herdless/tests/support/nats_server.rs"]
 mod nats_server;
 
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use nats_server::{consumer_state, dead_letters, header, publish, task_streams, NatsServer};
+use nats_server::{
+    consumer_state, dead_letters, header, publish, raw_publish, task_streams, NatsServer,
+};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -419,4 +420,119 @@ async fn sigint_takes_no_new_task_and_lets_the_running_attempt_finish() {
     // The running task was acked; the waiting one is still the broker's.
     assert_eq!(consumer_state(&consumer).await, (1, 0, first));
     assert_eq!(waiting, first + 1);
+}
+
+/// The case: one message with header `X-Origin: caf\xe9` before
+/// three good tasks, `--concurrency 4`. The poison is dead-lettered
+/// `undecodable` with a warning naming its sequence; the three are acked.
+#[tokio::test]
+async fn an_undecodable_message_is_dead_lettered_and_the_others_acked() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(1)).await;
+    let block = b"NATS/1.0\r\nX-Origin: caf\xe9\r\n\r\n";
+    let poison = raw_publish(server.url(), b"tasks.scan", block, b"poison").await;
+    let mut last = 0;
+    for i in 0..3 {
+        last = publish(&js, "tasks.scan", &format!("ok-{i}"), None).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--exit-when-idle", "--concurrency", "4"];
+    let started = std::time::Instant::now();
+    let out = run(worker(&server, &dir, &extra, LOG_ATTEMPT)).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let (s, _) = summary(&out);
+    let mut payloads: Vec<String> = attempts(&dir).into_iter().map(|a| a.2).collect();
+    payloads.sort();
+    assert_eq!(payloads, ["ok-0", "ok-1", "ok-2"]);
+    assert_eq!(
+        (s["acked"].as_u64(), s["undecodable"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(s["dead_lettered"], 1);
+    assert_eq!(s["by_reason"]["undecodable"], 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("sequence={poison}")) && stderr.contains("cannot decode"),
+        "{stderr}"
+    );
+    let dead = dead_letters(&js).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(header(&dead[0], "Herdless-Reason"), "undecodable");
+    assert_eq!(&dead[0].payload[..], b"poison");
+    assert_eq!(consumer_state(&consumer).await, (0, 0, last));
+}
+
+/// SIGTERM with the broker gone and no attempt running: the worker exits
+/// at once with its summary, not after its pull's expiry.
+#[tokio::test]
+async fn sigterm_with_the_broker_down_exits_promptly() {
+    let mut server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = worker(&server, &dir, &[], "true").spawn().unwrap();
+    // Running: its pull request waits at the server.
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while consumer.clone().info().await.unwrap().num_waiting == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the worker never pulled");
+    server.stop();
+    let started = std::time::Instant::now();
+    kill(Pid::from_raw(child.id().unwrap() as i32), Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the worker did not exit")
+        .unwrap();
+    let took = started.elapsed();
+    let mut stdout = String::new();
+    use tokio::io::AsyncReadExt;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_millis(500), "exit took {took:?}");
+    let last: Value = serde_json::from_str(stdout.lines().last().expect("a summary")).unwrap();
+    assert_eq!(last["stopped_by"], "SIGTERM");
+    assert_eq!(last["deliveries"], 0);
+}
+
+/// `--task-id` does not apply to a worker, and names JetStream would refuse
+/// are refused up front: exit 2 at once, the flag named.
+#[tokio::test]
+async fn a_task_id_and_bad_names_are_usage_errors() {
+    let long = "S".repeat(10_000);
+    for (args, flag) in [
+        (vec!["--task-id", "t-1"], "--task-id"),
+        (vec!["--stream", long.as_str()], "--stream"),
+        (vec!["--stream", "a.b"], "--stream"),
+        (vec!["--consumer", "x y"], "--consumer"),
+        (vec!["--dead-letter", "dead.>"], "--dead-letter"),
+    ] {
+        let mut cmd = Command::new(BIN);
+        cmd.env_remove("HERDLESS_TASK_ID")
+            .args(["worker", "--nats", "nats://127.0.0.1:1"]);
+        for (name, default) in [("--stream", "TASKS"), ("--consumer", "w")] {
+            if !args.contains(&name) {
+                cmd.args([name, default]);
+            }
+        }
+        let started = std::time::Instant::now();
+        let out = cmd.args(&args).args(["--", "true"]).output().await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
 }

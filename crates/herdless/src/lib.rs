@@ -101,7 +101,7 @@
 //! | `reqwest` | `adapters::reqwest`: a retrying `reqwest` sender (idempotent methods only by default, refuses bodies it cannot clone, optional `Idempotency-Key`); `reqwest::Error` is [`Retryable`]; with `tower`, `reqwest::Client` in a `RetryLayer`. reqwest's default features are off: no TLS backend is forced, enable one on your own `reqwest` dependency; implies `http` and `tokio` | `reqwest` 0.13, `bytes` |
 //! | `reqwest-middleware` | `adapters::reqwest::middleware`: a `reqwest_middleware::Middleware` driving the engine; implies `reqwest` | `reqwest-middleware` 0.5, `async-trait` |
 //! | `tonic` | `adapters::tonic`: `tonic::Status` is [`Retryable`] by the gRPC rules; implies `grpc` | `tonic` 0.13 (default features off) |
-//! | `nats` | `adapters::nats`: retries by redelivery from a NATS JetStream pull consumer (ack on success, NAK with the engine's delay, dead letters, in-progress acks); implies `tokio` | `async-nats` (JetStream), `futures-util`, `bytes` |
+//! | `nats` | `adapters::nats`: retries by redelivery from a NATS JetStream pull consumer (ack on success, NAK with the engine's delay, dead letters, in-progress acks); implies `tokio` | `async-nats` (JetStream), `futures-util`, `bytes`, `base64` and `serde` (both already async-nats's own) |
 //! | `metrics` | counters, a histogram and gauges through the `metrics` facade, recorded on the engine's event path (names in [`engine::metrics`]) | `metrics` |
 //! | `serde` | `Serialize`/`Deserialize` for [`Policy`] (through the builder's validation: an invalid value is an error naming the field), `PolicyConfig` (a partial policy for layering), [`RetryBudget`] and [`Breaker`] settings; human durations (`"500ms"`) | `serde`, `humantime` |
 

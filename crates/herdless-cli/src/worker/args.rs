@@ -36,14 +36,14 @@ pub struct WorkerArgs {
     /// The NATS server (nats://HOST:PORT).
     #[arg(long, env = "NATS_URL", value_name = "URL")]
     pub nats: String,
-    /// The JetStream stream holding the tasks.
-    #[arg(long, value_name = "NAME")]
+    /// The JetStream stream holding the tasks (1-255 bytes; no whitespace, '.', '*', '>', '/', '\\').
+    #[arg(long, value_name = "NAME", value_parser = name)]
     pub stream: String,
-    /// A durable pull consumer of that stream (explicit acks, max_deliver -1 or at least max_attempts, no BackOff).
-    #[arg(long, value_name = "NAME")]
+    /// A durable pull consumer of that stream (explicit acks, max_deliver -1 or at least max_attempts, no BackOff; named as streams are).
+    #[arg(long, value_name = "NAME", value_parser = name)]
     pub consumer: String,
-    /// Where tasks that give up go (a subject a stream stores); without it they are terminated (+TERM).
-    #[arg(long, value_name = "SUBJECT")]
+    /// Where tasks that give up go (a subject a stream stores, at most 1024 bytes, no wildcard); without it they are terminated (+TERM).
+    #[arg(long, value_name = "SUBJECT", value_parser = subject)]
     pub dead_letter: Option<String>,
     /// Policy flags (files, env, flags; default jitter for worker: full).
     #[command(flatten)]
@@ -61,4 +61,14 @@ pub struct WorkerArgs {
     /// The command and its arguments (after --).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// A stream or consumer name JetStream accepts.
+fn name(s: &str) -> Result<String, String> {
+    herdless::adapters::nats::check_name(s).map(|()| s.to_owned())
+}
+
+/// A subject to publish to.
+fn subject(s: &str) -> Result<String, String> {
+    herdless::adapters::nats::check_subject(s).map(|()| s.to_owned())
 }

@@ -52,6 +52,12 @@ pub const DEFAULT_JITTER: Jitter = Jitter::Full;
 /// Usage, policy-file and consumer errors (exit 2); a broker that cannot be
 /// reached (exit 1).
 pub fn run(args: &WorkerArgs) -> CliResult {
+    if args.policy.task_id.is_some() {
+        return Err(CliError::usage(
+            "--task-id (or HERDLESS_TASK_ID) does not apply to worker: each task's id is \
+             STREAM:SEQUENCE, from the broker",
+        ));
+    }
     let resolved = args
         .policy
         .resolve_layered(DEFAULT_JITTER)
@@ -64,6 +70,12 @@ pub fn run(args: &WorkerArgs) -> CliResult {
     } = args.attempt.resolve(&resolved).map_err(CliError::usage)?;
     for note in &notes {
         eprintln!("herdless worker: {note}");
+    }
+    if resolved.task_id.is_some() {
+        eprintln!(
+            "herdless worker: the policy file's task_id is not used: each task's id is \
+             STREAM:SEQUENCE"
+        );
     }
     let mut command = args.command.iter().cloned();
     let program = command
@@ -107,8 +119,10 @@ fn show_worker_warnings() {
             && meta.fields().field("event").is_none()
             && *meta.level() <= tracing::Level::WARN
     });
+    use std::io::IsTerminal;
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .without_time()
         .with_filter(only_warnings);

@@ -10,8 +10,8 @@ use crate::policy_args::LogFormat;
 
 /// The summary as a JSON object: `event`, `stopped_by` (`SIGINT`, `SIGTERM`,
 /// `idle`), `elapsed_s`, and the counts of [`Summary`] (`deliveries`,
-/// `acked`, `retried`, `deferred`, `dead_lettered`, `by_reason`,
-/// `handed_back`, `unsettled`).
+/// `undecodable`, `acked`, `retried`, `deferred`, `dead_lettered`,
+/// `by_reason`, `handed_back`, `unsettled`).
 ///
 /// ```
 /// use herdless::adapters::nats::Summary;
@@ -25,6 +25,7 @@ pub fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value {
         "stopped_by": stopped_by,
         "elapsed_s": elapsed.as_secs_f64(),
         "deliveries": s.deliveries,
+        "undecodable": s.undecodable,
         "acked": s.acked,
         "retried": s.retried,
         "deferred": s.deferred,
@@ -50,9 +51,15 @@ pub(crate) fn summary(s: &Summary, stopped_by: &str, elapsed: Duration, f: LogFo
                     .collect();
                 format!(" ({})", parts.join(", "))
             };
+            let undecodable = if s.undecodable == 0 {
+                String::new()
+            } else {
+                format!(" (+{} undecodable)", s.undecodable)
+            };
             format!(
-                "herdless worker: stopped ({stopped_by}) after {:.1}s: {} deliveries: {} acked, \
-                 {} retried, {} deferred, {} dead-lettered{reasons}, {} handed back, {} unsettled\n",
+                "herdless worker: stopped ({stopped_by}) after {:.1}s: {} deliveries{undecodable}: \
+                 {} acked, {} retried, {} deferred, {} dead-lettered{reasons}, {} handed back, \
+                 {} unsettled\n",
                 elapsed.as_secs_f64(),
                 s.deliveries,
                 s.acked,

@@ -22,7 +22,7 @@
 //! | first attempt's time | the broker's timestamp of the stored message, or the header's `t` when it is earlier | a wall clock, because a monotonic clock does not cross machines; the broker's, because it is the only time every worker can read whatever happened before (a worker that died mid-attempt wrote nothing) |
 //! | schedule (decorrelated modes) | replayed from the seed ([`Engine::replay`]) | each decision's generator is a pure function of the seed and the attempt ([`rng_for`]), so any worker redraws the earlier delays |
 //! | generator | derived, never stored | as above: no generator state in the message |
-//! | idempotency key | the header's `k`, else derived from the message's identity (stream and sequence) | the same on every delivery, on every worker |
+//! | idempotency key | the header's `k`, else derived from the message's identity ([`Delivery::identity_of`]; for JetStream: the stream's name, its creation time and the sequence) | the same on every delivery, on every worker; never the same for two tasks, across brokers, streams recreated under one name and time |
 //!
 //! Two consequences, both on the side of granting less:
 //!

@@ -14,13 +14,17 @@ use crate::rng::{call_seed, splitmix64, IdempotencyKey, Rng};
 /// ```
 /// use std::time::Duration;
 /// use herdless::redelivery::Delivery;
+/// // The stream's name, its creation time (ns since the epoch), the sequence.
+/// let id = |created: &[u8], seq: &[u8]| Delivery::identity_of(&[b"TASKS", created, seq]);
 /// let d = Delivery {
 ///     delivered: 2,
 ///     stored_at: Duration::from_secs(1_700_000_000),
-///     identity: Delivery::identity_of(&[b"TASKS", b"42"]),
+///     identity: id(b"1700000000000000000", b"42"),
 /// };
-/// assert_eq!(d.identity, Delivery::identity_of(&[b"TASKS", b"42"]));
-/// assert_ne!(d.identity, Delivery::identity_of(&[b"TASKS", b"43"]));
+/// assert_eq!(d.identity, id(b"1700000000000000000", b"42"));
+/// assert_ne!(d.identity, id(b"1700000000000000000", b"43"));
+/// // The same name and sequence in a stream created at another time.
+/// assert_ne!(d.identity, id(b"1700000000000000001", b"42"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delivery {
@@ -37,10 +41,17 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    /// A stable 128-bit identity of a stored message from its parts (for
-    /// JetStream: the stream name and the stream sequence). The derivation is
-    /// part of the format: the same parts give the same identity in every
-    /// build, so a task keeps its key across workers of different versions.
+    /// A stable 128-bit identity of a stored message from its parts. The
+    /// derivation is part of the format: the same parts give the same
+    /// identity in every build, so a task keeps its key across workers of
+    /// different versions.
+    ///
+    /// For JetStream the parts are, in order: the stream's name, the
+    /// stream's creation time (nanoseconds since the Unix epoch, decimal, from
+    /// the stream's info `created`) and the stream sequence (decimal). The
+    /// creation time is what keeps two tasks apart that share a name and a
+    /// sequence: streams of the same name on two brokers, or a stream
+    /// deleted and created again (it restarts at sequence 1).
     pub fn identity_of(parts: &[&[u8]]) -> u128 {
         // FNV-1a over the parts (each followed by a 0xff separator, a byte
         // UTF-8 never holds), twice with different offsets, then SplitMix64.
@@ -93,7 +104,10 @@ pub fn rng_for(seed: u64, attempt: u32) -> Rng {
 ///   mid-attempt leaves a delivery behind, so its attempt counts;
 /// * the first attempt's time = the earlier of the state's `t` and the
 ///   broker's timestamp: a `t` in the future grants nothing;
-/// * the key = the state's `k`, else derived from the message's identity;
+/// * the key = the state's `k` (the publisher's: it wins), else derived
+///   from the message's identity ([`Delivery::identity_of`]: for JetStream
+///   the stream's name, creation time and sequence), so the same on every
+///   delivery and different for every other task;
 ///   the seed = the state's `s`, else derived from the key (and the worker's
 ///   seed, when it has one).
 ///

@@ -1,7 +1,8 @@
 //! A real `nats-server` for the broker tests: 127.0.0.1, a port the server
 //! picks itself (`-p -1`, read back from its log), JetStream on, a temporary
-//! store. One place for every test binary of the workspace (the CLI's include
-//! this file with `#[path]`). A machine without `nats-server` fails the tests
+//! store. One place for the library's broker tests; the CLI's tests keep a
+//! copy (`crates/herdless-cli/tests/nats_server/mod.rs`, checked identical by
+//! `.ci/run`) so that each package's tests compile on their own. A machine without `nats-server` fails the tests
 //! with a message saying how to install it; `.ci/run` installs it.
 
 #![allow(dead_code)]
@@ -23,10 +24,20 @@ impl NatsServer {
     /// Starts a server and waits (reading its log, no polling) until it
     /// accepts clients.
     pub(crate) fn start() -> NatsServer {
+        NatsServer::start_with(&[])
+    }
+
+    /// Starts a server with a configuration file holding `config` lines
+    /// (`max_payload: 4096`, …).
+    pub(crate) fn start_with(config: &[&str]) -> NatsServer {
         let store = tempfile::tempdir().expect("a temporary JetStream store");
+        let conf = store.path().join("server.conf");
+        std::fs::write(&conf, config.join("\n")).expect("the server's configuration");
         let mut child = Command::new("nats-server")
+            .arg("-c")
+            .arg(&conf)
             .args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
-            .arg(store.path())
+            .arg(store.path().join("js"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -60,6 +71,12 @@ impl NatsServer {
             url,
             _store: store,
         }
+    }
+
+    /// Ends the server now (SIGKILL to its pid) and reaps it.
+    pub(crate) fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// `nats://127.0.0.1:PORT`.
@@ -150,6 +167,48 @@ pub(crate) async fn dead_letters(
         out.push(dead.get_raw_message(seq).await.expect("a dead letter"));
     }
     out
+}
+
+/// Publishes one message byte for byte, over a raw connection (no client
+/// library: its header block and subject may be anything), and waits for
+/// the stream's acknowledgement; returns its stream sequence.
+pub(crate) async fn raw_publish(url: &str, subject: &[u8], header: &[u8], payload: &[u8]) -> u64 {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("nats://");
+    let socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (read, mut write) = socket.into_split();
+    let mut read = tokio::io::BufReader::new(read);
+    let mut m = b"CONNECT {\"verbose\":false,\"headers\":true,\"protocol\":1}\r\n\
+                  SUB _INBOX.raw 1\r\nHPUB "
+        .to_vec();
+    m.extend_from_slice(subject);
+    let total = header.len() + payload.len();
+    m.extend_from_slice(format!(" _INBOX.raw {} {total}\r\n", header.len()).as_bytes());
+    m.extend_from_slice(header);
+    m.extend_from_slice(payload);
+    m.extend_from_slice(b"\r\n");
+    write.write_all(&m).await.expect("publish");
+    loop {
+        let mut line = Vec::new();
+        read.read_until(b'\n', &mut line)
+            .await
+            .expect("the server's reply");
+        assert!(!line.is_empty(), "the server closed the connection");
+        if line.starts_with(b"PING") {
+            write.write_all(b"PONG\r\n").await.expect("pong");
+        } else if line.starts_with(b"-ERR") {
+            panic!("refused: {}", String::from_utf8_lossy(&line));
+        } else if line.starts_with(b"MSG ") {
+            let text = String::from_utf8_lossy(&line).into_owned();
+            let n: usize = text.split_whitespace().last().unwrap().parse().unwrap();
+            let mut body = vec![0; n + 2];
+            read.read_exact(&mut body).await.expect("the ack");
+            let ack: serde_json::Value = serde_json::from_slice(&body[..n]).expect("a JSON ack");
+            return ack["seq"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("not stored: {ack}"));
+        }
+    }
 }
 
 /// A header's value (empty when absent).

@@ -89,3 +89,84 @@ pub(crate) fn check_consumer(info: &consumer::Info, policy: &Policy) -> Result<(
     }
     Ok(())
 }
+
+/// The longest stream or consumer name, in bytes (the server's limit).
+pub const MAX_NAME_LEN: usize = 255;
+
+/// The longest dead-letter subject, in bytes (well inside the protocol's
+/// 4 KiB control line, which also holds the reply subject and sizes).
+pub const MAX_SUBJECT_LEN: usize = 1024;
+
+/// Checks a stream or consumer name as JetStream requires: 1 to
+/// [`MAX_NAME_LEN`] bytes, no whitespace or control character, none of
+/// `.` `*` `>` `/` `\`. A name the server would refuse is caught before a
+/// request is sent (an over-long one makes a request line the server drops
+/// the connection for, and the request waits out its timeout).
+///
+/// ```
+/// use herdless::adapters::nats::check_name;
+/// assert!(check_name("TASKS").is_ok());
+/// assert!(check_name("a.b").unwrap_err().contains("'.'"));
+/// assert!(check_name(&"x".repeat(10_000)).unwrap_err().contains("255"));
+/// ```
+///
+/// # Errors
+///
+/// What is wrong with the name, in words.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a name cannot be empty".into());
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "a name is at most {MAX_NAME_LEN} bytes, not {}",
+            name.len()
+        ));
+    }
+    match name
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || ".*>/\\".contains(*c))
+    {
+        Some(c) => Err(format!(
+            "a name cannot hold {c:?} (no whitespace, control characters, '.', '*', '>', '/' \
+             or '\\')"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks a subject to publish to: 1 to [`MAX_SUBJECT_LEN`] bytes, tokens
+/// separated by `.`, none empty, none a wildcard (`*`, `>`), no whitespace
+/// or control character.
+///
+/// ```
+/// use herdless::adapters::nats::check_subject;
+/// assert!(check_subject("dead.tasks").is_ok());
+/// assert!(check_subject("dead.>").is_err());
+/// assert!(check_subject("dead..tasks").is_err());
+/// ```
+///
+/// # Errors
+///
+/// What is wrong with the subject, in words.
+pub fn check_subject(subject: &str) -> Result<(), String> {
+    if subject.len() > MAX_SUBJECT_LEN {
+        return Err(format!(
+            "a subject is at most {MAX_SUBJECT_LEN} bytes, not {}",
+            subject.len()
+        ));
+    }
+    if let Some(c) = subject
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(format!("a subject cannot hold {c:?}"));
+    }
+    if subject
+        .split('.')
+        .any(|t| t.is_empty() || t == "*" || t == ">")
+    {
+        return Err("a subject to publish to has no empty token and no wildcard ('*', '>')".into());
+    }
+    Ok(())
+}

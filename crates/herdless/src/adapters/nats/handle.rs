@@ -9,10 +9,11 @@ use async_nats::jetstream::{self, AckKind};
 use async_nats::HeaderMap;
 use bytes::Bytes;
 
-use super::{NatsError, Worker};
+use super::dead_letter::{self, Sent};
+use super::{NatsError, Site, Worker};
 use crate::classify::Classify;
 use crate::engine::{Decision, Gate, GiveUp, Notify};
-use crate::redelivery::{unix_now, Delivery, Resumed, STATE_HEADER};
+use crate::redelivery::{unix_now, Delivery, Resumed, TaskState, STATE_HEADER};
 use crate::rng::{IdempotencyKey, Rng};
 
 /// The longest `Herdless-Error` header, in bytes.
@@ -85,6 +86,16 @@ pub enum Outcome {
     /// The dead letter could not be stored: the task is left to the
     /// consumer's ack wait.
     Unsettled,
+    /// A message the NATS client could not decode (see
+    /// [`decode_message`](super::decode_message)), found by the worker's
+    /// sweep and settled without a delivery: dead-lettered with reason
+    /// `undecodable` (or terminated, without a dead-letter subject).
+    Undecodable {
+        /// Its stream sequence.
+        sequence: u64,
+        /// What the client could not decode.
+        why: super::Undecodable,
+    },
 }
 
 /// Raised when running attempts are to be abandoned and handed back.
@@ -108,8 +119,11 @@ impl Abort {
 /// One delivery's parts, read once.
 pub(super) struct Delivered {
     pub(super) message: jetstream::Message,
-    pub(super) stream: String,
     pub(super) sequence: u64,
+    /// The stored message's identity ([`Site::identity`]).
+    pub(super) identity: u128,
+    /// Where it was delivered.
+    pub(super) site: std::sync::Arc<Site>,
     pub(super) resumed: Resumed,
     pub(super) task_id: String,
     /// Messages the server still had to deliver to the consumer when it sent
@@ -119,7 +133,11 @@ pub(super) struct Delivered {
 
 impl<C, N: Notify> Worker<C, N> {
     /// Reads a message's chain: its broker facts and state header.
-    pub(super) fn resume(&self, message: jetstream::Message) -> Result<Delivered, NatsError> {
+    pub(super) fn resume(
+        &self,
+        site: &std::sync::Arc<Site>,
+        message: jetstream::Message,
+    ) -> Result<Delivered, NatsError> {
         let info = message
             .info()
             .map_err(|e| NatsError::broker("reading a message's metadata", e))?;
@@ -127,10 +145,11 @@ impl<C, N: Notify> Worker<C, N> {
         let sequence = info.stream_sequence;
         let pending = info.pending;
         let stored_ns = u64::try_from(info.published.unix_timestamp_nanos()).unwrap_or(0);
+        let identity = site.identity(sequence);
         let delivery = Delivery {
             delivered: u32::try_from(info.delivered).unwrap_or(u32::MAX),
             stored_at: Duration::from_nanos(stored_ns),
-            identity: Delivery::identity_of(&[stream.as_bytes(), sequence.to_string().as_bytes()]),
+            identity,
         };
         let header = message
             .headers
@@ -141,8 +160,9 @@ impl<C, N: Notify> Worker<C, N> {
         Ok(Delivered {
             task_id: format!("{stream}:{sequence}"),
             message,
-            stream,
             sequence,
+            identity,
+            site: std::sync::Arc::clone(site),
             resumed,
             pending,
         })
@@ -227,7 +247,10 @@ impl<C, N: Notify> Worker<C, N> {
                 settle(&d.message, AckKind::Nak(Some(delay))).await?;
                 Ok(Outcome::Retrying { attempt, delay })
             }
-            Decision::GiveUp(reason) => self.give_up(js, &d, reason, Some(error.to_string())).await,
+            Decision::GiveUp(reason) => {
+                let error = Some(error.to_string());
+                self.give_up(js, &d, reason, error).await
+            }
         }
     }
 
@@ -240,46 +263,81 @@ impl<C, N: Notify> Worker<C, N> {
         error: Option<String>,
     ) -> Result<Outcome, NatsError> {
         let attempts = d.resumed.engine.attempts();
+        let site = &*d.site;
         let Some(subject) = &self.dead_letter else {
             settle(&d.message, AckKind::Term).await?;
             return Ok(Outcome::DeadLettered { reason, attempts });
         };
         let elapsed = d.resumed.engine.elapsed(unix_now());
-        let mut headers = d.message.headers.clone().unwrap_or_default();
-        headers.insert(STATE_HEADER, d.resumed.state().encode());
-        headers.insert("Herdless-Reason", reason.as_str());
-        headers.insert("Herdless-Attempts", attempts.to_string());
-        headers.insert("Herdless-Elapsed-Ms", elapsed.as_millis().to_string());
-        headers.insert("Herdless-Stream", d.stream.as_str());
-        headers.insert("Herdless-Sequence", d.sequence.to_string());
-        headers.insert("Herdless-Subject", d.message.subject.as_str());
+        let mut own = vec![
+            (STATE_HEADER, d.resumed.state().encode()),
+            ("Herdless-Reason", reason.as_str().to_owned()),
+            ("Herdless-Attempts", attempts.to_string()),
+            ("Herdless-Elapsed-Ms", elapsed.as_millis().to_string()),
+        ];
+        own.extend(where_from(site, d.sequence, d.identity, &d.message.subject));
         if let Some(e) = error {
-            headers.insert("Herdless-Error", one_line(&e));
+            own.push(("Herdless-Error", one_line(&e)));
         }
-        headers.insert(
-            "Nats-Msg-Id",
-            format!("herdless-dl-{}-{}", d.stream, d.sequence),
-        );
-        let stored = match js
-            .publish_with_headers(subject.clone(), headers, d.message.payload.clone())
-            .await
-        {
-            Ok(ack) => ack.await.map(|_| ()).map_err(async_nats::Error::from),
-            Err(e) => Err(e.into()),
-        };
-        if let Err(e) = stored {
-            tracing::error!(
-                target: "herdless",
-                task_id = %d.task_id,
-                subject = %subject,
-                error = %e,
-                "dead letter not stored: the task is left to the consumer's ack wait"
-            );
-            return Ok(Outcome::Unsettled);
+        let task = d.message.headers.clone().unwrap_or_default();
+        let payload = d.message.payload.clone();
+        match dead_letter::publish(js, site, subject, task, &own, payload).await {
+            Sent::Stored => {}
+            Sent::TooLarge(limit) => {
+                tracing::error!(
+                    target: "herdless",
+                    task_id = %d.task_id,
+                    limit,
+                    "no dead letter fits the server's limit: the task is terminated (+TERM) \
+                     without one"
+                );
+                settle(&d.message, AckKind::Term).await?;
+                return Ok(Outcome::DeadLettered { reason, attempts });
+            }
+            Sent::Failed(e) => {
+                tracing::error!(
+                    target: "herdless",
+                    task_id = %d.task_id,
+                    subject = %subject,
+                    error = %e,
+                    "dead letter not stored: the task is left to the consumer's ack wait"
+                );
+                return Ok(Outcome::Unsettled);
+            }
         }
         settle(&d.message, AckKind::Ack).await?;
         Ok(Outcome::DeadLettered { reason, attempts })
     }
+}
+
+/// The headers saying where a dead letter's task was: its stream, sequence
+/// and subject, and the dead letter's `Nats-Msg-Id` (`herdless-dl-` and the
+/// stored message's identity as a UUID), by which the dead-letter stream
+/// drops a second letter for the same task inside its duplicate window.
+pub(super) fn where_from(
+    site: &Site,
+    sequence: u64,
+    identity: u128,
+    subject: &str,
+) -> [(&'static str, String); 4] {
+    [
+        ("Herdless-Stream", site.stream.clone()),
+        ("Herdless-Sequence", sequence.to_string()),
+        ("Herdless-Subject", subject.to_owned()),
+        (
+            "Nats-Msg-Id",
+            format!("herdless-dl-{}", IdempotencyKey::from_bits(identity)),
+        ),
+    ]
+}
+
+/// The state a dead letter of a task that never ran carries: its key only.
+pub(super) fn key_only(identity: u128) -> String {
+    TaskState {
+        key: Some(IdempotencyKey::from_bits(identity)),
+        ..TaskState::default()
+    }
+    .encode()
 }
 
 /// Sends `kind` and waits for the server's confirmation.

@@ -24,9 +24,19 @@
 //! * A dead letter is published first, with the stream's confirmation
 //!   awaited, and only then acked. A worker that dies in between leaves the
 //!   task to be redelivered and dead-lettered again; the dead letter's
-//!   `Nats-Msg-Id` (`herdless-dl-STREAM-SEQ`) lets the dead-letter stream drop
-//!   the duplicate inside its duplicate window. A dead letter that cannot be
-//!   stored is not acked: the task comes back after the consumer's ack wait.
+//!   `Nats-Msg-Id` (`herdless-dl-` and the stored message's identity as a
+//!   UUID) lets the dead-letter stream drop the duplicate inside its
+//!   duplicate window. A dead letter that cannot be stored is not acked: the
+//!   task comes back after the consumer's ack wait. One that would pass the
+//!   server's `max_payload` or the dead-letter stream's `max_msg_size` is
+//!   cut to fit and says so (`Herdless-Truncated`), never published to be
+//!   refused again at every redelivery.
+//! * A message the client cannot decode never reaches the worker (the
+//!   client drops its connection instead, at every redelivery): after a
+//!   reconnect the worker sweeps the consumer's unacknowledged messages
+//!   through the JetStream API, judges their raw bytes with
+//!   [`decode_message`], and dead-letters the undecodable ones with reason
+//!   `undecodable` (see `poison.rs` for the design and its permissions).
 //! * A worker killed mid-attempt acks nothing: the broker redelivers after
 //!   its ack wait, which therefore has to cover one attempt, not the chain.
 //!   Long attempts send in-progress acks (`+WPI`) every third of the ack
@@ -43,11 +53,14 @@
 //!
 //! | header | value |
 //! |---|---|
-//! | `Herdless-Reason` | `terminal`, `max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback` |
+//! | `Herdless-Reason` | `terminal`, `max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`, `undecodable` |
 //! | `Herdless-Attempts` | attempts made |
 //! | `Herdless-Elapsed-Ms` | milliseconds from the first attempt's time (see [`redelivery`](crate::redelivery)) to the give-up |
 //! | `Herdless-Stream`, `Herdless-Sequence`, `Herdless-Subject` | where the task was |
 //! | `Herdless-Error` | the last error (its `Display`, one line, at most 512 bytes), when an attempt failed |
+//! | [`TRUNCATED_HEADER`], [`HEADERS_DROPPED_HEADER`] | on a letter cut to the size limit: the payload's original length; how many of the task's headers were left out |
+//! | [`UNDECODABLE_HEADER`], [`HEADERS_BASE64_HEADER`] | on `undecodable`: what the client could not read ([`Undecodable::reason`]); the original header block, standard base64 |
+//! | `Nats-Msg-Id` | `herdless-dl-` and the stored message's identity as a UUID |
 //!
 //! To run a dead letter again with a fresh budget and the same key, publish
 //! it with `Herdless-State: 1;k=KEY` (its `a=` would count the spent
@@ -83,9 +96,13 @@
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 
+mod dead_letter;
+mod decode;
 mod error;
 mod handle;
+mod poison;
 mod run;
+mod site;
 
 use std::time::Duration;
 
@@ -93,9 +110,13 @@ use crate::engine::{Context, EventLevels, NoNotify};
 use crate::fleet::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
-pub use error::NatsError;
+pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};
+pub use decode::{decode_header_block, decode_message, Decoded, Undecodable};
+pub use error::{check_name, check_subject, NatsError, MAX_NAME_LEN, MAX_SUBJECT_LEN};
 pub use handle::{Outcome, Task};
+pub use poison::{HEADERS_BASE64_HEADER, MAX_SWEEP, UNDECODABLE_HEADER};
 pub use run::Summary;
+use site::Site;
 
 /// The largest `concurrency`.
 ///

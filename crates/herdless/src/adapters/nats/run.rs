@@ -4,20 +4,27 @@
 use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
+use async_nats::connection::State;
 use async_nats::jetstream::{self, consumer::pull::Batch, consumer::PullConsumer};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::error::check_consumer;
 use super::handle::{Abort, Outcome, Task};
-use super::{NatsError, Worker, FETCH_WAIT, IDLE_FETCH_WAIT};
+use super::{NatsError, Site, Worker, FETCH_WAIT, IDLE_FETCH_WAIT};
 use crate::backoff::Backoff;
 use crate::classify::Classify;
 use crate::engine::Notify;
 use crate::policy::Policy;
 
-/// What a [`Worker::run`] did, one count per delivery.
+/// What a [`Worker::run`] did, one count per message: each delivery, and
+/// each message the client could not decode, ends in exactly one of the
+/// outcome counts, so `deliveries + undecodable = acked + retried + deferred
+/// + dead_lettered + handed_back + unsettled`.
 ///
 /// ```
 /// let s = herdless::adapters::nats::Summary::default();
@@ -28,6 +35,10 @@ use crate::policy::Policy;
 pub struct Summary {
     /// Messages taken from the consumer.
     pub deliveries: u64,
+    /// Messages the NATS client could not decode, found by a sweep (see
+    /// [`decode_message`](super::decode_message)); each is also counted as
+    /// dead-lettered with reason `undecodable`, or as unsettled.
+    pub undecodable: u64,
     /// Attempts that succeeded (acked).
     pub acked: u64,
     /// Failed attempts handed to the broker with the engine's delay.
@@ -36,7 +47,7 @@ pub struct Summary {
     pub deferred: u64,
     /// Tasks given up (dead-lettered, or terminated without a dead-letter subject).
     pub dead_lettered: u64,
-    /// Give-ups by reason (`terminal`, `max_attempts`, …).
+    /// Give-ups by reason (`terminal`, `max_attempts`, …, `undecodable`).
     pub by_reason: BTreeMap<&'static str, u64>,
     /// Attempts abandoned by an abort and handed back.
     pub handed_back: u64,
@@ -57,6 +68,10 @@ impl Summary {
             }
             Ok(Outcome::HandedBack) => self.handed_back += 1,
             Ok(Outcome::Unsettled) => self.unsettled += 1,
+            Ok(Outcome::Undecodable { .. }) => {
+                self.dead_lettered += 1;
+                *self.by_reason.entry("undecodable").or_default() += 1;
+            }
             Err(e) => {
                 tracing::warn!(target: "herdless", error = %e, "task left to the ack wait");
                 self.unsettled += 1;
@@ -73,6 +88,20 @@ fn pull_backoff() -> Backoff {
         .build()
         .unwrap_or_default();
     Backoff::new(policy)
+}
+
+/// How often the loop looks at the client's connection count.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// A site refresh, with a sweep after a reconnect: the new site and the
+/// outcomes of the undecodable messages settled.
+type Tending<'a> = Pin<Box<dyn Future<Output = Result<(Site, Vec<Outcome>), NatsError>> + 'a>>;
+
+async fn tend_next(tending: &mut Option<Tending<'_>>) -> Result<(Site, Vec<Outcome>), NatsError> {
+    match tending {
+        Some(t) => t.await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn next(batch: &mut Option<Batch>) -> Option<Result<jetstream::Message, async_nats::Error>> {
@@ -116,23 +145,31 @@ impl<C, N: Notify> Worker<C, N> {
             .await
             .map_err(|e| NatsError::broker("reading the consumer", e))?;
         check_consumer(&info, &self.policy)?;
-        if let Some(subject) = &self.dead_letter {
-            if js.stream_by_subject(subject.as_str()).await.is_err() {
-                return Err(NatsError::Config(format!(
-                    "no stream stores the dead-letter subject {subject:?}: a dead letter \
-                     published there would be lost (add it to a stream's subjects)"
-                )));
-            }
-        }
+        let mut site = Arc::new(Site::read(js, &info, self.dead_letter.as_deref()).await?);
         let progress = self
             .progress
             .unwrap_or(info.config.ack_wait / 3)
             .max(Duration::from_millis(10));
+        let client = js.client();
+        let stats = client.statistics();
+        let mut connects = stats.connects.load(Ordering::Relaxed);
+        let fetch_wait = if self.exit_when_idle {
+            IDLE_FETCH_WAIT
+        } else {
+            FETCH_WAIT
+        };
+        let mut watch = tokio::time::interval(WATCH_EVERY);
+        watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut tending: Option<Tending<'_>> = None;
+        // (refresh the site, sweep): wanted, not yet started.
+        let mut want = (false, false);
         let (raise, lowered) = tokio::sync::watch::channel(false);
         let aborting = Abort(lowered);
         let mut inflight = FuturesUnordered::new();
         let mut batch: Option<Batch> = None;
         let mut taken_in_batch = 0usize;
+        // When the current pull was asked, and for how many messages.
+        let (mut asked_at, mut asked) = (tokio::time::Instant::now(), 0usize);
         // What the server had left to deliver at the last message taken.
         let mut left = u64::MAX;
         let (mut stopping, mut aborted) = (false, false);
@@ -147,11 +184,7 @@ impl<C, N: Notify> Worker<C, N> {
                 let pulled = consumer
                     .batch()
                     .max_messages(free)
-                    .expires(if self.exit_when_idle {
-                        IDLE_FETCH_WAIT
-                    } else {
-                        FETCH_WAIT
-                    })
+                    .expires(fetch_wait)
                     .messages()
                     .await;
                 match pulled {
@@ -159,8 +192,18 @@ impl<C, N: Notify> Worker<C, N> {
                         backoff.on_success();
                         batch = Some(b);
                         taken_in_batch = 0;
+                        (asked_at, asked) = (tokio::time::Instant::now(), free);
                     }
                     Err(e) => {
+                        if gone(&client).await {
+                            return Err(NatsError::broker(
+                                "pulling messages: the NATS client has stopped (its connection \
+                                 task ended; async-nats panics on a message whose subject is \
+                                 not UTF-8); connect again",
+                                e,
+                            ));
+                        }
+                        want.0 = true;
                         let wait = backoff.next_delay();
                         tracing::warn!(target: "herdless", error = %e, wait_s = wait.as_secs_f64(), "pull failed");
                         pause.as_mut().reset(tokio::time::Instant::now() + wait);
@@ -168,8 +211,17 @@ impl<C, N: Notify> Worker<C, N> {
                     }
                 }
             }
+            if stopping && inflight.is_empty() && client.connection_state() != State::Connected {
+                // Nothing can arrive on a connection that is down: do not
+                // wait out the pull (up to its expiry and 5 s).
+                batch = None;
+            }
             if stopping && batch.is_none() && inflight.is_empty() {
                 return Ok(summary);
+            }
+            if tending.is_none() && !stopping && (want.0 || want.1) {
+                let sweep = std::mem::take(&mut want).1;
+                tending = Some(Box::pin(self.tend(js, consumer, sweep)));
             }
             tokio::select! {
                 biased;
@@ -180,6 +232,38 @@ impl<C, N: Notify> Worker<C, N> {
                 }
                 _ = &mut stop, if !stopping => stopping = true,
                 () = &mut pause, if paused => paused = false,
+                _ = watch.tick() => {
+                    let now = stats.connects.load(Ordering::Relaxed);
+                    if now != connects {
+                        // A reconnect: the pull died with the connection
+                        // (perhaps on a message the client cannot decode).
+                        connects = now;
+                        batch = None;
+                        want = (true, true);
+                        tracing::warn!(
+                            target: "herdless",
+                            "the connection to the broker was re-established: sweeping the \
+                             consumer for messages the client cannot decode"
+                        );
+                    }
+                }
+                tended = tend_next(&mut tending), if tending.is_some() => {
+                    tending = None;
+                    match tended {
+                        Ok((fresh, outcomes)) => {
+                            site = Arc::new(fresh);
+                            for outcome in outcomes {
+                                summary.undecodable += 1;
+                                summary.record(Ok(outcome));
+                            }
+                        }
+                        Err(e) => tracing::warn!(
+                            target: "herdless",
+                            error = %e,
+                            "sweep failed: tried again after the next reconnect"
+                        ),
+                    }
+                }
                 Some(done) = inflight.next(), if !inflight.is_empty() => {
                     summary.record(done);
                     // Drained: stop taking tasks. The outstanding pull is
@@ -195,7 +279,7 @@ impl<C, N: Notify> Worker<C, N> {
                     Some(Ok(message)) => {
                         summary.deliveries += 1;
                         taken_in_batch += 1;
-                        match self.resume(message) {
+                        match self.resume(&site, message) {
                             Ok(d) => {
                                 left = d.pending;
                                 // Stopping: a task that still arrives goes straight back.
@@ -207,9 +291,19 @@ impl<C, N: Notify> Worker<C, N> {
                     Some(Err(e)) => {
                         tracing::warn!(target: "herdless", error = %e, "pull ended early");
                         batch = None;
+                        // The stream may be gone, or new: read it again; and
+                        // the end may be a message's status line: sweep.
+                        want = (true, true);
                     }
                     None => {
                         batch = None;
+                        // A pull ends early with messages still to come only
+                        // on a status line: the server's own come at its
+                        // expiry, so an early one is a message's header.
+                        let early = asked_at.elapsed() < fetch_wait * 3 / 4;
+                        if early && taken_in_batch < asked && !stopping {
+                            want = (true, true);
+                        }
                         let quiet = taken_in_batch == 0 && inflight.is_empty();
                         if quiet && self.exit_when_idle && idle(consumer).await {
                             stopping = true;
@@ -219,6 +313,36 @@ impl<C, N: Notify> Worker<C, N> {
             }
         }
     }
+}
+
+impl<C, N> Worker<C, N> {
+    /// Reads the site again and, if `sweep`, settles the messages the client
+    /// cannot decode (see `poison.rs`).
+    async fn tend(
+        &self,
+        js: &jetstream::Context,
+        consumer: &PullConsumer,
+        sweep: bool,
+    ) -> Result<(Site, Vec<Outcome>), NatsError> {
+        let info = consumer
+            .get_info()
+            .await
+            .map_err(|e| NatsError::broker("reading the consumer", e))?;
+        let site = Site::read(js, &info, self.dead_letter.as_deref()).await?;
+        let outcomes = if sweep {
+            self.sweep(js, consumer, &site).await?
+        } else {
+            Vec::new()
+        };
+        Ok((site, outcomes))
+    }
+}
+
+/// Whether the client is gone for good: its connection task no longer
+/// takes commands (a flush fails at once, client side).
+async fn gone(client: &async_nats::Client) -> bool {
+    let flush = tokio::time::timeout(Duration::from_millis(50), client.flush()).await;
+    matches!(flush, Ok(Err(e)) if e.kind() == async_nats::client::FlushErrorKind::SendError)
 }
 
 /// Whether the consumer has nothing to deliver and nothing awaiting an

@@ -1,0 +1,103 @@
+//! [`Site`]: what a run knows about where it works: the stream (its name
+//! and creation time, for task identities), the consumer, and the largest
+//! dead letter the server and the dead-letter stream take.
+
+use async_nats::jetstream::{self, consumer};
+
+use super::NatsError;
+use crate::redelivery::Delivery;
+
+/// The stream, the consumer and the dead-letter limit of one run.
+#[derive(Debug, Clone)]
+pub(super) struct Site {
+    pub(super) stream: String,
+    pub(super) consumer: String,
+    /// The stream's creation time, nanoseconds since the Unix epoch.
+    pub(super) created_ns: i128,
+    /// The dead-letter stream's `max_msg_size`, when it sets one.
+    pub(super) letter_max: Option<usize>,
+    /// The consumer's subject filter, `>` when it has none.
+    pub(super) filter: String,
+}
+
+impl Site {
+    /// Reads the stream behind `info` and the stream storing `dead_letter`.
+    pub(super) async fn read(
+        js: &jetstream::Context,
+        info: &consumer::Info,
+        dead_letter: Option<&str>,
+    ) -> Result<Site, NatsError> {
+        let stream = js
+            .get_stream(info.stream_name.as_str())
+            .await
+            .map_err(|e| NatsError::broker("reading the stream", e))?;
+        let letter_max = match dead_letter {
+            Some(subject) => {
+                let dead = js.stream_by_subject(subject).await.map_err(|_| {
+                    NatsError::Config(format!(
+                        "no stream stores the dead-letter subject {subject:?}: a dead letter \
+                         published there would be lost (add it to a stream's subjects)"
+                    ))
+                })?;
+                let config = js
+                    .get_stream(dead.as_str())
+                    .await
+                    .map_err(|e| NatsError::broker("reading the dead-letter stream", e))?
+                    .cached_info()
+                    .config
+                    .max_message_size;
+                usize::try_from(config).ok().filter(|n| *n > 0)
+            }
+            None => None,
+        };
+        let c = &info.config;
+        let filter = if c.filter_subject.is_empty() {
+            ">".to_owned()
+        } else {
+            c.filter_subject.clone()
+        };
+        Ok(Site {
+            stream: info.stream_name.clone(),
+            consumer: info.name.clone(),
+            created_ns: stream.cached_info().created.unix_timestamp_nanos(),
+            letter_max,
+            filter,
+        })
+    }
+
+    /// The identity of the stream's message `sequence`: the same on every
+    /// delivery, different in another stream, in a stream of the same name
+    /// created at another time (on another server, or after a delete), and
+    /// for another sequence. See [`Delivery::identity_of`].
+    pub(super) fn identity(&self, sequence: u64) -> u128 {
+        Delivery::identity_of(&[
+            self.stream.as_bytes(),
+            self.created_ns.to_string().as_bytes(),
+            sequence.to_string().as_bytes(),
+        ])
+    }
+
+    /// The largest dead letter, headers and payload together: the server's
+    /// `max_payload` (read from its latest INFO: a reconnect may reach
+    /// another server) and the dead-letter stream's `max_msg_size`.
+    pub(super) fn letter_limit(&self, js: &jetstream::Context) -> usize {
+        let server = js.client().server_info().max_payload;
+        // A server that announces none (0) gets the protocol's default.
+        let server = if server == 0 { 1 << 20 } else { server };
+        self.letter_max.map_or(server, |m| m.min(server))
+    }
+
+    /// The subject that settles the stream's message `sequence` for this
+    /// consumer, as the server reads it: `$JS.ACK.STREAM.CONSUMER.` then the
+    /// delivery count, the stream sequence, the consumer sequence, the
+    /// timestamp and the pending count. For an explicit-ack consumer the
+    /// server settles by the stream sequence alone (it takes the rest from
+    /// its own record of the delivery), so the others are written as 1, 0,
+    /// 0, 0.
+    pub(super) fn ack_subject(&self, sequence: u64) -> String {
+        format!(
+            "$JS.ACK.{}.{}.1.{sequence}.0.0.0",
+            self.stream, self.consumer
+        )
+    }
+}
