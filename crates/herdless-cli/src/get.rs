@@ -130,6 +130,7 @@ pub fn run(args: &GetArgs) -> CliResult {
     // The client first: it loads the TLS trust store (one file descriptor,
     // closed again) before the runtime holds its own descriptors.
     let redirects = Redirects::default();
+    crate::tls::install();
     let client = reqwest::Client::builder()
         .redirect(redirects.policy())
         .build()

@@ -28,4 +28,5 @@ pub mod output;
 pub mod policy_args;
 pub mod simulate;
 pub mod stub;
+mod tls;
 pub mod worker;

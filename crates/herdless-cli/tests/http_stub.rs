@@ -33,7 +33,7 @@ async fn stub_binary_announces_its_port_serves_stats_and_stops_on_sigterm() {
         .parse()
         .unwrap();
     assert_ne!(port, 0);
-    let client = reqwest::Client::new();
+    let client = http_client();
     let base = format!("http://127.0.0.1:{port}");
     let r = client
         .get(format!("{base}/x"))
@@ -247,7 +247,7 @@ async fn stub_pushback_gives_each_rejection_its_own_slot() {
         "--outage-end",
         "known",
     ]);
-    let client = reqwest::Client::new();
+    let client = http_client();
     let mut slots = Vec::new();
     for _ in 0..5 {
         let r = client.get(&url).send().await.unwrap();
@@ -288,7 +288,7 @@ async fn stub_pushback_gives_each_rejection_its_own_slot() {
 async fn stub_adaptive_pushback_finds_the_outage_and_holds_callers() {
     // 100/s: a burst of 10 admitted at once, so five refusals come quickly.
     let (stub, url) = start_stub(&["--capacity", "100", "--outage", "5s"]);
-    let client = reqwest::Client::new();
+    let client = http_client();
     let mut told = Vec::new();
     for k in 0..8 {
         let r = client
@@ -375,7 +375,7 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
     let (stub, _task) =
         Stub::start_keeping(listener, admission, std::future::pending(), 5).unwrap();
     let base = format!("http://{}", stub.addr());
-    let client = reqwest::Client::new();
+    let client = http_client();
     for i in 0..8 {
         let r = client
             .get(format!("{base}/device"))

@@ -1,5 +1,8 @@
 //! The reqwest integration against a scripted HTTP/1.1 server on 127.0.0.1.
 
+#[path = "support/tls.rs"]
+mod tls;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -119,7 +122,7 @@ async fn retries_get_and_keeps_one_idempotency_key() {
         .notify(move |e: &RetryEvent<'_>| log.lock().unwrap().push(e.name()))
         .build();
     let http = HttpRetry::from_retry(retry).idempotency_key_header(true);
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let mut attempts = Vec::new();
     let response = http
         .send_observed(client.get(&url), |a| attempts.push((a.number, a.status)))
@@ -150,7 +153,7 @@ async fn retries_get_and_keeps_one_idempotency_key() {
 async fn each_call_has_its_own_key_and_a_callers_key_is_kept() {
     let (url, seen) = scripted(vec![(200, "")]).await;
     let http = HttpRetry::new(fast()).idempotency_key_header(true);
-    let client = reqwest::Client::new();
+    let client = tls::client();
     http.send(client.get(&url)).await.unwrap();
     http.send(client.get(&url)).await.unwrap();
     http.send(client.get(&url).header("Idempotency-Key", "mine"))
@@ -171,7 +174,7 @@ async fn each_call_has_its_own_key_and_a_callers_key_is_kept() {
 #[tokio::test]
 async fn post_is_sent_once_unless_opted_in() {
     let (url, seen) = scripted(vec![(503, ""), (200, "")]).await;
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let err = HttpRetry::new(fast())
         .send(client.post(&url).body("capture"))
         .await
@@ -199,7 +202,7 @@ async fn post_is_sent_once_unless_opted_in() {
 #[tokio::test]
 async fn a_body_that_cannot_be_cloned_is_refused_before_sending() {
     let (url, seen) = scripted(vec![(200, "")]).await;
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let stream = || {
         reqwest::Body::wrap(http_body_util::Full::new(bytes::Bytes::from_static(
             b"page",
@@ -224,7 +227,7 @@ async fn a_body_that_cannot_be_cloned_is_refused_before_sending() {
 #[tokio::test]
 async fn terminal_status_is_one_request_and_retry_after_is_honored() {
     let (url, seen) = scripted(vec![(401, "")]).await;
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let err = HttpRetry::new(fast())
         .send(client.get(&url))
         .await
@@ -278,7 +281,7 @@ async fn refused_connections_are_retried_until_the_budget_ends() {
     };
     let policy = fast().to_builder().max_attempts(3).build().unwrap();
     let err = HttpRetry::new(policy)
-        .send(reqwest::Client::new().get(format!("http://127.0.0.1:{port}/")))
+        .send(tls::client().get(format!("http://127.0.0.1:{port}/")))
         .await
         .unwrap_err();
     let e = err.retry_error().unwrap();
@@ -290,7 +293,7 @@ async fn refused_connections_are_retried_until_the_budget_ends() {
 #[tokio::test]
 async fn an_invalid_url_is_a_build_error() {
     let err = HttpRetry::new(fast())
-        .send(reqwest::Client::new().get("not a url"))
+        .send(tls::client().get("not a url"))
         .await
         .unwrap_err();
     assert!(matches!(err, SendError::Build(_)), "{err}");
@@ -299,7 +302,7 @@ async fn an_invalid_url_is_a_build_error() {
 #[tokio::test]
 async fn a_body_that_breaks_is_retried_when_buffered() {
     let (url, seen) = scripted(vec![(200, TRUNCATE), (200, "")]).await;
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let mut statuses = Vec::new();
     let got = HttpRetry::new(fast())
         .send_buffered_observed(client.get(&url), |a| statuses.push(a.status))
@@ -345,7 +348,7 @@ impl herdless::adapters::reqwest::BodySink for Pipe {
 #[tokio::test]
 async fn a_streamed_body_that_breaks_is_retried_only_when_the_sink_can_start_over() {
     use herdless::adapters::reqwest::NotRetried;
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let (url, seen) = scripted(vec![(200, TRUNCATE), (200, "")]).await;
     let mut pipe = Pipe::default();
     let mut records = Vec::new();
@@ -398,7 +401,7 @@ async fn a_failing_sink_stops_the_call_without_a_retry_or_an_event() {
         ..Pipe::default()
     };
     let err = HttpRetry::from_retry(retry)
-        .send_to(reqwest::Client::new().get(&url), &mut pipe)
+        .send_to(tls::client().get(&url), &mut pipe)
         .await
         .unwrap_err();
     assert!(
@@ -442,7 +445,7 @@ async fn retry_after_ms_is_preferred_to_retry_after() {
         })
         .build();
     HttpRetry::from_retry(retry)
-        .send(reqwest::Client::new().get(&url))
+        .send(tls::client().get(&url))
         .await
         .unwrap();
     assert_eq!(seen.lock().unwrap().len(), 2);
@@ -470,7 +473,7 @@ async fn a_per_attempt_timeout_costs_the_aws_timeout_price() {
     });
     let (busy_url, _) = scripted(vec![(503, "")]).await;
     let policy = fast().to_builder().max_attempts(2).build().unwrap();
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let mut spent = Vec::new();
     for url in [&hang_url, &busy_url] {
         let budget = Arc::new(
@@ -528,7 +531,7 @@ async fn reqwest_client_as_a_tower_service_retries_through_the_engine() {
     let policy = RetryPolicy::with_cloner(retry, |r: &reqwest::Request| r.try_clone());
     let mut client = ServiceBuilder::new()
         .layer(RetryLayer::new(policy))
-        .service(reqwest::Client::new());
+        .service(tls::client());
     let get = || reqwest::Request::new(reqwest::Method::GET, url.parse().unwrap());
 
     let ok = client.ready().await.unwrap().call(get()).await.unwrap();

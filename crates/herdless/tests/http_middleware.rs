@@ -2,6 +2,9 @@
 //! 127.0.0.1: an axum server on port 0, a virtual timer (sleeps recorded,
 //! never waited).
 
+#[path = "support/tls.rs"]
+mod tls;
+
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -47,7 +50,7 @@ fn stack(
         .timer(timer.clone())
         .notify(notify)
         .build();
-    let client = ClientBuilder::new(reqwest::Client::new())
+    let client = ClientBuilder::new(tls::client())
         .with(RetryMiddleware::from(configure(HttpRetry::from_retry(
             retry,
         ))))

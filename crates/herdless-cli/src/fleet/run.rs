@@ -79,6 +79,7 @@ pub async fn run_fleet(
     progress: Option<indicatif::ProgressBar>,
     interrupt: impl Future<Output = ()> + Send + 'static,
 ) -> Result<FleetReport, String> {
+    crate::tls::install();
     let client = reqwest::Client::builder()
         .connect_timeout(timeout)
         .build()

@@ -126,3 +126,11 @@ pub(crate) async fn first_bytes_sent(listener: &tokio::net::TcpListener) -> [u8;
     socket.read_exact(&mut head).await.unwrap();
     head
 }
+
+/// `reqwest::Client::new()` for a test that talks to the stub itself: ring
+/// installed first as rustls's provider, as `herdless` does before its own
+/// clients (reqwest is built with `rustls-no-provider`).
+pub(crate) fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}

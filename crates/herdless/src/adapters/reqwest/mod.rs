@@ -23,7 +23,7 @@
 //!   `reqwest::Request::try_clone` copies requests (a streaming body is sent
 //!   once, never retried):
 //!
-//!   ```
+//!   ```no_run
 //!   # #[cfg(feature = "tower")] {
 //!   use herdless::adapters::reqwest::ReqwestClassifier;
 //!   use herdless::{Policy, Retry};

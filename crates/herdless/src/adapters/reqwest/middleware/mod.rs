@@ -1,7 +1,7 @@
 //! A `reqwest_middleware::Middleware` that retries through the engine
 //! (feature `reqwest-middleware`).
 //!
-//! ```
+//! ```no_run
 //! use herdless::adapters::reqwest::middleware::RetryMiddleware;
 //! use herdless::Policy;
 //!
@@ -82,7 +82,7 @@ pub use classify::{classify_middleware, is_middleware_timeout};
 /// Retries the requests of a `reqwest_middleware::ClientWithMiddleware`; see
 /// the [module documentation](self).
 ///
-/// ```
+/// ```no_run
 /// use herdless::adapters::reqwest::{middleware::RetryMiddleware, HttpRetry};
 /// use herdless::{Policy, Retry};
 ///
