@@ -97,10 +97,20 @@ impl Clock for NoSleep {
     fn now(&self) -> std::time::Instant {
         CoarseClock.now()
     }
+
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        CoarseClock.now_ns()
+    }
 }
 
 impl herdless::Sleep for NoSleep {
     fn sleep(&self, _: Duration) {}
+
+    #[inline]
+    fn now_blocking_ns(&self) -> u64 {
+        CoarseClock.now_ns()
+    }
 }
 
 impl herdless::AsyncSleep for NoSleep {

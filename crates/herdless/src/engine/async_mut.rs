@@ -80,18 +80,29 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         T: AsyncSleep,
     {
         let mut run = Run::for_async(self);
+        // The first attempt on its own: a first-try success builds only what
+        // it reads; the retries share one context.
+        let first = op(run.begin());
+        let mut error = match run.attempt(first).await {
+            Ok(value) => {
+                run.succeeded(&self.context());
+                return Ok(value);
+            }
+            Err(error) => error,
+        };
+        let cx = self.context();
         loop {
+            let decision = run.failed(&cx, &error);
+            if let Err(reason) = back_off(&mut run, &cx, &self.timer, decision).await {
+                return Err(run.error(reason, error));
+            }
             let attempt = op(run.begin());
-            let error = match run.attempt(attempt).await {
+            match run.attempt(attempt).await {
                 Ok(value) => {
-                    run.succeeded();
+                    run.succeeded(&cx);
                     return Ok(value);
                 }
-                Err(error) => error,
-            };
-            let decision = run.failed(&error);
-            if let Err(reason) = back_off(&mut run, &self.timer, decision).await {
-                return Err(run.error(reason, error));
+                Err(e) => error = e,
             }
         }
     }

@@ -12,6 +12,7 @@ use std::future::Future;
 
 use crate::classify::Classify;
 use crate::engine::call::{Decision, Gate};
+use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry};
 use crate::engine::run::Run;
@@ -64,18 +65,29 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         T: AsyncSleep,
     {
         let mut run = Run::for_async(self);
+        // The first attempt on its own: a first-try success builds only what
+        // it reads; the retries share one context.
+        let first = op(run.begin());
+        let mut error = match run.attempt(first).await {
+            Ok(value) => {
+                run.succeeded(&self.context());
+                return Ok(value);
+            }
+            Err(error) => error,
+        };
+        let cx = self.context();
         loop {
+            let decision = run.failed(&cx, &error);
+            if let Err(reason) = back_off(&mut run, &cx, &self.timer, decision).await {
+                return Err(run.error(reason, error));
+            }
             let attempt = op(run.begin());
-            let error = match run.attempt(attempt).await {
+            match run.attempt(attempt).await {
                 Ok(value) => {
-                    run.succeeded();
+                    run.succeeded(&cx);
                     return Ok(value);
                 }
-                Err(error) => error,
-            };
-            let decision = run.failed(&error);
-            if let Err(reason) = back_off(&mut run, &self.timer, decision).await {
-                return Err(run.error(reason, error));
+                Err(e) => error = e,
             }
         }
     }
@@ -87,6 +99,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
 /// executor, so none of them decides anything on its own.
 pub(super) async fn back_off<C, T: AsyncSleep, N: Notify>(
     run: &mut Run<'_, C, T, N>,
+    cx: &Context<'_, N>,
     timer: &T,
     decision: Decision,
 ) -> Result<(), GiveUp> {
@@ -95,7 +108,7 @@ pub(super) async fn back_off<C, T: AsyncSleep, N: Notify>(
         Decision::GiveUp(reason) => return Err(reason),
     }
     loop {
-        match run.ready() {
+        match run.ready(cx) {
             Gate::Go => return Ok(()),
             Gate::Wait(wait) => timer.sleep(wait).await,
             Gate::GiveUp(reason) => return Err(reason),

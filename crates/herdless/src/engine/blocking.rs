@@ -44,24 +44,34 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
         C: Classify<E>,
     {
         let mut run = Run::<'_, C, T, N, BlockingClock>::new(self);
+        // The first attempt on its own: a first-try success builds only what
+        // it reads; the retries share one context.
+        let mut error = match op(run.begin()) {
+            Ok(value) => {
+                run.succeeded(&self.context());
+                return Ok(value);
+            }
+            Err(error) => error,
+        };
+        let cx = self.context();
         loop {
-            let error = match op(run.begin()) {
-                Ok(value) => {
-                    run.succeeded();
-                    return Ok(value);
-                }
-                Err(error) => error,
-            };
-            match run.failed(&error) {
+            match run.failed(&cx, &error) {
                 Decision::Retry { delay, .. } => self.timer.sleep(delay),
                 Decision::GiveUp(reason) => return Err(run.error(reason, error)),
             }
             loop {
-                match run.ready() {
+                match run.ready(&cx) {
                     Gate::Go => break,
                     Gate::Wait(wait) => self.timer.sleep(wait),
                     Gate::GiveUp(reason) => return Err(run.error(reason, error)),
                 }
+            }
+            match op(run.begin()) {
+                Ok(value) => {
+                    run.succeeded(&cx);
+                    return Ok(value);
+                }
+                Err(e) => error = e,
             }
         }
     }

@@ -91,7 +91,9 @@ pub struct Engine {
     flags: u8,
 }
 
-fn nanos(d: Duration) -> u64 {
+/// A duration in whole nanoseconds, saturating at `u64::MAX` (about 584 years).
+#[inline]
+pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -202,23 +204,39 @@ impl Engine {
     /// ```
     #[inline]
     pub fn succeeded<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration) {
+        self.succeeded_ns(cx, || nanos(now));
+    }
+
+    /// [`succeeded`](Self::succeeded) with the time in nanoseconds, read by
+    /// `now_ns` only if a decision needs it (a breaker closing, an event's
+    /// elapsed time): what the executors call. Always inlined: a first-try
+    /// success then reads only the guards it checks, not the whole context.
+    #[inline(always)]
+    pub(crate) fn succeeded_ns<N: Notify>(
+        &mut self,
+        cx: &Context<'_, N>,
+        now_ns: impl FnOnce() -> u64,
+    ) {
+        let retried = self.attempts > 1;
+        let now = if cx.breaker.is_some() || (retried && cx.listening()) {
+            now_ns()
+        } else {
+            0
+        };
         if let Some(budget) = cx.budget {
             let last = (self.flags & SPENT != 0).then(|| budget.cost(self.spent_cause()));
             budget.record_success(last);
         }
         if let Some(breaker) = cx.breaker {
-            breaker.record_success_at(nanos(now));
+            breaker.record_success_at(now);
         }
         self.release_probe(cx);
-        if self.attempts > 1 {
-            cx.emit(
-                RetryEvent::Succeeded {
-                    task_id: cx.task_id,
-                    attempt: self.attempts,
-                    elapsed: self.elapsed(now),
-                },
-                true,
-            );
+        if retried {
+            cx.emit_with(true, || RetryEvent::Succeeded {
+                task_id: cx.task_id,
+                attempt: self.attempts,
+                elapsed: Duration::from_nanos(now.saturating_sub(self.start_ns)),
+            });
         } else {
             cx.first_success();
         }
@@ -256,21 +274,32 @@ impl Engine {
         cause: RetryCause,
         rng: &mut Rng,
     ) -> Decision {
-        let elapsed_ns = nanos(now).saturating_sub(self.start_ns);
+        self.failed_ns(cx, nanos(now), classification, cause, rng)
+    }
+
+    /// [`failed`](Self::failed) with `now` in nanoseconds: what the executors
+    /// call (their clocks read nanoseconds, so no `Duration` round trip).
+    #[inline]
+    pub(crate) fn failed_ns<N: Notify>(
+        &mut self,
+        cx: &Context<'_, N>,
+        now_ns: u64,
+        classification: Classification,
+        cause: RetryCause,
+        rng: &mut Rng,
+    ) -> Decision {
+        let elapsed_ns = now_ns.saturating_sub(self.start_ns);
         let elapsed = || Duration::from_nanos(elapsed_ns);
         let pushback = classification == Classification::ServerPushback;
         if !classification.is_retryable() && !pushback {
             // The endpoint answered: neither a breaker failure nor a success.
             self.release_probe(cx);
-            cx.emit(
-                RetryEvent::AbandonedTerminal {
-                    task_id: cx.task_id,
-                    attempt: self.attempts,
-                    classification,
-                    elapsed: elapsed(),
-                },
-                true,
-            );
+            cx.emit_with(true, || RetryEvent::AbandonedTerminal {
+                task_id: cx.task_id,
+                attempt: self.attempts,
+                classification,
+                elapsed: elapsed(),
+            });
             return Decision::GiveUp(GiveUp::Terminal);
         }
         if let Some(breaker) = cx.breaker {
@@ -301,9 +330,12 @@ impl Engine {
             self.level = (rng.next_u64() >> 48) as u16;
             self.flags |= LEVEL_SET;
         }
-        // `elapsed + delay > max_elapsed`, in nanoseconds (exact: u128 holds
-        // the sum of two u64s and every `Duration`).
-        if u128::from(elapsed_ns) + u128::from(delay_ns) > cx.max_elapsed().as_nanos() {
+        // `elapsed + delay > max_elapsed`, in nanoseconds (exact: a sum past
+        // `u64::MAX` is past every limit).
+        if elapsed_ns
+            .checked_add(delay_ns)
+            .is_none_or(|sum| sum > cx.max_elapsed_ns())
+        {
             return self.denied(cx, GiveUp::MaxElapsed, elapsed());
         }
         let delay = Duration::from_nanos(delay_ns);
@@ -319,17 +351,14 @@ impl Engine {
             self.flags &= !(SPENT_TIMEOUT | PENDING_TIMEOUT);
             self.flags |= SPENT | PENDING | cause_bits;
         }
-        cx.emit(
-            RetryEvent::Scheduled {
-                task_id: cx.task_id,
-                attempt: self.attempts,
-                computed_jitter: Duration::from_nanos(computed_ns),
-                sleep: delay,
-                honored_retry_after: honored,
-                elapsed: elapsed(),
-            },
-            true,
-        );
+        cx.emit_with(true, || RetryEvent::Scheduled {
+            task_id: cx.task_id,
+            attempt: self.attempts,
+            computed_jitter: Duration::from_nanos(computed_ns),
+            sleep: delay,
+            honored_retry_after: honored,
+            elapsed: elapsed(),
+        });
         Decision::Retry {
             delay,
             honored_retry_after: honored,
@@ -364,6 +393,18 @@ impl Engine {
     /// ```
     #[inline]
     pub fn ready<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration, rng: &mut Rng) -> Gate {
+        self.ready_ns(cx, nanos(now), rng)
+    }
+
+    /// [`ready`](Self::ready) with `now` in nanoseconds: what the executors
+    /// call.
+    #[inline(always)]
+    pub(crate) fn ready_ns<N: Notify>(
+        &mut self,
+        cx: &Context<'_, N>,
+        now_ns: u64,
+        rng: &mut Rng,
+    ) -> Gate {
         let Some(breaker) = cx.breaker else {
             return Gate::Go;
         };
@@ -379,20 +420,27 @@ impl Engine {
             breaker.wait_for(rng)
         } else if self.flags & HELD != 0 {
             self.flags &= !HELD;
-            match breaker.release_wait(nanos(now), rng) {
+            match breaker.release_wait(now_ns, rng) {
                 Some(wait) => wait,
                 None => return Gate::Go,
             }
         } else {
             return Gate::Go;
         };
-        let elapsed = self.elapsed(now);
+        let elapsed = Duration::from_nanos(now_ns.saturating_sub(self.start_ns));
         if elapsed.saturating_add(wait) > cx.max_elapsed() {
             self.refund(cx);
             self.exhausted(cx, GiveUp::MaxElapsed, elapsed, false);
             return Gate::GiveUp(GiveUp::MaxElapsed);
         }
         Gate::Wait(wait)
+    }
+
+    /// Whether [`cancel`](Self::cancel) has anything to settle: an admitted
+    /// retry not yet begun, or a held probe.
+    #[inline]
+    pub(crate) fn is_unsettled(&self) -> bool {
+        self.flags & (PENDING | PROBE) != 0
     }
 
     /// The driver drops the call early (a cancelled future, a shutdown): an

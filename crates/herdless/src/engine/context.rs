@@ -32,6 +32,9 @@ pub struct Context<'a, N = NoNotify> {
     pub(super) budget: Option<&'a RetryBudget>,
     pub(super) breaker: Option<&'a Breaker>,
     pub(super) urgent: Option<Urgent>,
+    /// [`max_elapsed`](Self::max_elapsed) in nanoseconds, kept beside the
+    /// policy and the urgency it follows from (compared on every failure).
+    max_elapsed_ns: u64,
     pub(super) trace: bool,
     pub(super) metrics: bool,
     pub(super) levels: EventLevels,
@@ -78,6 +81,7 @@ impl<'a> Context<'a> {
             budget: None,
             breaker: None,
             urgent: None,
+            max_elapsed_ns: crate::engine::call::nanos(policy.max_elapsed),
             trace: true,
             metrics: true,
             levels: EventLevels::DEFAULT,
@@ -117,6 +121,7 @@ impl<'a, N> Context<'a, N> {
             budget: self.budget,
             breaker: self.breaker,
             urgent: self.urgent,
+            max_elapsed_ns: self.max_elapsed_ns,
             trace: self.trace,
             metrics: self.metrics,
             levels: self.levels,
@@ -160,6 +165,7 @@ impl<'a, N> Context<'a, N> {
     #[inline]
     pub fn urgent(mut self, urgent: Urgent) -> Self {
         self.urgent = Some(urgent);
+        self.max_elapsed_ns = crate::engine::call::nanos(self.max_elapsed());
         self
     }
 
@@ -239,9 +245,38 @@ impl<'a, N> Context<'a, N> {
             None => self.policy.max_elapsed,
         }
     }
+
+    /// [`max_elapsed`](Self::max_elapsed) in nanoseconds (saturating).
+    #[inline]
+    pub(crate) fn max_elapsed_ns(&self) -> u64 {
+        self.max_elapsed_ns
+    }
 }
 
 impl<N: Notify> Context<'_, N> {
+    /// Emits the event `make` builds, building it only when something
+    /// listens: `tracing` with a subscriber at any level, metrics, or a hook
+    /// ([`Notify::ACTIVE`]). With none, an event costs one atomic load.
+    #[inline]
+    pub(super) fn emit_with<'e>(&self, attempt_ended: bool, make: impl FnOnce() -> RetryEvent<'e>) {
+        if self.listening() {
+            self.emit(make(), attempt_ended);
+        }
+    }
+
+    /// Whether an event would reach anyone: `tracing` with a subscriber at
+    /// any level, metrics, or a hook.
+    #[inline]
+    pub(super) fn listening(&self) -> bool {
+        use tracing::level_filters::LevelFilter;
+        let traced = self.trace && LevelFilter::current() != LevelFilter::OFF;
+        #[cfg(feature = "metrics")]
+        let metered = self.metrics;
+        #[cfg(not(feature = "metrics"))]
+        let metered = false;
+        traced || metered || N::ACTIVE
+    }
+
     /// The one event path: `tracing` at the configured level, metrics, the
     /// hook. `attempt_ended` is false for a give-up while waiting on the
     /// breaker (no attempt ran since the last event).

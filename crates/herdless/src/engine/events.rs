@@ -282,6 +282,11 @@ impl std::fmt::Display for EventValue<'_> {
 /// assert_eq!(names.into_inner().unwrap(), vec!["retry_succeeded"]);
 /// ```
 pub trait Notify {
+    /// Whether this hook does anything: `false` only for [`NoNotify`], so
+    /// that, with no `tracing` subscriber and no metrics, the engine builds no
+    /// event at all.
+    const ACTIVE: bool = true;
+
     /// Called once per event, synchronously, before the executor acts on it.
     fn notify(&self, event: &RetryEvent<'_>);
 }
@@ -303,6 +308,8 @@ impl<F: Fn(&RetryEvent<'_>)> Notify for F {
 pub struct NoNotify;
 
 impl Notify for NoNotify {
+    const ACTIVE: bool = false;
+
     #[inline]
     fn notify(&self, _event: &RetryEvent<'_>) {}
 }

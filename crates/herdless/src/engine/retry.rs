@@ -47,7 +47,7 @@ use crate::timer::SystemTimer;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attempt {
     pub(super) number: u32,
-    pub(super) elapsed: Duration,
+    pub(super) elapsed_ns: u64,
     pub(super) key: CallKey,
 }
 
@@ -108,7 +108,7 @@ impl Attempt {
     /// assert_eq!(e, Ok(std::time::Duration::ZERO));
     /// ```
     pub fn elapsed(&self) -> Duration {
-        self.elapsed
+        Duration::from_nanos(self.elapsed_ns)
     }
 
     /// The call's idempotency key: the same for every attempt of one call.

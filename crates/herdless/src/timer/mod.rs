@@ -32,6 +32,38 @@ pub use coarse::CoarseClock;
 pub trait Clock {
     /// The current instant (monotonic).
     fn now(&self) -> Instant;
+
+    /// The current time in nanoseconds since an epoch of the clock's choosing,
+    /// fixed for the life of the process (only differences mean anything):
+    /// what the executors read to measure a call's elapsed time. The default
+    /// measures [`now`](Clock::now) from a process-wide anchor; clocks that
+    /// count nanoseconds themselves ([`CoarseClock`], [`ManualTimer`]) return
+    /// them without `Instant` arithmetic.
+    ///
+    /// ```
+    /// use herdless::{Clock, ManualTimer};
+    /// let t = ManualTimer::new();
+    /// let t0 = t.now_ns();
+    /// t.advance(std::time::Duration::from_millis(3));
+    /// assert_eq!(t.now_ns() - t0, 3_000_000);
+    /// ```
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        anchored_ns(self.now())
+    }
+}
+
+/// `at` in nanoseconds since a process-wide anchor a year before the first
+/// reading (so instants a clock made earlier in the process still count up
+/// from it; earlier than the anchor reads zero).
+pub(crate) fn anchored_ns(at: Instant) -> u64 {
+    static ANCHOR: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let anchor = *ANCHOR.get_or_init(|| {
+        let now = Instant::now();
+        now.checked_sub(Duration::from_secs(365 * 86_400))
+            .unwrap_or(now)
+    });
+    u64::try_from(at.saturating_duration_since(anchor).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Blocking sleep, for the blocking executor.
@@ -60,6 +92,20 @@ pub trait Sleep: Clock {
     #[inline]
     fn now_blocking(&self) -> Instant {
         self.now()
+    }
+
+    /// [`now_blocking`](Sleep::now_blocking) in nanoseconds, as
+    /// [`Clock::now_ns`] is for [`now`](Clock::now): what the blocking
+    /// executor reads.
+    ///
+    /// ```
+    /// use herdless::{Clock, ManualTimer, Sleep};
+    /// let t = ManualTimer::new();
+    /// assert_eq!(t.now_blocking_ns(), t.now_ns());
+    /// ```
+    #[inline]
+    fn now_blocking_ns(&self) -> u64 {
+        anchored_ns(self.now_blocking())
     }
 }
 
@@ -168,6 +214,18 @@ impl Clock for SystemTimer {
             CoarseClock.now()
         }
     }
+
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        #[cfg(feature = "tokio")]
+        {
+            anchored_ns(self.now())
+        }
+        #[cfg(not(feature = "tokio"))]
+        {
+            CoarseClock.now_ns()
+        }
+    }
 }
 
 impl Sleep for SystemTimer {
@@ -178,6 +236,11 @@ impl Sleep for SystemTimer {
     #[inline]
     fn now_blocking(&self) -> Instant {
         CoarseClock.now()
+    }
+
+    #[inline]
+    fn now_blocking_ns(&self) -> u64 {
+        CoarseClock.now_ns()
     }
 }
 
@@ -287,11 +350,21 @@ impl Clock for ManualTimer {
         let offset = self.elapsed();
         self.start.checked_add(offset).unwrap_or(self.start)
     }
+
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        self.offset_ns.load(Ordering::SeqCst)
+    }
 }
 
 impl Sleep for ManualTimer {
     fn sleep(&self, duration: Duration) {
         self.record(duration);
+    }
+
+    #[inline]
+    fn now_blocking_ns(&self) -> u64 {
+        self.now_ns()
     }
 }
 
