@@ -166,12 +166,33 @@ fn both<F: Figure>(
         root.present().map_err(|e| fail(&svg, e.into()))?;
     }
     files.push(svg);
+    let mut rgb = vec![0u8; WIDTH as usize * height as usize * 3];
     {
-        let root = BitMapBackend::new(&png, (WIDTH, height)).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, height)).into_drawing_area();
         fig.draw(&root).map_err(|e| fail(&png, e))?;
         root.present().map_err(|e| fail(&png, e.into()))?;
     }
+    write_png(&png, WIDTH, height, &rgb).map_err(|e| fail(&png, e))?;
     files.push(png);
+    Ok(())
+}
+
+/// Encodes an 8-bit RGB buffer as a PNG file with the `png` crate (plotters'
+/// own encoder would bring the whole `image` crate, decoders included: about
+/// 25 s of a first build's CPU for a file format we only write).
+fn write_png(
+    path: &Path,
+    width: u32,
+    height: u32,
+    rgb: &[u8],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut encoder = png::Encoder::new(file, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(rgb)?;
+    writer.finish()?;
     Ok(())
 }
 

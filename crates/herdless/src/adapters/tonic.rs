@@ -1,5 +1,5 @@
 //! tonic (feature `tonic`): `tonic::Status` as a [`Retryable`] error, by the
-//! gRPC retry rules of [`grpc`](crate::grpc).
+//! gRPC retry rules of [`grpc`].
 //!
 //! A status is classified by [`grpc::classify_status`] with the default
 //! [`CodeClassifier`] (`UNAVAILABLE` retryable, every other code terminal) and

@@ -52,7 +52,7 @@ use crate::policy::Policy;
 use crate::timer::{AsyncSleep, Sleep, SystemTimer};
 
 /// What `.retry(...)` accepts: a [`Policy`], a [`RetryBuilder`], a [`Retry`]
-/// or a `&Retry` (see the [module documentation](self)).
+/// or a `&Retry` (see [`RetryBlocking`] and [`RetryAsync`]).
 pub trait IntoRetry {
     /// The retrier's classifier.
     type Classifier;

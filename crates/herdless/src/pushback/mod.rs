@@ -42,7 +42,7 @@
 //!   an unknown end ([`outage`](SlotAllocator::outage)) the slots start now and
 //!   are spread the same way; callers that return during the outage are
 //!   rebooked behind the others.
-//! * **Time is a parameter.** Every method takes `now` as a [`Duration`] since
+//! * **Time is a parameter.** Every method takes `now` as a [`Duration`](std::time::Duration) since
 //!   an epoch the caller chooses (process start, simulation start), so the
 //!   allocator has no clock, no lock and no async runtime: the simulator drives
 //!   it with virtual time, the tower layer

@@ -85,7 +85,7 @@
 //! # Server side: pushback
 //!
 //! [`PushbackLayer`] puts a [`pushback`](crate::pushback) allocator in front of
-//! a service (axum, hyper): see [`pushback`](self::pushback).
+//! a service (axum, hyper): see [`pushback`].
 //!
 //! | item | file |
 //! |---|---|
@@ -94,7 +94,7 @@
 //! | [`HttpClassifier`], [`CloneBody`] | `http.rs` |
 //! | [`GrpcClassifier`] (with `grpc`) | `grpc.rs` |
 //! | `Budget for RetryBudget` | [`budget`] |
-//! | [`PushbackLayer`], [`PushbackService`] | [`pushback`](self::pushback) |
+//! | [`PushbackLayer`], [`PushbackService`] | [`pushback`] |
 
 pub mod budget;
 mod clone;
