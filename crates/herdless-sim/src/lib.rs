@@ -38,6 +38,7 @@
 //! | the report: JSON and the terminal table | [`report`] |
 //! | SVG and PNG figures (feature `plots`) | [`plots`] |
 //! | deterministic parallel runs | [`parallel`] |
+//! | the policy search behind `herdless tune` | [`tune`] |
 //!
 //! ## Determinism
 //!
@@ -62,6 +63,7 @@ pub mod queue;
 pub mod report;
 pub mod scenario;
 pub mod strategy;
+pub mod tune;
 
 pub use error::SimError;
 pub use report::Report;

@@ -38,7 +38,10 @@ pub fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value {
 /// The summary line(s) to print on stdout.
 pub(crate) fn summary(s: &Summary, stopped_by: &str, elapsed: Duration, f: LogFormat) -> String {
     match f {
-        LogFormat::Json => format!("{}\n", to_json(s, stopped_by, elapsed)),
+        LogFormat::Json => format!(
+            "{}\n",
+            crate::events_out::json_line(to_json(s, stopped_by, elapsed))
+        ),
         LogFormat::Text => {
             let reasons = if s.by_reason.is_empty() {
                 String::new()
