@@ -125,7 +125,8 @@ impl Config {
 /// Units are independent runs: one per strategy in spread and outage, one per
 /// trial in contention.
 pub trait Progress: Sync {
-    /// The run is about to do `total` units.
+    /// The run is about to do `total` units (called again with a larger
+    /// total when a run finds it has more to do: `herdless tune`'s rounds).
     fn start(&self, total: u64);
     /// `n` more units are done.
     fn advance(&self, n: u64);

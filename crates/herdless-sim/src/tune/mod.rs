@@ -18,6 +18,9 @@
 //!    (at most [`GUARDED_POLICIES`]) are tried again with each guard variant.
 //! 4. **Finalists.** The best [`TuneParams::finalists`] candidates run on
 //!    every search seed; their score is the worst over lengths and seeds.
+//!    When none of them meets the facts on every seed while others met them
+//!    on the first, the next ones follow (at most four rounds): a small
+//!    fleet's peak is noisy from seed to seed.
 //! 5. **Verify.** The finalists that meet the facts are re-simulated, in
 //!    rank order, on seeds the search never used, until one holds there
 //!    too: that one is recommended, with the figures of that run. Better

@@ -14,6 +14,9 @@ use crate::parallel::par_map;
 use crate::report::OutageReport;
 use crate::scenario::outage::OutageFigures;
 use crate::Progress;
+
+/// Rounds of finalists at most (see step 4).
+const MAX_ROUNDS: usize = 4;
 use std::cmp::Ordering;
 
 /// Runs the search. `admit` prunes the grid before anything is simulated;
@@ -73,7 +76,7 @@ pub fn run(
     let guarded_n = admitted.len().min(GUARDED_POLICIES) * variants.len();
     let finalists_n = params.finalists.min(admitted.len() + guarded_n);
     let baselines_n = 1 + params.baselines.len();
-    let total = (admitted.len() + guarded_n) * outages
+    let mut total = (admitted.len() + guarded_n) * outages
         + finalists_n * outages * (search_seeds.len() - 1)
         + (finalists_n + baselines_n) * outages * verify_seeds.len();
     progress.start(total as u64);
@@ -126,17 +129,37 @@ pub fn run(
         scored.sort_by(ranked);
     }
 
-    // 4. Finalists on every search seed.
-    let finalists: Vec<Candidate> = scored.iter().take(finalists_n).map(|(c, _)| *c).collect();
-    if search_seeds.len() > 1 {
-        let more = sim(&finalists, &search_seeds[1..])?;
-        for (i, extra) in more.into_iter().enumerate() {
-            let mut all = scored[i].1.runs.clone();
-            all.extend(extra);
-            scored[i].1 = Score::new(facts, all);
+    // 4. Finalists on every search seed: rounds of `finalists` candidates,
+    // until one meets the facts on every seed (or none that met them on the
+    // first is left, or MAX_ROUNDS rounds were run).
+    let mut done = 0usize;
+    for round in 0..MAX_ROUNDS {
+        let end = (done + params.finalists).min(scored.len());
+        if end == done {
+            break;
         }
-        scored[..finalists_n].sort_by(ranked);
+        if round > 0 {
+            total += (end - done) * outages * (search_seeds.len() - 1 + verify_seeds.len());
+            progress.start(total as u64);
+        }
+        if search_seeds.len() > 1 {
+            let batch: Vec<Candidate> = scored[done..end].iter().map(|(c, _)| *c).collect();
+            let more = sim(&batch, &search_seeds[1..])?;
+            for (i, extra) in more.into_iter().enumerate() {
+                let mut all = scored[done + i].1.runs.clone();
+                all.extend(extra);
+                scored[done + i].1 = Score::new(facts, all);
+            }
+        }
+        done = end;
+        scored[..done].sort_by(ranked);
+        if scored[..done].iter().any(|(_, s)| s.feasible())
+            || !scored[done..].iter().any(|(_, s)| s.feasible())
+        {
+            break;
+        }
     }
+    let finalists_n = done;
 
     // 5. Verify in rank order until one holds on fresh seeds.
     let mut figure_runs: Vec<OutageFigures> = Vec::new();

@@ -71,8 +71,11 @@ pub(crate) fn why(
     let (violations, when) = match failed.first() {
         Some(v) => (v.verify.violations.clone(), "on the verification seeds"),
         None => {
+            // Candidates that met the facts on the first seed only (past
+            // the rounds of finalists) have no violation to report.
             let closest = scored
                 .iter()
+                .filter(|(_, s)| !s.violations.is_empty())
                 .min_by(|a, b| a.1.excess().total_cmp(&b.1.excess()))
                 .map(|(_, s)| s.violations.clone())
                 .unwrap_or_default();
