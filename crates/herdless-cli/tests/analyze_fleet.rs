@@ -114,6 +114,9 @@ async fn a_fleet_with_full_jitter_passes_every_check() {
     }
     assert_eq!(check(&report, "terminal_retried")["verdict"], "pass");
     assert_eq!(check(&report, "lockstep")["verdict"], "pass");
+    // Attempts per task depend on the outage: a note unless a limit is given.
+    assert_eq!(check(&report, "amplification")["verdict"], "note");
+    assert_eq!(check(&report, "amplification")["value"], 4.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

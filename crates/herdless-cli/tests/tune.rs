@@ -111,6 +111,10 @@ async fn the_recommendation_passes_check_strict_and_is_resimulated_on_fresh_seed
     assert_eq!(rec["verify"]["violations"].as_array().unwrap().len(), 0);
     assert!(rec["verify"]["peak_over_capacity"].as_f64().unwrap() <= 2.0);
     assert_eq!(rec["verify"]["give_up_share"], 0.0);
+    assert!(
+        rec["verify"]["max_bucket_share"].as_f64().unwrap() <= 0.25,
+        "analyze's spread"
+    );
     // Beside it: full jitter with the defaults, on the same fresh seeds.
     let base = &r["baselines"][0];
     assert_eq!(base["label"], "full jitter, defaults");

@@ -89,9 +89,9 @@ pub struct AnalyzeArgs {
     /// terminal_retried: retries of a status the library calls terminal allowed.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_terminal_retries: u64,
-    /// amplification: attempts per task at most.
-    #[arg(long, value_parser = amplification, value_name = "X", default_value = "5")]
-    pub max_amplification: f64,
+    /// amplification: attempts per task at most (default: a note; it depends on the outage's length).
+    #[arg(long, value_parser = amplification, value_name = "X")]
+    pub max_amplification: Option<f64>,
     /// give_ups: the share of the tasks that exhausted their budget, at most.
     #[arg(long, value_parser = share, value_name = "SHARE", default_value = "0.05")]
     pub max_give_up_rate: f64,

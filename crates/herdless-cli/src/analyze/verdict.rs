@@ -6,7 +6,7 @@
 //! | `lockstep` | spikes (buckets holding at least `--spike-share` of the retrying tasks, and 3 times the mean of the second around them) recur at a fixed period, `--lockstep-spikes` times or more | `--spike-share` (0.1), `--lockstep-spikes` (3) |
 //! | `give_up_sync` | the largest 100 ms bucket of give-ups holds more than the share of all give-ups | `--max-give-up-share` (0.5) |
 //! | `terminal_retried` | more retries than allowed followed a status the library calls terminal (a wrong classifier) | `--max-terminal-retries` (0) |
-//! | `amplification` | attempts per task above the limit | `--max-amplification` (5) |
+//! | `amplification` | attempts per task above the limit | `--max-amplification` (none: a note, since it grows with the outage's length) |
 //! | `give_ups` | the share of the tasks that exhausted their budget is above the limit | `--max-give-up-rate` (0.05) |
 //! | `retry_after` | the share of the scheduled retries that honored a server's delay is below the floor | `--min-honored-share` (none: a note) |
 //!
@@ -31,8 +31,8 @@ pub struct Thresholds {
     pub max_give_up_share: f64,
     /// `terminal_retried`: retries of a terminal status allowed.
     pub max_terminal_retries: u64,
-    /// `amplification`: attempts per task.
-    pub max_amplification: f64,
+    /// `amplification`: attempts per task (none: a note).
+    pub max_amplification: Option<f64>,
     /// `give_ups`: the share of the tasks that gave up.
     pub max_give_up_rate: f64,
     /// `retry_after`: the honored share's floor (none: a note).
@@ -256,13 +256,13 @@ pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
     let amp = (s.tasks > 0).then(|| s.attempts as f64 / s.tasks as f64);
     out.push(Check {
         check: "amplification",
-        verdict: match amp {
-            None => Verdict::Note,
-            Some(a) if a > t.max_amplification => Verdict::Fail,
-            Some(_) => Verdict::Pass,
+        verdict: match (amp, t.max_amplification) {
+            (Some(a), Some(max)) if a > max => Verdict::Fail,
+            (Some(_), Some(_)) => Verdict::Pass,
+            _ => Verdict::Note,
         },
         value: amp,
-        limit: Some(t.max_amplification),
+        limit: t.max_amplification,
         message: match amp {
             Some(a) => format!(
                 "{} attempts for {} tasks = {a:.2} per task",

@@ -139,6 +139,10 @@ pub struct TuneArgs {
     /// Constraint: the peak after recovery, at most X times the capacity per 100 ms.
     #[arg(long, value_parser = parse_peak, value_name = "X", default_value = "2")]
     pub max_peak: f64,
+    /// Constraint: the largest 100 ms bucket of retries, at most this share of the workers
+    /// (analyze's `spread` check, same default).
+    #[arg(long, value_parser = parse_share, value_name = "SHARE", default_value = "0.25")]
+    pub max_bucket_share: f64,
     /// Constraint: the share of the workers allowed to give up (0.01 or 1%).
     #[arg(long, value_parser = parse_share, value_name = "SHARE", default_value = "0")]
     pub max_give_up_share: f64,

@@ -15,6 +15,11 @@ fn violations(v: &[Violation]) -> String {
                 units::number(v.limit)
             ),
             "give_ups" => format!("{:.1}% gave up > {:.1}%", v.value * 100.0, v.limit * 100.0),
+            "spread" => format!(
+                "{:.1}% of the fleet's retries in one 100 ms bucket > {:.1}%",
+                v.value * 100.0,
+                v.limit * 100.0
+            ),
             _ if v.value.is_finite() => format!(
                 "latency {} > {} after recovery",
                 units::seconds(v.value),
@@ -88,10 +93,18 @@ pub fn lines(r: &TuneReport) -> Vec<String> {
     if let Some(fast) = r.pareto.first().filter(|row| !row.feasible) {
         out.push(format!(
             "the fastest candidate of the front, {}, drains at {:.3}x the limit but breaks the constraints \
-             (peak {:.2}x capacity)",
+             ({})",
             policy_line(&fast.policy, fast.guard.as_ref()),
             fast.objective,
-            fast.peak_over_capacity
+            violations(&fast.violations)
+        ));
+    }
+    if r.search.ties > 0 {
+        out.push(format!(
+            "{} candidates tied with a better-ranked one on every figure (they differ only where the simulation \
+             never reaches, such as a max_elapsed no simulated worker runs into; the larger budget ranks first, \
+             as a margin against a longer outage) and were not run further",
+            r.search.ties
         ));
     }
     for p in &r.search.pruned {

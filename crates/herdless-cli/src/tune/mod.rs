@@ -88,6 +88,7 @@ pub fn run(args: &TuneArgs) -> CliResult {
     facts.guards = args.allow_guards.clone();
     facts.max_peak = args.max_peak;
     facts.max_give_up_share = args.max_give_up_share;
+    facts.max_bucket_share = args.max_bucket_share;
     let params = TuneParams {
         search_seeds: args.search_seeds,
         verify_seeds: args.verify_seeds,

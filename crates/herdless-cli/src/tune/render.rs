@@ -140,6 +140,7 @@ fn column(s: &Score, outages: &[f64]) -> Vec<String> {
     col.push(format!("{:.2}x", s.peak_over_capacity));
     col.push(format!("{:.2}", s.calls));
     col.push(format!("{:.1}%", s.give_up_share * 100.0));
+    col.push(format!("{:.1}%", s.max_bucket_share * 100.0));
     col.push(s.done_after_recovery_s.map_or("-".into(), units::seconds));
     col
 }
@@ -155,6 +156,7 @@ fn figures_table(s: &mut String, r: &TuneReport, cols: &[&Verified]) {
     labels.push("peak after recovery".into());
     labels.push("calls per worker".into());
     labels.push("gave up (worst)".into());
+    labels.push("largest 100 ms of retries".into());
     labels.push(match (r.facts.latency_share, r.facts.latency_within_s) {
         (Some(q), Some(w)) => format!(
             "{:.0}% done after recovery (<= {})",
@@ -214,8 +216,8 @@ fn figures_table(s: &mut String, r: &TuneReport, cols: &[&Verified]) {
 fn front_table(s: &mut String, rows: &[FrontRow]) {
     let _ = writeln!(
         s,
-        "  {:>6}  {:>7}  {:>6}  {:>5}  {:>8}  {:>5}  {:>4}  policy",
-        "drain", "peak", "calls", "meets", "", "", ""
+        "  {:>6}  {:>7}  {:>6}  {:>5}  policy",
+        "drain", "peak", "calls", "meets"
     );
     for row in rows {
         let _ = writeln!(
@@ -270,9 +272,10 @@ pub fn text(r: &TuneReport, block: Option<&str>, explain: bool, figures: &[PathB
     );
     let _ = writeln!(
         s,
-        "  constraints: peak after recovery <= {}x capacity, give-ups <= {:.1}%",
+        "  constraints: peak after recovery <= {}x capacity, give-ups <= {:.1}%, retries in any 100 ms <= {:.1}% of the workers",
         units::number(f.max_peak),
-        f.max_give_up_share * 100.0
+        f.max_give_up_share * 100.0,
+        f.max_bucket_share * 100.0
     );
     match (&r.recommended, block) {
         (Some(rec), Some(block)) => {

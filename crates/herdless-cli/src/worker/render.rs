@@ -68,3 +68,24 @@ pub(crate) fn summary(s: &Summary, stopped_by: &str, elapsed: Duration, f: LogFo
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_summary_is_an_event_with_a_timestamp() {
+        let line = summary(
+            &Summary::default(),
+            "idle",
+            Duration::from_secs(2),
+            LogFormat::Json,
+        );
+        let v: Value = serde_json::from_str(line.trim_end()).unwrap();
+        let ts = v["timestamp"].as_str().unwrap();
+        assert!(humantime::parse_rfc3339(ts).is_ok(), "{ts}");
+        assert_eq!(v["event"], "worker_summary");
+        assert_eq!(v["elapsed_s"], 2.0);
+        assert!(line.starts_with("{\"timestamp\":"), "{line}");
+    }
+}

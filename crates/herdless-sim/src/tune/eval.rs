@@ -66,6 +66,8 @@ pub struct RunFigures {
     pub calls: f64,
     /// Share of the clients that gave up.
     pub give_up_share: f64,
+    /// The largest 100 ms bucket of retries, as a share of the clients.
+    pub max_bucket_share: f64,
     /// Seconds after recovery by which the latency objective's share of the
     /// clients had succeeded (`None` without an objective, or when that share
     /// never succeeded).
@@ -97,6 +99,7 @@ impl RunFigures {
             peak_over_capacity: f.peak_over_capacity,
             calls: f.calls,
             give_up_share: f.gave_up as f64 / n,
+            max_bucket_share: f.max_bucket_share,
             done_after_recovery_s,
         }
     }
@@ -105,7 +108,7 @@ impl RunFigures {
 /// A constraint a candidate broke, with its worst value and the limit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Violation {
-    /// `peak`, `give_ups` or `latency`.
+    /// `peak`, `give_ups`, `spread` or `latency`.
     pub constraint: &'static str,
     /// The worst value over the runs (peak: times the capacity; give-ups: a
     /// share of the clients; latency: seconds after recovery, infinite when
@@ -128,6 +131,8 @@ pub struct Score {
     pub calls: f64,
     /// The worst give-up share.
     pub give_up_share: f64,
+    /// The worst largest 100 ms bucket of retries, as a share of the clients.
+    pub max_bucket_share: f64,
     /// The worst time after recovery by which the latency share was done,
     /// seconds (`None` without an objective; infinite never serializes: `null`).
     pub done_after_recovery_s: Option<f64>,
@@ -144,6 +149,7 @@ impl Score {
         let objective = worst(&|r| r.completion_s / r.physical_limit_s.max(1e-9));
         let peak = worst(&|r| r.peak_over_capacity);
         let give_up_share = worst(&|r| r.give_up_share);
+        let bucket = worst(&|r| r.max_bucket_share);
         let calls = runs.iter().map(|r| r.calls).sum::<f64>() / runs.len().max(1) as f64;
         let drain_s = facts
             .outages
@@ -174,6 +180,13 @@ impl Score {
                 limit: facts.max_give_up_share,
             });
         }
+        if bucket > facts.max_bucket_share {
+            violations.push(Violation {
+                constraint: "spread",
+                value: bucket,
+                limit: facts.max_bucket_share,
+            });
+        }
         if let (Some(l), Some(v)) = (facts.latency, latency) {
             if v > l.within.as_secs_f64() {
                 violations.push(Violation {
@@ -189,6 +202,7 @@ impl Score {
             peak_over_capacity: peak,
             calls,
             give_up_share,
+            max_bucket_share: bucket,
             done_after_recovery_s: latency.filter(|v| v.is_finite()),
             violations,
             runs,

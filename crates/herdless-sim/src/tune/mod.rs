@@ -33,8 +33,11 @@
 //! across lengths and seeds (for a fleet that drained, its drain time over
 //! the limit); ties go to fewer calls, then the lower peak. The constraints:
 //! the peak after recovery at most [`Facts::max_peak`] times the capacity,
-//! at most [`Facts::max_give_up_share`] of the clients giving up, and the
-//! latency objective.
+//! at most [`Facts::max_give_up_share`] of the clients giving up, no 100 ms
+//! bucket holding more than [`Facts::max_bucket_share`] of the fleet's
+//! retries (the `spread` check of `herdless analyze`, so a recommendation
+//! is judged in the logs by the rule it was chosen by), and the latency
+//! objective.
 //!
 //! ```
 //! use std::time::Duration;
@@ -113,12 +116,17 @@ pub struct Facts {
     pub max_peak: f64,
     /// The largest share of the clients allowed to give up (0: none).
     pub max_give_up_share: f64,
+    /// The largest 100 ms bucket of retries allowed, as a share of the
+    /// clients, at any time (the outage included): the `spread` that
+    /// `herdless analyze` checks in the logs afterwards.
+    pub max_bucket_share: f64,
 }
 
 impl Facts {
     /// Facts with these clients, capacity and outage lengths, the recovery
     /// time the longest of them, first failures within 100 ms, peak at most
-    /// 2x the capacity, no give-up, no broker, no latency objective, no guard.
+    /// 2x the capacity, no give-up, no 100 ms bucket holding more than a
+    /// quarter of the fleet's retries, no broker, no latency objective, no guard.
     pub fn new(clients: u32, capacity: u32, outages: Vec<Duration>) -> Facts {
         let recovery_time = outages.iter().copied().max().unwrap_or_default();
         Facts {
@@ -133,6 +141,7 @@ impl Facts {
             guards: Vec::new(),
             max_peak: 2.0,
             max_give_up_share: 0.0,
+            max_bucket_share: 0.25,
         }
     }
 
@@ -156,6 +165,9 @@ impl Facts {
         }
         if !(0.0..=1.0).contains(&self.max_give_up_share) {
             return bad("the give-up share must be within 0..=1");
+        }
+        if !(0.0..=1.0).contains(&self.max_bucket_share) {
+            return bad("the bucket share must be within 0..=1");
         }
         if let Some(l) = self.latency {
             if !(l.share > 0.0 && l.share <= 1.0) {

@@ -92,6 +92,10 @@ pub struct SearchReport {
     pub guard_candidates: usize,
     /// Candidates run on every search seed.
     pub finalists: usize,
+    /// Candidates that tied with a better-ranked one on every figure of the
+    /// first seed (they differ where the simulation never reaches, e.g. a
+    /// `max_elapsed` no worker runs into) and were not run further.
+    pub ties: usize,
     /// Simulation runs made (search and verification).
     pub runs: usize,
     /// The seeds of the search (the first for every candidate, all for the finalists).
@@ -118,13 +122,15 @@ pub struct FrontRow {
     pub calls: f64,
     /// Whether it meets every constraint.
     pub feasible: bool,
+    /// The constraints it breaks.
+    pub violations: Vec<super::Violation>,
 }
 
 /// No policy fits: which fact to change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Unsatisfied {
     /// The fact (or limit) to change: `visibility_timeout`, `recovery_time`,
-    /// `max_peak`, `capacity`, `max_give_up_share`, `latency`.
+    /// `max_peak`, `capacity`, `max_give_up_share`, `max_bucket_share`, `latency`.
     pub fact: String,
     /// Why, with the numbers, and what value would do.
     pub message: String,
@@ -155,6 +161,8 @@ pub struct FactsReport {
     pub max_peak: f64,
     /// The give-up share allowed.
     pub max_give_up_share: f64,
+    /// The largest 100 ms bucket of retries allowed, a share of the clients.
+    pub max_bucket_share: f64,
 }
 
 impl From<&Facts> for FactsReport {
@@ -171,6 +179,7 @@ impl From<&Facts> for FactsReport {
             guards_allowed: f.guards.iter().map(|g| g.name()).collect(),
             max_peak: f.max_peak,
             max_give_up_share: f.max_give_up_share,
+            max_bucket_share: f.max_bucket_share,
         }
     }
 }
@@ -193,7 +202,9 @@ pub struct TuneReport {
     /// The user's current policy (when given) and full jitter with the
     /// library's defaults, on the same verification seeds.
     pub baselines: Vec<Verified>,
-    /// The Pareto front of drain, peak and calls, fastest first (at most 15 rows).
+    /// The Pareto front of drain, peak and calls, fastest first (at most 15
+    /// rows; a finalist's figures are over every search seed, the others' over
+    /// the first; candidates tied with a better-ranked one are left out).
     pub pareto: Vec<FrontRow>,
     /// Which fact to change when nothing fits.
     pub unsatisfied: Option<Unsatisfied>,
@@ -232,6 +243,7 @@ pub(crate) fn front(
             peak_over_capacity: s.peak_over_capacity,
             calls: s.calls,
             feasible: s.feasible(),
+            violations: s.violations.clone(),
         })
         .collect();
     out.sort_by(|a, b| {

@@ -15,6 +15,9 @@ use crate::report::OutageReport;
 use crate::scenario::outage::OutageFigures;
 use crate::Progress;
 
+/// A candidate with its score.
+type Scored = (Candidate, Score);
+
 /// Rounds of finalists at most (see step 4).
 const MAX_ROUNDS: usize = 4;
 use std::cmp::Ordering;
@@ -128,6 +131,25 @@ pub fn run(
         );
         scored.sort_by(ranked);
     }
+
+    // Candidates that tie with a better-ranked one on every figure differ
+    // only where the simulation never reaches (a budget no simulated worker
+    // runs into): they go to the end, so finalists and the runner-up differ.
+    let mut ties = 0usize;
+    let (mut uniq, mut dups): (Vec<Scored>, Vec<Scored>) = (Vec::new(), Vec::new());
+    for x in scored {
+        if uniq
+            .last()
+            .is_some_and(|u: &(Candidate, Score)| same_figures(&u.1, &x.1))
+        {
+            ties += 1;
+            dups.push(x);
+        } else {
+            uniq.push(x);
+        }
+    }
+    uniq.extend(dups);
+    let mut scored = uniq;
 
     // 4. Finalists on every search seed: rounds of `finalists` candidates,
     // until one meets the facts on every seed (or none that met them on the
@@ -254,6 +276,7 @@ pub fn run(
             candidates: admitted.len() + guarded_n,
             guard_candidates: guarded_n,
             finalists: finalists_n,
+            ties,
             runs,
             search_seeds,
             verify_seeds,
@@ -262,25 +285,29 @@ pub fn run(
         runner_up,
         failed_verification: failed,
         baselines,
-        pareto: front(&scored, facts, FRONT_ROWS),
+        pareto: front(&scored[..scored.len() - ties], facts, FRONT_ROWS),
         unsatisfied,
         figure,
     })
 }
 
-/// The ranking: by score, then the tighter policy (a shorter budget, fewer
-/// attempts: a smaller worst case for the same figures), then grid order.
+/// The ranking: by score; among equal figures the larger elapsed budget
+/// (the checks already keep it inside the visibility timeout; it is the
+/// margin against an outage longer, or a device slower, than the facts),
+/// then fewer attempts and the smaller cap, then grid order.
 fn ranked(a: &(Candidate, Score), b: &(Candidate, Score)) -> Ordering {
     by_rank(&a.1, &b.1)
-        .then(a.0.policy.max_elapsed().cmp(&b.0.policy.max_elapsed()))
+        .then(b.0.policy.max_elapsed().cmp(&a.0.policy.max_elapsed()))
         .then(a.0.policy.max_attempts().cmp(&b.0.policy.max_attempts()))
         .then(a.0.policy.cap().cmp(&b.0.policy.cap()))
 }
 
 fn rec_ties(rec: &Verified, s: &Score) -> bool {
-    rec.search
-        .as_ref()
-        .is_some_and(|r| r.rank_key() == s.rank_key() && r.drain_s == s.drain_s)
+    rec.search.as_ref().is_some_and(|r| same_figures(r, s))
+}
+
+fn same_figures(a: &Score, b: &Score) -> bool {
+    a.rank_key() == b.rank_key() && a.drain_s == b.drain_s && a.give_up_share == b.give_up_share
 }
 
 fn verified(

@@ -9,7 +9,7 @@
 //! * every simulated candidate broke a constraint: the candidate closest to
 //!   the facts (smallest largest violation over its limit) names the
 //!   constraint and the value it reached (`max_peak` or `capacity`,
-//!   `max_give_up_share`, `latency`);
+//!   `max_give_up_share`, `max_bucket_share`, `latency`);
 //! * candidates met the facts on the search seeds but none on the fresh
 //!   ones: the same, from the verification's violations.
 
@@ -102,6 +102,16 @@ pub(crate) fn why(
                 units::number(worst.value),
                 units::number((worst.value * 100.0).ceil() / 100.0),
                 (f64::from(facts.capacity) * worst.value / worst.limit).ceil()
+            ),
+        ),
+        "spread" => (
+            "max_bucket_share",
+            format!(
+                "no policy keeps every 100 ms bucket of retries within {:.1}% of the clients: the \
+                 closest puts {:.1}% in one {when}; allow that share (--max-bucket-share) or widen \
+                 the first failures' window",
+                worst.limit * 100.0,
+                worst.value * 100.0
             ),
         ),
         "give_ups" => (
