@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::CliResult;
-use crate::{check, exec, exit, fleet, get, simulate, stub, worker};
+use crate::{analyze, check, exec, exit, fleet, get, simulate, stub, tune, worker};
 
 mod input;
 
@@ -37,6 +37,10 @@ pub enum Command {
     Fleet(fleet::FleetArgs),
     /// Run CMD for each task of a NATS JetStream consumer; retries are jittered redeliveries.
     Worker(worker::WorkerArgs),
+    /// Search retry policies in the simulator for your fleet's facts.
+    Tune(tune::TuneArgs),
+    /// Read JSON-lines retry events and say whether the fleet retried in lockstep.
+    Analyze(analyze::AnalyzeArgs),
 }
 
 /// The command line of `herdless exec`, parsed by a command that knows only
@@ -82,6 +86,8 @@ pub fn run() -> i32 {
         Command::Stub(args) => ("stub", stub::run(&args)),
         Command::Fleet(args) => ("fleet", fleet::run(&args)),
         Command::Worker(args) => ("worker", worker::run(&args)),
+        Command::Tune(args) => ("tune", tune::run(&args)),
+        Command::Analyze(args) => ("analyze", analyze::run(&args)),
     };
     match result {
         Ok(code) => code,

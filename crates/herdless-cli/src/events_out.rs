@@ -3,7 +3,8 @@
 //! With `json`, each retry event is one JSON object per line with the key
 //! `event` (`retry_scheduled`, `retry_succeeded`, `retry_abandoned_terminal`,
 //! `retry_budget_exhausted`) and the event's fields as the library names them,
-//! seconds as numbers.
+//! seconds as numbers, after a `timestamp`: the wall clock when the line was
+//! written, RFC 3339 in UTC ([`timestamp`]).
 //!
 //! Which events are written is an [`EventFilter`]: none with `--quiet`;
 //! otherwise, when `RUST_LOG` is set, those whose level (the library's
@@ -122,6 +123,35 @@ pub fn to_json(event: &RetryEvent<'_>) -> Value {
     Value::Object(map)
 }
 
+/// The wall clock now, RFC 3339 in UTC with microseconds
+/// (`2026-12-01T23:58:34.123456Z`): the `timestamp` of every JSON event
+/// herdless writes, the field name and form of `tracing-subscriber`'s JSON
+/// layer, so `herdless analyze` reads both alike.
+pub fn timestamp() -> String {
+    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}
+
+/// A JSON event object as its `--log-format json` line: `timestamp` (the
+/// wall clock now, [`timestamp`]) first, then the object's fields.
+///
+/// ```
+/// let line = herdless_cli::events_out::json_line(serde_json::json!({"event": "retry_scheduled"}));
+/// assert!(line.starts_with("{\"timestamp\":\""), "{line}");
+/// assert!(line.ends_with("Z\",\"event\":\"retry_scheduled\"}"), "{line}");
+/// ```
+pub fn json_line(event: Value) -> String {
+    let mut map = Map::new();
+    map.insert("timestamp".into(), Value::from(timestamp()));
+    if let Value::Object(fields) = event {
+        for (k, v) in fields {
+            if k != "timestamp" {
+                map.insert(k, v);
+            }
+        }
+    }
+    Value::Object(map).to_string()
+}
+
 /// The event as one human-readable line (the `--log-format text` line).
 pub fn to_text(event: &RetryEvent<'_>) -> String {
     let v = to_json(event);
@@ -148,7 +178,7 @@ impl Notify for StderrEvents {
             return;
         }
         let line = match self.format {
-            LogFormat::Json => to_json(event).to_string(),
+            LogFormat::Json => json_line(to_json(event)),
             LogFormat::Text => to_text(event),
         };
         let mut err = std::io::stderr().lock();

@@ -2,7 +2,7 @@
 //! benchmarks can reach its parts.
 //!
 //! One module per subcommand: [`simulate`], [`exec`], [`check`], [`get`],
-//! [`stub`], [`fleet`], [`worker`] (the larger ones are folders split into arguments,
+//! [`stub`], [`fleet`], [`worker`], [`tune`], [`analyze`] (the larger ones are folders split into arguments,
 //! running and rendering). Shared pieces: the retry flags and their layering
 //! (file → `HERDLESS_*` → flags) in [`policy_args`], policy files in
 //! [`config`], exit-status lists in [`codes`], the retry-event output
@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod analyze;
 pub mod check;
 pub mod cli;
 pub mod codes;
@@ -29,4 +30,5 @@ pub mod policy_args;
 pub mod simulate;
 pub mod stub;
 mod tls;
+pub mod tune;
 pub mod worker;

@@ -89,7 +89,9 @@ fn argv() -> impl Strategy<Value = Vec<String>> {
         Just("fleet"),
         Just("stub"),
         Just("exec"),
-        Just("worker")
+        Just("worker"),
+        Just("tune"),
+        Just("analyze")
     ];
     let pair = (prop::sample::select(FLAGS), prop::option::of(value()));
     (sub, prop::collection::vec(pair, 0..8)).prop_map(|(sub, pairs)| {

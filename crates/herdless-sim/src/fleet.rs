@@ -126,6 +126,8 @@ pub struct FleetOutcome {
     pub retries: Histogram,
     /// Give-ups per 100 ms bucket (a synchronized give-up shows as a spike).
     pub give_ups: Histogram,
+    /// Successes per 100 ms bucket (when the clients' calls were done).
+    pub successes: Histogram,
 }
 
 /// Runs a fleet whose client `i` first calls at `starts[i]` (nanoseconds)
@@ -263,6 +265,7 @@ pub fn run_fleet_from<E: Endpoint>(
                 out.succeeded += 1;
                 out.last_done_ns = out.last_done_ns.max(now);
                 out.last_success_ns = out.last_success_ns.max(now);
+                out.successes.add(now);
             }
             Reply::Rejected { retry_after } => {
                 let class = Classification::Retryable { after: retry_after };

@@ -38,6 +38,7 @@
 //! | the report: JSON and the terminal table | [`report`] |
 //! | SVG and PNG figures (feature `plots`) | [`plots`] |
 //! | deterministic parallel runs | [`parallel`] |
+//! | the policy search behind `herdless tune` | [`tune`] |
 //!
 //! ## Determinism
 //!
@@ -62,6 +63,7 @@ pub mod queue;
 pub mod report;
 pub mod scenario;
 pub mod strategy;
+pub mod tune;
 
 pub use error::SimError;
 pub use report::Report;
@@ -123,7 +125,8 @@ impl Config {
 /// Units are independent runs: one per strategy in spread and outage, one per
 /// trial in contention.
 pub trait Progress: Sync {
-    /// The run is about to do `total` units.
+    /// The run is about to do `total` units (called again with a larger
+    /// total when a run finds it has more to do: `herdless tune`'s rounds).
     fn start(&self, total: u64);
     /// `n` more units are done.
     fn advance(&self, n: u64);

@@ -62,6 +62,47 @@ pub const MAX_ROWS: u32 = 30;
 ///
 /// Usage and policy-file errors (exit 2), a stdout that cannot be written.
 pub fn run(args: &CheckArgs) -> CliResult {
+    let Evaluation {
+        resolved,
+        envelope,
+        findings,
+        failed,
+    } = evaluate(args)?;
+    match args.format {
+        ReportFormat::Json => print(&format!(
+            "{}\n",
+            render::json(&resolved, &envelope, &findings, !failed)
+        ))?,
+        ReportFormat::Text => print(&render::text(&resolved, &envelope, &findings, failed))?,
+    }
+    Ok(if failed {
+        exit::CHECK_FAILED
+    } else {
+        exit::SUCCESS
+    })
+}
+
+/// What `herdless check` found: the policy, its envelope, the findings and
+/// the verdict (`herdless tune` checks its own output with it).
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// The policy checked.
+    pub resolved: Resolved,
+    /// Its envelope.
+    pub envelope: herdless::policy::Envelope,
+    /// Every check's finding.
+    pub findings: Vec<Finding>,
+    /// Whether a check failed (an error, or a warning under `--strict`).
+    pub failed: bool,
+}
+
+/// Resolves the policy and the facts of `args` and runs the checks: what
+/// `herdless check` prints, before it is printed.
+///
+/// # Errors
+///
+/// Usage and policy-file errors (exit 2).
+pub fn evaluate(args: &CheckArgs) -> Result<Evaluation, CliError> {
     let default_jitter = if args.exec {
         crate::exec::DEFAULT_JITTER
     } else {
@@ -78,21 +119,21 @@ pub fn run(args: &CheckArgs) -> CliResult {
     let facts = facts(args, &resolved);
     let envelope = resolved.policy.envelope(MAX_ROWS);
     let findings = checks(&envelope, &facts);
-    let failed = findings
-        .iter()
-        .any(|f| f.level == Level::Error || (args.strict && f.level == Level::Warn));
-    match args.format {
-        ReportFormat::Json => print(&format!(
-            "{}\n",
-            render::json(&resolved, &envelope, &findings, !failed)
-        ))?,
-        ReportFormat::Text => print(&render::text(&resolved, &envelope, &findings, failed))?,
-    }
-    Ok(if failed {
-        exit::CHECK_FAILED
-    } else {
-        exit::SUCCESS
+    let failed = first_failing(&findings, args.strict).is_some();
+    Ok(Evaluation {
+        resolved,
+        envelope,
+        findings,
+        failed,
     })
+}
+
+/// The first finding that fails the check: an error, or a warning when
+/// `strict` (`--strict`).
+pub fn first_failing(findings: &[Finding], strict: bool) -> Option<&Finding> {
+    findings
+        .iter()
+        .find(|f| f.level == Level::Error || (strict && f.level == Level::Warn))
 }
 
 /// The declared facts: flags over the policy file's.

@@ -9,7 +9,7 @@ use herdless_sim::report::units::seconds_value;
 use serde_json::Value;
 
 use super::State;
-use crate::events_out::{to_json, EventFilter};
+use crate::events_out::{json_line, to_json, EventFilter};
 use crate::policy_args::LogFormat;
 
 /// The retry events of `--log-format`, with the failed attempt's `exit_status`
@@ -35,7 +35,7 @@ impl Notify for ExecEvents {
             }
         }
         let line = match self.format {
-            LogFormat::Json => v.to_string(),
+            LogFormat::Json => json_line(v),
             LogFormat::Text => text_line(&v),
         };
         let _ = writeln!(io::stderr().lock(), "{line}");

@@ -4,6 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use herdless::adapters::reqwest::ReqwestClassifier;
+use herdless::http::StatusClassifier;
 use herdless::{Breaker, RetryBudget, Urgent};
 use serde::Serialize;
 
@@ -56,6 +58,11 @@ pub struct FleetArgs {
     /// With --urgent: how many workers (the first K) are urgent (default: all).
     #[arg(long, value_name = "K", requires = "urgent")]
     pub urgent_workers: Option<u32>,
+    /// HTTP statuses to retry beyond the library's retryable set (comma-separated,
+    /// 400..=599), e.g. 409; a status listed here is retried even when the
+    /// library calls it terminal (what `herdless analyze` flags as a terminal error retried).
+    #[arg(long, value_delimiter = ',', value_name = "STATUSES", value_parser = clap::value_parser!(u16).range(400..=599))]
+    pub retry_on: Vec<u16>,
     /// Retry policy.
     #[command(flatten)]
     pub policy: PolicyArgs,
@@ -84,6 +91,8 @@ pub struct GuardFlags {
     pub urgent: Option<Urgent>,
     /// How many workers are urgent.
     pub urgent_workers: u32,
+    /// The classifier every worker uses: the library's statuses, with `--retry-on` added.
+    pub classifier: ReqwestClassifier,
 }
 
 /// The strategy a report was made with (echoed in the JSON).
@@ -179,6 +188,11 @@ impl FleetArgs {
                 .map(|b| Arc::new(b.release_window(self.breaker_release.unwrap_or_default()))),
             urgent: self.urgent.map(|d| Urgent::new(d).quota(self.urgent_quota)),
             urgent_workers,
+            classifier: ReqwestClassifier::new(
+                self.retry_on
+                    .iter()
+                    .fold(StatusClassifier::default(), |c, &s| c.retry(s)),
+            ),
         };
         Ok((guards, strategy))
     }

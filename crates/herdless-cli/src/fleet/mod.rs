@@ -74,6 +74,7 @@
 //! would re-synchronize the fleet).
 
 mod args;
+pub mod events;
 mod render;
 mod report;
 mod run;

@@ -3,17 +3,17 @@
 //! saw of its attempts.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herdless::adapters::reqwest::{
-    AttemptRecord, Discard, HttpRetry, ReqwestClassifier, SendError,
-};
+use herdless::adapters::reqwest::{AttemptRecord, Discard, HttpRetry, SendError};
 use herdless::{GiveUp, Policy, Retry};
 
 use super::args::{FleetStrategy, GuardFlags};
+use super::events::FleetEvents;
 use super::report::{summarize, FleetReport};
-use crate::events_out::{EventFilter, StderrEvents};
+use crate::events_out::EventFilter;
 use crate::policy_args::PolicyArgs;
 
 /// A time since the fleet started in nanoseconds (saturating after ~584 years).
@@ -101,10 +101,16 @@ pub async fn run_fleet(
         let guards = guards.clone();
         let mut stop = stop_rx.clone();
         set.spawn(async move {
+            let last_status = Arc::new(AtomicU32::new(0));
+            let events = FleetEvents {
+                format,
+                filter,
+                last_status: last_status.clone(),
+            };
             let mut retry = Retry::builder()
                 .policy(policy)
-                .classifier(ReqwestClassifier::default())
-                .notify(StderrEvents { format, filter })
+                .classifier(guards.classifier)
+                .notify(events)
                 .task_id(format!("{prefix}{i}"));
             if let Some(seed) = seed {
                 retry = retry.seed(seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -129,7 +135,10 @@ pub async fn run_fleet(
                 .header("x-worker-id", i.to_string())
                 .timeout(timeout);
             let outcome = tokio::select! {
-                o = http.send_to_observed(request, &mut body, |a| attempts.push(*a)) => Some(o),
+                o = http.send_to_observed(request, &mut body, |a| {
+                    last_status.store(a.status.map_or(0, u32::from), Ordering::Relaxed);
+                    attempts.push(*a);
+                }) => Some(o),
                 // Resolves once `stop` is true (an error: the fleet is ending anyway).
                 _ = stop.wait_for(|&s| s) => None,
             };

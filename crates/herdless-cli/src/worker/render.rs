@@ -39,7 +39,10 @@ pub fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value {
 /// The summary line(s) to print on stdout.
 pub(crate) fn summary(s: &Summary, stopped_by: &str, elapsed: Duration, f: LogFormat) -> String {
     match f {
-        LogFormat::Json => format!("{}\n", to_json(s, stopped_by, elapsed)),
+        LogFormat::Json => format!(
+            "{}\n",
+            crate::events_out::json_line(to_json(s, stopped_by, elapsed))
+        ),
         LogFormat::Text => {
             let reasons = if s.by_reason.is_empty() {
                 String::new()
@@ -70,5 +73,26 @@ pub(crate) fn summary(s: &Summary, stopped_by: &str, elapsed: Duration, f: LogFo
                 s.unsettled
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_summary_is_an_event_with_a_timestamp() {
+        let line = summary(
+            &Summary::default(),
+            "idle",
+            Duration::from_secs(2),
+            LogFormat::Json,
+        );
+        let v: Value = serde_json::from_str(line.trim_end()).unwrap();
+        let ts = v["timestamp"].as_str().unwrap();
+        assert!(humantime::parse_rfc3339(ts).is_ok(), "{ts}");
+        assert_eq!(v["event"], "worker_summary");
+        assert_eq!(v["elapsed_s"], 2.0);
+        assert!(line.starts_with("{\"timestamp\":"), "{line}");
     }
 }

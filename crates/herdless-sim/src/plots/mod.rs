@@ -11,6 +11,8 @@
 //!   a goal is met, red where not; see `robustness.rs`).
 //! * contention: **write calls** and **completion time** against the number of
 //!   clients, one line per strategy.
+//! * a real fleet's log (`herdless analyze --out`): **retries and give-ups
+//!   over time**, the spikes marked (see `timeline.rs`).
 //!
 //! # Fonts
 //!
@@ -33,9 +35,11 @@ use crate::report::{ContentionReport, Report, SpreadReport};
 
 mod outage;
 mod robustness;
+mod timeline;
 
 use outage::Outage;
 use robustness::Robustness;
+pub use timeline::{write_timeline, TimelineFigure};
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();

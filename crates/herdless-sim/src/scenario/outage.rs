@@ -266,6 +266,8 @@ pub struct OutageFigures {
     pub max_bucket_share: f64,
     /// Every call per 100 ms bucket, from time 0.
     pub arrivals_per_100ms: Vec<u32>,
+    /// Successes (clients done) per 100 ms bucket, from time 0.
+    pub successes_per_100ms: Vec<u32>,
     /// Clients that honor Retry-After.
     pub honoring_clients: u64,
     /// Their mean calls.
@@ -426,6 +428,7 @@ fn figures(
         peak_over_capacity: f64::from(peak) / per_bucket,
         max_bucket_share: f64::from(out.retries.max_bucket().map_or(0, |(_, c)| c)) / n,
         arrivals_per_100ms: out.arrivals.counts().to_vec(),
+        successes_per_100ms: out.successes.counts().to_vec(),
         honoring_clients: honoring.clients,
         honoring_calls: if honoring.clients == 0 {
             0.0

@@ -1,0 +1,278 @@
+//! The streaming tally: one pass, memory bounded by the open tasks (at most
+//! [`Stats::max_open`]) and the 100 ms buckets of the log's span, never by
+//! its lines.
+//!
+//! A task is open from its first event to its end (`retry_succeeded`,
+//! `retry_abandoned_terminal`, `retry_budget_exhausted`); its attempts are
+//! the largest attempt number its events name (a `retry_scheduled` for
+//! attempt `n` means attempt `n + 1` follows). Tasks still open at the end
+//! of the input are counted as unfinished, with the attempts seen. A first-try
+//! success logs nothing in herdless, so the tasks counted are the tasks that
+//! logged an event (a producer that logs first-try successes gets them
+//! counted too).
+//!
+//! Retries are counted when they go out: the event's time plus its `sleep_s`
+//! (the time of the event itself when the sleep is not logged), in 100 ms
+//! buckets on two grids 50 ms apart, so a spike narrower than 50 ms is never
+//! split in half by a bucket boundary. Give-ups are counted the same way at
+//! the time of their event.
+
+use std::collections::{BTreeMap, HashMap};
+
+use herdless::http::{StatusClass, StatusClassifier};
+
+use super::parse::Record;
+
+/// 100 ms in nanoseconds.
+pub const BUCKET_NS: i64 = 100_000_000;
+
+/// Counts per 100 ms bucket on two grids 50 ms apart.
+#[derive(Debug, Clone, Default)]
+pub struct Buckets {
+    /// Grid A: bucket `i` holds `[i · 100 ms, (i + 1) · 100 ms)` since the epoch.
+    pub a: HashMap<i64, u32>,
+    /// Grid B: the same, shifted by 50 ms.
+    pub b: HashMap<i64, u32>,
+    /// Events counted.
+    pub total: u64,
+}
+
+impl Buckets {
+    /// Counts one event at `t_ns`.
+    pub fn add(&mut self, t_ns: i64) {
+        *self.a.entry(t_ns.div_euclid(BUCKET_NS)).or_default() += 1;
+        *self
+            .b
+            .entry((t_ns + BUCKET_NS / 2).div_euclid(BUCKET_NS))
+            .or_default() += 1;
+        self.total += 1;
+    }
+
+    /// The largest bucket of either grid: its start (ns since the epoch) and count.
+    pub fn largest(&self) -> Option<(i64, u32)> {
+        let a = self.a.iter().map(|(&i, &c)| (c, -(i * BUCKET_NS)));
+        let b = self
+            .b
+            .iter()
+            .map(|(&i, &c)| (c, -(i * BUCKET_NS - BUCKET_NS / 2)));
+        a.chain(b).max().map(|(c, t)| (-t, c))
+    }
+
+    /// Grid A as a dense series from its first bucket: `(first bucket start, counts)`.
+    pub fn series(&self) -> Option<(i64, Vec<u32>)> {
+        let lo = *self.a.keys().min()?;
+        let hi = *self.a.keys().max()?;
+        let len = usize::try_from(hi - lo + 1).ok()?;
+        let mut v = vec![0u32; len.min(MAX_SERIES)];
+        for (&i, &c) in &self.a {
+            if let Some(slot) = usize::try_from(i - lo).ok().and_then(|k| v.get_mut(k)) {
+                *slot = c;
+            }
+        }
+        Some((lo * BUCKET_NS, v))
+    }
+}
+
+/// The longest dense series kept (about 11.6 days of 100 ms buckets).
+pub const MAX_SERIES: usize = 10_000_000;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Open {
+    attempts: u32,
+    retries: u32,
+    terminal_retried: bool,
+}
+
+/// Everything counted so far.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    /// Lines read.
+    pub lines: u64,
+    /// Lines that were events analyze reads.
+    pub events: u64,
+    /// Lines skipped: not JSON, no time or event field, an unknown event, too long.
+    pub skipped: u64,
+    /// The first and last event times, ns since the epoch.
+    pub first_ns: Option<i64>,
+    /// See `first_ns`.
+    pub last_ns: Option<i64>,
+    open: HashMap<String, Open>,
+    /// Open tasks held at most; past it they are all counted as unfinished.
+    pub max_open: usize,
+    /// Tasks counted.
+    pub tasks: u64,
+    /// Of those, tasks that scheduled a retry.
+    pub retrying_tasks: u64,
+    /// Tasks with no end event.
+    pub unfinished: u64,
+    /// Attempts of every task.
+    pub attempts: u64,
+    /// Tasks by attempts made.
+    pub attempts_per_task: BTreeMap<u32, u64>,
+    /// Retries, by when they go out.
+    pub retries: Buckets,
+    /// Give-ups (`retry_budget_exhausted`), by when.
+    pub give_ups: Buckets,
+    /// Tasks that succeeded after a retry (`retry_succeeded`).
+    pub succeeded: u64,
+    /// Calls ended by a terminal error (`retry_abandoned_terminal`).
+    pub abandoned_terminal: u64,
+    /// `retry_state_invalid` events.
+    pub state_invalid: u64,
+    /// Retries scheduled that carry a status.
+    pub with_status: u64,
+    /// Retries scheduled after a status the library calls terminal.
+    pub terminal_retries: u64,
+    /// Tasks that retried such a status.
+    pub terminal_retried_tasks: u64,
+    /// Those statuses, with counts.
+    pub terminal_statuses: BTreeMap<i64, u64>,
+    /// Retries scheduled that say whether a server's delay was honored.
+    pub honored_known: u64,
+    /// Of those, honored.
+    pub honored: u64,
+    /// Give-ups by reason.
+    pub reasons: BTreeMap<String, u64>,
+    classifier: StatusClassifier,
+}
+
+impl Stats {
+    /// An empty tally holding at most `max_open` open tasks.
+    pub fn new(max_open: usize) -> Stats {
+        Stats {
+            lines: 0,
+            events: 0,
+            skipped: 0,
+            first_ns: None,
+            last_ns: None,
+            open: HashMap::new(),
+            max_open: max_open.max(1),
+            tasks: 0,
+            retrying_tasks: 0,
+            unfinished: 0,
+            attempts: 0,
+            attempts_per_task: BTreeMap::new(),
+            retries: Buckets::default(),
+            give_ups: Buckets::default(),
+            succeeded: 0,
+            abandoned_terminal: 0,
+            state_invalid: 0,
+            with_status: 0,
+            terminal_retries: 0,
+            terminal_retried_tasks: 0,
+            terminal_statuses: BTreeMap::new(),
+            honored_known: 0,
+            honored: 0,
+            reasons: BTreeMap::new(),
+            classifier: StatusClassifier::default(),
+        }
+    }
+
+    /// Counts one parsed line (`None`: not an event); returns the time a
+    /// retry goes out when the line scheduled one.
+    pub fn add(&mut self, rec: Option<Record<'_>>) -> Option<i64> {
+        self.lines += 1;
+        let Some((rec, t, event)) = rec.and_then(|r| {
+            let t = r.time_ns?;
+            let e = r.event.clone()?;
+            Some((r, t, e))
+        }) else {
+            self.skipped += 1;
+            return None;
+        };
+        let task = rec.task.as_deref().unwrap_or("");
+        match &*event {
+            "retry_scheduled" => {
+                self.seen(t);
+                let at = t.saturating_add(rec.sleep_s.map_or(0, |s| (s * 1e9) as i64));
+                self.retries.add(at);
+                let terminal = rec.status.map(|s| {
+                    self.with_status += 1;
+                    u16::try_from(s)
+                        .is_ok_and(|s| self.classifier.classify(s) == StatusClass::Terminal)
+                });
+                if terminal == Some(true) {
+                    self.terminal_retries += 1;
+                    *self
+                        .terminal_statuses
+                        .entry(rec.status.unwrap_or(0))
+                        .or_default() += 1;
+                }
+                if let Some(h) = rec.honored {
+                    self.honored_known += 1;
+                    self.honored += u64::from(h);
+                }
+                let o = self.open_task(task);
+                o.retries += 1;
+                o.attempts = o
+                    .attempts
+                    .max(rec.attempt.unwrap_or(o.attempts).saturating_add(1));
+                o.terminal_retried |= terminal == Some(true);
+                Some(at)
+            }
+            "retry_succeeded" | "retry_abandoned_terminal" | "retry_budget_exhausted" => {
+                self.seen(t);
+                match &*event {
+                    "retry_succeeded" => self.succeeded += 1,
+                    "retry_abandoned_terminal" => self.abandoned_terminal += 1,
+                    _ => {
+                        self.give_ups.add(t);
+                        let reason = rec.reason.as_deref().unwrap_or("unknown");
+                        *self
+                            .reasons
+                            .entry(reason.chars().take(64).collect())
+                            .or_default() += 1;
+                    }
+                }
+                let mut o = self.open.remove(task).unwrap_or_default();
+                o.attempts = o.attempts.max(rec.attempt.unwrap_or(1)).max(1);
+                self.close(o, false);
+                None
+            }
+            "retry_state_invalid" => {
+                self.seen(t);
+                self.state_invalid += 1;
+                None
+            }
+            _ => {
+                self.skipped += 1;
+                None
+            }
+        }
+    }
+
+    fn seen(&mut self, t: i64) {
+        self.events += 1;
+        self.first_ns = Some(self.first_ns.map_or(t, |f| f.min(t)));
+        self.last_ns = Some(self.last_ns.map_or(t, |l| l.max(t)));
+    }
+
+    fn open_task(&mut self, task: &str) -> &mut Open {
+        if !self.open.contains_key(task) && self.open.len() >= self.max_open {
+            self.flush();
+        }
+        self.open.entry(task.to_owned()).or_default()
+    }
+
+    fn close(&mut self, o: Open, unfinished: bool) {
+        self.tasks += 1;
+        self.unfinished += u64::from(unfinished);
+        self.retrying_tasks += u64::from(o.retries > 0);
+        self.terminal_retried_tasks += u64::from(o.terminal_retried);
+        self.attempts += u64::from(o.attempts);
+        *self.attempts_per_task.entry(o.attempts).or_default() += 1;
+    }
+
+    /// Counts every open task as unfinished (the end of the input).
+    pub fn flush(&mut self) {
+        let open = std::mem::take(&mut self.open);
+        for (_, o) in open {
+            self.close(o, true);
+        }
+    }
+
+    /// Tasks open now.
+    pub fn open_tasks(&self) -> usize {
+        self.open.len()
+    }
+}
