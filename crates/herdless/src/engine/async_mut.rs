@@ -81,15 +81,16 @@ impl<C, T, N: Notify> Retry<C, T, N> {
     {
         let mut run = Run::for_async(self);
         loop {
-            let attempt = op(run.begin());
-            let error = match run.attempt(attempt).await {
+            let attempt = run.begin();
+            let fut = op(attempt);
+            let (error, timed_out) = match run.attempt(attempt, fut).await {
                 Ok(value) => {
                     run.succeeded();
                     return Ok(value);
                 }
-                Err(error) => error,
+                Err(failed) => failed,
             };
-            let decision = run.failed(&error);
+            let decision = run.failed(&error, timed_out);
             if let Err(reason) = back_off(&mut run, &self.timer, decision).await {
                 return Err(run.error(reason, error));
             }

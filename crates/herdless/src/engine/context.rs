@@ -234,10 +234,17 @@ impl<'a, N> Context<'a, N> {
     /// ```
     #[inline]
     pub fn max_elapsed(&self) -> Duration {
-        match self.urgent {
-            Some(u) => self.policy.max_elapsed.min(u.deadline()),
-            None => self.policy.max_elapsed,
-        }
+        max_elapsed(self.policy, self.urgent)
+    }
+}
+
+/// The elapsed limit in force for `policy` and `urgent` (what
+/// [`Context::max_elapsed`] reads), for a driver that has no context yet.
+#[inline]
+pub(crate) fn max_elapsed(policy: &Policy, urgent: Option<Urgent>) -> Duration {
+    match urgent {
+        Some(u) => policy.max_elapsed.min(u.deadline()),
+        None => policy.max_elapsed,
     }
 }
 

@@ -6,10 +6,10 @@
 //!
 //! | event | default level | fields |
 //! |---|---|---|
-//! | `retry_scheduled` | WARN | `task_id`, `attempt`, `computed_jitter_s`, `sleep_s`, `honored_retry_after`, `elapsed_s` |
+//! | `retry_scheduled` | WARN | `task_id`, `attempt`, `computed_jitter_s`, `sleep_s`, `honored_retry_after`, `timed_out`, `elapsed_s` |
 //! | `retry_succeeded` | INFO | `task_id`, `attempt`, `elapsed_s` |
-//! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `elapsed_s` |
-//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
+//! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `timed_out`, `elapsed_s` |
+//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `timed_out`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
 //! | `retry_state_invalid` | WARN | `task_id`, `attempt`, `reason` (`too_long`, `unknown_version`, `garbled`) |
 //!
 //! `retry_state_invalid` comes only from a driver that resumes calls from
@@ -31,7 +31,10 @@
 //! retries and still failed. See [`levels`](crate::engine::levels).
 //!
 //! `attempt` is the 1-based number of the attempt that just ended (1 is the
-//! first call). Durations are seconds as `f64`. `retry_succeeded` is emitted only
+//! first call). `timed_out` says whether that attempt timed out: cut at its
+//! deadline by an async executor (the policy's `attempt_timeout`), or ended
+//! by an error its classifier calls a timeout
+//! ([`RetryCause::Timeout`](crate::RetryCause)). Durations are seconds as `f64`. `retry_succeeded` is emitted only
 //! when a retry succeeded (attempt ≥ 2): a first-try success is the hot path and
 //! logs nothing. The tracing target is `herdless`, the event's name is both the
 //! message and the `event` field.
@@ -49,7 +52,7 @@ use crate::engine::GiveUp;
 /// ```
 /// use herdless::{GiveUp, RetryEvent};
 /// let e = RetryEvent::BudgetExhausted {
-///     task_id: "scan-7", attempt: 6, elapsed: std::time::Duration::from_secs(40),
+///     task_id: "scan-7", attempt: 6, timed_out: false, elapsed: std::time::Duration::from_secs(40),
 ///     reason: GiveUp::MaxAttempts,
 /// };
 /// assert_eq!(e.name(), "retry_budget_exhausted");
@@ -70,6 +73,9 @@ pub enum RetryEvent<'a> {
         sleep: Duration,
         /// Whether a server-supplied delay replaced the computed jitter.
         honored_retry_after: bool,
+        /// Whether the attempt that failed timed out (cut at its deadline,
+        /// or an error its classifier calls a timeout).
+        timed_out: bool,
         /// Time since the call started.
         elapsed: Duration,
     },
@@ -90,6 +96,8 @@ pub enum RetryEvent<'a> {
         attempt: u32,
         /// `Terminal` or `Unknown`.
         classification: Classification,
+        /// Whether the attempt timed out (cut at its deadline).
+        timed_out: bool,
         /// Time since the call started.
         elapsed: Duration,
     },
@@ -99,6 +107,9 @@ pub enum RetryEvent<'a> {
         task_id: &'a str,
         /// The last attempt made.
         attempt: u32,
+        /// Whether that attempt timed out (false for a give-up while waiting
+        /// on a breaker: no attempt ended).
+        timed_out: bool,
         /// Time since the call started.
         elapsed: Duration,
         /// Which budget (`ServerPushback`: the server's own, it asked not to be retried).
@@ -187,6 +198,7 @@ impl RetryEvent<'_> {
                 computed_jitter,
                 sleep,
                 honored_retry_after,
+                timed_out,
                 elapsed,
             } => {
                 f("task_id", Str(task_id));
@@ -194,6 +206,7 @@ impl RetryEvent<'_> {
                 f("computed_jitter_s", Seconds(computed_jitter));
                 f("sleep_s", Seconds(sleep));
                 f("honored_retry_after", Bool(honored_retry_after));
+                f("timed_out", Bool(timed_out));
                 f("elapsed_s", Seconds(elapsed));
             }
             RetryEvent::Succeeded {
@@ -209,21 +222,25 @@ impl RetryEvent<'_> {
                 task_id,
                 attempt,
                 classification,
+                timed_out,
                 elapsed,
             } => {
                 f("task_id", Str(task_id));
                 f("attempt", U32(attempt));
                 f("classification", Str(classification.as_str()));
+                f("timed_out", Bool(timed_out));
                 f("elapsed_s", Seconds(elapsed));
             }
             RetryEvent::BudgetExhausted {
                 task_id,
                 attempt,
+                timed_out,
                 elapsed,
                 reason,
             } => {
                 f("task_id", Str(task_id));
                 f("attempt", U32(attempt));
+                f("timed_out", Bool(timed_out));
                 f("elapsed_s", Seconds(elapsed));
                 f("reason", Str(reason.as_str()));
             }

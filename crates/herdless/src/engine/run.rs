@@ -6,14 +6,15 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::pin;
 use std::sync::atomic::Ordering;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use crate::classify::Classify;
-use crate::engine::call::{Decision, Engine, Gate};
-use crate::engine::context::Context;
+use crate::classify::{Classify, RetryCause};
+use crate::engine::call::{deadline_ns, Decision, Engine, Gate};
+use crate::engine::context::{max_elapsed, Context};
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, CallKey, Retry};
-use crate::engine::{GiveUp, RetryError};
+use crate::engine::{GiveUp, RetryError, TimedOut};
 use crate::rng::{call_seed, next_call_id, Rng};
 use crate::timer::{AsyncSleep, Clock, Sleep};
 
@@ -123,33 +124,86 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     }
 
     /// Awaits one attempt's future; a deferred clock starts the first time it
-    /// waits.
+    /// waits. With an attempt timeout, the attempt is dropped at its deadline
+    /// when the classifier can say so ([`Classify::timed_out`]): the error
+    /// comes back with `true` (timed out). Otherwise, and without an attempt
+    /// timeout, the attempt runs to its end.
     #[inline]
-    pub(crate) async fn attempt<F: Future>(&mut self, attempt: F) -> F::Output {
-        let mut attempt = pin!(attempt);
+    pub(crate) async fn attempt<F, R, E>(
+        &mut self,
+        attempt: Attempt,
+        fut: F,
+    ) -> Result<R, (E, bool)>
+    where
+        F: Future<Output = Result<R, E>>,
+        C: Classify<E>,
+        T: AsyncSleep,
+    {
+        let mut fut = pin!(fut);
+        if self.retry.policy.attempt_timeout_ns == 0 {
+            let polled = std::future::poll_fn(|cx| {
+                let polled = fut.as_mut().poll(cx);
+                if polled.is_pending() && self.origin.is_none() {
+                    self.origin = Some(K::now(&self.retry.timer));
+                }
+                polled
+            })
+            .await;
+            return polled.map_err(|e| (e, false));
+        }
+        // Asked when the attempt first waits (an attempt that completes at
+        // once asks nothing): the error the cut ends it with, if `E` has one.
+        // Without one, no deadline is armed (and no timer's sleep taken).
+        let mut cut = None;
+        let mut sleep = pin!(None::<T::Sleep>);
+        let mut armed = false;
         std::future::poll_fn(|cx| {
-            let polled = attempt.as_mut().poll(cx);
-            if polled.is_pending() && self.origin.is_none() {
-                self.origin = Some(K::now(&self.retry.timer));
+            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return Poll::Ready(out.map_err(|e| (e, false)));
             }
-            polled
+            if !armed {
+                armed = true;
+                let timed_out = TimedOut::new(attempt.number(), attempt.remaining());
+                cut = self.retry.classifier.timed_out(timed_out);
+                // The deadline is on the call's clock; the wait starts now.
+                let left = attempt.deadline().saturating_sub(self.now());
+                if cut.is_some() {
+                    sleep.set(Some(self.retry.timer.sleep(left)));
+                }
+            }
+            if let Some(Poll::Ready(())) = sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
+                if let Some(error) = cut.take() {
+                    // Returning drops the attempt's future.
+                    return Poll::Ready(Err((error, true)));
+                }
+            }
+            Poll::Pending
         })
         .await
     }
 
-    /// Starts the next attempt.
+    /// Starts the next attempt, with its deadline.
     #[inline]
     pub(crate) fn begin(&mut self) -> Attempt {
         let number = self.engine.begin();
+        // A retry starts right after `ready` (nothing sleeps in between):
+        // its elapsed time is `ready`'s time.
+        let elapsed = if number == 1 {
+            Duration::ZERO
+        } else {
+            self.last
+        };
+        let retry = self.retry;
+        let deadline_ns = deadline_ns(
+            0,
+            u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+            retry.policy.attempt_timeout_ns,
+            max_elapsed(&retry.policy, retry.urgent),
+        );
         Attempt {
             number,
-            // A retry starts right after `ready` (nothing sleeps in between):
-            // its elapsed time is `ready`'s time.
-            elapsed: if number == 1 {
-                Duration::ZERO
-            } else {
-                self.last
-            },
+            elapsed,
+            deadline_ns,
             key: self.key,
         }
     }
@@ -165,13 +219,18 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         self.engine.succeeded(&self.retry.context(), now);
     }
 
-    /// Classifies a failure and asks the engine what follows.
-    pub(crate) fn failed<E>(&mut self, error: &E) -> Decision
+    /// Classifies a failure and asks the engine what follows; an attempt cut
+    /// at its deadline (`timed_out`) is a timeout whatever its error says.
+    pub(crate) fn failed<E>(&mut self, error: &E, timed_out: bool) -> Decision
     where
         C: Classify<E>,
     {
         let retry = self.retry;
-        let (classification, cause) = retry.classifier.classify_cause(error);
+        let (classification, cause) = if timed_out {
+            (retry.classifier.classify(error), RetryCause::Timeout)
+        } else {
+            retry.classifier.classify_cause(error)
+        };
         let now = self.now();
         let cx = self.cx.get_or_insert_with(|| retry.context());
         let rng = self.rng.get_or_insert_with(|| match retry.seed {
