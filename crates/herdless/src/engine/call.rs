@@ -11,9 +11,11 @@ use crate::policy::Schedule;
 use crate::rng::Rng;
 
 mod deadline;
+mod hedge;
 mod resume;
 
 pub(crate) use deadline::deadline_ns;
+pub use hedge::{CopyFailed, HedgeGate, HedgeStop, Hedging};
 
 /// What follows a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

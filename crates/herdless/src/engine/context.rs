@@ -270,6 +270,15 @@ impl<N: Notify> Context<'_, N> {
         self.notify.notify(&event);
     }
 
+    /// A hedged call's copy failed while others were in flight: no event,
+    /// one attempt counted.
+    pub(super) fn copy_failed(&self) {
+        #[cfg(feature = "metrics")]
+        if self.metrics {
+            crate::engine::metrics::copy_failed();
+        }
+    }
+
     /// A first-try success: no event (the hot path), only metrics.
     #[inline]
     pub(super) fn first_success(&self) {

@@ -98,6 +98,34 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             reason,
             "retry_state_invalid"
         ),
+        RetryEvent::HedgeSent {
+            task_id,
+            attempt,
+            hedge,
+            elapsed,
+        } => event_at!(
+            level,
+            event = "hedge_sent",
+            task_id,
+            attempt,
+            hedge,
+            elapsed_s = elapsed.as_secs_f64(),
+            "hedge_sent"
+        ),
+        RetryEvent::HedgeWon {
+            task_id,
+            attempt,
+            hedges,
+            elapsed,
+        } => event_at!(
+            level,
+            event = "hedge_won",
+            task_id,
+            attempt,
+            hedges,
+            elapsed_s = elapsed.as_secs_f64(),
+            "hedge_won"
+        ),
     }
 }
 

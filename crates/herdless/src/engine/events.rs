@@ -11,6 +11,15 @@
 //! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `timed_out`, `elapsed_s` |
 //! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `timed_out`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
 //! | `retry_state_invalid` | WARN | `task_id`, `attempt`, `reason` (`too_long`, `unknown_version`, `garbled`) |
+//! | `hedge_sent` | DEBUG | `task_id`, `attempt` (the copy's number), `hedge` (1 for the call's first hedge), `elapsed_s` |
+//! | `hedge_won` | DEBUG | `task_id`, `attempt` (the copy that won), `hedges` (sent by the call), `elapsed_s` |
+//!
+//! `hedge_sent` and `hedge_won` come from the hedging drivers
+//! ([`hedge`](crate::hedge)): a copy of a request sent before the first one
+//! answered, and a call won by such a copy (when the original wins, no
+//! event: the hedge was wasted, and `herdless_hedges_total` against
+//! `herdless_hedge_wins_total` shows how often). Hedges count as attempts:
+//! `attempt` numbers every copy of the call.
 //!
 //! `retry_state_invalid` comes only from a driver that resumes calls from
 //! state carried in a message ([`redelivery`](crate::redelivery)): the state
@@ -126,12 +135,35 @@ pub enum RetryEvent<'a> {
         /// Why the state was refused: `too_long`, `unknown_version`, `garbled`.
         reason: &'a str,
     },
+    /// A hedge was sent: another copy of the request, before the first
+    /// answered (see [`hedge`](crate::hedge)).
+    HedgeSent {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The copy's attempt number (hedges count as attempts).
+        attempt: u32,
+        /// Which hedge of the call (1 for the first).
+        hedge: u32,
+        /// Time since the call started.
+        elapsed: Duration,
+    },
+    /// A hedge answered first: the call succeeded with it.
+    HedgeWon {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The attempt number of the copy that won.
+        attempt: u32,
+        /// Hedges the call sent.
+        hedges: u32,
+        /// Time since the call started.
+        elapsed: Duration,
+    },
 }
 
 impl RetryEvent<'_> {
     /// The event's stable name (`retry_scheduled`, `retry_succeeded`,
     /// `retry_abandoned_terminal`, `retry_budget_exhausted`,
-    /// `retry_state_invalid`).
+    /// `retry_state_invalid`, `hedge_sent`, `hedge_won`).
     ///
     /// ```
     /// let e = herdless::RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() };
@@ -144,6 +176,8 @@ impl RetryEvent<'_> {
             RetryEvent::AbandonedTerminal { .. } => "retry_abandoned_terminal",
             RetryEvent::BudgetExhausted { .. } => "retry_budget_exhausted",
             RetryEvent::StateInvalid { .. } => "retry_state_invalid",
+            RetryEvent::HedgeSent { .. } => "hedge_sent",
+            RetryEvent::HedgeWon { .. } => "hedge_won",
         }
     }
 
@@ -159,7 +193,9 @@ impl RetryEvent<'_> {
             | RetryEvent::Succeeded { attempt, .. }
             | RetryEvent::AbandonedTerminal { attempt, .. }
             | RetryEvent::BudgetExhausted { attempt, .. }
-            | RetryEvent::StateInvalid { attempt, .. } => attempt,
+            | RetryEvent::StateInvalid { attempt, .. }
+            | RetryEvent::HedgeSent { attempt, .. }
+            | RetryEvent::HedgeWon { attempt, .. } => attempt,
         }
     }
 
@@ -175,7 +211,9 @@ impl RetryEvent<'_> {
             | RetryEvent::Succeeded { task_id, .. }
             | RetryEvent::AbandonedTerminal { task_id, .. }
             | RetryEvent::BudgetExhausted { task_id, .. }
-            | RetryEvent::StateInvalid { task_id, .. } => task_id,
+            | RetryEvent::StateInvalid { task_id, .. }
+            | RetryEvent::HedgeSent { task_id, .. }
+            | RetryEvent::HedgeWon { task_id, .. } => task_id,
         }
     }
 
@@ -252,6 +290,28 @@ impl RetryEvent<'_> {
                 f("task_id", Str(task_id));
                 f("attempt", U32(attempt));
                 f("reason", Str(reason));
+            }
+            RetryEvent::HedgeSent {
+                task_id,
+                attempt,
+                hedge,
+                elapsed,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("hedge", U32(hedge));
+                f("elapsed_s", Seconds(elapsed));
+            }
+            RetryEvent::HedgeWon {
+                task_id,
+                attempt,
+                hedges,
+                elapsed,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("hedges", U32(hedges));
+                f("elapsed_s", Seconds(elapsed));
             }
         }
     }

@@ -129,6 +129,7 @@ pub(crate) mod emit;
 mod error;
 pub mod events;
 mod front;
+mod hedged;
 pub mod levels;
 pub mod metrics;
 mod retry;
@@ -136,7 +137,7 @@ mod run;
 mod timed_out;
 
 pub use builder::RetryBuilder;
-pub use call::{Decision, Engine, Gate};
+pub use call::{CopyFailed, Decision, Engine, Gate, HedgeGate, HedgeStop, Hedging};
 pub use context::Context;
 pub use error::{GiveUp, RetryError};
 pub use events::{EventValue, NoNotify, Notify, RetryEvent};

@@ -398,6 +398,25 @@ impl<C, T, N> Retry<C, T, N> {
 }
 
 impl<C, T, N> Retry<C, T, N> {
+    /// This retrier with its classifier mapped by `f` (a driver's adapter).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn map_classifier<C2>(self, f: impl FnOnce(C) -> C2) -> Retry<C2, T, N> {
+        Retry {
+            policy: self.policy,
+            classifier: f(self.classifier),
+            timer: self.timer,
+            notify: self.notify,
+            task_id: self.task_id,
+            seed: self.seed,
+            key: self.key,
+            calls: self.calls,
+            budget: self.budget,
+            breaker: self.breaker,
+            urgent: self.urgent,
+            levels: self.levels,
+        }
+    }
+
     /// The engine's view of this retrier: policy, guards, task id, hook.
     #[inline]
     pub(crate) fn context(&self) -> Context<'_, N> {

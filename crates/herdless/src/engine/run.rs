@@ -9,12 +9,13 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use crate::classify::{Classify, RetryCause};
-use crate::engine::call::{deadline_ns, Decision, Engine, Gate};
+use crate::classify::{Classification, Classify, RetryCause};
+use crate::engine::call::{deadline_ns, CopyFailed, Decision, Engine, Gate, HedgeGate, Hedging};
 use crate::engine::context::{max_elapsed, Context};
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, CallKey, Retry};
 use crate::engine::{GiveUp, RetryError, TimedOut};
+use crate::hedge::Hedge;
 use crate::rng::{call_seed, next_call_id, Rng};
 use crate::timer::{AsyncSleep, Clock, Sleep};
 
@@ -40,6 +41,15 @@ impl<T: Sleep> Reading<T> for BlockingClock {
     #[inline]
     fn now(timer: &T) -> Instant {
         timer.now_blocking()
+    }
+}
+
+/// The call's generator: from the retrier's seed and its call count, or
+/// [`Rng::fresh`].
+fn new_rng<C, T, N>(retry: &Retry<C, T, N>) -> Rng {
+    match retry.seed {
+        Some(seed) => Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed))),
+        None => Rng::fresh(),
     }
 }
 
@@ -112,7 +122,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     /// Time since the origin; the first reading of a deferred call is its
     /// origin.
     #[inline]
-    fn now(&mut self) -> Duration {
+    pub(crate) fn now(&mut self) -> Duration {
         let now = K::now(&self.retry.timer);
         match self.origin {
             Some(origin) => now.saturating_duration_since(origin),
@@ -186,13 +196,24 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     #[inline]
     pub(crate) fn begin(&mut self) -> Attempt {
         let number = self.engine.begin();
-        // A retry starts right after `ready` (nothing sleeps in between):
-        // its elapsed time is `ready`'s time.
+        self.attempt_numbered(number)
+    }
+
+    /// The [`Attempt`] of a copy numbered `number` that starts now: a first
+    /// attempt at 0, a retry when it came due (`ready`'s time; nothing sleeps
+    /// in between).
+    #[inline]
+    fn attempt_numbered(&self, number: u32) -> Attempt {
         let elapsed = if number == 1 {
             Duration::ZERO
         } else {
             self.last
         };
+        self.attempt_at(number, elapsed)
+    }
+
+    #[inline]
+    fn attempt_at(&self, number: u32, elapsed: Duration) -> Attempt {
         let retry = self.retry;
         let deadline_ns = deadline_ns(
             0,
@@ -206,6 +227,60 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             deadline_ns,
             key: self.key,
         }
+    }
+
+    /// A hedged call's round: its first copy.
+    pub(crate) fn round(&mut self, hedging: &mut Hedging) -> Attempt {
+        let number = hedging.round(&mut self.engine);
+        self.attempt_numbered(number)
+    }
+
+    /// A hedge is due: the engine decides; the copy's attempt if it is sent.
+    pub(crate) fn hedge(
+        &mut self,
+        hedging: &mut Hedging,
+        hedge: &Hedge,
+        idempotent: bool,
+    ) -> Option<Attempt> {
+        let now = self.now();
+        let retry = self.retry;
+        let cx = self.cx.get_or_insert_with(|| retry.context());
+        let rng = self.rng.get_or_insert_with(|| new_rng(retry));
+        match hedging.send(&mut self.engine, cx, hedge, now, idempotent, rng) {
+            HedgeGate::Send { attempt } => Some(self.attempt_at(attempt, now)),
+            HedgeGate::Stop(_) => None,
+        }
+    }
+
+    /// A hedged call's copy failed: what the engine makes of it, and the
+    /// failure's cause (a cut copy is a timeout).
+    pub(crate) fn copy_failed<E>(
+        &mut self,
+        hedging: &mut Hedging,
+        error: &E,
+        timed_out: bool,
+    ) -> (CopyFailed, RetryCause)
+    where
+        C: Classify<E>,
+    {
+        let (classification, cause) = self.classify(error, timed_out);
+        let retry = self.retry;
+        let cx = self.cx.get_or_insert_with(|| retry.context());
+        (hedging.failed(cx, classification), cause)
+    }
+
+    /// A hedged call's copy `number`, started at `started`, won.
+    pub(crate) fn hedge_won(
+        &mut self,
+        hedging: &mut Hedging,
+        hedge: &Hedge,
+        number: u32,
+        started: Duration,
+    ) {
+        let now = self.now();
+        let retry = self.retry;
+        let cx = self.cx.get_or_insert_with(|| retry.context());
+        hedging.won(&mut self.engine, cx, hedge, now, number, started);
     }
 
     /// Records a success.
@@ -225,20 +300,29 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     where
         C: Classify<E>,
     {
-        let retry = self.retry;
-        let (classification, cause) = if timed_out {
-            (retry.classifier.classify(error), RetryCause::Timeout)
+        let (classification, cause) = self.classify(error, timed_out);
+        self.decide(classification, cause)
+    }
+
+    #[inline]
+    fn classify<E>(&self, error: &E, timed_out: bool) -> (Classification, RetryCause)
+    where
+        C: Classify<E>,
+    {
+        let classifier = &self.retry.classifier;
+        if timed_out {
+            (classifier.classify(error), RetryCause::Timeout)
         } else {
-            retry.classifier.classify_cause(error)
-        };
+            classifier.classify_cause(error)
+        }
+    }
+
+    /// Asks the engine what follows a failure classified so.
+    pub(crate) fn decide(&mut self, classification: Classification, cause: RetryCause) -> Decision {
+        let retry = self.retry;
         let now = self.now();
         let cx = self.cx.get_or_insert_with(|| retry.context());
-        let rng = self.rng.get_or_insert_with(|| match retry.seed {
-            Some(seed) => {
-                Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed)))
-            }
-            None => Rng::fresh(),
-        });
+        let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         let decision = self.engine.failed(cx, now, classification, cause, rng);
         self.last = match decision {
             // When the retry comes due: what `ready` and the next attempt see

@@ -1,5 +1,6 @@
 //! tower (feature `tower`): client-side retry as a `tower::retry::Policy`,
-//! the shared budget as tower's `Budget`, and server-side pushback as a `Layer`.
+//! budgeted hedging as a `Layer`, the shared budget as tower's `Budget`, and
+//! server-side pushback as a `Layer`.
 //!
 //! # tower client-side retry
 //!
@@ -109,6 +110,14 @@
 //! policy: classify the final `tonic::Status` with
 //! [`grpc::classify_status`](crate::grpc::classify_status) instead.
 //!
+//! # Hedging
+//!
+//! [`HedgeLayer`] sends a second copy of a slow request after a delay and
+//! returns the first success: tower's `hedge` with the engine's guards, the
+//! shared [`RetryBudget`](crate::RetryBudget) first (a hedge costs a retry's
+//! tokens, so an outage drains the budget and stops the hedges). See
+//! [`hedge`](crate::hedge) for the model and when it helps.
+//!
 //! # tower's `Budget`
 //!
 //! [`RetryBudget`](crate::RetryBudget) implements
@@ -123,6 +132,7 @@
 //! |---|---|
 //! | [`RetryPolicy`], [`RetryWait`] | `retry.rs` |
 //! | [`RequestTimeout`], [`NoTimeout`] | `timeout.rs` |
+//! | [`HedgeLayer`], [`HedgeService`], [`Idempotent`] | `hedge.rs` |
 //! | [`CloneRequest`], [`Cloned`] | `clone.rs` |
 //! | [`HttpClassifier`], [`CloneBody`] | `http.rs` |
 //! | [`GrpcClassifier`], [`GrpcTimeout`] (with `grpc`) | `grpc.rs` |
@@ -133,6 +143,7 @@ pub mod budget;
 mod clone;
 #[cfg(feature = "grpc")]
 mod grpc;
+mod hedge;
 mod http;
 pub mod pushback;
 mod retry;
@@ -142,6 +153,7 @@ pub use clone::{CloneRequest, Cloned};
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub use grpc::{GrpcClassifier, GrpcTimeout};
+pub use hedge::{HedgeLayer, HedgeService, Idempotent};
 pub use http::{CloneBody, HttpClassifier};
 pub use pushback::{PushbackLayer, PushbackService};
 pub use retry::{RetryPolicy, RetryWait};
