@@ -152,7 +152,8 @@ pub fn json_line(event: Value) -> String {
     Value::Object(map).to_string()
 }
 
-/// The event as one human-readable line (the `--log-format text` line).
+/// The event as one human-readable line (the `--log-format text` line);
+/// `timed_out` only when true.
 pub fn to_text(event: &RetryEvent<'_>) -> String {
     let v = to_json(event);
     let mut line = format!("herdless: {}", event.name());
@@ -160,6 +161,7 @@ pub fn to_text(event: &RetryEvent<'_>) -> String {
         for (k, val) in map.iter().filter(|(k, _)| k.as_str() != "event") {
             match val {
                 Value::String(s) if s.is_empty() => continue,
+                Value::Bool(false) if k == "timed_out" => continue,
                 Value::String(s) => line.push_str(&format!(" {k}={s}")),
                 Value::Number(n) if k.ends_with("_s") => line.push_str(&format!(
                     " {k}={}",
@@ -199,6 +201,7 @@ mod tests {
             computed_jitter: Duration::from_millis(250),
             sleep: Duration::from_secs(2),
             honored_retry_after: true,
+            timed_out: true,
             elapsed: Duration::from_millis(1500),
         };
         let v = to_json(&e);
@@ -208,10 +211,12 @@ mod tests {
         assert_eq!(v["computed_jitter_s"], 0.25);
         assert_eq!(v["sleep_s"], 2.0);
         assert_eq!(v["honored_retry_after"], true);
+        assert_eq!(v["timed_out"], true);
         assert_eq!(v["elapsed_s"], 1.5);
         let text = to_text(&e);
         assert!(text.starts_with("herdless: retry_scheduled"), "{text}");
         assert!(text.contains("sleep_s=2.000"), "{text}");
+        assert!(text.contains(" timed_out=true"), "{text}");
         // A delay below a millisecond keeps its digits (`--base 1ns` was 0.000).
         let tiny = RetryEvent::Scheduled {
             task_id: "",
@@ -219,10 +224,12 @@ mod tests {
             computed_jitter: Duration::from_nanos(1),
             sleep: Duration::from_nanos(1),
             honored_retry_after: false,
+            timed_out: false,
             elapsed: Duration::ZERO,
         };
         let text = to_text(&tiny);
         assert!(text.contains(" sleep_s=0.000000001 "), "{text}");
+        assert!(!text.contains("timed_out"), "{text}");
         assert!(text.contains(" elapsed_s=0.000"), "{text}");
     }
 
@@ -234,6 +241,7 @@ mod tests {
             computed_jitter: Duration::ZERO,
             sleep: Duration::ZERO,
             honored_retry_after: false,
+            timed_out: false,
             elapsed: Duration::ZERO,
         };
         let succeeded = RetryEvent::Succeeded {
@@ -244,6 +252,7 @@ mod tests {
         let exhausted = RetryEvent::BudgetExhausted {
             task_id: "",
             attempt: 6,
+            timed_out: false,
             elapsed: Duration::ZERO,
             reason: herdless::GiveUp::MaxAttempts,
         };

@@ -268,6 +268,9 @@ impl PolicyArgs {
         if let Some(v) = t.retry_after_spread.as_ref().map(|a| a.value) {
             b = b.retry_after_spread(v);
         }
+        if let Some(v) = t.attempt_timeout.as_ref().map(|a| a.value) {
+            b = b.attempt_timeout(v);
+        }
         let policy = b
             .build()
             .map_err(|e| self.blame(e, file.as_ref(), table.as_ref()))?;

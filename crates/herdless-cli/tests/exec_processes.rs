@@ -84,6 +84,42 @@ fn the_per_attempt_timeout_ends_a_child_ignoring_sigterm_and_its_grandchildren()
 }
 
 #[test]
+fn the_policy_files_attempt_timeout_bounds_each_attempt_without_a_timeout() {
+    let dir = Scratch::new();
+    dir.write(
+        "herdless.toml",
+        "[policy.default]\n\
+         attempt_timeout = \"300ms\"\n\
+         kill_after = \"300ms\"\n\
+         base = \"1ms\"\n\
+         cap = \"1ms\"\n\
+         max_attempts = 2\n",
+    );
+    let script = dir.write(
+        "hang.sh",
+        "n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count\nsleep 12\nexit 1\n",
+    );
+    let started = Instant::now();
+    let mut c = dir.herdless();
+    c.args(["exec", "--log-format", "json", "--", "sh"])
+        .arg(&script);
+    let out = run(c);
+    let took = started.elapsed();
+    // Without `--timeout` or a `timeout` key, `attempt_timeout` ends each
+    // attempt's process group: two timed-out attempts, exit 124.
+    assert_eq!(out.status.code(), Some(124), "{out:?}");
+    assert_eq!(dir.read("count").trim(), "2");
+    let events = json_events(&out.stderr);
+    assert_eq!(
+        names(&events),
+        ["retry_scheduled", "retry_budget_exhausted"]
+    );
+    assert!(events.iter().all(|e| e["timed_out"] == true), "{events:?}");
+    assert!(took >= Duration::from_millis(600), "{took:?}");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+#[test]
 fn a_failed_attempts_leftovers_are_ended_before_the_retry() {
     let dir = Scratch::new();
     // Each attempt leaves a background process behind and fails.

@@ -13,9 +13,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use herdless::adapters::tower::{GrpcClassifier, RetryPolicy};
-use herdless::grpc::{classify_status, CodeClassifier, PUSHBACK_HEADER};
-use herdless::{Classification, GiveUp, ManualTimer, Policy, Retry, RetryEvent};
+use herdless::adapters::tower::{Cloned, GrpcClassifier, GrpcTimeout, RetryPolicy};
+use herdless::grpc::TIMEOUT_HEADER;
+use herdless::grpc::{classify_status, parse_timeout, CodeClassifier, PUSHBACK_HEADER};
+use herdless::{Classification, GiveUp, Jitter, ManualTimer, Policy, Retry, RetryEvent};
 use http::uri::PathAndQuery;
 use http_body_util::{BodyExt, Full};
 use prost::Message;
@@ -51,6 +52,8 @@ type Script = Arc<Vec<(Code, Option<&'static str>)>>;
 struct Pinger {
     script: Script,
     hits: Arc<AtomicUsize>,
+    /// The `grpc-timeout` of every request, as the server received it.
+    timeouts: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl NamedService for Pinger {
@@ -89,6 +92,9 @@ impl Service<http::Request<tonic::body::Body>> for Pinger {
 
     fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
         let this = self.clone();
+        let timeout = req.headers().get(TIMEOUT_HEADER);
+        let timeout = timeout.map(|v| v.to_str().unwrap().to_owned());
+        self.timeouts.lock().unwrap().push(timeout);
         Box::pin(async move {
             if req.uri().path() != PATH {
                 return Ok(Status::unimplemented(req.uri().path().to_string()).into_http());
@@ -102,10 +108,20 @@ impl Service<http::Request<tonic::body::Body>> for Pinger {
 /// Serves the script on 127.0.0.1 (port 0); returns a connected channel and
 /// the hit count.
 async fn serve(script: Vec<(Code, Option<&'static str>)>) -> (Channel, Arc<AtomicUsize>) {
+    let (channel, hits, _) = serve_seeing_timeouts(script).await;
+    (channel, hits)
+}
+
+/// As [`serve`], with the `grpc-timeout` of every request the server got.
+async fn serve_seeing_timeouts(
+    script: Vec<(Code, Option<&'static str>)>,
+) -> (Channel, Arc<AtomicUsize>, Arc<Mutex<Vec<Option<String>>>>) {
     let hits = Arc::new(AtomicUsize::new(0));
+    let timeouts = Arc::default();
     let pinger = Pinger {
         script: Arc::new(script),
         hits: hits.clone(),
+        timeouts: Arc::clone(&timeouts),
     };
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -120,7 +136,7 @@ async fn serve(script: Vec<(Code, Option<&'static str>)>) -> (Channel, Arc<Atomi
         .connect()
         .await
         .unwrap();
-    (channel, hits)
+    (channel, hits, timeouts)
 }
 
 type Events = Arc<Mutex<Vec<String>>>;
@@ -358,4 +374,54 @@ async fn tower_retry_layer_over_a_tonic_channel() {
             "retry_budget_exhausted:server_pushback"
         ]
     );
+}
+
+#[tokio::test]
+async fn each_retry_carries_grpc_timeout_from_what_is_left() {
+    let (channel, hits, timeouts) = serve_seeing_timeouts(vec![
+        (Code::Unavailable, None),
+        (Code::Unavailable, None),
+        (Code::Ok, None),
+    ])
+    .await;
+    let ms = Duration::from_millis;
+    let policy = Policy::builder()
+        .attempt_timeout(Duration::from_secs(1))
+        .max_elapsed(ms(1150))
+        .base(ms(100))
+        .cap(ms(100))
+        .multiplier(1.0)
+        .jitter(Jitter::None)
+        .build()
+        .unwrap();
+    let retry = Retry::builder()
+        .policy(policy)
+        .classifier(GrpcClassifier::new())
+        .timer(ManualTimer::new())
+        .build();
+    let layer = RetryLayer::new(RetryPolicy::with_request_timeout(
+        retry,
+        Cloned,
+        GrpcTimeout,
+    ));
+    let mut svc = ServiceBuilder::new()
+        .layer(layer)
+        .map_request(|r: http::Request<Full<Bytes>>| r.map(tonic::body::Body::new))
+        .service(channel);
+    let res = svc.ready().await.unwrap().call(request()).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    // The first request goes as built; each retry carries the attempt
+    // timeout, then what is left of 1.15 s (due at 100 ms, then 200 ms).
+    let seen = timeouts.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [None, Some("1000000u".into()), Some("950000u".into())]
+    );
+    let read: Vec<_> = seen
+        .iter()
+        .flatten()
+        .map(|v| parse_timeout(v.as_bytes()).unwrap())
+        .collect();
+    assert_eq!(read, [ms(1000), ms(950)]);
 }

@@ -237,3 +237,38 @@ fn a_give_up_waiting_on_the_breaker_counts_no_attempt() {
     assert_eq!(rec.counter(&give_ups("max_elapsed")), 1);
     assert_eq!(rec.gauge(m::BREAKER_OPEN), Some(1.0));
 }
+
+#[test]
+fn a_hedge_counts_when_sent_and_when_it_wins() {
+    use herdless::engine::{CopyFailed, HedgeGate, Hedging};
+    use herdless::hedge::Hedge;
+    let ms = Duration::from_millis;
+    let policy = Policy::default();
+    let hedge = Hedge::builder()
+        .delay(ms(10))
+        .max_hedges(2)
+        .build()
+        .unwrap();
+    let ((), rec) = record(|| {
+        let cx = Context::new(&policy);
+        let mut rng = Rng::with_seed(1);
+        let mut call = Engine::new(Duration::ZERO);
+        let mut hedging = Hedging::new();
+        hedging.round(&mut call);
+        for at in [10, 20] {
+            let gate = hedging.send(&mut call, &cx, &hedge, ms(at), true, &mut rng);
+            assert!(matches!(gate, HedgeGate::Send { .. }));
+        }
+        // Copy 2 fails while the others are out; copy 3 wins.
+        assert_eq!(
+            hedging.failed(&cx, Classification::retryable()),
+            CopyFailed::Wait
+        );
+        hedging.won(&mut call, &cx, &hedge, ms(25), 3, ms(20));
+    });
+    assert_eq!(rec.counter(m::HEDGES), 2);
+    assert_eq!(rec.counter(m::HEDGE_WINS), 1);
+    // The failed copy and the winner ended; the dropped one did not.
+    assert_eq!(rec.counter(m::ATTEMPTS), 2);
+    assert_eq!(rec.counter(m::RETRIES), 0);
+}

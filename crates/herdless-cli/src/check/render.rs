@@ -84,6 +84,9 @@ pub fn text(r: &Resolved, e: &Envelope, findings: &[Finding], failed: bool) -> S
         human(p.max_elapsed()),
         human(p.max_retry_after())
     );
+    if let Some(t) = p.attempt_timeout() {
+        let _ = writeln!(s, "  attempt_timeout {}", human(t));
+    }
     let exec = exec_settings(r);
     if !exec.is_empty() {
         let _ = writeln!(s, "  exec: {}", exec.join(", "));
@@ -147,6 +150,7 @@ pub fn json(r: &Resolved, e: &Envelope, findings: &[Finding], passed: bool) -> V
             "max_attempts": p.max_attempts(),
             "max_elapsed_s": p.max_elapsed().as_secs_f64(),
             "max_retry_after_s": p.max_retry_after().as_secs_f64(),
+            "attempt_timeout_s": p.attempt_timeout().map(|t| t.as_secs_f64()),
             "exec": exec_settings(r),
         },
         "envelope": e.rows().iter().map(|row| json!({

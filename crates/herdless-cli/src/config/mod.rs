@@ -8,6 +8,7 @@
 //! max_attempts = 8
 //! max_elapsed = "10m"
 //! max_retry_after = "1m"
+//! attempt_timeout = "45s"          # one attempt at most (exec: unless `timeout` is set)
 //! recovery_time = "90s"            # declared fact: the NAS reboots in 90 s
 //! retry_on = "32"                  # exec: mount(8)'s "mount failure"
 //! timeout = "1m"                   # exec: per attempt
@@ -90,7 +91,8 @@ const FILE_KEYS: &[&str] = &[
 ];
 
 /// Every key a policy table may hold, in documentation order: the library's
-/// policy fields (`jitter` … `retry_after_spread`), then the file's own.
+/// policy fields (`jitter` … `retry_after_spread`, `attempt_timeout`), then
+/// the file's own.
 ///
 /// ```
 /// let keys: Vec<_> = herdless_cli::config::keys().collect();
@@ -180,6 +182,9 @@ pub struct FilePolicy {
     pub max_retry_after: Option<At<Duration>>,
     /// `retry_after_spread`
     pub retry_after_spread: Option<At<f64>>,
+    /// `attempt_timeout`: the longest one attempt may take (the library's
+    /// policy field; `exec` and `worker` use it when `timeout` is not set).
+    pub attempt_timeout: Option<At<Duration>>,
     /// `seed`
     pub seed: Option<At<u64>>,
     /// `task_id`
@@ -212,6 +217,7 @@ impl FilePolicy {
             "max_elapsed" => self.max_elapsed.as_ref().map(|a| a.line),
             "max_retry_after" => self.max_retry_after.as_ref().map(|a| a.line),
             "retry_after_spread" => self.retry_after_spread.as_ref().map(|a| a.line),
+            "attempt_timeout" => self.attempt_timeout.as_ref().map(|a| a.line),
             _ => None,
         }
     }

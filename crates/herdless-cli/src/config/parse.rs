@@ -75,8 +75,9 @@ impl ConfigFile {
     /// let err = ConfigFile::parse("h.toml".as_ref(), "[policy.a]\ncapp = \"1s\"\n").unwrap_err();
     /// assert_eq!(err.to_string().lines().next().unwrap(),
     ///     "h.toml:2: policy.a.capp: unknown key (expected one of: jitter, base, multiplier, cap, \
-    ///      max_attempts, max_elapsed, max_retry_after, retry_after_spread, seed, task_id, \
-    ///      recovery_time, visibility_timeout, workers, retry_on, terminal_on, timeout, kill_after)");
+    ///      max_attempts, max_elapsed, max_retry_after, retry_after_spread, attempt_timeout, seed, \
+    ///      task_id, recovery_time, visibility_timeout, workers, retry_on, terminal_on, timeout, \
+    ///      kill_after)");
     /// ```
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let err_at = |line: Option<usize>, key: Option<String>, message: String| ConfigError {
@@ -255,6 +256,9 @@ fn set_policy_key(
         }
         PolicyField::RetryAfterSpread => {
             p.retry_after_spread = c.retry_after_spread.map(|v| At::new(line, v))
+        }
+        PolicyField::AttemptTimeout => {
+            p.attempt_timeout = c.attempt_timeout.map(|v| At::new(line, v))
         }
         _ => {}
     }

@@ -22,6 +22,7 @@ max_attempts = 9
 max_elapsed = "5m"
 max_retry_after = 1.5
 retry_after_spread = 0.2
+attempt_timeout = "20s"
 seed = 42
 task_id = "mount"
 recovery_time = "45s"
@@ -43,6 +44,9 @@ kill_after = "2s"
     assert_eq!(p.multiplier.as_ref().unwrap().value, 3.0);
     assert_eq!(p.cap.as_ref().unwrap().value, Duration::from_secs(60));
     assert_eq!(p.cap.as_ref().unwrap().line, 6);
+    let t = p.attempt_timeout.as_ref().unwrap();
+    assert_eq!((t.value, t.line), (Duration::from_secs(20), 11));
+    assert_eq!(p.line_of("attempt_timeout"), Some(11));
     assert_eq!(
         p.max_retry_after.as_ref().unwrap().value,
         Duration::from_millis(1500)
@@ -55,7 +59,7 @@ kill_after = "2s"
         f.policy("empty").unwrap(),
         &FilePolicy {
             name: "empty".into(),
-            line: 21,
+            line: 22,
             ..Default::default()
         }
     );
@@ -104,6 +108,14 @@ fn errors_name_file_line_and_key() {
         (
             "[policy.a]\nbase = -1\n",
             "herdless.toml:2: policy.a.base: -1 is negative",
+        ),
+        (
+            "[policy.a]\n\nattempt_timeout = \"0s\"\n",
+            "herdless.toml:3: policy.a.attempt_timeout: must be greater than zero",
+        ),
+        (
+            "[policy.a]\nattempt_timeout = \"600y\"\n",
+            "herdless.toml:2: policy.a.attempt_timeout: 18934560000 s is too large",
         ),
         ("[polcy.a]\n", "herdless.toml:1: unknown field `polcy`"),
         ("[policy.a]\ncap = \n", "herdless.toml:2: "),

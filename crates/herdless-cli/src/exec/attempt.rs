@@ -131,11 +131,8 @@ async fn run_child(
     } else {
         None
     };
-    let waited = limits::within(
-        plan.timeout,
-        wait_child(&mut child, pgid, foreground.as_ref()),
-    )
-    .await;
+    let limit = limits::attempt_limit(plan.timeout, &plan.policy, attempt.remaining());
+    let waited = limits::within(limit, wait_child(&mut child, pgid, foreground.as_ref())).await;
     // Leave no member of a failed or interrupted attempt behind: the retry
     // must not race it, and herdless must not orphan it.
     let (status, timed_out) = limits::settle(waited, &mut child, pgid, plan.kill_after, |s| {

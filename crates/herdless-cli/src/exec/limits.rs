@@ -30,7 +30,7 @@ pub struct AttemptArgs {
     /// Never retry these exit statuses (126 and 127 never are).
     #[arg(long, value_parser = parse_codes, value_name = "CODES")]
     pub terminal_on: Option<CodeSet>,
-    /// Per-attempt time limit; the attempt's process group is then ended and the attempt counts as a retryable timeout.
+    /// Per-attempt time limit; the attempt's process group is then ended and the attempt counts as a retryable timeout [default: the policy file's `timeout`, else its `attempt_timeout`].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub timeout: Option<Duration>,
     /// Grace between SIGTERM and SIGKILL when ending an attempt's process group [default: 10s].
@@ -71,6 +71,19 @@ impl AttemptArgs {
     }
 }
 
+/// The limit of one attempt: `exec`'s own `timeout` (`--timeout`, then the
+/// policy file's `timeout` key) when set; otherwise, when the policy has an
+/// `attempt_timeout`, the attempt's `remaining` time (that timeout, or what
+/// is left of `max_elapsed`, whichever is smaller: the library's rule);
+/// otherwise none.
+pub(crate) fn attempt_limit(
+    timeout: Option<Duration>,
+    policy: &herdless::Policy,
+    remaining: Duration,
+) -> Option<Duration> {
+    timeout.or_else(|| policy.attempt_timeout().map(|_| remaining))
+}
+
 /// Waits for an attempt's `wait` within `timeout`: `None` when it ran out.
 pub(crate) async fn within(
     timeout: Option<Duration>,
@@ -105,5 +118,24 @@ pub(crate) async fn settle(
             (Err(e), false)
         }
         None => (child::end_group(pgid, child, kill_after).await, true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_s_own_timeout_wins_then_the_policy_s_attempt_timeout() {
+        let s = Duration::from_secs;
+        let plain = herdless::Policy::default();
+        let timed = herdless::Policy::builder()
+            .attempt_timeout(s(30))
+            .build()
+            .unwrap();
+        assert_eq!(attempt_limit(Some(s(5)), &timed, s(20)), Some(s(5)));
+        assert_eq!(attempt_limit(None, &timed, s(20)), Some(s(20)));
+        assert_eq!(attempt_limit(None, &plain, s(20)), None);
+        assert_eq!(attempt_limit(Some(s(5)), &plain, s(20)), Some(s(5)));
     }
 }

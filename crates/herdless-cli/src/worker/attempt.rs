@@ -1,7 +1,9 @@
 //! One attempt of one task: CMD in its own process group, the payload on its
 //! stdin, `HERDLESS_ATTEMPT` and `HERDLESS_IDEMPOTENCY_KEY` in its
 //! environment, `--timeout` and `--kill-after` as in `exec` (the same
-//! process-group handling: [`crate::exec::child`]).
+//! process-group handling: [`crate::exec::child`]; without a `timeout`, the
+//! policy's `attempt_timeout` bounds the attempt, as the task's remaining
+//! time).
 
 use std::ffi::OsString;
 use std::process::Stdio;
@@ -22,6 +24,8 @@ pub(crate) struct Command {
     pub(crate) args: Vec<OsString>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) kill_after: Duration,
+    /// The policy (its `attempt_timeout` bounds an attempt without `timeout`).
+    pub(crate) policy: herdless::Policy,
 }
 
 /// Ends the attempt's process group if the attempt is dropped before it
@@ -69,7 +73,8 @@ pub(crate) async fn run(cmd: &Command, task: Task) -> Result<(), Failure> {
         let ((), status) = tokio::join!(feed, child.wait());
         status
     };
-    let waited = limits::within(cmd.timeout, wait).await;
+    let limit = limits::attempt_limit(cmd.timeout, &cmd.policy, task.remaining);
+    let waited = limits::within(limit, wait).await;
     // Leave no member of a failed attempt behind: the retry, on any worker,
     // must not race it.
     let (status, timed_out) =

@@ -86,6 +86,7 @@ pub fn run(args: &WorkerArgs) -> CliResult {
         args: command.collect(),
         timeout,
         kill_after,
+        policy: resolved.policy,
     };
     let events = StderrEvents {
         format: args.policy.log_format,

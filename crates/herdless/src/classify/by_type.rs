@@ -9,6 +9,7 @@
 
 use super::Classification;
 use super::Classify;
+use crate::engine::TimedOut;
 
 /// An error type that knows whether it is transient. Use with [`ByTrait`].
 ///
@@ -43,6 +44,28 @@ pub trait Retryable {
     fn is_timeout(&self) -> bool {
         false
     }
+
+    /// This type's error for an attempt cut at its deadline (see
+    /// [`Classify::timed_out`]), or `None` (the default) when it has none:
+    /// `std::io::Error` answers `ErrorKind::TimedOut` (retryable). `tonic::Status`,
+    /// `http::StatusCode` and `reqwest::Error` answer `None`: a status is the
+    /// server's word and reqwest's errors cannot be made, so give those
+    /// attempts [`Attempt::remaining`](crate::Attempt::remaining) as their
+    /// own timeout instead (`tonic::Request::set_timeout`,
+    /// `RequestBuilder::timeout`).
+    ///
+    /// ```
+    /// use herdless::Retryable;
+    /// let cut = herdless::engine::TimedOut::new(1, std::time::Duration::from_secs(1));
+    /// assert!(<std::io::Error as Retryable>::timed_out(cut).unwrap().is_timeout());
+    /// ```
+    fn timed_out(timed_out: TimedOut) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        let _ = timed_out;
+        None
+    }
 }
 
 /// Out of file descriptors (`EMFILE`: this process's limit, `ENFILE`: the
@@ -71,6 +94,10 @@ impl Retryable for std::io::Error {
 
     fn is_timeout(&self) -> bool {
         self.kind() == std::io::ErrorKind::TimedOut
+    }
+
+    fn timed_out(timed_out: TimedOut) -> Option<Self> {
+        Some(timed_out.into())
     }
 }
 
@@ -104,6 +131,13 @@ impl<E: Retryable + ?Sized> Classify<E> for ByTrait {
 
     fn is_timeout(&self, error: &E) -> bool {
         error.is_timeout()
+    }
+
+    fn timed_out(&self, timed_out: TimedOut) -> Option<E>
+    where
+        E: Sized,
+    {
+        E::timed_out(timed_out)
     }
 }
 

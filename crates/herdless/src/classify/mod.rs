@@ -15,8 +15,12 @@
 
 mod by_type;
 mod result;
+mod timeout_as;
 
 pub use by_type::{ByTrait, Retryable};
+pub use timeout_as::TimeoutAs;
+
+use crate::engine::TimedOut;
 pub use result::{ByError, ClassifyResult};
 
 use std::time::Duration;
@@ -186,6 +190,38 @@ pub trait Classify<E: ?Sized> {
         false
     }
 
+    /// The error an attempt cut at its deadline ends with, or `None` when
+    /// `E` cannot express a timeout (the default). With a policy's
+    /// [`attempt_timeout`](crate::Policy::attempt_timeout), the async
+    /// executors drop an attempt's future at its deadline and ask this; the
+    /// error is then classified like any other ([`classify`](Self::classify):
+    /// retryable unless this classifier says otherwise) and counted as a
+    /// [`RetryCause::Timeout`]. On `None` the attempt is not cut: it runs to
+    /// its own end, so give it [`Attempt::remaining`](crate::Attempt::remaining)
+    /// as its own timeout (a deadline-aware attempt).
+    ///
+    /// [`ByTrait`] asks [`Retryable::timed_out`] (`std::io::Error`:
+    /// `ErrorKind::TimedOut`); any classifier can be given one with
+    /// [`TimeoutAs`] (or [`RetryBuilder::on_timeout`](crate::RetryBuilder::on_timeout)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{ByTrait, Classify};
+    /// use herdless::engine::TimedOut;
+    /// let cut = TimedOut::new(1, Duration::from_secs(2));
+    /// let e: std::io::Error = ByTrait.timed_out(cut).unwrap();
+    /// assert!(ByTrait.classify(&e).is_retryable());
+    /// let closure = |_: &u16| herdless::Classification::retryable();
+    /// assert_eq!(closure.timed_out(cut), None); // a u16 cannot say "timed out"
+    /// ```
+    fn timed_out(&self, timed_out: TimedOut) -> Option<E>
+    where
+        E: Sized,
+    {
+        let _ = timed_out;
+        None
+    }
+
     /// The verdict and, for a retryable error, what caused it: the one
     /// classify-then-cause step every driver takes before asking the engine
     /// ([`Engine::failed`](crate::engine::Engine::failed)). The cause is
@@ -267,6 +303,13 @@ impl<E: ?Sized, C: Classify<E>, F: Fn(&E) -> bool> Classify<E> for WithTimeouts<
 
     fn is_timeout(&self, error: &E) -> bool {
         (self.is_timeout)(error)
+    }
+
+    fn timed_out(&self, timed_out: TimedOut) -> Option<E>
+    where
+        E: Sized,
+    {
+        self.classifier.timed_out(timed_out)
     }
 }
 

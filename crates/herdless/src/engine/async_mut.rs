@@ -82,27 +82,29 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         let mut run = Run::for_async(self);
         // The first attempt on its own: a first-try success builds only what
         // it reads; the retries share one context.
-        let first = op(run.begin());
-        let mut error = match run.attempt(first).await {
+        let attempt = run.begin();
+        let first = op(attempt);
+        let (mut error, mut timed_out) = match run.attempt(attempt, first).await {
             Ok(value) => {
                 run.succeeded(&self.context());
                 return Ok(value);
             }
-            Err(error) => error,
+            Err(failed) => failed,
         };
         let cx = self.context();
         loop {
-            let decision = run.failed(&cx, &error);
+            let decision = run.failed(&cx, &error, timed_out);
             if let Err(reason) = back_off(&mut run, &cx, &self.timer, decision).await {
                 return Err(run.error(reason, error));
             }
-            let attempt = op(run.begin());
-            match run.attempt(attempt).await {
+            let attempt = run.begin();
+            let fut = op(attempt);
+            match run.attempt(attempt, fut).await {
                 Ok(value) => {
                     run.succeeded(&cx);
                     return Ok(value);
                 }
-                Err(e) => error = e,
+                Err((e, cut)) => (error, timed_out) = (e, cut),
             }
         }
     }

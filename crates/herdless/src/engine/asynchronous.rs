@@ -7,6 +7,28 @@
 //! cancels the call: no further attempt starts, the sleep in progress is
 //! dropped. Under `tokio::time::pause` the sleeps auto-advance, so tests of
 //! minutes of backoff run in microseconds.
+//!
+//! # Attempt deadlines
+//!
+//! With the policy's [`attempt_timeout`](crate::Policy::attempt_timeout),
+//! each attempt's future is raced against its deadline
+//! ([`Attempt::deadline`]: the timeout or what is left of the elapsed limit,
+//! whichever comes first) and **dropped** there. The attempt then fails with
+//! the classifier's timeout error ([`Classify::timed_out`]: `std::io::Error`
+//! of kind `TimedOut`, or what [`RetryBuilder::on_timeout`](crate::RetryBuilder::on_timeout)
+//! makes), classified like any error (retryable unless the classifier says
+//! otherwise), counted as a [`RetryCause::Timeout`](crate::RetryCause) by a
+//! shared budget and reported with `timed_out = true`. An error type that
+//! cannot say "timed out" (the classifier answers `None`) is not cut: give
+//! such an attempt [`Attempt::remaining`] as its own timeout. The deadline
+//! wait is created only when an attempt first returns `Pending`, so an
+//! attempt that completes at once costs nothing more, and without an
+//! attempt timeout nothing changes. Under a [`ManualTimer`](crate::ManualTimer),
+//! whose sleeps end at once, a pending attempt is cut at once.
+//!
+//! [`Attempt::deadline`]: crate::Attempt::deadline
+//! [`Attempt::remaining`]: crate::Attempt::remaining
+//! [`Classify::timed_out`]: crate::Classify::timed_out
 
 use std::future::Future;
 
@@ -67,27 +89,29 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         let mut run = Run::for_async(self);
         // The first attempt on its own: a first-try success builds only what
         // it reads; the retries share one context.
-        let first = op(run.begin());
-        let mut error = match run.attempt(first).await {
+        let attempt = run.begin();
+        let first = op(attempt);
+        let (mut error, mut timed_out) = match run.attempt(attempt, first).await {
             Ok(value) => {
                 run.succeeded(&self.context());
                 return Ok(value);
             }
-            Err(error) => error,
+            Err(failed) => failed,
         };
         let cx = self.context();
         loop {
-            let decision = run.failed(&cx, &error);
+            let decision = run.failed(&cx, &error, timed_out);
             if let Err(reason) = back_off(&mut run, &cx, &self.timer, decision).await {
                 return Err(run.error(reason, error));
             }
-            let attempt = op(run.begin());
-            match run.attempt(attempt).await {
+            let attempt = run.begin();
+            let fut = op(attempt);
+            match run.attempt(attempt, fut).await {
                 Ok(value) => {
                     run.succeeded(&cx);
                     return Ok(value);
                 }
-                Err(e) => error = e,
+                Err((e, cut)) => (error, timed_out) = (e, cut),
             }
         }
     }

@@ -4,6 +4,18 @@
 //! Use it in synchronous code and worker threads. In async code use
 //! [`call_async`](crate::Retry::call_async): a blocking sleep would stall the
 //! runtime's thread.
+//!
+//! # Deadlines: passed in, not enforced
+//!
+//! A blocking call cannot be preempted: this executor never interrupts an
+//! attempt, with or without the policy's
+//! [`attempt_timeout`](crate::Policy::attempt_timeout). It gives each attempt
+//! its deadline instead ([`Attempt::deadline`](crate::Attempt::deadline),
+//! [`Attempt::remaining`](crate::Attempt::remaining)): an attempt that passes
+//! `remaining()` to its own I/O (`TcpStream::set_read_timeout`, a client's
+//! timeout, `recv_timeout`) keeps the call within `max_elapsed`. One that
+//! ignores it runs as long as it runs; its result is taken as it comes (a
+//! late success is a success), and no retry starts past the limit.
 
 use crate::classify::Classify;
 use crate::engine::call::{Decision, Gate};
@@ -55,7 +67,7 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
         };
         let cx = self.context();
         loop {
-            match run.failed(&cx, &error) {
+            match run.failed(&cx, &error, false) {
                 Decision::Retry { delay, .. } => self.timer.sleep(delay),
                 Decision::GiveUp(reason) => return Err(run.error(reason, error)),
             }

@@ -114,6 +114,57 @@ impl<C, T, N> RetryBuilder<C, T, N> {
         self.classifier(classify)
     }
 
+    /// Wraps the classifier in a [`TimeoutAs`](crate::classify::TimeoutAs):
+    /// an attempt cut at its deadline (the policy's
+    /// [`attempt_timeout`](crate::Policy::attempt_timeout)) ends with
+    /// `make(timed_out)`, which the classifier then classifies. Needed for an
+    /// error type with no timeout of its own (see
+    /// [`Classify::timed_out`](crate::Classify::timed_out)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{Classification, Policy, Retry};
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), herdless::PolicyError> {
+    /// let policy = Policy::builder()
+    ///     .attempt_timeout(Duration::from_millis(100))
+    ///     .base(Duration::from_millis(10))
+    ///     .build()?;
+    /// let retry = Retry::builder()
+    ///     .policy(policy)
+    ///     .classify(|_: &&str| Classification::retryable())
+    ///     .on_timeout(|_| "timed out")
+    ///     .build();
+    /// let out = retry
+    ///     .call_async(|a| async move {
+    ///         if a.number() == 1 { std::future::pending::<()>().await } // hangs: cut at 100 ms
+    ///         Ok::<_, &str>(a.number())
+    ///     })
+    ///     .await;
+    /// assert_eq!(out, Ok(2));
+    /// # Ok(()) }
+    /// ```
+    pub fn on_timeout<F>(self, make: F) -> RetryBuilder<crate::classify::TimeoutAs<C, F>, T, N> {
+        let r = self.retry;
+        let classifier = crate::classify::TimeoutAs::new(r.classifier, make);
+        RetryBuilder {
+            retry: Retry {
+                policy: r.policy,
+                classifier,
+                timer: r.timer,
+                notify: r.notify,
+                task_id: r.task_id,
+                seed: r.seed,
+                key: r.key,
+                calls: r.calls,
+                budget: r.budget,
+                breaker: r.breaker,
+                urgent: r.urgent,
+                levels: r.levels,
+            },
+        }
+    }
+
     /// Classifies errors with any [`Classify`](crate::Classify): [`ByTrait`]
     /// (the default), [`AlwaysRetry`](crate::AlwaysRetry), a protocol's
     /// classifier, a [`WithTimeouts`](crate::classify::WithTimeouts).

@@ -10,7 +10,12 @@ use crate::engine::GiveUp;
 use crate::policy::Schedule;
 use crate::rng::Rng;
 
+mod deadline;
+mod hedge;
 mod resume;
+
+pub(crate) use deadline::deadline_ns;
+pub use hedge::{CopyFailed, HedgeGate, HedgeStop, Hedging};
 
 /// What follows a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,6 +295,7 @@ impl Engine {
     ) -> Decision {
         let elapsed_ns = now_ns.saturating_sub(self.start_ns);
         let elapsed = || Duration::from_nanos(elapsed_ns);
+        let timed_out = cause == RetryCause::Timeout;
         let pushback = classification == Classification::ServerPushback;
         if !classification.is_retryable() && !pushback {
             // The endpoint answered: neither a breaker failure nor a success.
@@ -298,6 +304,7 @@ impl Engine {
                 task_id: cx.task_id,
                 attempt: self.attempts,
                 classification,
+                timed_out,
                 elapsed: elapsed(),
             });
             return Decision::GiveUp(GiveUp::Terminal);
@@ -308,11 +315,11 @@ impl Engine {
         self.release_probe(cx);
         if pushback {
             // The server asked not to be retried: a failure about load.
-            return self.denied(cx, GiveUp::ServerPushback, elapsed());
+            return self.denied(cx, GiveUp::ServerPushback, elapsed(), timed_out);
         }
         let policy = cx.policy;
         if self.attempts >= policy.max_attempts {
-            return self.denied(cx, GiveUp::MaxAttempts, elapsed());
+            return self.denied(cx, GiveUp::MaxAttempts, elapsed(), timed_out);
         }
         let mut schedule = Schedule {
             retry: self.attempts.saturating_sub(1),
@@ -331,18 +338,21 @@ impl Engine {
             self.flags |= LEVEL_SET;
         }
         // `elapsed + delay > max_elapsed`, in nanoseconds (exact: a sum past
-        // `u64::MAX` is past every limit).
+        // `u64::MAX` is past every limit). With an attempt timeout the
+        // retry's attempt would be cut at the limit: one due exactly at the
+        // limit would have no time, so it is not scheduled either.
+        let limit = cx.max_elapsed_ns();
         if elapsed_ns
             .checked_add(delay_ns)
-            .is_none_or(|sum| sum > cx.max_elapsed_ns())
+            .is_none_or(|due| due > limit || (due == limit && policy.attempt_timeout_ns != 0))
         {
-            return self.denied(cx, GiveUp::MaxElapsed, elapsed());
+            return self.denied(cx, GiveUp::MaxElapsed, elapsed(), timed_out);
         }
         let delay = Duration::from_nanos(delay_ns);
         if let (Some(budget), false) = (cx.budget, self.bypasses(cx)) {
             let level = f64::from(self.level) / 65_536.0;
             if budget.try_retry(cause, level).is_err() {
-                return self.exhausted(cx, GiveUp::RetryBudget, elapsed(), true);
+                return self.exhausted(cx, GiveUp::RetryBudget, elapsed(), true, timed_out);
             }
             let cause_bits = match cause {
                 RetryCause::Timeout => PENDING_TIMEOUT | SPENT_TIMEOUT,
@@ -357,6 +367,7 @@ impl Engine {
             computed_jitter: Duration::from_nanos(computed_ns),
             sleep: delay,
             honored_retry_after: honored,
+            timed_out,
             elapsed: elapsed(),
         });
         Decision::Retry {
@@ -430,7 +441,7 @@ impl Engine {
         let elapsed = Duration::from_nanos(now_ns.saturating_sub(self.start_ns));
         if elapsed.saturating_add(wait) > cx.max_elapsed() {
             self.refund(cx);
-            self.exhausted(cx, GiveUp::MaxElapsed, elapsed, false);
+            self.exhausted(cx, GiveUp::MaxElapsed, elapsed, false, false);
             return Gate::GiveUp(GiveUp::MaxElapsed);
         }
         Gate::Wait(wait)
@@ -514,24 +525,30 @@ impl Engine {
         cx: &Context<'_, N>,
         reason: GiveUp,
         elapsed: Duration,
+        timed_out: bool,
     ) -> Decision {
         if let Some(budget) = cx.budget {
             budget.record_failure();
         }
-        self.exhausted(cx, reason, elapsed, true)
+        self.exhausted(cx, reason, elapsed, true, timed_out)
     }
 
+    /// `attempt_ended` is false for a give-up while waiting on the breaker
+    /// (no attempt ran since the last event); `timed_out`: the attempt that
+    /// ended was a timeout.
     fn exhausted<N: Notify>(
         &self,
         cx: &Context<'_, N>,
         reason: GiveUp,
         elapsed: Duration,
         attempt_ended: bool,
+        timed_out: bool,
     ) -> Decision {
         cx.emit(
             RetryEvent::BudgetExhausted {
                 task_id: cx.task_id,
                 attempt: self.attempts,
+                timed_out,
                 elapsed,
                 reason,
             },

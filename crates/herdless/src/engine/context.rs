@@ -240,16 +240,23 @@ impl<'a, N> Context<'a, N> {
     /// ```
     #[inline]
     pub fn max_elapsed(&self) -> Duration {
-        match self.urgent {
-            Some(u) => self.policy.max_elapsed.min(u.deadline()),
-            None => self.policy.max_elapsed,
-        }
+        max_elapsed(self.policy, self.urgent)
     }
 
     /// [`max_elapsed`](Self::max_elapsed) in nanoseconds (saturating).
     #[inline]
     pub(crate) fn max_elapsed_ns(&self) -> u64 {
         self.max_elapsed_ns
+    }
+}
+
+/// The elapsed limit in force for `policy` and `urgent` (what
+/// [`Context::max_elapsed`] reads), for a driver that has no context yet.
+#[inline]
+pub(crate) fn max_elapsed(policy: &Policy, urgent: Option<Urgent>) -> Duration {
+    match urgent {
+        Some(u) => policy.max_elapsed.min(u.deadline()),
+        None => policy.max_elapsed,
     }
 }
 
@@ -296,6 +303,15 @@ impl<N: Notify> Context<'_, N> {
         }
         let _ = attempt_ended;
         self.notify.notify(&event);
+    }
+
+    /// A hedged call's copy failed while others were in flight: no event,
+    /// one attempt counted.
+    pub(super) fn copy_failed(&self) {
+        #[cfg(feature = "metrics")]
+        if self.metrics {
+            crate::engine::metrics::copy_failed();
+        }
     }
 
     /// A first-try success: no event (the hot path), only metrics.

@@ -28,6 +28,7 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             computed_jitter,
             sleep,
             honored_retry_after,
+            timed_out,
             elapsed,
         } => event_at!(
             level,
@@ -37,6 +38,7 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             computed_jitter_s = computed_jitter.as_secs_f64(),
             sleep_s = sleep.as_secs_f64(),
             honored_retry_after,
+            timed_out,
             elapsed_s = elapsed.as_secs_f64(),
             "retry_scheduled"
         ),
@@ -56,6 +58,7 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             task_id,
             attempt,
             classification,
+            timed_out,
             elapsed,
         } => event_at!(
             level,
@@ -63,12 +66,14 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             task_id,
             attempt,
             classification = classification.as_str(),
+            timed_out,
             elapsed_s = elapsed.as_secs_f64(),
             "retry_abandoned_terminal"
         ),
         RetryEvent::BudgetExhausted {
             task_id,
             attempt,
+            timed_out,
             elapsed,
             reason,
         } => event_at!(
@@ -76,6 +81,7 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             event = "retry_budget_exhausted",
             task_id,
             attempt,
+            timed_out,
             elapsed_s = elapsed.as_secs_f64(),
             reason = reason.as_str(),
             "retry_budget_exhausted"
@@ -91,6 +97,34 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             attempt,
             reason,
             "retry_state_invalid"
+        ),
+        RetryEvent::HedgeSent {
+            task_id,
+            attempt,
+            hedge,
+            elapsed,
+        } => event_at!(
+            level,
+            event = "hedge_sent",
+            task_id,
+            attempt,
+            hedge,
+            elapsed_s = elapsed.as_secs_f64(),
+            "hedge_sent"
+        ),
+        RetryEvent::HedgeWon {
+            task_id,
+            attempt,
+            hedges,
+            elapsed,
+        } => event_at!(
+            level,
+            event = "hedge_won",
+            task_id,
+            attempt,
+            hedges,
+            elapsed_s = elapsed.as_secs_f64(),
+            "hedge_won"
         ),
     }
 }

@@ -6,11 +6,20 @@
 //!
 //! | event | default level | fields |
 //! |---|---|---|
-//! | `retry_scheduled` | WARN | `task_id`, `attempt`, `computed_jitter_s`, `sleep_s`, `honored_retry_after`, `elapsed_s` |
+//! | `retry_scheduled` | WARN | `task_id`, `attempt`, `computed_jitter_s`, `sleep_s`, `honored_retry_after`, `timed_out`, `elapsed_s` |
 //! | `retry_succeeded` | INFO | `task_id`, `attempt`, `elapsed_s` |
-//! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `elapsed_s` |
-//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
+//! | `retry_abandoned_terminal` | WARN on the first attempt, ERROR after a retry | `task_id`, `attempt`, `classification`, `timed_out`, `elapsed_s` |
+//! | `retry_budget_exhausted` | ERROR | `task_id`, `attempt`, `timed_out`, `elapsed_s`, `reason` (`max_attempts`, `max_elapsed`, `retry_budget`, `server_pushback`) |
 //! | `retry_state_invalid` | WARN | `task_id`, `attempt`, `reason` (`too_long`, `unknown_version`, `garbled`) |
+//! | `hedge_sent` | DEBUG | `task_id`, `attempt` (the copy's number), `hedge` (1 for the call's first hedge), `elapsed_s` |
+//! | `hedge_won` | DEBUG | `task_id`, `attempt` (the copy that won), `hedges` (sent by the call), `elapsed_s` |
+//!
+//! `hedge_sent` and `hedge_won` come from the hedging drivers
+//! ([`hedge`](crate::hedge)): a copy of a request sent before the first one
+//! answered, and a call won by such a copy (when the original wins, no
+//! event: the hedge was wasted, and `herdless_hedges_total` against
+//! `herdless_hedge_wins_total` shows how often). Hedges count as attempts:
+//! `attempt` numbers every copy of the call.
 //!
 //! `retry_state_invalid` comes only from a driver that resumes calls from
 //! state carried in a message ([`redelivery`](crate::redelivery)): the state
@@ -31,7 +40,10 @@
 //! retries and still failed. See [`levels`](crate::engine::levels).
 //!
 //! `attempt` is the 1-based number of the attempt that just ended (1 is the
-//! first call). Durations are seconds as `f64`. `retry_succeeded` is emitted only
+//! first call). `timed_out` says whether that attempt timed out: cut at its
+//! deadline by an async executor (the policy's `attempt_timeout`), or ended
+//! by an error its classifier calls a timeout
+//! ([`RetryCause::Timeout`](crate::RetryCause)). Durations are seconds as `f64`. `retry_succeeded` is emitted only
 //! when a retry succeeded (attempt ≥ 2): a first-try success is the hot path and
 //! logs nothing. The tracing target is `herdless`, the event's name is both the
 //! message and the `event` field.
@@ -49,7 +61,7 @@ use crate::engine::GiveUp;
 /// ```
 /// use herdless::{GiveUp, RetryEvent};
 /// let e = RetryEvent::BudgetExhausted {
-///     task_id: "scan-7", attempt: 6, elapsed: std::time::Duration::from_secs(40),
+///     task_id: "scan-7", attempt: 6, timed_out: false, elapsed: std::time::Duration::from_secs(40),
 ///     reason: GiveUp::MaxAttempts,
 /// };
 /// assert_eq!(e.name(), "retry_budget_exhausted");
@@ -70,6 +82,9 @@ pub enum RetryEvent<'a> {
         sleep: Duration,
         /// Whether a server-supplied delay replaced the computed jitter.
         honored_retry_after: bool,
+        /// Whether the attempt that failed timed out (cut at its deadline,
+        /// or an error its classifier calls a timeout).
+        timed_out: bool,
         /// Time since the call started.
         elapsed: Duration,
     },
@@ -90,6 +105,8 @@ pub enum RetryEvent<'a> {
         attempt: u32,
         /// `Terminal` or `Unknown`.
         classification: Classification,
+        /// Whether the attempt timed out (cut at its deadline).
+        timed_out: bool,
         /// Time since the call started.
         elapsed: Duration,
     },
@@ -99,6 +116,9 @@ pub enum RetryEvent<'a> {
         task_id: &'a str,
         /// The last attempt made.
         attempt: u32,
+        /// Whether that attempt timed out (false for a give-up while waiting
+        /// on a breaker: no attempt ended).
+        timed_out: bool,
         /// Time since the call started.
         elapsed: Duration,
         /// Which budget (`ServerPushback`: the server's own, it asked not to be retried).
@@ -115,12 +135,35 @@ pub enum RetryEvent<'a> {
         /// Why the state was refused: `too_long`, `unknown_version`, `garbled`.
         reason: &'a str,
     },
+    /// A hedge was sent: another copy of the request, before the first
+    /// answered (see [`hedge`](crate::hedge)).
+    HedgeSent {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The copy's attempt number (hedges count as attempts).
+        attempt: u32,
+        /// Which hedge of the call (1 for the first).
+        hedge: u32,
+        /// Time since the call started.
+        elapsed: Duration,
+    },
+    /// A hedge answered first: the call succeeded with it.
+    HedgeWon {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The attempt number of the copy that won.
+        attempt: u32,
+        /// Hedges the call sent.
+        hedges: u32,
+        /// Time since the call started.
+        elapsed: Duration,
+    },
 }
 
 impl RetryEvent<'_> {
     /// The event's stable name (`retry_scheduled`, `retry_succeeded`,
     /// `retry_abandoned_terminal`, `retry_budget_exhausted`,
-    /// `retry_state_invalid`).
+    /// `retry_state_invalid`, `hedge_sent`, `hedge_won`).
     ///
     /// ```
     /// let e = herdless::RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() };
@@ -133,6 +176,8 @@ impl RetryEvent<'_> {
             RetryEvent::AbandonedTerminal { .. } => "retry_abandoned_terminal",
             RetryEvent::BudgetExhausted { .. } => "retry_budget_exhausted",
             RetryEvent::StateInvalid { .. } => "retry_state_invalid",
+            RetryEvent::HedgeSent { .. } => "hedge_sent",
+            RetryEvent::HedgeWon { .. } => "hedge_won",
         }
     }
 
@@ -148,7 +193,9 @@ impl RetryEvent<'_> {
             | RetryEvent::Succeeded { attempt, .. }
             | RetryEvent::AbandonedTerminal { attempt, .. }
             | RetryEvent::BudgetExhausted { attempt, .. }
-            | RetryEvent::StateInvalid { attempt, .. } => attempt,
+            | RetryEvent::StateInvalid { attempt, .. }
+            | RetryEvent::HedgeSent { attempt, .. }
+            | RetryEvent::HedgeWon { attempt, .. } => attempt,
         }
     }
 
@@ -164,7 +211,9 @@ impl RetryEvent<'_> {
             | RetryEvent::Succeeded { task_id, .. }
             | RetryEvent::AbandonedTerminal { task_id, .. }
             | RetryEvent::BudgetExhausted { task_id, .. }
-            | RetryEvent::StateInvalid { task_id, .. } => task_id,
+            | RetryEvent::StateInvalid { task_id, .. }
+            | RetryEvent::HedgeSent { task_id, .. }
+            | RetryEvent::HedgeWon { task_id, .. } => task_id,
         }
     }
 
@@ -187,6 +236,7 @@ impl RetryEvent<'_> {
                 computed_jitter,
                 sleep,
                 honored_retry_after,
+                timed_out,
                 elapsed,
             } => {
                 f("task_id", Str(task_id));
@@ -194,6 +244,7 @@ impl RetryEvent<'_> {
                 f("computed_jitter_s", Seconds(computed_jitter));
                 f("sleep_s", Seconds(sleep));
                 f("honored_retry_after", Bool(honored_retry_after));
+                f("timed_out", Bool(timed_out));
                 f("elapsed_s", Seconds(elapsed));
             }
             RetryEvent::Succeeded {
@@ -209,21 +260,25 @@ impl RetryEvent<'_> {
                 task_id,
                 attempt,
                 classification,
+                timed_out,
                 elapsed,
             } => {
                 f("task_id", Str(task_id));
                 f("attempt", U32(attempt));
                 f("classification", Str(classification.as_str()));
+                f("timed_out", Bool(timed_out));
                 f("elapsed_s", Seconds(elapsed));
             }
             RetryEvent::BudgetExhausted {
                 task_id,
                 attempt,
+                timed_out,
                 elapsed,
                 reason,
             } => {
                 f("task_id", Str(task_id));
                 f("attempt", U32(attempt));
+                f("timed_out", Bool(timed_out));
                 f("elapsed_s", Seconds(elapsed));
                 f("reason", Str(reason.as_str()));
             }
@@ -235,6 +290,28 @@ impl RetryEvent<'_> {
                 f("task_id", Str(task_id));
                 f("attempt", U32(attempt));
                 f("reason", Str(reason));
+            }
+            RetryEvent::HedgeSent {
+                task_id,
+                attempt,
+                hedge,
+                elapsed,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("hedge", U32(hedge));
+                f("elapsed_s", Seconds(elapsed));
+            }
+            RetryEvent::HedgeWon {
+                task_id,
+                attempt,
+                hedges,
+                elapsed,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("hedges", U32(hedges));
+                f("elapsed_s", Seconds(elapsed));
             }
         }
     }

@@ -8,6 +8,13 @@
 //! | `retry_abandoned_terminal` after a retry | ERROR |
 //! | `retry_budget_exhausted` | ERROR |
 //! | `retry_state_invalid` | WARN |
+//! | `hedge_sent` | DEBUG |
+//! | `hedge_won` | DEBUG |
+//!
+//! The hedging events are DEBUG: a hedge is the latency tail's ordinary
+//! path (a few percent of calls, by design), not a sign of trouble; their
+//! rate is in the metrics (`herdless_hedges_total`). A hedge the budget
+//! refuses logs nothing either: the call goes on with the copies it has.
 //!
 //! A terminal error on the **first** attempt is WARN, not ERROR: nothing was
 //! retried, the endpoint answered and the answer was "no" (a 404, a 401, a
@@ -59,6 +66,8 @@ pub struct EventLevels {
     terminal: Lv,
     exhausted: Lv,
     state_invalid: Lv,
+    hedge_sent: Lv,
+    hedge_won: Lv,
 }
 
 /// A `tracing::Level` in one byte (a `Level` is a word): the engine's
@@ -98,6 +107,8 @@ impl fmt::Debug for EventLevels {
             .field("terminal", &self.terminal.level())
             .field("exhausted", &self.exhausted.level())
             .field("state_invalid", &self.state_invalid.level())
+            .field("hedge_sent", &self.hedge_sent.level())
+            .field("hedge_won", &self.hedge_won.level())
             .finish()
     }
 }
@@ -110,7 +121,8 @@ impl Default for EventLevels {
 
 impl EventLevels {
     /// The defaults: WARN, INFO, WARN (terminal on the first attempt), ERROR
-    /// (terminal after a retry), ERROR, WARN (`retry_state_invalid`).
+    /// (terminal after a retry), ERROR, WARN (`retry_state_invalid`), DEBUG
+    /// (`hedge_sent`), DEBUG (`hedge_won`).
     ///
     /// ```
     /// use herdless::engine::EventLevels;
@@ -124,19 +136,23 @@ impl EventLevels {
         terminal: Lv::of(Level::ERROR),
         exhausted: Lv::of(Level::ERROR),
         state_invalid: Lv::of(Level::WARN),
+        hedge_sent: Lv::of(Level::DEBUG),
+        hedge_won: Lv::of(Level::DEBUG),
     };
 
-    /// The five event names, in the order of the events table.
+    /// The seven event names, in the order of the events table.
     ///
     /// ```
-    /// assert_eq!(herdless::engine::EventLevels::NAMES.len(), 5);
+    /// assert_eq!(herdless::engine::EventLevels::NAMES.len(), 7);
     /// ```
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 7] = [
         "retry_scheduled",
         "retry_succeeded",
         "retry_abandoned_terminal",
         "retry_budget_exhausted",
         "retry_state_invalid",
+        "hedge_sent",
+        "hedge_won",
     ];
 
     /// The level of `retry_scheduled`.
@@ -212,6 +228,28 @@ impl EventLevels {
         self
     }
 
+    /// The level of `hedge_sent`.
+    ///
+    /// ```
+    /// let l = herdless::engine::EventLevels::default().hedge_sent(tracing::Level::INFO);
+    /// assert_eq!(l.get("hedge_sent"), Some(tracing::Level::INFO));
+    /// ```
+    pub const fn hedge_sent(mut self, level: Level) -> Self {
+        self.hedge_sent = Lv::of(level);
+        self
+    }
+
+    /// The level of `hedge_won`.
+    ///
+    /// ```
+    /// let l = herdless::engine::EventLevels::default().hedge_won(tracing::Level::INFO);
+    /// assert_eq!(l.get("hedge_won"), Some(tracing::Level::INFO));
+    /// ```
+    pub const fn hedge_won(mut self, level: Level) -> Self {
+        self.hedge_won = Lv::of(level);
+        self
+    }
+
     /// Sets an event's level by its name (from a configuration file, say).
     /// `retry_abandoned_terminal` sets both of its levels (first attempt and
     /// after a retry).
@@ -220,7 +258,7 @@ impl EventLevels {
     /// use herdless::engine::EventLevels;
     /// assert!(EventLevels::default().set("retry_scheduled", tracing::Level::INFO).is_ok());
     /// let err = EventLevels::default().set("retry_sheduled", tracing::Level::INFO).unwrap_err();
-    /// assert_eq!(err.to_string(), "unknown retry event \"retry_sheduled\" (expected one of retry_scheduled, retry_succeeded, retry_abandoned_terminal, retry_budget_exhausted, retry_state_invalid)");
+    /// assert_eq!(err.to_string(), "unknown retry event \"retry_sheduled\" (expected one of retry_scheduled, retry_succeeded, retry_abandoned_terminal, retry_budget_exhausted, retry_state_invalid, hedge_sent, hedge_won)");
     /// ```
     ///
     /// # Errors
@@ -235,6 +273,8 @@ impl EventLevels {
                 .first_attempt_terminal(level),
             "retry_budget_exhausted" => self.retry_budget_exhausted(level),
             "retry_state_invalid" => self.retry_state_invalid(level),
+            "hedge_sent" => self.hedge_sent(level),
+            "hedge_won" => self.hedge_won(level),
             other => return Err(UnknownEvent(other.to_owned())),
         })
     }
@@ -254,6 +294,8 @@ impl EventLevels {
             "retry_abandoned_terminal" => Some(self.terminal.level()),
             "retry_budget_exhausted" => Some(self.exhausted.level()),
             "retry_state_invalid" => Some(self.state_invalid.level()),
+            "hedge_sent" => Some(self.hedge_sent.level()),
+            "hedge_won" => Some(self.hedge_won.level()),
             _ => None,
         }
     }
@@ -274,6 +316,8 @@ impl EventLevels {
             RetryEvent::AbandonedTerminal { .. } => self.terminal,
             RetryEvent::BudgetExhausted { .. } => self.exhausted,
             RetryEvent::StateInvalid { .. } => self.state_invalid,
+            RetryEvent::HedgeSent { .. } => self.hedge_sent,
+            RetryEvent::HedgeWon { .. } => self.hedge_won,
         }
         .level()
     }

@@ -13,6 +13,8 @@
 //! | `herdless_retries_total` | counter | — | once per retry scheduled (`retry_scheduled`) |
 //! | `herdless_retry_successes_total` | counter | — | once per call that succeeded after at least one retry (`retry_succeeded`) |
 //! | `herdless_give_ups_total` | counter | `reason` = `terminal` \| `max_attempts` \| `max_elapsed` \| `retry_budget` \| `server_pushback` | once per call that gave up (`retry_abandoned_terminal`, `retry_budget_exhausted`) |
+//! | `herdless_hedges_total` | counter | — | once per hedge sent (`hedge_sent`) |
+//! | `herdless_hedge_wins_total` | counter | — | once per call won by a hedge (`hedge_won`) |
 //! | `herdless_retry_sleep_seconds` | histogram | — | the sleep before each scheduled retry, in seconds (`sleep_s`) |
 //! | `herdless_retry_budget_tokens` | gauge | — | a shared [`RetryBudget`]'s tokens after each event (calls with a budget only) |
 //! | `herdless_breaker_open` | gauge | — | a shared [`Breaker`]'s state after each event: 1 open, 0 closed (calls with a breaker only) |
@@ -64,6 +66,20 @@ pub const RETRY_SUCCESSES: &str = "herdless_retry_successes_total";
 /// ```
 pub const GIVE_UPS: &str = "herdless_give_ups_total";
 
+/// Hedges sent (counter).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::HEDGES, "herdless_hedges_total");
+/// ```
+pub const HEDGES: &str = "herdless_hedges_total";
+
+/// Calls won by a hedge (counter).
+///
+/// ```
+/// assert_eq!(herdless::engine::metrics::HEDGE_WINS, "herdless_hedge_wins_total");
+/// ```
+pub const HEDGE_WINS: &str = "herdless_hedge_wins_total";
+
 /// The sleep before each scheduled retry, in seconds (histogram).
 ///
 /// ```
@@ -93,7 +109,7 @@ pub const BREAKER_OPEN: &str = "herdless_breaker_open";
 pub const REASON: &str = "reason";
 
 #[cfg(feature = "metrics")]
-pub(crate) use record::{event, first_success};
+pub(crate) use record::{copy_failed, event, first_success};
 
 #[cfg(feature = "metrics")]
 mod record {
@@ -114,6 +130,8 @@ mod record {
     static RETRIES_KEY: Key = Key::from_static_name(RETRIES);
     static RETRY_SUCCESSES_KEY: Key = Key::from_static_name(RETRY_SUCCESSES);
     static RETRY_SLEEP_KEY: Key = Key::from_static_name(RETRY_SLEEP);
+    static HEDGES_KEY: Key = Key::from_static_name(HEDGES);
+    static HEDGE_WINS_KEY: Key = Key::from_static_name(HEDGE_WINS);
     static BUDGET_TOKENS_KEY: Key = Key::from_static_name(BUDGET_TOKENS);
     static BREAKER_OPEN_KEY: Key = Key::from_static_name(BREAKER_OPEN);
 
@@ -181,8 +199,16 @@ mod record {
             }
             // Not a decision about an attempt: the state it resumed from was refused.
             RetryEvent::StateInvalid { .. } => {}
+            RetryEvent::HedgeSent { .. } => counter(&HEDGES_KEY).increment(1),
+            RetryEvent::HedgeWon { .. } => counter(&HEDGE_WINS_KEY).increment(1),
         }
         gauges(budget, breaker);
+    }
+
+    /// A copy of a hedged call that failed while others were in flight:
+    /// one attempt ended, no event.
+    pub(crate) fn copy_failed() {
+        counter(&ATTEMPTS_KEY).increment(1);
     }
 
     /// A first-try success: one attempt, no event.

@@ -34,13 +34,30 @@
 //!    `max_retry_after` and spread upward.
 //! 5. **Elapsed limit.** `elapsed + delay > max_elapsed` (or the tighter
 //!    deadline of an [`Urgent`] call): give up *before sleeping* with
-//!    [`GiveUp::MaxElapsed`]. A call therefore ends within `max_elapsed` plus at
-//!    most one attempt's own duration.
+//!    [`GiveUp::MaxElapsed`]; with an attempt timeout, a retry due exactly at
+//!    the limit is refused too (its attempt would have no time). No retry
+//!    therefore *starts* after the limit. Whether the call also *ends* within
+//!    it depends on its last attempt (see the deadline below): with the
+//!    policy's [`attempt_timeout`](crate::Policy::attempt_timeout) (the
+//!    async executors cut an attempt at its deadline) or an attempt that
+//!    respects [`Attempt::deadline`] (the blocking executor, which cannot
+//!    preempt, and the reqwest senders, which set the request's timeout), a
+//!    call ends within `max_elapsed` (plus scheduling noise); with neither,
+//!    within `max_elapsed` plus at most one attempt's own duration.
 //! 6. **Shared budget.** The [`RetryBudget`], if any, must admit the retry (an
 //!    urgent call's first `quota` retries skip it); a denial is
 //!    [`GiveUp::RetryBudget`]. Steps 3 and 5 still charge the budget's failure
 //!    cost: a failure is news about the endpoint whatever ends the call.
 //! 7. `retry_scheduled`, and [`Decision::Retry`] with the delay.
+//!
+//! **The attempt's deadline** ([`Engine::deadline`], in every [`Attempt`]
+//! as [`Attempt::deadline`] and [`Attempt::remaining`]) is the smaller of the
+//! attempt's start plus the policy's `attempt_timeout` and the end of the
+//! elapsed limit: it shrinks as the call spends its budget, and no attempt's
+//! deadline lies past `max_elapsed`. An attempt cut there fails as a
+//! [`RetryCause::Timeout`](crate::RetryCause) (the events say
+//! `timed_out = true`), retryable unless its classifier says otherwise, and
+//! goes through the steps above like any failure.
 //!
 //! When the delay has passed, [`Engine::ready`] asks the [`Breaker`]: closed,
 //! go; open, one caller probes and the others wait a jittered probe wait (each
@@ -92,6 +109,9 @@
 //! # Ok::<(), herdless::PolicyError>(())
 //! ```
 //!
+//! [`Attempt`]: crate::Attempt
+//! [`Attempt::deadline`]: crate::Attempt::deadline
+//! [`Attempt::remaining`]: crate::Attempt::remaining
 //! [`Retry::call`]: crate::Retry::call
 //! [`Retry::call_async`]: crate::Retry::call_async
 //! [`RetryBudget`]: crate::RetryBudget
@@ -109,16 +129,19 @@ pub(crate) mod emit;
 mod error;
 pub mod events;
 mod front;
+mod hedged;
 pub mod levels;
 pub mod metrics;
 mod retry;
 mod run;
+mod timed_out;
 
 pub use builder::RetryBuilder;
-pub use call::{Decision, Engine, Gate};
+pub use call::{CopyFailed, Decision, Engine, Gate, HedgeGate, HedgeStop, Hedging};
 pub use context::Context;
 pub use error::{GiveUp, RetryError};
 pub use events::{EventValue, NoNotify, Notify, RetryEvent};
 pub use front::{IntoRetry, RetryAsync, RetryBlocking};
 pub use levels::{EventLevels, UnknownEvent};
 pub use retry::{Attempt, Retry};
+pub use timed_out::TimedOut;

@@ -48,6 +48,8 @@ use crate::timer::SystemTimer;
 pub struct Attempt {
     pub(super) number: u32,
     pub(super) elapsed_ns: u64,
+    /// When this attempt must end, in nanoseconds since the call started.
+    pub(super) deadline_ns: u64,
     pub(super) key: CallKey,
 }
 
@@ -109,6 +111,60 @@ impl Attempt {
     /// ```
     pub fn elapsed(&self) -> Duration {
         Duration::from_nanos(self.elapsed_ns)
+    }
+
+    /// When this attempt must end, as time since the call's first attempt
+    /// started (the clock of [`elapsed`](Self::elapsed)): the smaller of
+    /// `elapsed() +` the policy's
+    /// [`attempt_timeout`](crate::Policy::attempt_timeout) and the elapsed
+    /// limit (`max_elapsed`, or an urgent call's deadline). Decided by the
+    /// engine ([`Engine::deadline`](crate::engine::Engine::deadline)).
+    ///
+    /// The async executors drop an attempt at its deadline when the policy
+    /// has an attempt timeout (see
+    /// [`Classify::timed_out`](crate::Classify::timed_out)); the blocking
+    /// executor cannot preempt an attempt: it gives it this deadline, and an
+    /// attempt that wants the call to end within `max_elapsed` must respect
+    /// it (pass [`remaining`](Self::remaining) to its client).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{AlwaysRetry, ManualTimer, Policy, Retry};
+    /// let policy = Policy::builder()
+    ///     .attempt_timeout(Duration::from_secs(2))
+    ///     .max_elapsed(Duration::from_secs(3))
+    ///     .base(Duration::from_millis(1500))
+    ///     .jitter(herdless::Jitter::None)
+    ///     .build()?;
+    /// let mut seen = Vec::new();
+    /// let retry = Retry::builder().policy(policy).classifier(AlwaysRetry).timer(ManualTimer::new()).build();
+    /// let _ = retry.call(|a| { seen.push((a.elapsed(), a.deadline())); Err::<(), _>("busy") });
+    /// let s = Duration::from_millis;
+    /// assert_eq!(seen, [(s(0), s(2000)), (s(1500), s(3000))]); // the second: what is left of 3 s
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    pub fn deadline(&self) -> Duration {
+        Duration::from_nanos(self.deadline_ns)
+    }
+
+    /// The time this attempt may take, from when it started:
+    /// [`deadline`](Self::deadline) `−` [`elapsed`](Self::elapsed). It
+    /// shrinks as the call spends its elapsed limit. Give it to the
+    /// operation's own timeout (`tokio::time::timeout`, reqwest's
+    /// `RequestBuilder::timeout`, gRPC's deadline) to keep the call within
+    /// `max_elapsed` without preemption.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::{ByTrait, ManualTimer, Policy, Retry};
+    /// let policy = Policy::builder().max_elapsed(Duration::from_secs(10)).build()?;
+    /// let retry = Retry::builder().policy(policy).classifier(ByTrait).timer(ManualTimer::new()).build();
+    /// let left = retry.call(|a| Ok::<_, std::io::Error>(a.remaining()));
+    /// assert_eq!(left.unwrap(), Duration::from_secs(10)); // no attempt timeout: the elapsed limit
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    pub fn remaining(&self) -> Duration {
+        self.deadline().saturating_sub(self.elapsed())
     }
 
     /// The call's idempotency key: the same for every attempt of one call.
@@ -342,6 +398,25 @@ impl<C, T, N> Retry<C, T, N> {
 }
 
 impl<C, T, N> Retry<C, T, N> {
+    /// This retrier with its classifier mapped by `f` (a driver's adapter).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn map_classifier<C2>(self, f: impl FnOnce(C) -> C2) -> Retry<C2, T, N> {
+        Retry {
+            policy: self.policy,
+            classifier: f(self.classifier),
+            timer: self.timer,
+            notify: self.notify,
+            task_id: self.task_id,
+            seed: self.seed,
+            key: self.key,
+            calls: self.calls,
+            budget: self.budget,
+            breaker: self.breaker,
+            urgent: self.urgent,
+            levels: self.levels,
+        }
+    }
+
     /// The engine's view of this retrier: policy, guards, task id, hook.
     #[inline]
     pub(crate) fn context(&self) -> Context<'_, N> {

@@ -6,14 +6,18 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::pin;
 use std::sync::atomic::Ordering;
+use std::task::Poll;
 use std::time::Duration;
 
-use crate::classify::Classify;
-use crate::engine::call::{nanos, Decision, Engine, Gate};
-use crate::engine::context::Context;
+use crate::classify::{Classification, Classify, RetryCause};
+use crate::engine::call::{
+    deadline_ns, nanos, CopyFailed, Decision, Engine, Gate, HedgeGate, Hedging,
+};
+use crate::engine::context::{max_elapsed, Context};
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, CallKey, Retry};
-use crate::engine::{GiveUp, RetryError};
+use crate::engine::{GiveUp, RetryError, TimedOut};
+use crate::hedge::Hedge;
 use crate::rng::{call_seed, next_call_id, Rng};
 use crate::timer::{AsyncSleep, Clock, Sleep};
 
@@ -41,6 +45,15 @@ impl<T: Sleep> Reading<T> for BlockingClock {
     #[inline]
     fn now_ns(timer: &T) -> u64 {
         timer.now_blocking_ns()
+    }
+}
+
+/// The call's generator: from the retrier's seed and its call count, or
+/// [`Rng::fresh`].
+fn new_rng<C, T, N>(retry: &Retry<C, T, N>) -> Rng {
+    match retry.seed {
+        Some(seed) => Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed))),
+        None => Rng::fresh(),
     }
 }
 
@@ -113,7 +126,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     /// Nanoseconds since the origin; the first reading of a deferred call is
     /// its origin.
     #[inline]
-    fn now(&mut self) -> u64 {
+    pub(crate) fn now(&mut self) -> u64 {
         let now = K::now_ns(&self.retry.timer);
         match self.origin {
             Some(origin) => now.saturating_sub(origin),
@@ -124,32 +137,154 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         }
     }
 
-    /// Awaits one attempt's future; a deferred clock starts the first time it
-    /// waits.
+    /// [`now`](Self::now) as a [`Duration`] (the hedging executor's clock).
     #[inline]
-    pub(crate) async fn attempt<F: Future>(&mut self, attempt: F) -> F::Output {
-        let mut attempt = pin!(attempt);
+    pub(crate) fn elapsed(&mut self) -> Duration {
+        Duration::from_nanos(self.now())
+    }
+
+    /// Awaits one attempt's future; a deferred clock starts the first time it
+    /// waits. With an attempt timeout, the attempt is dropped at its deadline
+    /// when the classifier can say so ([`Classify::timed_out`]): the error
+    /// comes back with `true` (timed out). Otherwise, and without an attempt
+    /// timeout, the attempt runs to its end.
+    #[inline]
+    pub(crate) async fn attempt<F, R, E>(
+        &mut self,
+        attempt: Attempt,
+        fut: F,
+    ) -> Result<R, (E, bool)>
+    where
+        F: Future<Output = Result<R, E>>,
+        C: Classify<E>,
+        T: AsyncSleep,
+    {
+        let mut fut = pin!(fut);
+        if self.retry.policy.attempt_timeout_ns == 0 {
+            let polled = std::future::poll_fn(|cx| {
+                let polled = fut.as_mut().poll(cx);
+                if polled.is_pending() && self.origin.is_none() {
+                    self.origin = Some(K::now_ns(&self.retry.timer));
+                }
+                polled
+            })
+            .await;
+            return polled.map_err(|e| (e, false));
+        }
+        // Asked when the attempt first waits (an attempt that completes at
+        // once asks nothing): the error the cut ends it with, if `E` has one.
+        // Without one, no deadline is armed (and no timer's sleep taken).
+        let mut cut = None;
+        let mut sleep = pin!(None::<T::Sleep>);
+        let mut armed = false;
         std::future::poll_fn(|cx| {
-            let polled = attempt.as_mut().poll(cx);
-            if polled.is_pending() && self.origin.is_none() {
-                self.origin = Some(K::now_ns(&self.retry.timer));
+            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return Poll::Ready(out.map_err(|e| (e, false)));
             }
-            polled
+            if !armed {
+                armed = true;
+                let timed_out = TimedOut::new(attempt.number(), attempt.remaining());
+                cut = self.retry.classifier.timed_out(timed_out);
+                // The deadline is on the call's clock; the wait starts now.
+                let left = Duration::from_nanos(attempt.deadline_ns.saturating_sub(self.now()));
+                if cut.is_some() {
+                    sleep.set(Some(self.retry.timer.sleep(left)));
+                }
+            }
+            if let Some(Poll::Ready(())) = sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
+                if let Some(error) = cut.take() {
+                    // Returning drops the attempt's future.
+                    return Poll::Ready(Err((error, true)));
+                }
+            }
+            Poll::Pending
         })
         .await
     }
 
-    /// Starts the next attempt.
+    /// Starts the next attempt, with its deadline.
     #[inline]
     pub(crate) fn begin(&mut self) -> Attempt {
         let number = self.engine.begin();
+        self.attempt_numbered(number)
+    }
+
+    /// The [`Attempt`] of a copy numbered `number` that starts now: a first
+    /// attempt at 0, a retry when it came due (`ready`'s time; nothing sleeps
+    /// in between).
+    #[inline]
+    fn attempt_numbered(&self, number: u32) -> Attempt {
+        self.attempt_at(number, if number == 1 { 0 } else { self.last })
+    }
+
+    #[inline]
+    fn attempt_at(&self, number: u32, elapsed_ns: u64) -> Attempt {
+        let retry = self.retry;
+        let deadline_ns = deadline_ns(
+            0,
+            elapsed_ns,
+            retry.policy.attempt_timeout_ns,
+            max_elapsed(&retry.policy, retry.urgent),
+        );
         Attempt {
             number,
-            // A retry starts right after `ready` (nothing sleeps in between):
-            // its elapsed time is `ready`'s time.
-            elapsed_ns: if number == 1 { 0 } else { self.last },
+            elapsed_ns,
+            deadline_ns,
             key: self.key,
         }
+    }
+
+    /// A hedged call's round: its first copy.
+    pub(crate) fn round(&mut self, hedging: &mut Hedging) -> Attempt {
+        let number = hedging.round(&mut self.engine);
+        self.attempt_numbered(number)
+    }
+
+    /// A hedge is due: the engine decides; the copy's attempt if it is sent.
+    pub(crate) fn hedge(
+        &mut self,
+        hedging: &mut Hedging,
+        cx: &Context<'_, N>,
+        hedge: &Hedge,
+        idempotent: bool,
+    ) -> Option<Attempt> {
+        let now = self.now();
+        let retry = self.retry;
+        let rng = self.rng.get_or_insert_with(|| new_rng(retry));
+        let at = Duration::from_nanos(now);
+        match hedging.send(&mut self.engine, cx, hedge, at, idempotent, rng) {
+            HedgeGate::Send { attempt } => Some(self.attempt_at(attempt, now)),
+            HedgeGate::Stop(_) => None,
+        }
+    }
+
+    /// A hedged call's copy failed: what the engine makes of it, and the
+    /// failure's cause (a cut copy is a timeout).
+    pub(crate) fn copy_failed<E>(
+        &mut self,
+        hedging: &mut Hedging,
+        cx: &Context<'_, N>,
+        error: &E,
+        timed_out: bool,
+    ) -> (CopyFailed, RetryCause)
+    where
+        C: Classify<E>,
+    {
+        let (classification, cause) = self.classify(error, timed_out);
+        (hedging.failed(cx, classification), cause)
+    }
+
+    /// A hedged call's copy `number`, started at `started`, won.
+    pub(crate) fn hedge_won(
+        &mut self,
+        hedging: &mut Hedging,
+        cx: &Context<'_, N>,
+        hedge: &Hedge,
+        number: u32,
+        started: Duration,
+    ) {
+        let now = Duration::from_nanos(self.now());
+        hedging.won(&mut self.engine, cx, hedge, now, number, started);
     }
 
     /// Records a success.
@@ -168,21 +303,41 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         });
     }
 
-    /// Classifies a failure and asks the engine what follows.
+    /// Classifies a failure and asks the engine what follows; an attempt cut
+    /// at its deadline (`timed_out`) is a timeout whatever its error says.
     #[inline]
-    pub(crate) fn failed<E>(&mut self, cx: &Context<'_, N>, error: &E) -> Decision
+    pub(crate) fn failed<E>(&mut self, cx: &Context<'_, N>, error: &E, timed_out: bool) -> Decision
     where
         C: Classify<E>,
     {
+        let (classification, cause) = self.classify(error, timed_out);
+        self.decide(cx, classification, cause)
+    }
+
+    #[inline]
+    fn classify<E>(&self, error: &E, timed_out: bool) -> (Classification, RetryCause)
+    where
+        C: Classify<E>,
+    {
+        let classifier = &self.retry.classifier;
+        if timed_out {
+            (classifier.classify(error), RetryCause::Timeout)
+        } else {
+            classifier.classify_cause(error)
+        }
+    }
+
+    /// Asks the engine what follows a failure classified so.
+    #[inline]
+    pub(crate) fn decide(
+        &mut self,
+        cx: &Context<'_, N>,
+        classification: Classification,
+        cause: RetryCause,
+    ) -> Decision {
         let retry = self.retry;
-        let (classification, cause) = retry.classifier.classify_cause(error);
         let now = self.now();
-        let rng = self.rng.get_or_insert_with(|| match retry.seed {
-            Some(seed) => {
-                Rng::with_seed(call_seed(seed, retry.calls.fetch_add(1, Ordering::Relaxed)))
-            }
-            None => Rng::fresh(),
-        });
+        let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         let decision = self.engine.failed_ns(cx, now, classification, cause, rng);
         self.last = match decision {
             // When the retry comes due: what `ready` and the next attempt see

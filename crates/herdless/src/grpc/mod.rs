@@ -8,6 +8,7 @@
 //! |---|---|
 //! | which codes are retryable (`UNAVAILABLE` by default), unknown ones fail closed | [`status`] |
 //! | `grpc-retry-pushback-ms`: an exact delay, or "do not retry" | [`pushback`] |
+//! | `grpc-timeout`: an attempt's remaining time, as the header writes it | [`timeout`] |
 //! | both together: a call's [`Classification`] | [`classify_status`] |
 //! | tower client retry over `http::Response` (`grpc-status` header; features `tower` + `grpc`) | `adapters::tower::GrpcClassifier` |
 //!
@@ -83,9 +84,11 @@ use crate::classify::Classification;
 
 pub mod pushback;
 pub mod status;
+pub mod timeout;
 
 pub use pushback::{parse_pushback, ParsePushbackError, PUSHBACK_HEADER};
 pub use status::{code_name, CodeClass, CodeClassifier, CodeSet};
+pub use timeout::{format_timeout, parse_timeout, TIMEOUT_HEADER};
 
 /// The [`Classification`] of a call that ended with status `code` and an
 /// optional raw `grpc-retry-pushback-ms` value, or `None` for `OK` (0).

@@ -30,6 +30,7 @@ pub struct PolicyBuilder {
     pub(super) jitter: Jitter,
     pub(super) max_retry_after: Duration,
     pub(super) retry_after_spread: f64,
+    pub(super) attempt_timeout: Option<Duration>,
 }
 
 impl Default for PolicyBuilder {
@@ -55,6 +56,7 @@ impl PolicyBuilder {
             jitter: Jitter::Full,
             max_retry_after: Policy::DEFAULT_MAX_RETRY_AFTER,
             retry_after_spread: Policy::DEFAULT_RETRY_AFTER_SPREAD,
+            attempt_timeout: None,
         }
     }
 
@@ -160,6 +162,24 @@ impl PolicyBuilder {
         self
     }
 
+    /// Sets the longest one attempt may take (positive, at most
+    /// [`MAX_DURATION`](super::MAX_DURATION)), or `None` to leave attempts
+    /// bounded by the elapsed limit only (the default). See
+    /// [`Policy::attempt_timeout`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = herdless::Policy::builder().attempt_timeout(Duration::from_millis(800)).build()?;
+    /// assert_eq!(p.attempt_timeout(), Some(Duration::from_millis(800)));
+    /// assert_eq!(p.to_builder().attempt_timeout(None).build()?.attempt_timeout(), None);
+    /// assert!(herdless::Policy::builder().attempt_timeout(Duration::ZERO).build().is_err());
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    pub fn attempt_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.attempt_timeout = timeout.into();
+        self
+    }
+
     /// Validates and builds the policy.
     ///
     /// # Errors
@@ -209,6 +229,13 @@ impl PolicyBuilder {
                 Reason::Spread(self.retry_after_spread),
             ));
         }
+        let attempt_timeout_ns = match self.attempt_timeout {
+            None => 0,
+            Some(t) => match delay_ns(F::AttemptTimeout, t)? {
+                0 => return Err(PolicyError::new(F::AttemptTimeout, Reason::Zero)),
+                ns => ns,
+            },
+        };
         Ok(Policy {
             base_ns,
             cap_ns,
@@ -218,6 +245,7 @@ impl PolicyBuilder {
             jitter: self.jitter,
             max_retry_after_ns,
             retry_after_spread: self.retry_after_spread,
+            attempt_timeout_ns,
             saturation: saturation(base_ns, cap_ns, self.multiplier),
         })
     }
@@ -332,6 +360,14 @@ mod tests {
                 PolicyField::RetryAfterSpread,
             ),
             (b().retry_after_spread(1.5), PolicyField::RetryAfterSpread),
+            (
+                b().attempt_timeout(Duration::ZERO),
+                PolicyField::AttemptTimeout,
+            ),
+            (
+                b().attempt_timeout(Duration::MAX),
+                PolicyField::AttemptTimeout,
+            ),
             (b().base(s(10)).cap(s(5)), PolicyField::Cap),
         ];
         for (builder, field) in cases {
@@ -389,8 +425,10 @@ mod tests {
         let p = Policy::builder()
             .jitter(Jitter::DecorrelatedWindow)
             .max_attempts(9)
+            .attempt_timeout(Duration::from_millis(750))
             .build()
             .unwrap();
         assert_eq!(p.to_builder().build().unwrap(), p);
+        assert_eq!(p.attempt_timeout(), Some(Duration::from_millis(750)));
     }
 }

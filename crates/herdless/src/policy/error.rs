@@ -30,15 +30,17 @@ pub enum PolicyField {
     RetryAfterSpread,
     /// `jitter` (named by configuration errors: an unknown mode name)
     Jitter,
+    /// `attempt_timeout`
+    AttemptTimeout,
 }
 
 impl PolicyField {
     /// Every field, in documentation order.
     ///
     /// ```
-    /// assert_eq!(herdless::policy::PolicyField::ALL.len(), 8);
+    /// assert_eq!(herdless::policy::PolicyField::ALL.len(), 9);
     /// ```
-    pub const ALL: [PolicyField; 8] = [
+    pub const ALL: [PolicyField; 9] = [
         PolicyField::Jitter,
         PolicyField::Base,
         PolicyField::Multiplier,
@@ -47,6 +49,7 @@ impl PolicyField {
         PolicyField::MaxElapsed,
         PolicyField::MaxRetryAfter,
         PolicyField::RetryAfterSpread,
+        PolicyField::AttemptTimeout,
     ];
 
     /// The field's name in `snake_case`, as in configuration files.
@@ -64,6 +67,7 @@ impl PolicyField {
             PolicyField::MaxRetryAfter => "max_retry_after",
             PolicyField::RetryAfterSpread => "retry_after_spread",
             PolicyField::Jitter => "jitter",
+            PolicyField::AttemptTimeout => "attempt_timeout",
         }
     }
 }

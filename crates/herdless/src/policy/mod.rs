@@ -87,13 +87,16 @@ pub struct Policy {
     pub(crate) jitter: Jitter,
     pub(crate) max_retry_after_ns: u64,
     pub(crate) retry_after_spread: f64,
+    /// The longest one attempt may take, in nanoseconds; 0 when unset (an
+    /// attempt is then bounded by what is left of the elapsed limit only).
+    pub(crate) attempt_timeout_ns: u64,
     /// The smallest retry index `n` with `base · mⁿ ≥ cap`; `NEVER` (beyond
     /// every `u32`) when the ceiling never reaches the cap.
     pub(crate) saturation: u64,
 }
 
 /// Reads like the policy: the settings a builder takes, durations as
-/// `500ms` / `30s`, the jitter by name.
+/// `500ms` / `30s`, the jitter by name; `attempt_timeout` only when set.
 ///
 /// ```
 /// assert_eq!(
@@ -110,16 +113,19 @@ impl fmt::Debug for Policy {
                 fmt::Display::fmt(&self.0, f)
             }
         }
-        f.debug_struct("Policy")
-            .field("jitter", &Shown(self.jitter))
+        let mut s = f.debug_struct("Policy");
+        s.field("jitter", &Shown(self.jitter))
             .field("base", &self.base())
             .field("multiplier", &self.multiplier)
             .field("cap", &self.cap())
             .field("max_attempts", &self.max_attempts)
             .field("max_elapsed", &self.max_elapsed)
             .field("max_retry_after", &self.max_retry_after())
-            .field("retry_after_spread", &self.retry_after_spread)
-            .finish()
+            .field("retry_after_spread", &self.retry_after_spread);
+        if let Some(t) = self.attempt_timeout() {
+            s.field("attempt_timeout", &t);
+        }
+        s.finish()
     }
 }
 
@@ -176,6 +182,7 @@ impl Policy {
             jitter: self.jitter,
             max_retry_after: self.max_retry_after(),
             retry_after_spread: self.retry_after_spread,
+            attempt_timeout: self.attempt_timeout(),
         }
     }
 
@@ -256,6 +263,25 @@ impl Policy {
     /// ```
     pub fn retry_after_spread(&self) -> f64 {
         self.retry_after_spread
+    }
+
+    /// The longest one attempt may take, if set (default: unset). An
+    /// attempt's deadline is the smaller of this and what is left of
+    /// [`max_elapsed`](Self::max_elapsed) (or of an urgent call's deadline):
+    /// see [`Attempt::remaining`](crate::Attempt::remaining). With it, the
+    /// async executors drop an attempt's future at its deadline, and a call
+    /// ends within `max_elapsed`; see the
+    /// [engine's order of the checks](crate::engine#the-order-of-the-checks).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(herdless::Policy::default().attempt_timeout(), None);
+    /// let p = herdless::Policy::builder().attempt_timeout(Duration::from_secs(2)).build()?;
+    /// assert_eq!(p.attempt_timeout(), Some(Duration::from_secs(2)));
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    pub fn attempt_timeout(&self) -> Option<Duration> {
+        (self.attempt_timeout_ns != 0).then(|| Duration::from_nanos(self.attempt_timeout_ns))
     }
 
     /// The ceiling `c = min(cap, ⌊base · multiplierⁿ⌋)` (in whole nanoseconds)

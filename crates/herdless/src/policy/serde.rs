@@ -1,6 +1,7 @@
 //! Serde support (feature `serde`): policies in configuration files.
 //!
-//! [`Policy`] serializes to a map of its eight fields, durations in human form
+//! [`Policy`] serializes to a map of its fields (eight, and `attempt_timeout`
+//! when it is set), durations in human form
 //! (`"500ms"`, `"30s"`, `"1m 30s"`) and the jitter mode by name (`"full"`,
 //! `"decorrelated-window"`). Deserializing goes through [`PolicyBuilder`]:
 //! a missing field takes its default, an unknown field is refused, and an
@@ -76,6 +77,8 @@ pub struct PolicyConfig {
     pub max_retry_after: Option<Duration>,
     /// `retry_after_spread`
     pub retry_after_spread: Option<f64>,
+    /// `attempt_timeout`
+    pub attempt_timeout: Option<Duration>,
 }
 
 impl PolicyConfig {
@@ -126,6 +129,10 @@ impl PolicyConfig {
                 let n = value.deserialize_any(Whole(name, u32::MAX.into()))? as u32;
                 (self.max_attempts, alone.max_attempts) = (Some(n), n);
             }
+            PolicyField::AttemptTimeout => {
+                let d = value.deserialize_any(Human(name))?;
+                (self.attempt_timeout, alone.attempt_timeout) = (Some(d), Some(d));
+            }
             PolicyField::Base
             | PolicyField::Cap
             | PolicyField::MaxElapsed
@@ -162,6 +169,7 @@ impl PolicyConfig {
         b.max_elapsed = self.max_elapsed.unwrap_or(b.max_elapsed);
         b.max_retry_after = self.max_retry_after.unwrap_or(b.max_retry_after);
         b.retry_after_spread = self.retry_after_spread.unwrap_or(b.retry_after_spread);
+        b.attempt_timeout = self.attempt_timeout.or(b.attempt_timeout);
         b
     }
 
@@ -182,7 +190,7 @@ impl PolicyConfig {
 }
 
 impl From<&Policy> for PolicyConfig {
-    /// Every field set, from `policy`.
+    /// Every field set, from `policy` (`attempt_timeout` when it has one).
     ///
     /// ```
     /// use herdless::{policy::serde::PolicyConfig, Policy};
@@ -200,6 +208,7 @@ impl From<&Policy> for PolicyConfig {
             max_elapsed: Some(p.max_elapsed()),
             max_retry_after: Some(p.max_retry_after()),
             retry_after_spread: Some(p.retry_after_spread()),
+            attempt_timeout: p.attempt_timeout(),
         }
     }
 }
@@ -207,7 +216,7 @@ impl From<&Policy> for PolicyConfig {
 impl Serialize for PolicyConfig {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let d = |d: Option<Duration>| d.map(format_duration);
-        let fields: [(&str, Option<Value>); 8] = [
+        let fields: [(&str, Option<Value>); 9] = [
             ("jitter", self.jitter.map(|j| Value::Str(j.name().into()))),
             ("base", d(self.base).map(Value::Str)),
             ("multiplier", self.multiplier.map(Value::F64)),
@@ -219,6 +228,7 @@ impl Serialize for PolicyConfig {
                 "retry_after_spread",
                 self.retry_after_spread.map(Value::F64),
             ),
+            ("attempt_timeout", d(self.attempt_timeout).map(Value::Str)),
         ];
         let len = fields.iter().filter(|(_, v)| v.is_some()).count();
         let mut st = s.serialize_struct("Policy", len)?;
@@ -257,6 +267,7 @@ const FIELDS: &[&str] = &[
     "max_elapsed",
     "max_retry_after",
     "retry_after_spread",
+    "attempt_timeout",
 ];
 
 impl<'de> Deserialize<'de> for PolicyConfig {
@@ -292,7 +303,7 @@ impl<'de> DeserializeSeed<'de> for Field<'_> {
 }
 
 impl Serialize for Policy {
-    /// All eight fields, durations in human form.
+    /// Every field (`attempt_timeout` only when set), durations in human form.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         PolicyConfig::from(self).serialize(s)
     }

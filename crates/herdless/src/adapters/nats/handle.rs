@@ -42,6 +42,14 @@ pub struct Task {
     pub key: IdempotencyKey,
     /// The task id of its events: `STREAM:SEQUENCE`.
     pub task_id: String,
+    /// The time this attempt may take: the policy's
+    /// [`attempt_timeout`](crate::Policy::attempt_timeout), or what is left
+    /// of the chain's `max_elapsed` (counted from its first delivery, on the
+    /// wall clock), whichever is smaller
+    /// ([`Engine::remaining`](crate::engine::Engine::remaining)). The worker
+    /// does not cut an attempt (it cannot end what the attempt started):
+    /// give this to the attempt's own timeout.
+    pub remaining: Duration,
 }
 
 /// What became of one delivery (counted in a
@@ -207,6 +215,7 @@ impl<C, N: Notify> Worker<C, N> {
             }
             Gate::GiveUp(reason) => return self.give_up(js, &d, reason, None).await,
         }
+        let remaining = d.resumed.engine.remaining(&cx, unix_now());
         let attempt = d.resumed.engine.begin();
         let task = Task {
             payload: d.message.payload.clone(),
@@ -215,6 +224,7 @@ impl<C, N: Notify> Worker<C, N> {
             attempt,
             key: d.resumed.key,
             task_id: task_id.clone(),
+            remaining,
         };
         let result = tokio::select! {
             biased;

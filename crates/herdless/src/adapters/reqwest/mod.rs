@@ -88,8 +88,20 @@
 //!   to `Retry-After` ([`classify_response_ms`]);
 //!   transport errors by [`classify_transport`]; per-attempt timeouts are
 //!   reported as timeouts ([`Classify::is_timeout`]) so a shared retry budget
-//!   can charge them more. A per-attempt timeout is the request's own
-//!   `RequestBuilder::timeout`, which applies to every attempt.
+//!   can charge them more.
+//! * **Timeouts follow the attempt's deadline**: with the policy's
+//!   [`attempt_timeout`](crate::Policy::attempt_timeout), every attempt's
+//!   request is sent with reqwest's per-request timeout set to
+//!   [`Attempt::remaining`] (the timeout, or what is left of `max_elapsed`,
+//!   whichever is smaller), so reqwest itself ends a hanging attempt and the
+//!   call ends within `max_elapsed`. A request built with its own
+//!   `RequestBuilder::timeout` keeps it, tightened to `remaining()` as the
+//!   elapsed limit runs out. Without either, the request carries no timeout
+//!   and the `Client`'s own (`ClientBuilder::timeout`) applies: reqwest lets
+//!   a per-request timeout *replace* the client's, so herdless sets one only
+//!   when asked. reqwest's timeout runs until the body is read: after
+//!   [`send`](HttpRetry::send) returns, the caller's read of the body is
+//!   still bounded by it. See docs/library.md, "Timeouts: which one wins".
 //!
 //!
 //! # Streaming a body
@@ -122,6 +134,7 @@
 //! [`parse_retry_after`]: crate::http::parse_retry_after
 //! [`classify_response_ms`]: crate::http::classify_response_ms
 //! [`Classify::is_timeout`]: crate::Classify::is_timeout
+//! [`Attempt::remaining`]: crate::Attempt::remaining
 
 mod classify;
 mod error;
@@ -341,10 +354,11 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
         let observe = Mutex::new(observe);
         let (client, mut replay) = self.prepare(request)?;
         let not_retried = replay.not_retried();
+        let bounded = self.retry.policy().attempt_timeout().is_some();
         let result = self
             .retry
             .call_async(|attempt: Attempt| {
-                let req = replay.request(&attempt);
+                let req = replay.request(&attempt, bounded);
                 let client = &client;
                 let timer = &self.retry.timer;
                 let observe = &observe;

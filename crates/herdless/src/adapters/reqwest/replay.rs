@@ -72,7 +72,13 @@ impl Replay {
     /// The request `attempt` sends: a clone of the template, or the one
     /// request. A non-replayable request's failure is terminal, so the engine
     /// never asks for a second attempt of it.
-    pub(crate) fn request(&mut self, attempt: &Attempt) -> Request {
+    ///
+    /// Its timeout fits the attempt's deadline: with an attempt timeout
+    /// (`bounded`), or when the request has a timeout of its own, the
+    /// request's timeout becomes the smaller of its own and
+    /// [`Attempt::remaining`]; otherwise it is left alone (the client's own
+    /// timeout applies, which a per-request timeout would replace).
+    pub(crate) fn request(&mut self, attempt: &Attempt, bounded: bool) -> Request {
         let request = match &self.template {
             Some(template) => template.try_clone(),
             None => self.once.take(),
@@ -86,6 +92,11 @@ impl Replay {
             if let Ok(v) = HeaderValue::from_str(&attempt.idempotency_key().to_string()) {
                 request.headers_mut().insert(header, v);
             }
+        }
+        let own = request.timeout().copied();
+        if bounded || own.is_some() {
+            let left = attempt.remaining();
+            *request.timeout_mut() = Some(own.map_or(left, |t| t.min(left)));
         }
         request
     }

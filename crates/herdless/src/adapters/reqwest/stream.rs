@@ -198,6 +198,7 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
     ) -> Result<Streamed, SendError> {
         let (client, mut replay) = self.prepare(request)?;
         let not_retried = replay.not_retried();
+        let bounded = self.retry.policy().attempt_timeout().is_some();
         let observe = Mutex::new(observe);
         let shared = Mutex::new(Shared {
             sink: Some(sink),
@@ -205,7 +206,7 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
             failed: None,
         });
         let call = self.retry.call_async(|attempt: Attempt| {
-            let req = replay.request(&attempt);
+            let req = replay.request(&attempt, bounded);
             let (client, timer, observe, shared) = (&client, &self.retry.timer, &observe, &shared);
             async move {
                 let started = timer.now();

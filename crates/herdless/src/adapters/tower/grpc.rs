@@ -207,3 +207,30 @@ mod tests {
         );
     }
 }
+
+/// Sets `grpc-timeout` on an `http::Request<B>` to the attempt's remaining
+/// time ([`format_timeout`](crate::grpc::format_timeout): eight digits and a
+/// unit, rounded down), so the server and the proxies on the way stop
+/// working on an attempt its caller has given up on. A
+/// [`RequestTimeout`](crate::adapters::tower::RequestTimeout) for
+/// [`RetryPolicy::with_request_timeout`](crate::adapters::tower::RetryPolicy::with_request_timeout)
+/// and the [hedging layer](crate::adapters::tower::HedgeLayer).
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::adapters::tower::{GrpcTimeout, RequestTimeout};
+/// let mut req = http::Request::new(());
+/// GrpcTimeout.set_timeout(&mut req, Duration::from_millis(250));
+/// assert_eq!(req.headers()["grpc-timeout"], "250000u");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GrpcTimeout;
+
+impl<B> crate::adapters::tower::RequestTimeout<http::Request<B>> for GrpcTimeout {
+    fn set_timeout(&self, req: &mut http::Request<B>, remaining: std::time::Duration) {
+        let value = crate::grpc::format_timeout(remaining);
+        if let Ok(v) = http::HeaderValue::from_str(&value) {
+            req.headers_mut().insert(crate::grpc::TIMEOUT_HEADER, v);
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! tower (feature `tower`): client-side retry as a `tower::retry::Policy`,
-//! the shared budget as tower's `Budget`, and server-side pushback as a `Layer`.
+//! budgeted hedging as a `Layer`, the shared budget as tower's `Budget`, and
+//! server-side pushback as a `Layer`.
 //!
 //! # tower client-side retry
 //!
@@ -55,6 +56,38 @@
 //! (DEBUG, target `herdless`, with `task_id`). Buffer a body you need
 //! retried.
 //!
+//! ## Timeouts from the deadline
+//!
+//! A tower policy cannot cut an attempt (tower polls the inner service's
+//! future; the policy sees only its result), so attempt deadlines reach the
+//! service through the request. [`RetryPolicy::with_request_timeout`] takes a
+//! [`RequestTimeout`] and sets, on every retry's request, the time that retry
+//! may take ([`Engine::remaining`](crate::engine::Engine::remaining) at the
+//! time it is due: the policy's `attempt_timeout`, or what is left of
+//! `max_elapsed`, whichever is smaller):
+//!
+//! * **gRPC**: [`GrpcTimeout`] writes it as `grpc-timeout` (feature `grpc`);
+//!   the server, and every proxy on the way, then ends the attempt itself.
+//! * **reqwest as the service** (`reqwest::Client` is a
+//!   `Service<reqwest::Request>`): `|r: &mut reqwest::Request, d| *r.timeout_mut() = Some(d)`;
+//!   reqwest ends the attempt, with an error its classifier calls a timeout.
+//! * **`http::Request` to hyper** (hyper's client has no per-request
+//!   timeout): put `tower::timeout::TimeoutLayer::new(attempt_timeout)`
+//!   *inside* the retry layer, so each attempt's future is dropped after the
+//!   attempt timeout, and classify its `Elapsed` error as a retryable
+//!   timeout with [`HttpClassifier::errors`] (a
+//!   [`WithTimeouts`](crate::classify::WithTimeouts)). That bounds every
+//!   attempt by the timeout but not by what is left of `max_elapsed`; for
+//!   that, carry the remaining time in the request (a closure that inserts
+//!   it into `extensions_mut()`) to a layer of your own that reads it.
+//!
+//! Two limits come from tower: the first attempt is sent as the caller built
+//! it (give it its timeout yourself: `min(attempt_timeout, max_elapsed)`),
+//! and a retry held behind an open breaker's probe starts later than it was
+//! due, by the probe wait, with the timeout reckoned from when it was due.
+//! The [hedging layer](HedgeLayer) has neither limit: it builds every copy,
+//! the first included, when it sends it.
+//!
 //! ## HTTP: statuses and Retry-After
 //!
 //! With the `http` feature, [`HttpClassifier`] classifies
@@ -77,6 +110,14 @@
 //! policy: classify the final `tonic::Status` with
 //! [`grpc::classify_status`](crate::grpc::classify_status) instead.
 //!
+//! # Hedging
+//!
+//! [`HedgeLayer`] sends a second copy of a slow request after a delay and
+//! returns the first success: tower's `hedge` with the engine's guards, the
+//! shared [`RetryBudget`](crate::RetryBudget) first (a hedge costs a retry's
+//! tokens, so an outage drains the budget and stops the hedges). See
+//! [`hedge`](crate::hedge) for the model and when it helps.
+//!
 //! # tower's `Budget`
 //!
 //! [`RetryBudget`](crate::RetryBudget) implements
@@ -90,9 +131,11 @@
 //! | item | file |
 //! |---|---|
 //! | [`RetryPolicy`], [`RetryWait`] | `retry.rs` |
+//! | [`RequestTimeout`], [`NoTimeout`] | `timeout.rs` |
+//! | [`HedgeLayer`], [`HedgeService`], [`Idempotent`] | `hedge.rs` |
 //! | [`CloneRequest`], [`Cloned`] | `clone.rs` |
 //! | [`HttpClassifier`], [`CloneBody`] | `http.rs` |
-//! | [`GrpcClassifier`] (with `grpc`) | `grpc.rs` |
+//! | [`GrpcClassifier`], [`GrpcTimeout`] (with `grpc`) | `grpc.rs` |
 //! | `Budget for RetryBudget` | [`budget`] |
 //! | [`PushbackLayer`], [`PushbackService`] | [`pushback`] |
 
@@ -100,14 +143,18 @@ pub mod budget;
 mod clone;
 #[cfg(feature = "grpc")]
 mod grpc;
+mod hedge;
 mod http;
 pub mod pushback;
 mod retry;
+mod timeout;
 
 pub use clone::{CloneRequest, Cloned};
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
-pub use grpc::GrpcClassifier;
+pub use grpc::{GrpcClassifier, GrpcTimeout};
+pub use hedge::{HedgeLayer, HedgeService, Idempotent};
 pub use http::{CloneBody, HttpClassifier};
 pub use pushback::{PushbackLayer, PushbackService};
 pub use retry::{RetryPolicy, RetryWait};
+pub use timeout::{NoTimeout, RequestTimeout};

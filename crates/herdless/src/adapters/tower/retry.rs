@@ -9,15 +9,17 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::adapters::tower::clone::{CloneRequest, Cloned};
+use crate::adapters::tower::timeout::{NoTimeout, RequestTimeout};
 use crate::classify::ClassifyResult;
 use crate::engine::{Decision, Engine, Gate, NoNotify, Notify, Retry};
 use crate::rng::{call_seed, Rng};
 use crate::timer::{AsyncSleep, Clock, SystemTimer};
 
 /// The configuration every call shares.
-struct Shared<C, T, N, K> {
+struct Shared<C, T, N, K, S> {
     retry: Retry<C, T, N>,
     cloner: K,
+    timeout: S,
     not_clonable: AtomicU64,
 }
 
@@ -66,13 +68,13 @@ fn lock(call: &Mutex<Call>) -> MutexGuard<'_, Call> {
 /// # Ok(())
 /// # }
 /// ```
-pub struct RetryPolicy<C, T = SystemTimer, N = NoNotify, K = Cloned> {
-    shared: Arc<Shared<C, T, N, K>>,
+pub struct RetryPolicy<C, T = SystemTimer, N = NoNotify, K = Cloned, S = NoTimeout> {
+    shared: Arc<Shared<C, T, N, K, S>>,
     origin: Instant,
     call: Option<Arc<Mutex<Call>>>,
 }
 
-impl<C, T, N, K> fmt::Debug for RetryPolicy<C, T, N, K> {
+impl<C, T, N, K, S> fmt::Debug for RetryPolicy<C, T, N, K, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryPolicy")
             .field("retry", &self.shared.retry)
@@ -109,11 +111,38 @@ impl<C, T: Clock, N, K> RetryPolicy<C, T, N, K> {
     /// let _p = RetryPolicy::with_cloner(Retry::new(Policy::default(), ByError(AlwaysRetry)), never);
     /// ```
     pub fn with_cloner(retry: Retry<C, T, N>, cloner: K) -> Self {
+        RetryPolicy::with_request_timeout(retry, cloner, NoTimeout)
+    }
+}
+
+impl<C, T: Clock, N, K, S> RetryPolicy<C, T, N, K, S> {
+    /// A policy that copies requests with `cloner` and sets each retry's
+    /// timeout with `timeout` (a [`RequestTimeout`]: [`GrpcTimeout`](crate::adapters::tower::GrpcTimeout)
+    /// for `grpc-timeout`, or a closure) to the time the retry may take:
+    /// the policy's `attempt_timeout`, or what is left of `max_elapsed`,
+    /// whichever is smaller, reckoned from when the retry is due (see
+    /// [the module documentation](crate::adapters::tower#timeouts-from-the-deadline)
+    /// for what it does not cover).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::adapters::tower::{Cloned, RetryPolicy};
+    /// use herdless::classify::ByError;
+    /// use herdless::{AlwaysRetry, Policy, Retry};
+    /// let policy = Policy::builder().attempt_timeout(Duration::from_secs(2)).build()?;
+    /// let stamp = |r: &mut http::Request<String>, left: Duration| {
+    ///     r.headers_mut().insert("x-timeout-ms", left.as_millis().to_string().parse().unwrap());
+    /// };
+    /// let _p = RetryPolicy::with_request_timeout(Retry::new(policy, ByError(AlwaysRetry)), Cloned, stamp);
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    pub fn with_request_timeout(retry: Retry<C, T, N>, cloner: K, timeout: S) -> Self {
         let origin = retry.timer.now();
         RetryPolicy {
             shared: Arc::new(Shared {
                 retry,
                 cloner,
+                timeout,
                 not_clonable: AtomicU64::new(0),
             }),
             origin,
@@ -122,7 +151,7 @@ impl<C, T: Clock, N, K> RetryPolicy<C, T, N, K> {
     }
 }
 
-impl<C, T, N, K> RetryPolicy<C, T, N, K> {
+impl<C, T, N, K, S> RetryPolicy<C, T, N, K, S> {
     /// The shared configuration.
     ///
     /// ```
@@ -165,7 +194,7 @@ impl<C, T, N, K> RetryPolicy<C, T, N, K> {
 }
 
 /// A clone is a fresh call (tower clones the policy per request): its own engine, from now.
-impl<C, T: Clock, N, K> Clone for RetryPolicy<C, T, N, K> {
+impl<C, T: Clock, N, K, S> Clone for RetryPolicy<C, T, N, K, S> {
     fn clone(&self) -> Self {
         RetryPolicy {
             shared: Arc::clone(&self.shared),
@@ -176,7 +205,7 @@ impl<C, T: Clock, N, K> Clone for RetryPolicy<C, T, N, K> {
 }
 
 /// A call dropped early settles the engine (refunds an unstarted retry, releases a probe).
-impl<C, T, N, K> Drop for RetryPolicy<C, T, N, K> {
+impl<C, T, N, K, S> Drop for RetryPolicy<C, T, N, K, S> {
     fn drop(&mut self) {
         if let Some(call) = &self.call {
             lock(call).engine.cancel(&self.shared.retry.context());
@@ -184,16 +213,17 @@ impl<C, T, N, K> Drop for RetryPolicy<C, T, N, K> {
     }
 }
 
-impl<Req, Res, E, C, T, N, K> tower::retry::Policy<Req, Res, E> for RetryPolicy<C, T, N, K>
+impl<Req, Res, E, C, T, N, K, S> tower::retry::Policy<Req, Res, E> for RetryPolicy<C, T, N, K, S>
 where
     C: ClassifyResult<Res, E>,
     T: AsyncSleep,
     N: Notify,
     K: CloneRequest<Req>,
+    S: RequestTimeout<Req>,
 {
-    type Future = RetryWait<C, T, N, K>;
+    type Future = RetryWait<C, T, N, K, S>;
 
-    fn retry(&mut self, _req: &mut Req, result: &mut Result<Res, E>) -> Option<Self::Future> {
+    fn retry(&mut self, req: &mut Req, result: &mut Result<Res, E>) -> Option<Self::Future> {
         let shared = &self.shared;
         let retry = &shared.retry;
         let now = retry.timer.now().saturating_duration_since(self.origin);
@@ -223,12 +253,17 @@ where
             None => Rng::fresh(),
         });
         match engine.failed(&cx, now, classification, cause, rng) {
-            Decision::Retry { delay, .. } => Some(RetryWait {
-                sleep: retry.timer.sleep(delay),
-                shared: Arc::clone(shared),
-                call: Arc::clone(call),
-                origin: self.origin,
-            }),
+            Decision::Retry { delay, .. } => {
+                // `req` is what tower sends next, when the wait is over.
+                let due = now.saturating_add(delay);
+                shared.timeout.set_timeout(req, engine.remaining(&cx, due));
+                Some(RetryWait {
+                    sleep: retry.timer.sleep(delay),
+                    shared: Arc::clone(shared),
+                    call: Arc::clone(call),
+                    origin: self.origin,
+                })
+            }
             Decision::GiveUp(_) => None,
         }
     }
@@ -256,22 +291,22 @@ pin_project_lite::pin_project! {
     /// fn send<F: Send>() {}
     /// send::<RetryWait<ByError<AlwaysRetry>, ManualTimer, NoNotify, Cloned>>();
     /// ```
-    pub struct RetryWait<C, T: AsyncSleep, N, K> {
+    pub struct RetryWait<C, T: AsyncSleep, N, K, S = NoTimeout> {
         #[pin]
         sleep: T::Sleep,
-        shared: Arc<Shared<C, T, N, K>>,
+        shared: Arc<Shared<C, T, N, K, S>>,
         call: Arc<Mutex<Call>>,
         origin: Instant,
     }
 }
 
-impl<C, T: AsyncSleep, N, K> fmt::Debug for RetryWait<C, T, N, K> {
+impl<C, T: AsyncSleep, N, K, S> fmt::Debug for RetryWait<C, T, N, K, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryWait").finish_non_exhaustive()
     }
 }
 
-impl<C, T: AsyncSleep, N: Notify, K> Future for RetryWait<C, T, N, K> {
+impl<C, T: AsyncSleep, N: Notify, K, S> Future for RetryWait<C, T, N, K, S> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {

@@ -94,7 +94,7 @@ impl Engine {
         } else {
             return self.ready(cx, now, rng);
         };
-        self.exhausted(cx, reason, elapsed, false);
+        self.exhausted(cx, reason, elapsed, false, false);
         Gate::GiveUp(reason)
     }
 

@@ -114,6 +114,11 @@ pub const MAX_TOKENS: f64 = 1e12;
 pub struct Spent(u64);
 
 impl Spent {
+    /// The sum of two amounts.
+    pub(crate) fn plus(self, other: Spent) -> Spent {
+        Spent(self.0.saturating_add(other.0))
+    }
+
     /// The amount, in tokens.
     ///
     /// ```
@@ -301,6 +306,47 @@ impl RetryBudget {
                 admitted = after > floor && after >= cost;
                 Some(if admitted { after - cost } else { after })
             });
+        if admitted {
+            Ok(Spent(cost))
+        } else {
+            Err(Denied)
+        }
+    }
+
+    /// Asks for one hedge (a copy of a request sent before it failed, see
+    /// [`hedge`](crate::hedge)): admitted, as [`try_retry`](Self::try_retry)
+    /// admits a retry, while the level is strictly above this call's
+    /// threshold and covers a retry's cost, which is withdrawn. No failure
+    /// cost is charged: nothing failed yet (each copy that fails charges it
+    /// then). One atomic update.
+    ///
+    /// # Errors
+    ///
+    /// [`Denied`] when the hedge is not admitted.
+    ///
+    /// ```
+    /// let b = herdless::RetryBudget::builder().aws().max_tokens(12.0).spread(0.0).build()?;
+    /// assert!(b.try_hedge(0.0).is_ok()); // 12 → 7
+    /// assert!(b.try_hedge(0.0).is_ok()); // 7 → 2
+    /// assert_eq!(b.try_hedge(0.0), Err(herdless::fleet::Denied));
+    /// assert_eq!(b.tokens(), 2.0);
+    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// ```
+    pub fn try_hedge(&self, level: f64) -> Result<Spent, Denied> {
+        let c = &self.cfg;
+        let cost = c.retry_cost;
+        let level = if level.is_nan() {
+            0.0
+        } else {
+            level.clamp(0.0, 1.0)
+        };
+        let floor = c.threshold + (c.spread as f64 * level) as u64;
+        let admitted = self
+            .level
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                (cur > floor && cur >= cost).then(|| cur - cost)
+            })
+            .is_ok();
         if admitted {
             Ok(Spent(cost))
         } else {

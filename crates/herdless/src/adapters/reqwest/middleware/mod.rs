@@ -28,6 +28,17 @@
 //! middlewares after this one see every attempt, those before it see one
 //! call.
 //!
+//! # Timeouts
+//!
+//! As [`HttpRetry`]'s: with the policy's
+//! [`attempt_timeout`](crate::Policy::attempt_timeout) (or a request that has
+//! a timeout of its own), each attempt goes down the stack with reqwest's
+//! per-request timeout set to
+//! [`Attempt::remaining`](crate::Attempt::remaining), so the middlewares
+//! after this one and the client see the attempt's deadline
+//! (`request.timeout()`); see [`HttpRetry`]'s "Timeouts follow the attempt's
+//! deadline".
+//!
 //! # What comes back
 //!
 //! A stack's callers expect an error status as `Ok(response)` (and turn it
@@ -186,10 +197,11 @@ where
         // (`call_async_mut` would borrow it directly, but its future cannot
         // yet be proven `Send`, which a middleware's must be).
         let extensions = tokio::sync::Mutex::new(extensions);
+        let bounded = http.retry.policy().attempt_timeout().is_some();
         let result = http
             .retry
             .call_async(|attempt| {
-                let request = replay.request(&attempt);
+                let request = replay.request(&attempt, bounded);
                 let (next, extensions) = (next.clone(), &extensions);
                 async move {
                     let mut extensions = extensions.lock().await;
