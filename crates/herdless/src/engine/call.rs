@@ -364,7 +364,7 @@ impl Engine {
     /// ```
     #[inline]
     pub fn ready<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration, rng: &mut Rng) -> Gate {
-        let Some(breaker) = cx.breaker else {
+        let Some(breaker) = cx.breaker.filter(|_| self.attempts > 0) else {
             return Gate::Go;
         };
         if self.bypasses(cx) {
