@@ -30,6 +30,7 @@
 //! does in production) and saves 8 bytes per client. It is *not* the
 //! "everyone seeded alike" failure mode: no two clients share a draw.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use herdless::engine::{Decision, Engine, Gate};
@@ -128,6 +129,11 @@ pub struct FleetOutcome {
     pub give_ups: Histogram,
     /// Successes per 100 ms bucket (when the clients' calls were done).
     pub successes: Histogram,
+    /// The most calls the endpoint held open at once (0 without a hold).
+    pub max_held: u64,
+    /// Calls that reached the service itself, per 100 ms bucket (its own
+    /// refusals included; empty for an endpoint without one).
+    pub service_load: Histogram,
 }
 
 /// Runs a fleet whose client `i` first calls at `starts[i]` (nanoseconds)
@@ -213,11 +219,38 @@ pub fn run_fleet_from<E: Endpoint>(
     let rtt = guards.probe_rtt_ns();
     let mut rng = Rng::with_seed(seed);
     let mut out = FleetOutcome::default();
+    // Clients whose call the endpoint holds open, until it answers them.
+    let mut parked: HashMap<u32, Client> = HashMap::new();
+    // The endpoint's next answer is a tick event in the same queue.
+    let mut tick_at: Option<u64> = None;
 
     while let Some(ev) = queue.pop() {
         let now = ev.at_ns;
         let at = Duration::from_nanos(now);
         let mut c = ev.client;
+        if c.id == TICK {
+            if tick_at == Some(now) {
+                tick_at = None;
+            }
+            while let Some((id, reply)) = endpoint.answer(now) {
+                if let Some(held) = parked.remove(&id) {
+                    settle(
+                        held,
+                        reply,
+                        now,
+                        &mut Step {
+                            queue: &mut queue,
+                            guards,
+                            policy,
+                            rng: &mut rng,
+                            out: &mut out,
+                        },
+                    );
+                }
+            }
+            arm(&*endpoint, &mut queue, &mut tick_at, now.saturating_add(1));
+            continue;
+        }
         let reply = if c.returning != 0 {
             // A probe's answer, back after its round trip.
             c.returning = 0;
@@ -225,18 +258,16 @@ pub fn run_fleet_from<E: Endpoint>(
             let held = guards.in_flight[p].take();
             held.unwrap_or(Reply::Rejected { retry_after: None })
         } else {
-            if c.engine.attempts() > 0 {
-                match c.engine.ready(&guards.context(policy, c.id), at, &mut rng) {
-                    Gate::Go => {}
-                    Gate::Wait(d) => {
-                        out.breaker_waits += 1;
-                        queue.push(now.saturating_add(nanos(d)), c);
-                        continue;
-                    }
-                    Gate::GiveUp(reason) => {
-                        out.give_up(now, reason);
-                        continue;
-                    }
+            match c.engine.ready(&guards.context(policy, c.id), at, &mut rng) {
+                Gate::Go => {}
+                Gate::Wait(d) => {
+                    out.breaker_waits += 1;
+                    queue.push(now.saturating_add(nanos(d)), c);
+                    continue;
+                }
+                Gate::GiveUp(reason) => {
+                    out.give_up(now, reason);
+                    continue;
                 }
             }
             let attempt = c.engine.begin();
@@ -249,6 +280,11 @@ pub fn run_fleet_from<E: Endpoint>(
                 return Err(SimError::TooManyCalls(MAX_CALLS));
             }
             let reply = endpoint.call(now, c.id, attempt);
+            if reply == Reply::Held {
+                parked.insert(c.id, c);
+                arm(&*endpoint, &mut queue, &mut tick_at, now);
+                continue;
+            }
             if c.engine.is_probe() {
                 let p = guards.process(c.id);
                 guards.in_flight[p] = Some(reply);
@@ -258,27 +294,87 @@ pub fn run_fleet_from<E: Endpoint>(
             }
             reply
         };
-        let cx = guards.context(policy, c.id);
-        match reply {
-            Reply::Ok => {
-                c.engine.succeeded(&cx, at);
-                out.succeeded += 1;
-                out.last_done_ns = out.last_done_ns.max(now);
-                out.last_success_ns = out.last_success_ns.max(now);
-                out.successes.add(now);
-            }
-            Reply::Rejected { retry_after } => {
-                let class = Classification::Retryable { after: retry_after };
-                match c.engine.failed(&cx, at, class, RetryCause::Error, &mut rng) {
-                    Decision::Retry { delay, .. } => {
-                        queue.push(now.saturating_add(nanos(delay)), c)
-                    }
-                    Decision::GiveUp(reason) => out.give_up(now, reason),
-                }
-            }
-        }
+        settle(
+            c,
+            reply,
+            now,
+            &mut Step {
+                queue: &mut queue,
+                guards,
+                policy,
+                rng: &mut rng,
+                out: &mut out,
+            },
+        );
+    }
+    out.max_held = endpoint.max_held();
+    if let Some(load) = endpoint.service_load() {
+        out.service_load = load.clone();
     }
     Ok(out)
+}
+
+/// The client id of the endpoint's tick events (no client has it: a fleet
+/// has at most 10⁷ clients).
+const TICK: u32 = u32::MAX;
+
+/// What settling a reply needs from the loop.
+struct Step<'a, 'g> {
+    queue: &'a mut EventQueue<Client>,
+    guards: &'a mut Guards,
+    policy: &'g herdless::Policy,
+    rng: &'a mut Rng,
+    out: &'a mut FleetOutcome,
+}
+
+/// Reports `reply` to the client's engine at `now` and schedules what follows.
+#[inline]
+fn settle(mut c: Client, reply: Reply, now: u64, s: &mut Step<'_, '_>) {
+    let at = Duration::from_nanos(now);
+    let cx = s.guards.context(s.policy, c.id);
+    match reply {
+        Reply::Ok => {
+            c.engine.succeeded(&cx, at);
+            s.out.succeeded += 1;
+            s.out.last_done_ns = s.out.last_done_ns.max(now);
+            s.out.last_success_ns = s.out.last_success_ns.max(now);
+            s.out.successes.add(now);
+        }
+        Reply::Rejected { retry_after } => {
+            let class = Classification::Retryable { after: retry_after };
+            match c.engine.failed(&cx, at, class, RetryCause::Error, s.rng) {
+                Decision::Retry { delay, .. } => s.queue.push(now.saturating_add(nanos(delay)), c),
+                Decision::GiveUp(reason) => s.out.give_up(now, reason),
+            }
+        }
+        // An endpoint answers a held call with what became of it, never Held.
+        Reply::Held => s.out.give_up(now, GiveUp::Terminal),
+    }
+}
+
+/// Makes sure a tick event is queued at the endpoint's next answer (no
+/// earlier than `not_before`, so a tick never repeats at its own time).
+fn arm<E: Endpoint + ?Sized>(
+    endpoint: &E,
+    queue: &mut EventQueue<Client>,
+    tick_at: &mut Option<u64>,
+    not_before: u64,
+) {
+    let Some(t) = endpoint.next_answer() else {
+        return;
+    };
+    let t = t.max(not_before);
+    if tick_at.is_none_or(|pending| t < pending) {
+        *tick_at = Some(t);
+        queue.push(
+            t,
+            Client {
+                engine: Engine::new(Duration::ZERO),
+                id: TICK,
+                returning: 0,
+            },
+        );
+    }
 }
 
 fn nanos(d: Duration) -> u64 {

@@ -88,7 +88,7 @@ use crate::strategy::Reply;
 /// ```
 /// use herdless_sim::guard::Guard;
 /// assert_eq!(Guard::Pushback.name(), "pushback");
-/// assert_eq!(Guard::ALL.len(), 4);
+/// assert_eq!(Guard::ALL.len(), 7);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Guard {
@@ -103,15 +103,30 @@ pub enum Guard {
     /// Server pushback with the static slot allocator: told the capacity and
     /// the outage's end (or recovered by an operator at the end).
     StaticPushback,
+    /// Server pushback with a hold: the adaptive allocator keeps requests
+    /// open (a capacity-aware reconnect queue) and answers them when the
+    /// service can take them; what it cannot hold gets slots.
+    Hold,
+    /// A client-side adaptive throttle per process
+    /// ([`Throttle`](herdless::fleet::Throttle)): first tries and retries
+    /// paced by what the endpoint answers, no server help.
+    Throttle,
+    /// The AWS SDK's adaptive retry mode as a simulator baseline: a token
+    /// bucket per process whose rate follows CUBIC on throttling answers
+    /// (every 503 counted as one); see [`cubic`](crate::cubic).
+    Cubic,
 }
 
 impl Guard {
     /// Every guard, in table order.
-    pub const ALL: [Guard; 4] = [
+    pub const ALL: [Guard; 7] = [
         Guard::Budget,
         Guard::Breaker,
         Guard::Pushback,
         Guard::StaticPushback,
+        Guard::Hold,
+        Guard::Throttle,
+        Guard::Cubic,
     ];
 
     /// The guard's name (the part after `+` in a strategy name).
@@ -125,6 +140,9 @@ impl Guard {
             Guard::Breaker => "breaker",
             Guard::Pushback => "pushback",
             Guard::StaticPushback => "static-pushback",
+            Guard::Hold => "hold",
+            Guard::Throttle => "throttle",
+            Guard::Cubic => "cubic",
         }
     }
 
@@ -321,7 +339,8 @@ impl Guards {
                     .collect();
                 g.in_flight = vec![None; processes];
             }
-            Some(Guard::Pushback | Guard::StaticPushback) | None => {}
+            Some(Guard::Pushback | Guard::StaticPushback | Guard::Hold) | None => {}
+            Some(Guard::Throttle | Guard::Cubic) => {}
         }
         Ok(g)
     }

@@ -74,36 +74,51 @@ pub enum StrategyKind {
 }
 
 /// `GUARDED_NAMES[jitter][guard]`, in `Jitter::ALL` and `Guard::ALL` order.
-const GUARDED_NAMES: [[&str; 4]; 5] = [
+const GUARDED_NAMES: [[&str; 7]; 5] = [
     [
         "none+budget",
         "none+breaker",
         "none+pushback",
         "none+static-pushback",
+        "none+hold",
+        "none+throttle",
+        "none+cubic",
     ],
     [
         "full+budget",
         "full+breaker",
         "full+pushback",
         "full+static-pushback",
+        "full+hold",
+        "full+throttle",
+        "full+cubic",
     ],
     [
         "equal+budget",
         "equal+breaker",
         "equal+pushback",
         "equal+static-pushback",
+        "equal+hold",
+        "equal+throttle",
+        "equal+cubic",
     ],
     [
         "decorrelated+budget",
         "decorrelated+breaker",
         "decorrelated+pushback",
         "decorrelated+static-pushback",
+        "decorrelated+hold",
+        "decorrelated+throttle",
+        "decorrelated+cubic",
     ],
     [
         "decorrelated-window+budget",
         "decorrelated-window+breaker",
         "decorrelated-window+pushback",
         "decorrelated-window+static-pushback",
+        "decorrelated-window+hold",
+        "decorrelated-window+throttle",
+        "decorrelated-window+cubic",
     ],
 ];
 
@@ -254,7 +269,8 @@ impl fmt::Display for ParseStrategyError {
             f,
             "unknown strategy {:?} (expected one of none, full, equal, decorrelated, \
              decorrelated-window, fixed-1s, no-backoff, or a jitter mode with a guard: \
-             full+budget, full+breaker, full+pushback, full+static-pushback)",
+             full+budget, full+breaker, full+pushback, full+static-pushback, full+hold, \
+             full+throttle, full+cubic)",
             self.input
         )
     }
@@ -321,6 +337,10 @@ pub enum Reply {
         /// The server's requested delay, if any.
         retry_after: Option<Duration>,
     },
+    /// The endpoint holds the call open: its answer comes later, through
+    /// [`Endpoint::answer`](crate::endpoint::Endpoint::answer) (a pushback
+    /// server with a hold).
+    Held,
 }
 
 #[cfg(test)]

@@ -125,12 +125,11 @@ impl<E> Honoring<E> {
     }
 }
 
-impl<E: Endpoint> Endpoint for Honoring<E> {
+impl<E> Honoring<E> {
+    /// What reaches `client` of `reply` at `now_ns`, counted for it.
     #[inline]
-    fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply {
-        let reply = self.inner.call(now_ns, client, attempt);
+    fn deliver(&mut self, now_ns: u64, client: u32, reply: Reply) -> Reply {
         if honors(self.fraction, self.seed, client) {
-            self.stats.calls += 1;
             if reply == Reply::Ok {
                 self.stats.succeeded += 1;
                 self.stats.last_success_ns = self.stats.last_success_ns.max(now_ns);
@@ -138,9 +137,37 @@ impl<E: Endpoint> Endpoint for Honoring<E> {
             reply
         } else {
             match reply {
-                Reply::Ok => Reply::Ok,
                 Reply::Rejected { .. } => Reply::Rejected { retry_after: None },
+                other => other,
             }
         }
+    }
+}
+
+impl<E: Endpoint> Endpoint for Honoring<E> {
+    #[inline]
+    fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply {
+        let reply = self.inner.call(now_ns, client, attempt);
+        if honors(self.fraction, self.seed, client) {
+            self.stats.calls += 1;
+        }
+        self.deliver(now_ns, client, reply)
+    }
+
+    fn next_answer(&self) -> Option<u64> {
+        self.inner.next_answer()
+    }
+
+    fn answer(&mut self, now_ns: u64) -> Option<(u32, Reply)> {
+        let (client, reply) = self.inner.answer(now_ns)?;
+        Some((client, self.deliver(now_ns, client, reply)))
+    }
+
+    fn service_load(&self) -> Option<&crate::metrics::Histogram> {
+        self.inner.service_load()
+    }
+
+    fn max_held(&self) -> u64 {
+        self.inner.max_held()
     }
 }

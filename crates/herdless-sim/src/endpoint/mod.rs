@@ -4,6 +4,14 @@
 //! answers with a [`Reply`]. Calls take no virtual time (the answer is
 //! immediate): in the spread and outage scenarios what matters is *when* the
 //! fleet calls, and adding a constant latency would only shift every curve.
+//! The one exception is a call the endpoint **holds** ([`Reply::Held`]): its
+//! answer comes later, when the endpoint says so ([`Endpoint::next_answer`],
+//! [`Endpoint::answer`]); the fleet loop parks the client until then.
+//!
+//! Every call that reaches the handler itself ([`OutageEndpoint`], the
+//! capacity) is counted per 100 ms ([`Endpoint::service_load`]): the load on
+//! the service, its own refusals included, which a pushback front end keeps
+//! below what the clients send.
 //!
 //! * [`FailFirst`] is a stub controller: it fails each worker's first `k`
 //!   calls and answers the rest.
@@ -18,6 +26,9 @@
 //! * [`PushbackEndpoint`] is the same endpoint behind the static
 //!   [`SlotAllocator`](herdless::pushback::SlotAllocator), told the capacity and
 //!   (or at) the outage's end.
+//! * [`HoldEndpoint`] is the same endpoint behind the adaptive allocator
+//!   with a hold: a call may be held open ([`Reply::Held`]) and answered
+//!   later, when the allocator releases it ([`hold`] module).
 //! * [`Honoring`] wraps any of them: the clients that ignore Retry-After get
 //!   the answer without it (they use their own backoff), and the calls and
 //!   successes of the clients that honor it are counted apart ([`honor`]
@@ -46,16 +57,43 @@ use std::time::Duration;
 
 use crate::strategy::Reply;
 
+pub mod hold;
 pub mod honor;
 pub mod pushback;
 
+pub use hold::HoldEndpoint;
 pub use honor::{HonorStats, Honoring};
 pub use pushback::{AdaptiveEndpoint, OutageEnd, PushbackEndpoint};
+
+use crate::metrics::Histogram;
 
 /// Something that answers simulated calls.
 pub trait Endpoint {
     /// Answers call number `attempt` (1-based) of `client` at `now_ns`.
     fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply;
+
+    /// When the endpoint next has an answer for a call it held (or work
+    /// towards one), in nanoseconds; `None` when it holds nothing.
+    fn next_answer(&self) -> Option<u64> {
+        None
+    }
+
+    /// The next answer due at `now_ns` for a call it held: the client and
+    /// its reply (never [`Reply::Held`]). Called until `None`.
+    fn answer(&mut self, _now_ns: u64) -> Option<(u32, Reply)> {
+        None
+    }
+
+    /// Every call that reached the service itself, per 100 ms (`None` for an
+    /// endpoint without a service behind it).
+    fn service_load(&self) -> Option<&Histogram> {
+        None
+    }
+
+    /// The most calls held open at once.
+    fn max_held(&self) -> u64 {
+        0
+    }
 }
 
 pub(crate) const REJECT: Reply = Reply::Rejected { retry_after: None };
@@ -197,6 +235,7 @@ pub struct OutageEndpoint {
     recovery_ns: u64,
     bucket: TokenBucket,
     served: u64,
+    load: Histogram,
 }
 
 impl OutageEndpoint {
@@ -213,6 +252,7 @@ impl OutageEndpoint {
             recovery_ns,
             bucket: TokenBucket::new(recovery_ns, capacity, burst),
             served: 0,
+            load: Histogram::new(),
         }
     }
 
@@ -232,6 +272,7 @@ impl OutageEndpoint {
 impl Endpoint for OutageEndpoint {
     #[inline]
     fn call(&mut self, now_ns: u64, _client: u32, _attempt: u32) -> Reply {
+        self.load.add(now_ns);
         if now_ns < self.recovery_ns {
             return REJECT;
         }
@@ -241,6 +282,10 @@ impl Endpoint for OutageEndpoint {
         } else {
             REJECT
         }
+    }
+
+    fn service_load(&self) -> Option<&Histogram> {
+        Some(&self.load)
     }
 }
 

@@ -88,7 +88,7 @@ impl FromStr for OutageEnd {
 
 /// The allocator's answer as it goes on the wire: the slot rounded up to the
 /// millisecond (`Retry-After-Ms`).
-fn on_the_wire(decision: Allotment) -> Reply {
+pub(crate) fn on_the_wire(decision: Allotment) -> Reply {
     Reply::Rejected {
         retry_after: decision.retry_after_ms().map(Duration::from_millis),
     }
@@ -217,10 +217,14 @@ impl Endpoint for AdaptiveEndpoint {
                     self.allocator.served(now);
                     Reply::Ok
                 }
-                Reply::Rejected { .. } => on_the_wire(self.allocator.refused(now, Some(key))),
+                _ => on_the_wire(self.allocator.refused(now, Some(key))),
             },
             rejected => on_the_wire(rejected),
         }
+    }
+
+    fn service_load(&self) -> Option<&crate::metrics::Histogram> {
+        self.handler.service_load()
     }
 }
 
@@ -340,5 +344,9 @@ impl Endpoint for PushbackEndpoint {
             Allotment::Admit => self.handler.call(now_ns, client, attempt),
             rejected => on_the_wire(rejected),
         }
+    }
+
+    fn service_load(&self) -> Option<&crate::metrics::Histogram> {
+        self.handler.service_load()
     }
 }

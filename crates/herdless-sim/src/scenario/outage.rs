@@ -56,7 +56,8 @@ use herdless::{Policy, Rng};
 use serde::Serialize;
 
 use crate::endpoint::{
-    AdaptiveEndpoint, Endpoint, HonorStats, Honoring, OutageEnd, OutageEndpoint, PushbackEndpoint,
+    AdaptiveEndpoint, Endpoint, HoldEndpoint, HonorStats, Honoring, OutageEnd, OutageEndpoint,
+    PushbackEndpoint,
 };
 use crate::error::SimError;
 use crate::fleet::{run_fleet_from, FleetOutcome};
@@ -262,6 +263,15 @@ pub struct OutageFigures {
     /// The largest 100 ms bucket of arrivals at or after `T`, divided by what
     /// the endpoint serves in 100 ms (`C / 10`).
     pub peak_over_capacity: f64,
+    /// The largest 100 ms bucket at or after `T` of calls that reached the
+    /// service itself (its own refusals included), over `C / 10`: what a
+    /// pushback front end lets through, and what it holds back shows here
+    /// as the difference from `peak_over_capacity`.
+    pub service_peak_over_capacity: f64,
+    /// The most calls the endpoint held open at once (0 without a hold).
+    pub max_held: u64,
+    /// Calls that reached the service itself per 100 ms bucket, from time 0.
+    pub service_per_100ms: Vec<u32>,
     /// The largest 100 ms bucket of retries, as a share of the fleet (0 to 1).
     pub max_bucket_share: f64,
     /// Every call per 100 ms bucket, from time 0.
@@ -342,6 +352,19 @@ pub fn run(
             &strategy,
             &mut guards,
         )?,
+        Some(Guard::Hold) => run.go(
+            HoldEndpoint::new(
+                params.outage,
+                params.capacity,
+                params.burst,
+                told,
+                params.outage_end,
+                horizon,
+                params.clients,
+            )?,
+            &strategy,
+            &mut guards,
+        )?,
         Some(Guard::StaticPushback) => run.go(
             PushbackEndpoint::with(
                 params.outage,
@@ -396,10 +419,9 @@ fn figures(
 ) -> OutageFigures {
     let n = f64::from(params.clients);
     let per_bucket = f64::from(params.capacity) * BUCKET.as_secs_f64();
-    let peak = out
-        .arrivals
-        .max_bucket_from(first_bucket_at_or_after(params.outage))
-        .map_or(0, |(_, c)| c);
+    let from = first_bucket_at_or_after(params.outage);
+    let peak = out.arrivals.max_bucket_from(from).map_or(0, |(_, c)| c);
+    let service_peak = out.service_load.max_bucket_from(from).map_or(0, |(_, c)| c);
     let completion_s = out.last_done_ns as f64 / 1e9;
     let drained = out.gave_up == 0;
     let drain_s = drained.then_some(out.last_success_ns as f64 / 1e9);
@@ -426,6 +448,9 @@ fn figures(
         give_ups_per_100ms: out.give_ups.counts().to_vec(),
         breaker_waits: out.breaker_waits,
         peak_over_capacity: f64::from(peak) / per_bucket,
+        service_peak_over_capacity: f64::from(service_peak) / per_bucket,
+        max_held: out.max_held,
+        service_per_100ms: out.service_load.counts().to_vec(),
         max_bucket_share: f64::from(out.retries.max_bucket().map_or(0, |(_, c)| c)) / n,
         arrivals_per_100ms: out.arrivals.counts().to_vec(),
         successes_per_100ms: out.successes.counts().to_vec(),

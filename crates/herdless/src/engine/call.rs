@@ -416,7 +416,7 @@ impl Engine {
         now_ns: u64,
         rng: &mut Rng,
     ) -> Gate {
-        let Some(breaker) = cx.breaker else {
+        let Some(breaker) = cx.breaker.filter(|_| self.attempts > 0) else {
             return Gate::Go;
         };
         if self.bypasses(cx) {

@@ -9,11 +9,19 @@
 //! that answer (the adaptive allocator books one; the static one has none).
 //! Time is a [`Duration`] since the front end's epoch, as everywhere in
 //! [`fleet`](crate::fleet).
+//!
+//! An allocator with a hold may answer [`Allotment::Hold`]: the front end
+//! parks the request under its ticket and, as time passes, asks
+//! [`next_release`](Allocator::next_release) when to call
+//! [`release`](Allocator::release); a released request the service refused
+//! is reported with [`refused_held`](Allocator::refused_held), a parked one
+//! whose caller went away with [`cancel`](Allocator::cancel). The static
+//! allocator never holds (the defaults do nothing).
 
 use std::time::Duration;
 
 use crate::pushback::adaptive::AdaptiveAllocator;
-use crate::pushback::{Allotment, SlotAllocator};
+use crate::pushback::{Allotment, Released, SlotAllocator, Ticket};
 
 /// A slot allocator a pushback front end can drive. See the [module
 /// documentation](self).
@@ -47,6 +55,31 @@ pub trait Allocator: Send + 'static {
 
     /// Requests admitted and rejected so far.
     fn counts(&self) -> (u64, u64);
+
+    /// When to call [`release`](Self::release) next (since the epoch);
+    /// `None` while nothing is held.
+    fn next_release(&self) -> Option<Duration> {
+        None
+    }
+
+    /// The next held request whose turn has come at `now`.
+    fn release(&mut self, _now: Duration) -> Option<Released> {
+        None
+    }
+
+    /// The service refused a request [`release`](Self::release) let through:
+    /// [`Allotment::Hold`] (keep it parked under the same ticket) or a slot.
+    fn refused_held(&mut self, now: Duration, ticket: Ticket) -> Option<Allotment> {
+        self.refused(now, ticket.caller())
+    }
+
+    /// A held request's caller went away.
+    fn cancel(&mut self, _ticket: Ticket) {}
+
+    /// Requests held now.
+    fn held(&self) -> usize {
+        0
+    }
 }
 
 /// The static allocator: no learning, no slot for a refusal, no caller keys.
@@ -119,6 +152,26 @@ impl Allocator for AdaptiveAllocator {
     fn counts(&self) -> (u64, u64) {
         let c = AdaptiveAllocator::counts(self);
         (c.admitted, c.rejected + c.refused)
+    }
+
+    fn next_release(&self) -> Option<Duration> {
+        AdaptiveAllocator::next_release(self)
+    }
+
+    fn release(&mut self, now: Duration) -> Option<Released> {
+        AdaptiveAllocator::release(self, now)
+    }
+
+    fn refused_held(&mut self, now: Duration, ticket: Ticket) -> Option<Allotment> {
+        Some(AdaptiveAllocator::refused_held(self, now, ticket))
+    }
+
+    fn cancel(&mut self, ticket: Ticket) {
+        AdaptiveAllocator::cancel(self, ticket);
+    }
+
+    fn held(&self) -> usize {
+        AdaptiveAllocator::held(self)
     }
 }
 

@@ -77,7 +77,8 @@
 //! | piece | what | module |
 //! |---|---|---|
 //! | [`SlotAllocator`] | the static allocator: told its capacity and, optionally, the outage's end | `slots.rs` |
-//! | [`AdaptiveAllocator`] | learns the capacity and the outage's end, robust to callers that ignore their slot | [`adaptive`] |
+//! | [`AdaptiveAllocator`] | learns the capacity and the outage's end, robust to callers that ignore their slot; optionally holds requests open (a capacity-aware reconnect queue) | [`adaptive`] |
+//! | [`Ticket`], [`Released`] | a held request's name, and what happens to it when its turn comes | [`ticket`] |
 //! | [`Allocator`] | either behind one interface, for front ends | [`allocator`] |
 //! | the tower `Layer` over either (feature `tower`) | | [`PushbackLayer`](crate::adapters::tower::PushbackLayer) |
 //!
@@ -87,8 +88,10 @@
 pub mod adaptive;
 pub mod allocator;
 mod slots;
+pub mod ticket;
 
 pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
 pub use allocator::Allocator;
 pub(crate) use slots::{ns, slot_interval_ns, GOLDEN};
 pub use slots::{Allotment, PushbackError, SlotAllocator};
+pub use ticket::{Released, Ticket};

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::pushback::Ticket;
+
 /// The golden ratio's fractional part, for evenly offset overbooking passes.
 pub(crate) const GOLDEN: f64 = 0.618_033_988_749_894_9;
 
@@ -24,6 +26,16 @@ pub enum Allotment {
         /// The delay until the caller's slot (positive, at most the horizon).
         retry_after: Duration,
     },
+    /// Keep the request open, unanswered: the allocator holds it in its
+    /// queue and says later, through
+    /// [`AdaptiveAllocator::release`](crate::pushback::AdaptiveAllocator::release),
+    /// whether to serve it or answer it with a slot. Only an allocator with
+    /// a [hold](crate::pushback::adaptive#the-hold-a-capacity-aware-reconnect-queue)
+    /// answers this.
+    Hold {
+        /// What names the held request until its release.
+        ticket: Ticket,
+    },
 }
 
 impl Allotment {
@@ -36,6 +48,27 @@ impl Allotment {
         matches!(self, Allotment::Admit)
     }
 
+    /// Whether the request is held (answered later).
+    ///
+    /// ```
+    /// assert!(!herdless::pushback::Allotment::Admit.is_hold());
+    /// ```
+    pub fn is_hold(&self) -> bool {
+        matches!(self, Allotment::Hold { .. })
+    }
+
+    /// The ticket of a held request.
+    ///
+    /// ```
+    /// assert_eq!(herdless::pushback::Allotment::Admit.ticket(), None);
+    /// ```
+    pub fn ticket(&self) -> Option<Ticket> {
+        match *self {
+            Allotment::Hold { ticket } => Some(ticket),
+            _ => None,
+        }
+    }
+
     /// The delay of a rejection.
     ///
     /// ```
@@ -43,8 +76,8 @@ impl Allotment {
     /// ```
     pub fn retry_after(&self) -> Option<Duration> {
         match *self {
-            Allotment::Admit => None,
             Allotment::Reject { retry_after } => Some(retry_after),
+            Allotment::Admit | Allotment::Hold { .. } => None,
         }
     }
 

@@ -24,6 +24,9 @@ pub const MAX_CAPACITY: f64 = 1e9;
 /// | [`down_after`](Self::down_after): consecutive refusals, with no success in the window, that mean "down" | 5 | `1..` |
 /// | [`client_spread`](Self::client_spread): how late callers come back after their slot, as a share of the delay | 0.1 (herdless clients' `retry_after_spread`) | `0..=1` |
 /// | [`callers`](Self::callers): callers numbered `0..n`, tracked in a table allocated up front | 0 (every key in a hash map) | `0..=100_000_000` |
+/// | [`hold`](Self::hold): hold requests open instead of answering them (a capacity-aware reconnect queue) | off | |
+/// | [`hold_max`](Self::hold_max): the most requests held at once (turns the hold on) | what 0.6 of the estimate serves in 0.4 `hold_for` (24,000 at 10,000/s and 10 s) | `1..=10_000_000` |
+/// | [`hold_for`](Self::hold_for): the longest a request is held (turns the hold on) | 10 s (below common clients' per-attempt timeouts) | 10 ms ..= 1 h |
 ///
 /// ```
 /// use std::time::Duration;
@@ -49,6 +52,9 @@ pub struct AdaptiveBuilder {
     down_after: u32,
     client_spread: f64,
     callers: usize,
+    hold: bool,
+    hold_max: Option<usize>,
+    hold_for: Option<Duration>,
 }
 
 impl Default for AdaptiveBuilder {
@@ -63,8 +69,26 @@ impl Default for AdaptiveBuilder {
             down_after: 5,
             client_spread: crate::Policy::DEFAULT_RETRY_AFTER_SPREAD,
             callers: 0,
+            hold: false,
+            hold_max: None,
+            hold_for: None,
         }
     }
+}
+
+/// The most requests [`AdaptiveBuilder::hold_max`] accepts.
+pub const MAX_HOLD: usize = 10_000_000;
+
+/// How long a request is held at most, by default.
+pub const DEFAULT_HOLD_FOR: Duration = Duration::from_secs(10);
+
+/// The default bound: what the starting release rate (0.6 of the estimate)
+/// lets through in 0.4 `hold_for`, so that a hold filled at an outage's start
+/// is drained before its first request's `hold_for` runs out when the outage
+/// lasts up to 0.6 `hold_for`, even at the starting rate.
+fn default_hold_max(estimate: f64, hold_for: Duration) -> usize {
+    let n = super::RELEASE_START * estimate * 0.4 * hold_for.as_secs_f64();
+    (n.round() as usize).clamp(1, MAX_HOLD)
 }
 
 /// The most callers [`AdaptiveBuilder::callers`] allocates a table for.
@@ -199,6 +223,52 @@ impl AdaptiveBuilder {
         self
     }
 
+    /// Holds requests instead of answering them, with the default bound and
+    /// time limit: while the service is down, or when a caller's slot would
+    /// be near, the request waits in a FIFO queue and is let through (or,
+    /// at `hold_for`, answered with a slot) later. The driver then calls
+    /// [`release`](AdaptiveAllocator::release) as time passes. See the
+    /// [module documentation](super#the-hold-a-capacity-aware-reconnect-queue).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::builder().estimate(10.0).hold().build()?
+    ///     .outage_until(Duration::from_secs(2));
+    /// assert!(a.decide(Duration::ZERO).is_hold());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn hold(mut self) -> Self {
+        self.hold = true;
+        self
+    }
+
+    /// The most requests held at once (and turns the hold on); past it,
+    /// callers get slots.
+    ///
+    /// ```
+    /// let b = herdless::pushback::AdaptiveAllocator::builder().hold_max(0);
+    /// assert!(b.build().is_err());
+    /// ```
+    pub fn hold_max(mut self, n: usize) -> Self {
+        self.hold = true;
+        self.hold_max = Some(n);
+        self
+    }
+
+    /// The longest a request is held, from its first arrival (and turns the
+    /// hold on): keep it below the clients' per-attempt timeouts.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = herdless::pushback::AdaptiveAllocator::builder().hold_for(Duration::from_secs(7_200));
+    /// assert!(b.build().is_err());
+    /// ```
+    pub fn hold_for(mut self, d: Duration) -> Self {
+        self.hold = true;
+        self.hold_for = Some(d);
+        self
+    }
+
     /// Validates the settings.
     ///
     /// # Errors
@@ -258,6 +328,25 @@ impl AdaptiveBuilder {
             self.callers <= MAX_CALLERS,
             "callers must be at most 100,000,000",
         )?;
+        let hold_for = self.hold_for.unwrap_or(DEFAULT_HOLD_FOR);
+        bad(
+            (Duration::from_millis(10)..=Duration::from_secs(3_600)).contains(&hold_for),
+            "hold_for must be within 10 ms..=1 h",
+        )?;
+        let hold_max = self
+            .hold_max
+            .unwrap_or_else(|| default_hold_max(capacity, hold_for));
+        bad(
+            (1..=MAX_HOLD).contains(&hold_max),
+            "hold_max must be within 1..=10,000,000",
+        )?;
+        let hold = self
+            .hold
+            .then(|| super::hold::Hold::new(hold_max, ns(hold_for)));
+        let mut estimate = Estimate::new(capacity, MIN_CAPACITY, MAX_CAPACITY, ns(self.window));
+        if hold.is_some() {
+            estimate.growth = super::HOLD_GROWTH;
+        }
         Ok(AdaptiveAllocator {
             horizon_ns: ns(self.horizon),
             burst_ns: ns(self.burst),
@@ -265,10 +354,11 @@ impl AdaptiveBuilder {
             probe_ns: ns(self.probe_interval),
             down_after: self.down_after,
             mode: Mode::Up,
-            estimate: Estimate::new(capacity, MIN_CAPACITY, MAX_CAPACITY, ns(self.window)),
+            estimate,
             schedule: super::schedule::Schedule::new(self.client_spread),
             clients: super::clients::Clients::with_table(self.callers),
             counts: Default::default(),
+            hold,
         })
     }
 }

@@ -63,7 +63,24 @@ pub(crate) struct Estimate {
     pub(crate) run_slot: u64,
     /// Consecutive windows of demand above a verified estimate, no refusal.
     growth_run: u32,
+    /// How much an unverified estimate grows per window of demand with no
+    /// refusal (2: a slow start; an allocator with a hold grows gentler).
+    pub(crate) growth: f64,
+    /// Requests waited in the allocator's hold during this window: demand,
+    /// as callers turned away are.
+    pub(crate) backlog: bool,
+    /// A slow-start threshold (0: none): an unverified estimate grows by
+    /// `growth` below it and by [`PROBE_GROWTH`] above it. An allocator with
+    /// a hold sets it at a recovery, to the estimate before the outage.
+    pub(crate) ceiling: f64,
 }
+
+/// Growth per window of an unverified estimate above its ceiling: probing
+/// beyond what the service was known to take, slowly, because a service
+/// with slack (an accept queue, a token bucket that filled while it was fed
+/// less) refuses nothing until the slack is spent, so a loss-based probe
+/// overshoots by what grows while the slack lasts.
+const PROBE_GROWTH: f64 = 1.02;
 
 impl Estimate {
     pub(crate) fn new(capacity: f64, min: f64, max: f64, window: u64) -> Self {
@@ -82,6 +99,9 @@ impl Estimate {
             run_since: 0,
             run_slot: u64::MAX,
             growth_run: 0,
+            growth: 2.0,
+            backlog: false,
+            ceiling: 0.0,
         }
     }
 
@@ -96,6 +116,7 @@ impl Estimate {
         self.refusal_run = 0;
         self.growth_run = 0;
         self.verified = false;
+        self.backlog = false;
     }
 
     /// Ends the window if it is complete at `now` (or drops it when stale)
@@ -120,6 +141,7 @@ impl Estimate {
         self.served = 0;
         self.refused = 0;
         self.shed = 0;
+        self.backlog = false;
     }
 
     fn update(&mut self, span_s: f64) {
@@ -136,9 +158,17 @@ impl Estimate {
                 .max(self.capacity * 0.5)
                 .min(self.capacity)
                 .clamp(self.min, self.max);
-        } else if self.refused == 0 && self.shed > 0 {
-            let factor = if self.verified { 1.05 } else { 2.0 };
-            self.capacity = (self.capacity * factor).clamp(self.min, self.max);
+        } else if self.refused == 0 && (self.shed > 0 || self.backlog) {
+            self.capacity = if self.verified {
+                self.capacity * 1.05
+            } else if self.capacity < self.ceiling {
+                (self.capacity * self.growth).min(self.ceiling)
+            } else if self.ceiling > 0.0 {
+                self.capacity * PROBE_GROWTH
+            } else {
+                self.capacity * self.growth
+            }
+            .clamp(self.min, self.max);
             if self.verified {
                 self.growth_run += 1;
                 if self.growth_run >= 5 {

@@ -79,6 +79,62 @@
 //! by those that do not. See `clients.rs`. [`decide`](AdaptiveAllocator::decide)
 //! treats every arrival as a new caller.
 //!
+//! ## The hold: a capacity-aware reconnect queue
+//!
+//! Every slot the allocator hands out during an outage is an answer given
+//! before the end, when nothing has been served: the caller's next arrival
+//! is fixed by it, right or wrong, and no schedule of slots, re-checks or
+//! ramps can correct it after the service is back ("What learning cannot
+//! fix", below). **Holding** a request open across the end — answering it
+//! later instead of now — lets the allocator shape arrivals *after* it has
+//! learned the capacity. With [`hold`](AdaptiveBuilder::hold) (or
+//! [`hold_max`](AdaptiveBuilder::hold_max), [`hold_for`](AdaptiveBuilder::hold_for)):
+//!
+//! * **What is held.** A request that would be rejected is answered
+//!   [`Allotment::Hold`] instead, while fewer than `hold_max` are held and it
+//!   would be released within `hold_for` (default 10 s, below common
+//!   clients' per-attempt timeouts): always while the service is down with
+//!   an unknown end; before a known end, when the end and the queue ahead (at
+//!   the starting rate) are that close; while up, when the queue ahead drains
+//!   that soon at the estimate. While requests are held, nobody overtakes
+//!   them: every arrival joins the back of the queue (first in, first out).
+//!   An admitted request the service refuses is held too, at the front.
+//! * **Release** ([`release`](AdaptiveAllocator::release), called by the
+//!   driver at [`next_release`](AdaptiveAllocator::next_release)): from the
+//!   known end, or from the first probe the service serves (while it is down
+//!   with an unknown end the probe *is* the first held request, one per
+//!   `probe_interval`, so a hold with nobody arriving still probes). After
+//!   an outage the estimate restarts at 0.6 of what it was and grows by
+//!   25 % per window while the service refuses nothing (TCP's slow start,
+//!   gentler: the whole queue is behind it), and drops to what the service
+//!   served when it refuses (the rule above). A released request the service
+//!   refused goes back to the front ([`refused_held`](AdaptiveAllocator::refused_held)):
+//!   its client sees nothing.
+//! * **At `hold_for`** a held request is answered with a slot: behind the
+//!   queue at the learned rate; before a known end, a slot that brings it
+//!   back shortly before the end, to be held again; during an unknown
+//!   outage, as the callers outside the hold.
+//! * **Past `hold_max`** callers get slots booked conservatively at 0.6 of
+//!   the estimate: from a known end (or, while the end is still more than
+//!   `hold_for / 2` away, shortly before it, as many as the hold will take
+//!   then); during an unknown outage, no sooner than `max(min_hold, age)`
+//!   but at most `hold_for / 2` later, so that however long the outage a
+//!   caller outside the hold is back soon after the end (the callers inside
+//!   wait in the queue, not in an ever-longer Retry-After). These are the
+//!   only arrivals the allocator cannot correct.
+//!
+//! The default `hold_max` is what the starting rate releases in 0.4
+//! `hold_for` (24,000 requests at 10,000/s and 10 s): a hold filled when an
+//! outage of up to 0.6 `hold_for` begins drains before its first request
+//! runs out of time. The design follows TCP's slow start and the
+//! loss-based half of Netflix's concurrency-limits (a limit raised while
+//! nothing is refused, cut to what was served when something is), with the
+//! queue in front as Envoy's adaptive concurrency filter keeps one; the
+//! driver owns the requests and the timers, the allocator only their order
+//! and their time. A held request costs the allocator 24 bytes (its
+//! [`Ticket`](crate::pushback::Ticket)); `docs/fleet-protection.md` measures
+//! what it costs a server.
+//!
 //! ## What learning cannot fix
 //!
 //! Every caller's first return after the outage was scheduled *before* it,
@@ -113,19 +169,25 @@
 
 mod builder;
 mod clients;
+mod decide;
 mod estimate;
+mod hold;
+mod release;
 mod schedule;
 
-pub use builder::{AdaptiveBuilder, MAX_CALLERS, MAX_CAPACITY, MIN_CAPACITY};
+pub use builder::{
+    AdaptiveBuilder, DEFAULT_HOLD_FOR, MAX_CALLERS, MAX_CAPACITY, MAX_HOLD, MIN_CAPACITY,
+};
 
 use std::fmt;
 use std::time::Duration;
 
-use clients::{Clients, Entry};
+use clients::Clients;
 use estimate::Estimate;
+use hold::Hold;
 use schedule::Schedule;
 
-use crate::pushback::{ns, slot_interval_ns, Allotment, PushbackError};
+use crate::pushback::{ns, Allotment, PushbackError};
 
 /// A caller that comes back this much before its slot is still on time
 /// (clock differences between the caller and the server).
@@ -134,6 +196,14 @@ const EARLY_TOLERANCE: u64 = 5_000_000;
 /// While down with an unknown end, callers are rebooked at this share of the
 /// estimate (see [`reject`](AdaptiveAllocator::reject)).
 const HOLD_SHARE: f64 = 0.9;
+
+/// With a hold: the share of the estimate at which releases start after an
+/// outage, and at which the callers the hold cannot keep are booked.
+pub(crate) const RELEASE_START: f64 = 0.6;
+
+/// With a hold: how fast an unverified estimate grows per window while the
+/// service refuses nothing (without a hold it doubles).
+pub(crate) const HOLD_GROWTH: f64 = 1.25;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -170,6 +240,16 @@ pub struct AdaptiveCounts {
     /// Rejections of callers that came back before their slot (told their
     /// slot again, no new booking).
     pub early: u64,
+    /// Requests held (arrivals, and admitted requests the service refused).
+    pub held: u64,
+    /// Held requests let through to the service.
+    pub released: u64,
+    /// Released requests the service refused, back at the front of the queue.
+    pub requeued: u64,
+    /// Held requests answered with a slot when their `hold_for` ran out.
+    pub expired: u64,
+    /// Held requests whose caller went away.
+    pub cancelled: u64,
 }
 
 /// Admits up to a learned capacity and books rejected callers into the
@@ -194,6 +274,7 @@ pub struct AdaptiveAllocator {
     pub(crate) schedule: Schedule,
     pub(crate) clients: Clients,
     pub(crate) counts: AdaptiveCounts,
+    pub(crate) hold: Option<Hold>,
 }
 
 impl fmt::Debug for AdaptiveAllocator {
@@ -204,6 +285,7 @@ impl fmt::Debug for AdaptiveAllocator {
             .field("mode", &self.mode)
             .field("counts", &self.counts)
             .field("tracked_callers", &self.clients.len())
+            .field("held", &self.held())
             .finish_non_exhaustive()
     }
 }
@@ -439,6 +521,28 @@ impl AdaptiveAllocator {
         let now = ns(now);
         self.tick(now);
         self.counts.refused += 1;
+        let (starts, held_since) = self.note_refusal(now);
+        // With a hold, the refused request waits at the front of the queue.
+        if let Some(h) = self.hold.as_mut().filter(|h| h.has_room()) {
+            self.counts.held += 1;
+            let ticket = h.push_new_front(now, key);
+            return Allotment::Hold { ticket };
+        }
+        let slot = self.reject(now, key, None, false, held_since);
+        if starts {
+            let at = slot
+                .retry_after()
+                .map_or(now, |d| now.saturating_add(ns(d)));
+            self.estimate.run_slot = at;
+        }
+        slot
+    }
+
+    /// Counts a refusal at `now` (admitted or released): the estimate's
+    /// window, the refusal run and whether it means the service is down.
+    /// Returns whether it starts a run, and the start of a run that outlasted
+    /// its first slot.
+    fn note_refusal(&mut self, now: u64) -> (bool, Option<u64>) {
         let starts = self.estimate.refusal(now);
         let e = &self.estimate;
         let mut held_since = None;
@@ -453,146 +557,6 @@ impl AdaptiveAllocator {
                 held_since = e.outlasting_run(now);
             }
         }
-        let slot = self.reject(now, key, None, false, held_since);
-        if starts {
-            let at = slot
-                .retry_after()
-                .map_or(now, |d| now.saturating_add(ns(d)));
-            self.estimate.run_slot = at;
-        }
-        slot
-    }
-
-    fn interval(&self) -> u64 {
-        slot_interval_ns(self.estimate.capacity)
-    }
-
-    fn tolerance(&self, interval: u64) -> u64 {
-        self.burst_ns.saturating_sub(interval)
-    }
-
-    /// Time passes: a known outage end, an unknown outage's start, a window.
-    fn tick(&mut self, now: u64) {
-        match &mut self.mode {
-            Mode::Down { until: Some(u), .. } if now >= *u => {
-                let u = *u;
-                self.recover_at(u);
-            }
-            Mode::Down { since, .. } => {
-                since.get_or_insert(now);
-            }
-            Mode::Up => {}
-        }
-        self.estimate.roll(now);
-    }
-
-    fn recover_at(&mut self, at: u64) {
-        self.mode = Mode::Up;
-        let tolerance = self.tolerance(self.interval());
-        self.schedule.empty_at(at, tolerance);
-        self.estimate.restart(at);
-    }
-
-    fn decide_key(&mut self, now: u64, key: Option<u64>) -> Allotment {
-        self.tick(now);
-        // A caller's mark sticks: it is written back with its rejection, and
-        // an admission removes the entry.
-        let (early_slot, low) = match key.and_then(|k| self.clients.get(k, now, self.horizon_ns)) {
-            Some(e) => {
-                let early = now.saturating_add(EARLY_TOLERANCE) < e.slot;
-                (early.then_some(e.slot), e.ignores || early)
-            }
-            None => (None, false),
-        };
-        let admit = match &mut self.mode {
-            Mode::Up => {
-                let i = self.interval();
-                // A caller known to ignore its slot may use half the burst
-                // only: the other half stays for the callers due now.
-                let tolerance = if low {
-                    self.tolerance(i) / 2
-                } else {
-                    self.tolerance(i)
-                };
-                let ok = self.schedule.try_admit(now, i, tolerance);
-                if !ok {
-                    self.estimate.shed = self.estimate.shed.saturating_add(1);
-                }
-                ok
-            }
-            Mode::Down {
-                until: None,
-                next_probe,
-                ..
-            } if now >= *next_probe => {
-                *next_probe = now.saturating_add(self.probe_ns);
-                self.counts.probes += 1;
-                true
-            }
-            Mode::Down { .. } => false,
-        };
-        if admit {
-            if let Some(k) = key {
-                self.clients.remove(k);
-            }
-            self.counts.admitted += 1;
-            return Allotment::Admit;
-        }
-        self.counts.rejected += 1;
-        self.reject(now, key, early_slot, low, None)
-    }
-
-    /// The earliest slot a rejected caller may get at `now`; `held_since`:
-    /// the start of a refusal run that outlasted its first slot.
-    fn earliest(&self, now: u64, interval: u64, held_since: Option<u64>) -> u64 {
-        let next = now.saturating_add(interval);
-        match (self.mode, held_since) {
-            (Mode::Up, Some(since)) => self.held(now, since).max(next),
-            (Mode::Up, None) => self.schedule.promised().max(next),
-            (Mode::Down { until: Some(u), .. }, _) => u.max(next),
-            (Mode::Down { since, .. }, _) => self.held(now, since.unwrap_or(now)).max(next),
-        }
-    }
-
-    /// An outage that began at `since`, seen at `now`: held as long as it
-    /// has lasted (at least `min_hold`, at most the horizon).
-    fn held(&self, now: u64, since: u64) -> u64 {
-        let age = now.saturating_sub(since);
-        now.saturating_add(age.max(self.min_hold_ns).min(self.horizon_ns))
-    }
-
-    /// Rejects with a slot: the caller's own when it came early, a hint
-    /// (nothing booked) for a caller known to ignore slots, else a booking.
-    fn reject(
-        &mut self,
-        now: u64,
-        key: Option<u64>,
-        early_slot: Option<u64>,
-        low: bool,
-        held_since: Option<u64>,
-    ) -> Allotment {
-        let i = match self.mode {
-            // Generations of callers rebooked at different times overlap
-            // when they come back (each adds its own spread): keep a margin.
-            Mode::Down { until: None, .. } => slot_interval_ns(self.estimate.capacity * HOLD_SHARE),
-            _ if held_since.is_some() => slot_interval_ns(self.estimate.capacity * HOLD_SHARE),
-            _ => self.interval(),
-        };
-        let earliest = self.earliest(now, i, held_since);
-        let slot = match early_slot {
-            Some(s) => {
-                self.counts.early += 1;
-                s
-            }
-            None if low => self.schedule.peek(now, earliest, i, self.horizon_ns),
-            None => self.schedule.book(now, earliest, i, self.horizon_ns),
-        };
-        if let Some(k) = key {
-            let entry = Entry { slot, ignores: low };
-            self.clients.set(k, entry, now, self.horizon_ns);
-        }
-        Allotment::Reject {
-            retry_after: Duration::from_nanos(slot.saturating_sub(now).max(1)),
-        }
+        (starts, held_since)
     }
 }
