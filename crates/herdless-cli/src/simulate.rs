@@ -1,6 +1,7 @@
 //! `herdless simulate`: the fleet simulator (the README's main job).
 //!
-//! Runs a scenario of `herdless-sim` (spread, outage by default, contention),
+//! Runs a scenario of `herdless-sim` (spread, outage by default, contention,
+//! robustness, latency-tail),
 //! prints an aligned table with the strategies side by side (or one JSON
 //! object with `--json`) and writes SVG and PNG figures into `--out DIR`
 //! (default `./herdless-report/`), saying where. A progress bar is drawn on
@@ -19,7 +20,7 @@ use herdless::Policy;
 use herdless_sim::endpoint::OutageEnd;
 use herdless_sim::{
     Config, ContentionParams, OutageParams, Progress, RobustnessParams, Scenario, Simulation,
-    SpreadParams, StrategyKind,
+    SpreadParams, StrategyKind, TailParams,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -38,16 +39,18 @@ pub const DEFAULT_OUT: &str = "herdless-report";
 /// Flags of `herdless simulate`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SimulateArgs {
-    /// Scenario: spread, outage, contention or robustness (the outage under
-    /// pushback, cell by cell: capacity estimate x outage end x honor).
+    /// Scenario: spread, outage, contention, robustness (the outage under
+    /// pushback, cell by cell: capacity estimate x outage end x honor) or
+    /// latency-tail (hedged requests against a slow tail, then an overload).
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
     pub scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
-    /// decorrelated-window, fixed-1s, no-backoff, and (outage) a jitter mode
+    /// decorrelated-window, fixed-1s, no-backoff, (outage) a jitter mode
     /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
-    /// full+static-pushback [default: every jitter mode plus the scenario's
-    /// baseline; outage adds full+budget, full+breaker, full+pushback;
-    /// robustness tests full+pushback].
+    /// full+static-pushback, (latency-tail) hedge, hedge+budget [default:
+    /// every jitter mode plus the scenario's baseline; outage adds
+    /// full+budget, full+breaker, full+pushback; robustness tests
+    /// full+pushback; latency-tail compares full, hedge, hedge+budget].
     #[arg(long, value_delimiter = ',', value_parser = parse_strategy, value_name = "LIST")]
     pub jitter: Vec<StrategyKind>,
     /// Seed: the same seed gives the same output.
@@ -91,6 +94,9 @@ pub struct SimulateArgs {
     /// Contention: trials averaged per number of clients [default: 100].
     #[arg(long, value_name = "N")]
     pub trials: Option<u32>,
+    /// Latency-tail: calls made, 1000 per second [default: 20000].
+    #[arg(long, value_name = "N")]
+    pub calls: Option<u32>,
     /// Base delay [default: 500ms spread, 1s outage, 5ms contention].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub base: Option<Duration>,
@@ -227,6 +233,16 @@ impl SimulateArgs {
             scenario == Scenario::Spread && self.clients.is_some(),
             "outage or contention (spread has --workers)",
         )?;
+        refuse(
+            "--clients",
+            scenario == Scenario::LatencyTail && self.clients.is_some(),
+            "outage or contention (latency-tail has --calls)",
+        )?;
+        refuse(
+            "--calls",
+            scenario != Scenario::LatencyTail && self.calls.is_some(),
+            "latency-tail",
+        )?;
 
         let config = match scenario {
             Scenario::Spread => {
@@ -242,6 +258,14 @@ impl SimulateArgs {
                 base: self.outage_params()?,
                 ..RobustnessParams::default()
             }),
+            Scenario::LatencyTail => {
+                let d = TailParams::default();
+                Config::LatencyTail(TailParams {
+                    calls: self.calls.unwrap_or(d.calls),
+                    policy: self.policy(&d.policy)?,
+                    ..d
+                })
+            }
             Scenario::Contention => {
                 let d = ContentionParams::default();
                 Config::Contention(ContentionParams {
@@ -332,6 +356,9 @@ fn is_long(sim: &Simulation) -> bool {
         Config::Contention(_) | Config::Robustness(_) => true,
         Config::Outage(p) => u64::from(p.clients) * sim.strategy_kinds().len() as u64 >= 500_000,
         Config::Spread(p) => u64::from(p.workers) * sim.strategy_kinds().len() as u64 >= 5_000_000,
+        Config::LatencyTail(p) => {
+            u64::from(p.calls) * sim.strategy_kinds().len() as u64 >= 5_000_000
+        }
     }
 }
 

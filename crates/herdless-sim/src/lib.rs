@@ -33,7 +33,7 @@
 //! | fleet-level guards: shared budget, breaker, pushback (the library's types) | [`guard`] |
 //! | simulated endpoints (stub controller, outage + capacity, pushback allocators, clients ignoring Retry-After) | [`endpoint`] |
 //! | the event loop of independent clients | [`fleet`] |
-//! | the scenarios: spread, outage, contention, robustness | [`scenario`] |
+//! | the scenarios: spread, outage, contention, robustness, latency-tail | [`scenario`] |
 //! | histograms in 100 ms buckets | [`metrics`] |
 //! | the report: JSON and the terminal table | [`report`] |
 //! | SVG and PNG figures (feature `plots`) | [`plots`] |
@@ -71,6 +71,7 @@ pub use scenario::contention::ContentionParams;
 pub use scenario::outage::OutageParams;
 pub use scenario::robustness::RobustnessParams;
 pub use scenario::spread::SpreadParams;
+pub use scenario::tail::TailParams;
 pub use scenario::Scenario;
 pub use strategy::{ParseStrategyError, Reply, Strategy, StrategyKind};
 
@@ -87,6 +88,8 @@ pub enum Config {
     Contention(ContentionParams),
     /// The robustness scenario.
     Robustness(RobustnessParams),
+    /// The latency-tail scenario.
+    LatencyTail(TailParams),
 }
 
 impl Config {
@@ -102,6 +105,7 @@ impl Config {
             Scenario::Outage => Config::Outage(OutageParams::default()),
             Scenario::Contention => Config::Contention(ContentionParams::default()),
             Scenario::Robustness => Config::Robustness(RobustnessParams::default()),
+            Scenario::LatencyTail => Config::LatencyTail(TailParams::default()),
         }
     }
 
@@ -117,6 +121,7 @@ impl Config {
             Config::Outage(_) => Scenario::Outage,
             Config::Contention(_) => Scenario::Contention,
             Config::Robustness(_) => Scenario::Robustness,
+            Config::LatencyTail(_) => Scenario::LatencyTail,
         }
     }
 }
@@ -326,6 +331,18 @@ impl Simulation {
                 let (baseline, cells) = scenario::robustness::assemble(&p, figures);
                 Ok(Report::Robustness(report::RobustnessReport::new(
                     &p, seed, baseline, cells,
+                )))
+            }
+            Config::LatencyTail(p) => {
+                p.validate()?;
+                let figures = parallel::par_map(&self.strategies, self.threads, |&k| {
+                    let r = scenario::tail::run(p, k, seed);
+                    progress.advance(1);
+                    r
+                });
+                let strategies = figures.into_iter().collect::<Result<_, _>>()?;
+                Ok(Report::LatencyTail(report::TailReport::new(
+                    p, seed, strategies,
                 )))
             }
             Config::Contention(p) => {

@@ -45,8 +45,9 @@ pub const NO_BACKOFF: Duration = Duration::from_nanos(1);
 
 /// A strategy by name. [`FromStr`] accepts the jitter mode names (`none`,
 /// `full`, `equal`, `decorrelated`, `decorrelated-window`), a jitter mode
-/// with a fleet-level guard (`full+budget`, `full+breaker`, `full+pushback`)
-/// and the baselines `fixed-1s` and `no-backoff`.
+/// with a fleet-level guard (`full+budget`, `full+breaker`, `full+pushback`),
+/// the baselines `fixed-1s` and `no-backoff`, and the hedging strategies
+/// `hedge` and `hedge+budget` (latency-tail).
 ///
 /// ```
 /// use herdless_sim::StrategyKind;
@@ -71,6 +72,12 @@ pub enum StrategyKind {
     /// Capped exponential backoff with this jitter mode plus a fleet-level
     /// guard (outage scenario only).
     Guarded(Jitter, Guard),
+    /// Full jitter with hedged requests, no budget (latency-tail scenario
+    /// only).
+    Hedge,
+    /// Full jitter with hedged requests, every hedge and retry admitted by a
+    /// shared retry budget (latency-tail scenario only).
+    HedgeBudget,
 }
 
 /// `GUARDED_NAMES[jitter][guard]`, in `Jitter::ALL` and `Guard::ALL` order.
@@ -175,6 +182,8 @@ impl StrategyKind {
             StrategyKind::Backoff(j) => j.name(),
             StrategyKind::FixedInterval => "fixed-1s",
             StrategyKind::NoBackoff => "no-backoff",
+            StrategyKind::Hedge => "hedge",
+            StrategyKind::HedgeBudget => "hedge+budget",
             StrategyKind::Guarded(j, g) => {
                 let ji = Jitter::ALL.iter().position(|&x| x == j).unwrap_or(0);
                 let gi = Guard::ALL.iter().position(|&x| x == g).unwrap_or(0);
@@ -196,6 +205,9 @@ impl StrategyKind {
         let policy = match self {
             StrategyKind::Backoff(j) | StrategyKind::Guarded(j, _) => {
                 base.to_builder().jitter(j).build()
+            }
+            StrategyKind::Hedge | StrategyKind::HedgeBudget => {
+                base.to_builder().jitter(Jitter::Full).build()
             }
             StrategyKind::FixedInterval => base
                 .to_builder()
@@ -238,6 +250,12 @@ impl FromStr for StrategyKind {
         if t.eq_ignore_ascii_case("no-backoff") {
             return Ok(StrategyKind::NoBackoff);
         }
+        if t.eq_ignore_ascii_case("hedge") {
+            return Ok(StrategyKind::Hedge);
+        }
+        if t.eq_ignore_ascii_case("hedge+budget") {
+            return Ok(StrategyKind::HedgeBudget);
+        }
         let err = || ParseStrategyError {
             input: t.chars().take(64).collect(),
         };
@@ -268,9 +286,9 @@ impl fmt::Display for ParseStrategyError {
         write!(
             f,
             "unknown strategy {:?} (expected one of none, full, equal, decorrelated, \
-             decorrelated-window, fixed-1s, no-backoff, or a jitter mode with a guard: \
-             full+budget, full+breaker, full+pushback, full+static-pushback, full+hold, \
-             full+throttle, full+cubic)",
+             decorrelated-window, fixed-1s, no-backoff, hedge, hedge+budget, or a jitter \
+             mode with a guard: full+budget, full+breaker, full+pushback, \
+             full+static-pushback, full+hold, full+throttle, full+cubic)",
             self.input
         )
     }
@@ -356,7 +374,12 @@ mod tests {
             .flat_map(|j| Guard::ALL.map(|g| StrategyKind::Guarded(j, g)));
         for k in StrategyKind::JITTERS
             .into_iter()
-            .chain([StrategyKind::FixedInterval, StrategyKind::NoBackoff])
+            .chain([
+                StrategyKind::FixedInterval,
+                StrategyKind::NoBackoff,
+                StrategyKind::Hedge,
+                StrategyKind::HedgeBudget,
+            ])
             .chain(guarded)
         {
             assert_eq!(k.name().parse::<StrategyKind>().unwrap(), k);

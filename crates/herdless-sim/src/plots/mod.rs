@@ -136,6 +136,8 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError>
                 &Contention(r, false),
             )?;
         }
+        // Its figures are a handful of numbers per strategy: the table.
+        Report::LatencyTail(_) => {}
     }
     Ok(files)
 }

@@ -22,10 +22,12 @@ use crate::scenario::spread::{SpreadFigures, SpreadParams};
 use crate::scenario::Scenario;
 
 mod robustness;
+mod tail;
 mod text;
 pub mod units;
 
 pub use robustness::RobustnessReport;
+pub use tail::{TailParameters, TailReport};
 use text::{contention_table, grid, outage_table, secs, spread_table};
 
 /// The policy a scenario started from (each strategy sets its own jitter).
@@ -249,7 +251,8 @@ impl ContentionReport {
 }
 
 /// A simulation's report: serializes with a `scenario` tag (`spread`,
-/// `outage`, `contention`) beside the scenario's fields.
+/// `outage`, `contention`, `robustness`, `latency-tail`) beside the
+/// scenario's fields.
 ///
 /// ```
 /// use herdless_sim::{Config, Scenario, Simulation};
@@ -270,6 +273,9 @@ pub enum Report {
     Contention(ContentionReport),
     /// The robustness scenario.
     Robustness(RobustnessReport),
+    /// The latency-tail scenario (tag `latency-tail`).
+    #[serde(rename = "latency-tail")]
+    LatencyTail(TailReport),
 }
 
 impl Report {
@@ -280,6 +286,7 @@ impl Report {
             Report::Outage(_) => Scenario::Outage,
             Report::Contention(_) => Scenario::Contention,
             Report::Robustness(_) => Scenario::Robustness,
+            Report::LatencyTail(_) => Scenario::LatencyTail,
         }
     }
 
@@ -296,6 +303,7 @@ impl Report {
             Report::Outage(r) => outage_table(r),
             Report::Contention(r) => contention_table(r),
             Report::Robustness(r) => robustness::table(r),
+            Report::LatencyTail(r) => tail::table(r),
         }
     }
 }

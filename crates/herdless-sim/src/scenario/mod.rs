@@ -6,6 +6,7 @@
 //! | `outage` (default) | [`outage`] | a 5 s failover in front of 40,000 clients, against the physical limit, with and without fleet-level guards |
 //! | `contention` | [`contention`] | the AWS optimistic-concurrency experiment: write calls and time against clients |
 //! | `robustness` | [`robustness`] | the outage under pushback with a wrong capacity estimate, an unknown end and clients that ignore Retry-After, cell by cell |
+//! | `latency-tail` | [`tail`] | hedged requests against a slow tail, then an overload: the p99 they cut, the load an unbudgeted hedge adds |
 
 use std::fmt;
 use std::str::FromStr;
@@ -19,8 +20,10 @@ pub mod contention;
 pub mod outage;
 pub mod robustness;
 pub mod spread;
+pub mod tail;
 
-/// A scenario by name (`spread`, `outage`, `contention`, `robustness`).
+/// A scenario by name (`spread`, `outage`, `contention`, `robustness`,
+/// `latency-tail`).
 ///
 /// ```
 /// use herdless_sim::Scenario;
@@ -39,15 +42,18 @@ pub enum Scenario {
     Contention,
     /// The outage under pushback, with what the server knows made wrong.
     Robustness,
+    /// Hedged requests against a slow tail, then an overload.
+    LatencyTail,
 }
 
 impl Scenario {
     /// Every scenario.
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::Spread,
         Scenario::Outage,
         Scenario::Contention,
         Scenario::Robustness,
+        Scenario::LatencyTail,
     ];
 
     /// The scenario's name.
@@ -61,6 +67,7 @@ impl Scenario {
             Scenario::Outage => "outage",
             Scenario::Contention => "contention",
             Scenario::Robustness => "robustness",
+            Scenario::LatencyTail => "latency-tail",
         }
     }
 
@@ -68,7 +75,9 @@ impl Scenario {
     /// the scenario's baseline (`fixed-1s` for spread and outage, `no-backoff`
     /// first for contention), plus, in outage, full jitter with each
     /// fleet-level guard ([`StrategyKind::GUARDED`]); robustness tests
-    /// `full+pushback` (against plain full jitter, always run beside it).
+    /// `full+pushback` (against plain full jitter, always run beside it);
+    /// latency-tail compares full jitter without hedging, `hedge` and
+    /// `hedge+budget`.
     ///
     /// ```
     /// use herdless_sim::{Scenario, StrategyKind};
@@ -89,6 +98,11 @@ impl Scenario {
                 .chain(jitters)
                 .collect(),
             Scenario::Robustness => vec![StrategyKind::GUARDED[2]],
+            Scenario::LatencyTail => vec![
+                StrategyKind::Backoff(Jitter::Full),
+                StrategyKind::Hedge,
+                StrategyKind::HedgeBudget,
+            ],
         }
     }
 }
@@ -108,7 +122,8 @@ impl FromStr for Scenario {
             .find(|sc| sc.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {:?} (expected spread, outage, contention or robustness)",
+                    "unknown scenario {:?} (expected spread, outage, contention, robustness or \
+                     latency-tail)",
                     s.chars().take(64).collect::<String>()
                 )
             })
@@ -116,10 +131,26 @@ impl FromStr for Scenario {
 }
 
 /// Refuses a fleet-level strategy outside the outage scenario (the guards are
-/// modelled there only; see [`guard`](crate::guard)), and anything but one
-/// pushback strategy in robustness.
+/// modelled there only; see [`guard`](crate::guard)), anything but one
+/// pushback strategy in robustness, and hedging outside latency-tail (which
+/// takes hedging and plain jitter modes only).
 pub(crate) fn outage_only(scenario: Scenario, kind: StrategyKind) -> Result<(), SimError> {
     use crate::guard::Guard;
+    let hedging = matches!(kind, StrategyKind::Hedge | StrategyKind::HedgeBudget);
+    if scenario == Scenario::LatencyTail {
+        return match kind {
+            StrategyKind::Backoff(_) | StrategyKind::Hedge | StrategyKind::HedgeBudget => Ok(()),
+            _ => Err(SimError::Invalid(format!(
+                "the latency-tail scenario compares hedge, hedge+budget and jitter modes \
+                 (no hedging), not {kind}"
+            ))),
+        };
+    }
+    if hedging {
+        return Err(SimError::Invalid(format!(
+            "{kind} runs in the latency-tail scenario only (use --scenario latency-tail)"
+        )));
+    }
     if scenario == Scenario::Robustness {
         return match kind.guard() {
             Some(Guard::Pushback | Guard::StaticPushback) => Ok(()),
