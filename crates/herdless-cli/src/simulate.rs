@@ -399,7 +399,11 @@ pub fn run(args: &SimulateArgs) -> CliResult {
     match herdless_sim::plots::write_all(&report, &out) {
         Ok(files) => {
             let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-            let msg = format!("figures written to {}: {}", out.display(), names.join(", "));
+            let msg = if names.is_empty() {
+                "this scenario draws no figure".to_owned()
+            } else {
+                format!("figures written to {}: {}", out.display(), names.join(", "))
+            };
             if args.json {
                 eprintln!("{msg}");
             } else {
