@@ -169,7 +169,8 @@ impl<C, T, N: Notify> Retry<C, T, N> {
                     }
                     Woke::HedgeDue => {
                         timer = None;
-                        if let Some(attempt) = run.hedge(&mut hedging, &retries, hedge, idempotent) {
+                        if let Some(attempt) = run.hedge(&mut hedging, &retries, hedge, idempotent)
+                        {
                             let now = run.elapsed();
                             copies.push(Copy {
                                 attempt,
