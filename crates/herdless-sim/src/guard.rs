@@ -88,7 +88,7 @@ use crate::strategy::Reply;
 /// ```
 /// use herdless_sim::guard::Guard;
 /// assert_eq!(Guard::Pushback.name(), "pushback");
-/// assert_eq!(Guard::ALL.len(), 7);
+/// assert_eq!(Guard::ALL.len(), 5);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Guard {
@@ -107,26 +107,16 @@ pub enum Guard {
     /// open (a capacity-aware reconnect queue) and answers them when the
     /// service can take them; what it cannot hold gets slots.
     Hold,
-    /// A client-side adaptive throttle per process
-    /// ([`Throttle`](herdless::fleet::Throttle)): first tries and retries
-    /// paced by what the endpoint answers, no server help.
-    Throttle,
-    /// The AWS SDK's adaptive retry mode as a simulator baseline: a token
-    /// bucket per process whose rate follows CUBIC on throttling answers
-    /// (every 503 counted as one); see [`cubic`](crate::cubic).
-    Cubic,
 }
 
 impl Guard {
     /// Every guard, in table order.
-    pub const ALL: [Guard; 7] = [
+    pub const ALL: [Guard; 5] = [
         Guard::Budget,
         Guard::Breaker,
         Guard::Pushback,
         Guard::StaticPushback,
         Guard::Hold,
-        Guard::Throttle,
-        Guard::Cubic,
     ];
 
     /// The guard's name (the part after `+` in a strategy name).
@@ -141,8 +131,6 @@ impl Guard {
             Guard::Pushback => "pushback",
             Guard::StaticPushback => "static-pushback",
             Guard::Hold => "hold",
-            Guard::Throttle => "throttle",
-            Guard::Cubic => "cubic",
         }
     }
 
@@ -340,7 +328,6 @@ impl Guards {
                 g.in_flight = vec![None; processes];
             }
             Some(Guard::Pushback | Guard::StaticPushback | Guard::Hold) | None => {}
-            Some(Guard::Throttle | Guard::Cubic) => {}
         }
         Ok(g)
     }

@@ -81,15 +81,13 @@ pub enum StrategyKind {
 }
 
 /// `GUARDED_NAMES[jitter][guard]`, in `Jitter::ALL` and `Guard::ALL` order.
-const GUARDED_NAMES: [[&str; 7]; 5] = [
+const GUARDED_NAMES: [[&str; 5]; 5] = [
     [
         "none+budget",
         "none+breaker",
         "none+pushback",
         "none+static-pushback",
         "none+hold",
-        "none+throttle",
-        "none+cubic",
     ],
     [
         "full+budget",
@@ -97,8 +95,6 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "full+pushback",
         "full+static-pushback",
         "full+hold",
-        "full+throttle",
-        "full+cubic",
     ],
     [
         "equal+budget",
@@ -106,8 +102,6 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "equal+pushback",
         "equal+static-pushback",
         "equal+hold",
-        "equal+throttle",
-        "equal+cubic",
     ],
     [
         "decorrelated+budget",
@@ -115,8 +109,6 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "decorrelated+pushback",
         "decorrelated+static-pushback",
         "decorrelated+hold",
-        "decorrelated+throttle",
-        "decorrelated+cubic",
     ],
     [
         "decorrelated-window+budget",
@@ -124,8 +116,6 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "decorrelated-window+pushback",
         "decorrelated-window+static-pushback",
         "decorrelated-window+hold",
-        "decorrelated-window+throttle",
-        "decorrelated-window+cubic",
     ],
 ];
 
@@ -288,7 +278,7 @@ impl fmt::Display for ParseStrategyError {
             "unknown strategy {:?} (expected one of none, full, equal, decorrelated, \
              decorrelated-window, fixed-1s, no-backoff, hedge, hedge+budget, or a jitter \
              mode with a guard: full+budget, full+breaker, full+pushback, \
-             full+static-pushback, full+hold, full+throttle, full+cubic)",
+             full+static-pushback, full+hold)",
             self.input
         )
     }
