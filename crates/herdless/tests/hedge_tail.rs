@@ -11,6 +11,9 @@
 //!
 //! Run with `--nocapture` to see the figures.
 
+#[path = "support/tls.rs"]
+mod tls;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,9 +100,7 @@ fn hedging_client(
     let cloner = |r: &reqwest::Request| r.try_clone();
     let layer =
         HedgeLayer::with_parts(retry, hedge(), cloner, herdless::adapters::tower::NoTimeout);
-    ServiceBuilder::new()
-        .layer(layer)
-        .service(reqwest::Client::new())
+    ServiceBuilder::new().layer(layer).service(tls::client())
 }
 
 const CALLS: usize = 400;
@@ -109,7 +110,7 @@ async fn hedging_cuts_the_p99_five_fold_with_few_extra_requests() {
     assert!(request("http://127.0.0.1/").is_idempotent());
     // Without hedging.
     let (url, plain_count) = serve(tail).await;
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let mut plain = Vec::with_capacity(CALLS);
     for _ in 0..CALLS {
         let started = Instant::now();
@@ -201,7 +202,7 @@ async fn in_an_outage_the_budget_stops_the_hedges_and_an_unbudgeted_hedge_double
     // (p90: hedge after 2 ms), no budget.
     let (url, theirs) = serve(outage).await;
     let mut tower_hedge = tower::hedge::Hedge::new_with_mock_latencies(
-        reqwest::Client::new(),
+        tls::client(),
         Always,
         10,
         0.9,

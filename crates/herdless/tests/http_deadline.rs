@@ -5,6 +5,8 @@
 //! `max_elapsed`, on tokio's paused clock).
 
 mod support;
+#[path = "support/tls.rs"]
+mod tls;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -52,7 +54,7 @@ async fn timeouts(
         .timer(timer.clone())
         .build();
     let record = Record::default();
-    let client = ClientBuilder::new(reqwest::Client::new())
+    let client = ClientBuilder::new(tls::client())
         .with(RetryMiddleware::from(HttpRetry::from_retry(retry)))
         .with(record.clone())
         .build();
@@ -117,7 +119,7 @@ async fn a_server_that_never_answers_is_cut_by_reqwest_within_max_elapsed() {
         .build()
         .unwrap();
     let http = HttpRetry::new(policy);
-    let client = reqwest::Client::new();
+    let client = tls::client();
     let started = tokio::time::Instant::now();
     let sent = tokio::time::timeout(Duration::from_secs(60), http.send(client.get(&url)))
         .await

@@ -40,7 +40,8 @@ impl<C, F> TimeoutAs<C, F> {
     /// `make(timed_out)`.
     ///
     /// ```
-    /// let _ = herdless::classify::TimeoutAs::new(herdless::AlwaysRetry, |_| "timed out");
+    /// use herdless::engine::TimedOut;
+    /// let _ = herdless::classify::TimeoutAs::new(herdless::AlwaysRetry, |_: TimedOut| "timed out");
     /// ```
     pub fn new(classifier: C, make: F) -> Self {
         TimeoutAs { classifier, make }

@@ -73,7 +73,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
     ///         // The first copy is stuck behind a slow replica; the hedge is not.
     ///         let took = if attempt.number() == 1 { 1000 } else { 2 };
     ///         tokio::time::sleep(Duration::from_millis(took)).await;
-    ///         Ok::<_, &str>(attempt.number())
+    ///         Ok::<_, std::io::Error>(attempt.number())
     ///     })
     ///     .await?;
     /// assert_eq!(answer, 2); // the hedge won

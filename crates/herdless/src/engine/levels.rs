@@ -197,7 +197,8 @@ impl EventLevels {
     /// use tracing::Level;
     /// let l = herdless::engine::EventLevels::default().first_attempt_terminal(Level::INFO);
     /// let e = RetryEvent::AbandonedTerminal {
-    ///     task_id: "", attempt: 1, classification: Classification::terminal(), elapsed: Default::default(),
+    ///     task_id: "", attempt: 1, classification: Classification::terminal(), timed_out: false,
+    ///     elapsed: Default::default(),
     /// };
     /// assert_eq!(l.level(&e), Level::INFO);
     /// ```
