@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use herdless::pushback::{AdaptiveAllocator, Allotment, Ticket};
 
-use super::pushback::{on_the_wire, OutageEnd};
+use super::pushback::{adaptive_allocator, on_the_wire, OutageEnd};
 use super::{Endpoint, OutageEndpoint};
 use crate::error::SimError;
 use crate::metrics::Histogram;
@@ -86,18 +86,8 @@ impl HoldEndpoint {
         horizon: Duration,
         callers: u32,
     ) -> Result<Self, SimError> {
-        let mut allocator = AdaptiveAllocator::builder()
-            .estimate(estimate)
-            .horizon(horizon)
-            .callers(callers as usize)
-            .hold()
-            .build()
-            .map_err(|e| SimError::Invalid(format!("pushback: {e}")))?;
-        if end == OutageEnd::Known && !outage.is_zero() {
-            allocator = allocator.outage_until(outage);
-        }
         Ok(Self {
-            allocator,
+            allocator: adaptive_allocator(outage, estimate, end, horizon, callers, true)?,
             handler: OutageEndpoint::new(outage, capacity, burst),
             parked: HashMap::new(),
         })

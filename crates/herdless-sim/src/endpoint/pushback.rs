@@ -177,17 +177,8 @@ impl AdaptiveEndpoint {
         horizon: Duration,
         callers: u32,
     ) -> Result<Self, SimError> {
-        let mut allocator = AdaptiveAllocator::builder()
-            .estimate(estimate)
-            .horizon(horizon)
-            .callers(callers as usize)
-            .build()
-            .map_err(|e| SimError::Invalid(format!("pushback: {e}")))?;
-        if end == OutageEnd::Known && !outage.is_zero() {
-            allocator = allocator.outage_until(outage);
-        }
         Ok(Self {
-            allocator,
+            allocator: adaptive_allocator(outage, estimate, end, horizon, callers, false)?,
             handler: OutageEndpoint::new(outage, capacity, burst),
         })
     }
@@ -349,4 +340,32 @@ impl Endpoint for PushbackEndpoint {
     fn service_load(&self) -> Option<&crate::metrics::Histogram> {
         self.handler.service_load()
     }
+}
+
+/// The adaptive allocator a simulated endpoint runs: told `estimate`, booking
+/// up to `horizon` ahead for `callers`, holding requests when `hold`; with a
+/// known end it is told when the outage ends.
+pub(super) fn adaptive_allocator(
+    outage: Duration,
+    estimate: f64,
+    end: OutageEnd,
+    horizon: Duration,
+    callers: u32,
+    hold: bool,
+) -> Result<AdaptiveAllocator, SimError> {
+    let mut builder = AdaptiveAllocator::builder()
+        .estimate(estimate)
+        .horizon(horizon)
+        .callers(callers as usize);
+    if hold {
+        builder = builder.hold();
+    }
+    let allocator = builder
+        .build()
+        .map_err(|e| SimError::Invalid(format!("pushback: {e}")))?;
+    Ok(if end == OutageEnd::Known && !outage.is_zero() {
+        allocator.outage_until(outage)
+    } else {
+        allocator
+    })
 }

@@ -145,24 +145,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// # Ok(()) }
     /// ```
     pub fn on_timeout<F>(self, make: F) -> RetryBuilder<crate::classify::TimeoutAs<C, F>, T, N> {
-        let r = self.retry;
-        let classifier = crate::classify::TimeoutAs::new(r.classifier, make);
-        RetryBuilder {
-            retry: Retry {
-                policy: r.policy,
-                classifier,
-                timer: r.timer,
-                notify: r.notify,
-                task_id: r.task_id,
-                seed: r.seed,
-                key: r.key,
-                calls: r.calls,
-                budget: r.budget,
-                breaker: r.breaker,
-                urgent: r.urgent,
-                levels: r.levels,
-            },
-        }
+        self.map_classifier(|c| crate::classify::TimeoutAs::new(c, make))
     }
 
     /// Classifies errors with any [`Classify`](crate::Classify): [`ByTrait`]
@@ -175,11 +158,16 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// assert_eq!(retry.call(|a| if a.number() < 3 { Err("busy") } else { Ok(a.number()) }), Ok(3));
     /// ```
     pub fn classifier<C2>(self, classifier: C2) -> RetryBuilder<C2, T, N> {
+        self.map_classifier(|_| classifier)
+    }
+
+    /// The same builder with its classifier replaced by `f` of it.
+    fn map_classifier<C2>(self, f: impl FnOnce(C) -> C2) -> RetryBuilder<C2, T, N> {
         let r = self.retry;
         RetryBuilder {
             retry: Retry {
                 policy: r.policy,
-                classifier,
+                classifier: f(r.classifier),
                 timer: r.timer,
                 notify: r.notify,
                 task_id: r.task_id,
