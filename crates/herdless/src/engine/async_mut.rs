@@ -11,7 +11,7 @@ use crate::classify::Classify;
 use crate::engine::asynchronous::back_off;
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::Run;
+use crate::engine::run::{await_attempt, Run};
 use crate::engine::RetryError;
 use crate::timer::AsyncSleep;
 
@@ -83,8 +83,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         // The first attempt on its own: a first-try success builds only what
         // it reads; the retries share one context.
         let attempt = run.begin();
-        let first = op(attempt);
-        let (mut error, mut timed_out) = match run.attempt(attempt, first).await {
+        let (mut error, mut timed_out) = match await_attempt!(run, attempt, op(attempt)) {
             Ok(value) => {
                 run.succeeded(&self.context());
                 return Ok(value);
@@ -98,8 +97,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
                 return Err(run.error(reason, error));
             }
             let attempt = run.begin();
-            let fut = op(attempt);
-            match run.attempt(attempt, fut).await {
+            match await_attempt!(run, attempt, op(attempt)) {
                 Ok(value) => {
                     run.succeeded(&cx);
                     return Ok(value);

@@ -21,9 +21,10 @@
 //! shared budget and reported with `timed_out = true`. An error type that
 //! cannot say "timed out" (the classifier answers `None`) is not cut: give
 //! such an attempt [`Attempt::remaining`] as its own timeout. The deadline
-//! wait is created only when an attempt first returns `Pending`, so an
-//! attempt that completes at once costs nothing more, and without an
-//! attempt timeout nothing changes. Under a [`ManualTimer`](crate::ManualTimer),
+//! wait is created only when an attempt first returns `Pending`, in a box
+//! (one allocation per attempt that waits), so an attempt that completes at
+//! once costs nothing more, the executor's future carries no sleep it may
+//! never take, and without an attempt timeout nothing changes. Under a [`ManualTimer`](crate::ManualTimer),
 //! whose sleeps end at once, a pending attempt is cut at once.
 //!
 //! [`Attempt::deadline`]: crate::Attempt::deadline
@@ -37,7 +38,7 @@ use crate::engine::call::{Decision, Gate};
 use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::Run;
+use crate::engine::run::{await_attempt, Run};
 use crate::engine::{GiveUp, RetryError};
 use crate::timer::AsyncSleep;
 
@@ -90,8 +91,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         // The first attempt on its own: a first-try success builds only what
         // it reads; the retries share one context.
         let attempt = run.begin();
-        let first = op(attempt);
-        let (mut error, mut timed_out) = match run.attempt(attempt, first).await {
+        let (mut error, mut timed_out) = match await_attempt!(run, attempt, op(attempt)) {
             Ok(value) => {
                 run.succeeded(&self.context());
                 return Ok(value);
@@ -105,8 +105,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
                 return Err(run.error(reason, error));
             }
             let attempt = run.begin();
-            let fut = op(attempt);
-            match run.attempt(attempt, fut).await {
+            match await_attempt!(run, attempt, op(attempt)) {
                 Ok(value) => {
                     run.succeeded(&cx);
                     return Ok(value);

@@ -48,8 +48,11 @@ use crate::timer::SystemTimer;
 pub struct Attempt {
     pub(super) number: u32,
     pub(super) elapsed_ns: u64,
-    /// When this attempt must end, in nanoseconds since the call started.
-    pub(super) deadline_ns: u64,
+    /// The policy's attempt timeout (0: none) and the elapsed limit in
+    /// force, in nanoseconds: the deadline is computed when it is asked for,
+    /// so an attempt nobody asks costs nothing.
+    pub(super) timeout_ns: u64,
+    pub(super) limit_ns: u64,
     pub(super) key: CallKey,
 }
 
@@ -144,7 +147,13 @@ impl Attempt {
     /// # Ok::<(), herdless::PolicyError>(())
     /// ```
     pub fn deadline(&self) -> Duration {
-        Duration::from_nanos(self.deadline_ns)
+        Duration::from_nanos(self.deadline_ns())
+    }
+
+    /// [`deadline`](Self::deadline) in nanoseconds since the call started.
+    #[inline]
+    pub(super) fn deadline_ns(&self) -> u64 {
+        super::call::deadline_ns(0, self.elapsed_ns, self.timeout_ns, self.limit_ns)
     }
 
     /// The time this attempt may take, from when it started:

@@ -4,15 +4,13 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::pin;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::Duration;
 
 use crate::classify::{Classification, Classify, RetryCause};
-use crate::engine::call::{
-    deadline_ns, nanos, CopyFailed, Decision, Engine, Gate, HedgeGate, Hedging,
-};
+use crate::engine::call::{nanos, CopyFailed, Decision, Engine, Gate, HedgeGate, Hedging};
 use crate::engine::context::{max_elapsed, Context};
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, CallKey, Retry};
@@ -47,6 +45,30 @@ impl<T: Sleep> Reading<T> for BlockingClock {
         timer.now_blocking_ns()
     }
 }
+
+/// An attempt's deadline in an async executor ([`Run::poll_attempt`]).
+pub(crate) enum Deadline<S, E> {
+    /// Not asked yet: the attempt has not waited, or has no timeout.
+    Unarmed,
+    /// The wait, and the error the cut ends the attempt with.
+    Armed(Pin<Box<S>>, Option<E>),
+    /// `E` cannot say "timed out": the attempt runs to its end.
+    Off,
+}
+
+/// Awaits one attempt in an async executor: `$fut`, the operation's future
+/// for `$attempt`, polled by [`Run::poll_attempt`] inside the executor's own
+/// future.
+macro_rules! await_attempt {
+    ($run:expr, $attempt:expr, $fut:expr) => {{
+        let attempt = $attempt;
+        let mut fut = ::std::pin::pin!($fut);
+        let mut deadline = $crate::engine::run::Deadline::Unarmed;
+        ::std::future::poll_fn(|cx| $run.poll_attempt(&attempt, fut.as_mut(), &mut deadline, cx))
+            .await
+    }};
+}
+pub(crate) use await_attempt;
 
 /// The call's generator: from the retrier's seed and its call count, or
 /// [`Rng::fresh`].
@@ -143,63 +165,79 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         Duration::from_nanos(self.now())
     }
 
-    /// Awaits one attempt's future; a deferred clock starts the first time it
-    /// waits. With an attempt timeout, the attempt is dropped at its deadline
-    /// when the classifier can say so ([`Classify::timed_out`]): the error
-    /// comes back with `true` (timed out). Otherwise, and without an attempt
-    /// timeout, the attempt runs to its end.
-    #[inline]
-    pub(crate) async fn attempt<F, R, E>(
+    /// Polls one attempt's future (through [`await_attempt!`]); a deferred
+    /// clock starts the first time it waits. With an attempt timeout, the
+    /// attempt is dropped at its deadline when the classifier can say so
+    /// ([`Classify::timed_out`]): the error comes back with `true` (timed
+    /// out). Otherwise, and without an attempt timeout, the attempt runs to
+    /// its end.
+    ///
+    /// A poll function, not an `async fn`: it is inlined into the executor's
+    /// own future, so an attempt costs no future of its own, and the
+    /// deadline's state is one word until it is armed.
+    #[inline(always)]
+    pub(crate) fn poll_attempt<F, R, E>(
         &mut self,
-        attempt: Attempt,
-        fut: F,
-    ) -> Result<R, (E, bool)>
+        attempt: &Attempt,
+        fut: Pin<&mut F>,
+        deadline: &mut Deadline<T::Sleep, E>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Result<R, (E, bool)>>
     where
         F: Future<Output = Result<R, E>>,
         C: Classify<E>,
         T: AsyncSleep,
     {
-        let mut fut = pin!(fut);
-        if self.retry.policy.attempt_timeout_ns == 0 {
-            let polled = std::future::poll_fn(|cx| {
-                let polled = fut.as_mut().poll(cx);
-                if polled.is_pending() && self.origin.is_none() {
-                    self.origin = Some(K::now_ns(&self.retry.timer));
-                }
-                polled
-            })
-            .await;
-            return polled.map_err(|e| (e, false));
+        if let Poll::Ready(out) = fut.poll(cx) {
+            return Poll::Ready(out.map_err(|e| (e, false)));
         }
-        // Asked when the attempt first waits (an attempt that completes at
-        // once asks nothing): the error the cut ends it with, if `E` has one.
-        // Without one, no deadline is armed (and no timer's sleep taken).
-        let mut cut = None;
-        let mut sleep = pin!(None::<T::Sleep>);
-        let mut armed = false;
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-                return Poll::Ready(out.map_err(|e| (e, false)));
+        if self.origin.is_none() {
+            self.origin = Some(K::now_ns(&self.retry.timer));
+        }
+        if self.retry.policy.attempt_timeout_ns != 0 {
+            if let Poll::Ready(error) = self.poll_deadline(attempt, deadline, cx) {
+                // Returning drops the attempt's future.
+                return Poll::Ready(Err((error, true)));
             }
-            if !armed {
-                armed = true;
-                let timed_out = TimedOut::new(attempt.number(), attempt.remaining());
-                cut = self.retry.classifier.timed_out(timed_out);
-                // The deadline is on the call's clock; the wait starts now.
-                let left = Duration::from_nanos(attempt.deadline_ns.saturating_sub(self.now()));
-                if cut.is_some() {
-                    sleep.set(Some(self.retry.timer.sleep(left)));
+        }
+        Poll::Pending
+    }
+
+    /// The attempt's deadline, armed when it first waits: the error the cut
+    /// ends it with, if `E` has one (without one nothing is armed and no
+    /// timer's sleep taken), and a wait until the deadline, boxed so that an
+    /// executor's future does not carry a sleep it may never take.
+    #[inline(never)]
+    fn poll_deadline<E>(
+        &mut self,
+        attempt: &Attempt,
+        deadline: &mut Deadline<T::Sleep, E>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<E>
+    where
+        C: Classify<E>,
+        T: AsyncSleep,
+    {
+        if let Deadline::Unarmed = deadline {
+            let timed_out = TimedOut::new(attempt.number(), attempt.remaining());
+            *deadline = match self.retry.classifier.timed_out(timed_out) {
+                Some(error) => {
+                    // The deadline is on the call's clock; the wait starts now.
+                    let left = attempt.deadline_ns().saturating_sub(self.now());
+                    let sleep = self.retry.timer.sleep(Duration::from_nanos(left));
+                    Deadline::Armed(Box::pin(sleep), Some(error))
+                }
+                None => Deadline::Off,
+            };
+        }
+        if let Deadline::Armed(sleep, error) = deadline {
+            if sleep.as_mut().poll(cx).is_ready() {
+                if let Some(error) = error.take() {
+                    return Poll::Ready(error);
                 }
             }
-            if let Some(Poll::Ready(())) = sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
-                if let Some(error) = cut.take() {
-                    // Returning drops the attempt's future.
-                    return Poll::Ready(Err((error, true)));
-                }
-            }
-            Poll::Pending
-        })
-        .await
+        }
+        Poll::Pending
     }
 
     /// Starts the next attempt, with its deadline.
@@ -220,16 +258,11 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     #[inline]
     fn attempt_at(&self, number: u32, elapsed_ns: u64) -> Attempt {
         let retry = self.retry;
-        let deadline_ns = deadline_ns(
-            0,
-            elapsed_ns,
-            retry.policy.attempt_timeout_ns,
-            max_elapsed(&retry.policy, retry.urgent),
-        );
         Attempt {
             number,
             elapsed_ns,
-            deadline_ns,
+            timeout_ns: retry.policy.attempt_timeout_ns,
+            limit_ns: nanos(max_elapsed(&retry.policy, retry.urgent)),
             key: self.key,
         }
     }

@@ -16,8 +16,8 @@ use crate::engine::context::Context;
 /// timeout` (no timeout when `timeout_ns` is 0), or `start + limit` when that
 /// comes first, never before `now`.
 #[inline]
-pub(crate) fn deadline_ns(start_ns: u64, now_ns: u64, timeout_ns: u64, limit: Duration) -> u64 {
-    let end = start_ns.saturating_add(nanos(limit));
+pub(crate) fn deadline_ns(start_ns: u64, now_ns: u64, timeout_ns: u64, limit_ns: u64) -> u64 {
+    let end = start_ns.saturating_add(limit_ns);
     let by_timeout = match timeout_ns {
         0 => u64::MAX,
         t => now_ns.saturating_add(t),
@@ -51,7 +51,7 @@ impl Engine {
             self.start_ns,
             nanos(now),
             cx.policy.attempt_timeout_ns,
-            cx.max_elapsed(),
+            cx.max_elapsed_ns(),
         ))
     }
 
