@@ -39,18 +39,19 @@ pub const DEFAULT_OUT: &str = "herdless-report";
 /// Flags of `herdless simulate`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SimulateArgs {
-    /// Scenario: spread, outage, contention, robustness (the outage under
-    /// pushback, cell by cell: capacity estimate x outage end x honor) or
+    /// Scenario: spread, outage, contention, robustness (the outage with the
+    /// server told a fixed capacity E, cell by cell: true capacity E/2, E,
+    /// 2E x outage end x honor, plus 20 s and 60 s outages) or
     /// latency-tail (hedged requests against a slow tail, then an overload).
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
     pub scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
     /// decorrelated-window, fixed-1s, no-backoff, (outage) a jitter mode
     /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
-    /// full+static-pushback, (latency-tail) hedge, hedge+budget [default:
-    /// every jitter mode plus the scenario's baseline; outage adds
-    /// full+budget, full+breaker, full+pushback; robustness tests
-    /// full+pushback; latency-tail compares full, hedge, hedge+budget].
+    /// full+static-pushback, full+hold, (latency-tail) hedge, hedge+budget
+    /// [default: every jitter mode plus the scenario's baseline; outage adds
+    /// full+budget, full+breaker, full+pushback; robustness tests full+hold
+    /// and full+pushback; latency-tail compares full, hedge, hedge+budget].
     #[arg(long, value_delimiter = ',', value_parser = parse_strategy, value_name = "LIST")]
     pub jitter: Vec<StrategyKind>,
     /// Seed: the same seed gives the same output.
@@ -63,7 +64,9 @@ pub struct SimulateArgs {
     /// Outage, robustness: how long the endpoint fails everything [default: 5s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub outage: Option<Duration>,
-    /// Outage, robustness: calls per second served after the outage [default: 10000].
+    /// Outage: calls per second served after the outage. Robustness: the
+    /// capacity estimate E the server is told (each cell's true capacity is
+    /// a multiple of it) [default: 10000].
     #[arg(long, value_name = "PER_S")]
     pub capacity: Option<u32>,
     /// Outage, robustness: the endpoint's token bucket size [default: capacity / 10].

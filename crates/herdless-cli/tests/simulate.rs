@@ -367,3 +367,51 @@ fn runs_that_gave_up_never_read_as_beating_the_physical_limit() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--scenario robustness`: `--capacity` is the estimate the server is told,
+/// the cells run at half, once and twice it, `--jitter` names the strategies
+/// under test, and every cell reports its service load and hold.
+#[test]
+fn robustness_runs_at_a_told_estimate_for_the_strategies_named() {
+    let dir = temp_dir("robustness");
+    let out = herdless(
+        &dir,
+        &[
+            "--scenario",
+            "robustness",
+            "--clients",
+            "2000",
+            "--capacity",
+            "500",
+            "--jitter",
+            "full+hold",
+            "--json",
+            "--no-plots",
+        ],
+    );
+    let v = json(&out);
+    assert_eq!(v["capacity_estimate_per_s"], 500);
+    assert_eq!(v["strategies"], serde_json::json!(["full+hold"]));
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 22);
+    let mut capacities: Vec<u64> = cells
+        .iter()
+        .map(|c| c["capacity_per_s"].as_u64().unwrap())
+        .collect();
+    capacities.dedup();
+    assert_eq!(capacities, [250, 500, 1000, 500]); // then the long rows at E
+    for c in cells {
+        assert_eq!(c["strategy"], "full+hold");
+        assert!(
+            c["service_peak_over_capacity"].as_f64().unwrap() > 0.0,
+            "{c}"
+        );
+        assert!(c["max_held"].as_u64().unwrap() > 0, "{c}");
+    }
+    let outages: Vec<f64> = cells
+        .iter()
+        .map(|c| c["outage_s"].as_f64().unwrap())
+        .collect();
+    assert!(outages.contains(&20.0) && outages.contains(&60.0));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -251,7 +251,13 @@ impl Simulation {
         let s = self.strategies.len() as u64;
         match &self.config {
             Config::Contention(p) => s * p.clients.len() as u64 * u64::from(p.trials),
-            Config::Robustness(p) => p.cells().len() as u64 + 1,
+            Config::Robustness(p) => {
+                let p = RobustnessParams {
+                    strategies: self.strategies.clone(),
+                    ..p.clone()
+                };
+                (p.cells().len() + p.baselines().len()) as u64
+            }
             _ => s,
         }
     }
@@ -311,13 +317,8 @@ impl Simulation {
                 )))
             }
             Config::Robustness(p) => {
-                if self.strategies.len() != 1 {
-                    return Err(SimError::Invalid(
-                        "the robustness scenario tests one pushback strategy".into(),
-                    ));
-                }
                 let p = RobustnessParams {
-                    strategy: self.strategies[0],
+                    strategies: self.strategies.clone(),
                     ..p.clone()
                 };
                 p.validate()?;
@@ -328,9 +329,9 @@ impl Simulation {
                     r
                 });
                 let figures = figures.into_iter().collect::<Result<_, _>>()?;
-                let (baseline, cells) = scenario::robustness::assemble(&p, figures);
+                let (baselines, cells) = scenario::robustness::assemble(&p, figures);
                 Ok(Report::Robustness(report::RobustnessReport::new(
-                    &p, seed, baseline, cells,
+                    &p, seed, baselines, cells,
                 )))
             }
             Config::LatencyTail(p) => {

@@ -340,8 +340,9 @@ proptest! {
 }
 
 /// The robustness matrix runs the outage scenario cell by cell: every cell
-/// obeys the physical limit, a cell's verdicts are its figures against the
-/// goals, and the baseline is plain full jitter.
+/// obeys its own physical limit (`T + N/C` for that cell's true capacity),
+/// a cell's verdicts are its figures against the goals, and each cell is
+/// compared with plain full jitter at its own capacity and outage.
 #[test]
 fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
     let params = RobustnessParams {
@@ -361,30 +362,53 @@ fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
         Report::Robustness(r) => r,
         other => panic!("{other:?}"),
     };
-    assert_eq!(r.cells.len(), 18);
-    assert_eq!(r.baseline.strategy, "full");
+    // Two strategies, each 18 cells and 4 long rows; 5 baselines (3
+    // capacities at 5 s, the 20 s and 60 s outages at C = E).
+    assert_eq!(r.cells.len(), 44);
+    assert_eq!(r.strategies, ["full+hold", "full+pushback"]);
+    assert_eq!(r.baselines.len(), 5);
+    assert!(r.baselines.iter().all(|b| b.strategy == "full"));
     assert_eq!(r.passed, r.cells.iter().filter(|c| c.passed).count());
+    let capacities: Vec<u32> = r.cells.iter().map(|c| c.capacity_per_s).collect();
+    assert!([500, 1_000, 2_000].iter().all(|c| capacities.contains(c)));
     for c in &r.cells {
+        // The server is told 1,000/s whatever the truth.
+        assert!((c.capacity_estimate * f64::from(c.capacity_per_s) - 1_000.0).abs() < 1e-6);
+        let limit = c.outage_s + 4_000.0 / f64::from(c.capacity_per_s);
+        assert!((c.physical_limit_s - limit).abs() < 1e-9, "{c:?}");
         if let Some(d) = c.honoring_completion_s {
             let honoring = c.honor * 4_000.0;
             // At least the honoring clients' own share of the capacity after T.
-            assert!(d >= 5.0 + 0.9 * honoring / 1_000.0, "{c:?}");
+            let floor = c.outage_s + 0.9 * honoring / f64::from(c.capacity_per_s);
+            assert!(d >= floor, "{c:?}");
         }
         assert_eq!(c.checks.peak, c.peak_over_capacity <= r.goals.peak, "{c:?}");
-        assert_eq!(c.checks.calls, c.honoring_calls <= r.goals.honoring_calls);
-        assert_eq!(c.checks.no_give_up, c.honoring_gave_up == 0);
         assert_eq!(
-            c.passed,
-            c.checks.peak
-                && c.checks.drain
-                && c.checks.calls
-                && c.checks.no_give_up
-                && c.checks.vs_full_jitter
+            c.checks.service_peak,
+            c.service_peak_over_capacity <= r.goals.service_peak
         );
+        assert_eq!(
+            c.checks.calls,
+            c.long || c.honoring_calls <= r.goals.honoring_calls
+        );
+        assert_eq!(c.checks.no_give_up, c.honoring_gave_up == 0);
+        let exact_known = c.capacity_over_estimate == 1.0 && !c.long && c.outage_end == "known";
+        let goal = if exact_known {
+            r.goals.known_vs_limit
+        } else {
+            r.goals.honoring_vs_limit
+        };
+        assert_eq!(
+            c.checks.drain,
+            c.honoring_vs_limit.is_some_and(|x| x <= goal)
+        );
+        assert_eq!(c.passed, c.checks.all());
+        // Only a hold holds.
+        assert_eq!(c.max_held > 0, c.strategy == "full+hold", "{c:?}");
     }
     let table = Report::Robustness(r.clone()).table();
     assert!(
-        table.contains(&format!("cells meeting every goal: {} of 18", r.passed)),
+        table.contains(&format!("cells meeting every goal: {} of 44", r.passed)),
         "{table}"
     );
 }

@@ -1,8 +1,9 @@
 //! The robustness figure: the matrix as three heat maps side by side — the
 //! honoring clients' drain against the physical limit, the peak after the
-//! outage against the capacity, and the honoring clients' calls — one row per
-//! capacity estimate and outage end, one column per share of clients that
-//! honor Retry-After. A cell is green when it meets its goal and red when it
+//! outage against the capacity, and the honoring clients' calls — of the
+//! first strategy under test, at the base outage: one row per true capacity
+//! (over the told estimate) and outage end, one column per share of clients
+//! that honor Retry-After. A cell is green when it meets its goal and red when it
 //! does not (deeper the further from the goal), with its value written in it.
 
 use plotters::coord::Shift;
@@ -48,18 +49,22 @@ impl Figure for Robustness<'_> {
     {
         let r = self.0;
         let g = &r.goals;
+        let cells: Vec<&RobustnessCell> = r
+            .cells
+            .iter()
+            .filter(|c| c.strategy == r.strategy && !c.long)
+            .collect();
         root.fill(&WHITE)?;
         let (top, body) = root.split_vertically(64);
         top.titled(
             &format!(
-                "robustness of {}: {} of {} cells meet every goal ({} clients, {} s outage, {} calls/s; physical limit {:.1} s; seed {})",
+                "robustness of {}: {} of {} cells meet every goal ({} clients, {} s outage, told {} calls/s, true C per row; seed {})",
                 r.strategy,
-                r.passed,
-                r.cells.len(),
+                cells.iter().filter(|c| c.passed).count(),
+                cells.len(),
                 r.parameters.clients,
                 r.parameters.outage_s,
-                r.parameters.capacity_per_s,
-                r.physical_limit_s,
+                r.capacity_estimate_per_s,
                 r.seed
             ),
             ("sans-serif", 17),
@@ -92,9 +97,9 @@ impl Figure for Robustness<'_> {
         ];
         let mut rows: Vec<(f64, &str)> = Vec::new();
         let mut columns: Vec<f64> = Vec::new();
-        for c in &r.cells {
-            if !rows.contains(&(c.capacity_estimate, c.outage_end)) {
-                rows.push((c.capacity_estimate, c.outage_end));
+        for c in &cells {
+            if !rows.contains(&(c.capacity_over_estimate, c.outage_end)) {
+                rows.push((c.capacity_over_estimate, c.outage_end));
             }
             if !columns.contains(&c.honor) {
                 columns.push(c.honor);
@@ -115,17 +120,17 @@ impl Figure for Robustness<'_> {
                     font.clone(),
                 ))?;
             }
-            for (i, (estimate, end)) in rows.iter().enumerate() {
+            for (i, (factor, end)) in rows.iter().enumerate() {
                 let y = head + i as i32 * ch;
                 panel.draw(&Text::new(
-                    format!("{estimate}x, {end}"),
+                    format!("C = {factor}E, {end}"),
                     (6, y + ch / 2 - 7),
                     font.clone(),
                 ))?;
                 for (j, honor) in columns.iter().enumerate() {
                     let x = left + j as i32 * cw;
-                    let cell = r.cells.iter().find(|c| {
-                        c.capacity_estimate == *estimate
+                    let cell = cells.iter().find(|c| {
+                        c.capacity_over_estimate == *factor
                             && c.outage_end == *end
                             && c.honor == *honor
                     });

@@ -75,7 +75,8 @@ impl Scenario {
     /// the scenario's baseline (`fixed-1s` for spread and outage, `no-backoff`
     /// first for contention), plus, in outage, full jitter with each
     /// fleet-level guard ([`StrategyKind::GUARDED`]); robustness tests
-    /// `full+pushback` (against plain full jitter, always run beside it);
+    /// `full+hold`, then `full+pushback` (against plain full jitter, always
+    /// run beside them);
     /// latency-tail compares full jitter without hedging, `hedge` and
     /// `hedge+budget`.
     ///
@@ -97,7 +98,7 @@ impl Scenario {
                 .into_iter()
                 .chain(jitters)
                 .collect(),
-            Scenario::Robustness => vec![StrategyKind::GUARDED[2]],
+            Scenario::Robustness => crate::scenario::robustness::DEFAULT_STRATEGIES.to_vec(),
             Scenario::LatencyTail => vec![
                 StrategyKind::Backoff(Jitter::Full),
                 StrategyKind::Hedge,
@@ -131,11 +132,10 @@ impl FromStr for Scenario {
 }
 
 /// Refuses a fleet-level strategy outside the outage scenario (the guards are
-/// modelled there only; see [`guard`](crate::guard)), anything but one
-/// pushback strategy in robustness, and hedging outside latency-tail (which
+/// modelled there and in robustness, which runs the outage cell by cell; see
+/// [`guard`](crate::guard)), and hedging outside latency-tail (which
 /// takes hedging and plain jitter modes only).
 pub(crate) fn outage_only(scenario: Scenario, kind: StrategyKind) -> Result<(), SimError> {
-    use crate::guard::Guard;
     let hedging = matches!(kind, StrategyKind::Hedge | StrategyKind::HedgeBudget);
     if scenario == Scenario::LatencyTail {
         return match kind {
@@ -151,20 +151,13 @@ pub(crate) fn outage_only(scenario: Scenario, kind: StrategyKind) -> Result<(), 
             "{kind} runs in the latency-tail scenario only (use --scenario latency-tail)"
         )));
     }
-    if scenario == Scenario::Robustness {
-        return match kind.guard() {
-            Some(Guard::Pushback | Guard::StaticPushback) => Ok(()),
-            _ => Err(SimError::Invalid(format!(
-                "the robustness scenario tests one pushback strategy (full+pushback or \
-                 full+static-pushback, any jitter mode), not {kind}"
-            ))),
-        };
-    }
     match kind.guard() {
-        Some(_) if scenario != Scenario::Outage => Err(SimError::Invalid(format!(
-            "{kind} runs in the outage scenario only (the fleet-level guards are modelled \
+        Some(_) if !matches!(scenario, Scenario::Outage | Scenario::Robustness) => {
+            Err(SimError::Invalid(format!(
+                "{kind} runs in the outage scenario only (the fleet-level guards are modelled \
              there; use --scenario outage)"
-        ))),
+            )))
+        }
         _ => Ok(()),
     }
 }

@@ -3,28 +3,38 @@
 //!
 //! Server pushback drains an outage at the physical limit when the server
 //! knows three things no real server knows for sure: its capacity, when the
-//! outage ends, and that every client honors Retry-After. This scenario runs
-//! the outage scenario's fleet (the same parameters, defaults 40,000 clients,
-//! 5 s, 10,000 calls/s) under one pushback strategy (default
-//! `full+pushback`) for every cell of
+//! outage ends, and that every client honors Retry-After. This scenario tells
+//! the server a **fixed capacity estimate E** (the base outage's `capacity`,
+//! default 10,000 calls/s: what an operator configures) and runs the outage
+//! scenario's fleet (defaults 40,000 clients, 5 s) for every cell of
 //!
-//! * the allocator's starting capacity estimate over the true capacity
-//!   ([`OutageParams::capacity_estimate`]): 0.5, 1, 2;
-//! * whether it is told the outage's end ([`OutageParams::outage_end`]):
+//! * the **true** capacity over the told estimate: C = E/2, E, 2E (each cell's
+//!   physical limit `T + N/C` is its own; the token bucket scales with C);
+//! * whether the server is told the outage's end ([`OutageParams::outage_end`]):
 //!   known, unknown;
 //! * the share of clients that honor Retry-After ([`OutageParams::honor`]):
 //!   1, 0.9, 0.5;
 //!
-//! beside plain full jitter on the same fleet, and checks each cell against
-//! [`Goals`]: the peak of arrivals per 100 ms after `T` against the capacity;
-//! the honoring clients' drain against the physical limit, their calls and
-//! their give-ups; and no worse than plain full jitter on completion, peak and
-//! give-ups. The cells run in parallel; every one faces the same fleet.
+//! plus **long outages** (default 20 s and 60 s) at C = E, every client
+//! honoring, end known and unknown, with a policy whose limits outlast them
+//! (at least 20 attempts and 5 minutes: the scenario's own 6 attempts run out
+//! within a minute for every strategy). Each strategy under test (default
+//! `full+hold`, then `full+pushback`: slots only, for comparison) runs every
+//! cell, beside plain full jitter on the same fleet and capacity, and each
+//! cell is checked against [`Goals`]: the peak of arrivals and of the load on
+//! the service itself per 100 ms after `T` against C; the honoring clients'
+//! drain against the cell's physical limit, their calls and their give-ups;
+//! and no worse than plain full jitter on drain, peak and give-ups
+//! ([`vs_full_jitter`]). The cells run in parallel; every one faces the same
+//! fleet.
+
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::endpoint::OutageEnd;
 use crate::error::SimError;
+use crate::guard::Guard;
 use crate::scenario::outage::{self, OutageFigures, OutageParams};
 use crate::strategy::StrategyKind;
 
@@ -32,22 +42,25 @@ use crate::strategy::StrategyKind;
 ///
 /// ```
 /// let p = herdless_sim::scenario::robustness::RobustnessParams::default();
-/// assert_eq!(p.cells().len(), 18);
-/// assert_eq!(p.strategy.name(), "full+pushback");
+/// assert_eq!(p.cells().len(), 2 * (18 + 4)); // two strategies, 18 cells and 4 long rows each
+/// assert_eq!(p.strategies[0].name(), "full+hold");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RobustnessParams {
-    /// The outage every cell runs (its `honor`, `capacity_estimate` and
-    /// `outage_end` are set per cell).
+    /// The outage every cell runs; its `capacity` is the estimate E the
+    /// server is told (its `honor`, `capacity_estimate`, `outage_end` and,
+    /// for the long rows, `outage` are set per cell).
     pub base: OutageParams,
-    /// The capacity estimates (over the true capacity).
-    pub estimates: Vec<f64>,
+    /// The true capacities, over the told estimate.
+    pub capacities: Vec<f64>,
     /// Known and unknown end.
     pub ends: Vec<OutageEnd>,
     /// The shares of clients that honor Retry-After.
     pub honors: Vec<f64>,
-    /// The strategy under test (a pushback strategy).
-    pub strategy: StrategyKind,
+    /// The long outages, run at C = E with every client honoring, each end.
+    pub long_outages: Vec<Duration>,
+    /// The strategies under test, each over every cell.
+    pub strategies: Vec<StrategyKind>,
     /// What each cell must meet.
     pub goals: Goals,
 }
@@ -56,31 +69,50 @@ impl Default for RobustnessParams {
     fn default() -> Self {
         RobustnessParams {
             base: OutageParams::default(),
-            estimates: vec![0.5, 1.0, 2.0],
+            capacities: vec![0.5, 1.0, 2.0],
             ends: vec![OutageEnd::Known, OutageEnd::Unknown],
             honors: vec![1.0, 0.9, 0.5],
-            strategy: StrategyKind::GUARDED[2],
+            long_outages: vec![Duration::from_secs(20), Duration::from_secs(60)],
+            strategies: DEFAULT_STRATEGIES.to_vec(),
             goals: Goals::default(),
         }
     }
 }
 
+/// The strategies the matrix tests unless told otherwise: the reconnect
+/// queue, then Retry-After slots alone.
+pub const DEFAULT_STRATEGIES: [StrategyKind; 2] = [
+    StrategyKind::Guarded(herdless::Jitter::Full, Guard::Hold),
+    StrategyKind::Guarded(herdless::Jitter::Full, Guard::Pushback),
+];
+
 /// The baseline every cell is compared with: plain full jitter.
 pub const BASELINE: StrategyKind = StrategyKind::Backoff(herdless::Jitter::Full);
+
+/// The long rows' policy floor: attempts and elapsed time that outlast them.
+const LONG_ATTEMPTS: u32 = 20;
+const LONG_ELAPSED: Duration = Duration::from_secs(300);
 
 /// What each cell must meet.
 ///
 /// ```
 /// let g = herdless_sim::scenario::robustness::Goals::default();
-/// assert_eq!((g.peak, g.honoring_vs_limit, g.honoring_calls), (1.3, 1.35, 3.5));
+/// assert_eq!((g.peak, g.service_peak, g.honoring_vs_limit, g.honoring_calls), (1.3, 1.3, 1.25, 2.0));
+/// assert_eq!(g.known_vs_limit, 1.10);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Goals {
-    /// The largest 100 ms bucket of arrivals after `T` over the capacity.
+    /// The largest 100 ms bucket of arrivals after `T` over the true capacity.
     pub peak: f64,
-    /// The honoring clients' drain over the physical limit.
+    /// The largest 100 ms bucket of calls that reached the service itself
+    /// after `T` (its own refusals included) over the true capacity.
+    pub service_peak: f64,
+    /// The honoring clients' drain over the cell's physical limit.
     pub honoring_vs_limit: f64,
-    /// The honoring clients' mean calls.
+    /// The same when the estimate is right (C = E) and the end known.
+    pub known_vs_limit: f64,
+    /// The honoring clients' mean calls (not checked in the long rows: a
+    /// caller held again before an unknown end makes a call each time).
     pub honoring_calls: f64,
 }
 
@@ -88,29 +120,126 @@ impl Default for Goals {
     fn default() -> Self {
         Goals {
             peak: 1.3,
-            honoring_vs_limit: 1.35,
-            honoring_calls: 3.5,
+            service_peak: 1.3,
+            honoring_vs_limit: 1.25,
+            known_vs_limit: 1.10,
+            honoring_calls: 2.0,
         }
     }
 }
 
+/// One cell to run: its outage, the strategy, and what kind of row it is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellSpec {
+    /// The outage as this cell runs it (true capacity, end, honor, length).
+    pub params: OutageParams,
+    /// The true capacity over the told estimate.
+    pub capacity_over_estimate: f64,
+    /// The strategy under test.
+    pub strategy: StrategyKind,
+    /// A long-outage row.
+    pub long: bool,
+}
+
 impl RobustnessParams {
-    /// The cells, estimate first, then end, then honor.
-    pub fn cells(&self) -> Vec<OutageParams> {
+    /// The outage at true capacity `factor × E`: the estimate the server
+    /// starts from is still E.
+    fn at_capacity(&self, factor: f64) -> OutageParams {
+        let e = f64::from(self.base.capacity);
+        let capacity = (e * factor).round().clamp(1.0, f64::from(u32::MAX)) as u32;
+        let burst = (f64::from(self.base.burst) * factor).round().max(1.0) as u32;
+        OutageParams {
+            capacity,
+            burst,
+            capacity_estimate: e / f64::from(capacity),
+            ..self.base
+        }
+    }
+
+    /// The long rows' outage: `outage` long, at C = E, every client honoring,
+    /// with at least [`LONG_ATTEMPTS`] attempts and [`LONG_ELAPSED`].
+    fn long(&self, outage: Duration, outage_end: OutageEnd) -> OutageParams {
+        let p = &self.base.policy;
+        let policy = p
+            .to_builder()
+            .max_attempts(p.max_attempts().max(LONG_ATTEMPTS))
+            .max_elapsed(p.max_elapsed().max(LONG_ELAPSED))
+            .build()
+            .unwrap_or(*p);
+        OutageParams {
+            outage,
+            outage_end,
+            honor: 1.0,
+            policy,
+            ..self.at_capacity(1.0)
+        }
+    }
+
+    /// The cells of one strategy: capacity first, then end, then honor; then
+    /// the long rows, outage first, then end.
+    fn cells_of(&self, strategy: StrategyKind) -> Vec<CellSpec> {
         let mut cells = Vec::new();
-        for &capacity_estimate in &self.estimates {
+        for &factor in &self.capacities {
             for &outage_end in &self.ends {
                 for &honor in &self.honors {
-                    cells.push(OutageParams {
-                        capacity_estimate,
-                        outage_end,
-                        honor,
-                        ..self.base
+                    cells.push(CellSpec {
+                        params: OutageParams {
+                            outage_end,
+                            honor,
+                            ..self.at_capacity(factor)
+                        },
+                        capacity_over_estimate: factor,
+                        strategy,
+                        long: false,
                     });
                 }
             }
         }
+        for &outage in &self.long_outages {
+            for &end in &self.ends {
+                cells.push(CellSpec {
+                    params: self.long(outage, end),
+                    capacity_over_estimate: 1.0,
+                    strategy,
+                    long: true,
+                });
+            }
+        }
         cells
+    }
+
+    /// Every cell, strategy by strategy.
+    pub fn cells(&self) -> Vec<CellSpec> {
+        self.strategies
+            .iter()
+            .flat_map(|&k| self.cells_of(k))
+            .collect()
+    }
+
+    /// The baselines: plain full jitter at each true capacity, and for each
+    /// long outage; one per distinct outage.
+    pub fn baselines(&self) -> Vec<OutageParams> {
+        let mut out: Vec<OutageParams> = Vec::new();
+        let plain = |p: OutageParams| OutageParams {
+            honor: 1.0,
+            outage_end: OutageEnd::Unknown,
+            ..p
+        };
+        let all = self
+            .capacities
+            .iter()
+            .map(|&f| plain(self.at_capacity(f)))
+            .chain(
+                self.long_outages
+                    .iter()
+                    .map(|&d| plain(self.long(d, OutageEnd::Unknown))),
+            );
+        for p in all {
+            if !out.iter().any(|q| same_fleet(q, &p)) {
+                out.push(p);
+            }
+        }
+        out
     }
 
     /// Checks the base and every cell, and that there is a strategy to test.
@@ -121,24 +250,52 @@ impl RobustnessParams {
     /// assert!(p.validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<(), SimError> {
-        if self.cells().is_empty() {
+        if self.strategies.is_empty() || self.cells().is_empty() {
             return Err(SimError::Invalid(
                 "the robustness matrix has no cell".into(),
             ));
         }
-        self.cells().iter().try_for_each(OutageParams::validate)
+        if let Some(&f) = self
+            .capacities
+            .iter()
+            .find(|f| !(0.01..=100.0).contains(*f))
+        {
+            return Err(SimError::Invalid(format!(
+                "a true capacity must be within 0.01..=100 times the estimate (got {f})"
+            )));
+        }
+        self.base.validate()?;
+        self.cells().iter().try_for_each(|c| c.params.validate())
     }
+}
+
+/// Whether plain full jitter would face the same fleet in `a` and `b`.
+fn same_fleet(a: &OutageParams, b: &OutageParams) -> bool {
+    a.capacity == b.capacity && a.outage == b.outage && a.policy == b.policy
 }
 
 /// One cell's figures and verdicts (JSON field names are public).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RobustnessCell {
-    /// The starting estimate over the true capacity.
+    /// The strategy under test.
+    pub strategy: String,
+    /// A long-outage row (C = E, every client honoring).
+    pub long: bool,
+    /// The true capacity, calls per second.
+    pub capacity_per_s: u32,
+    /// The true capacity over the told estimate (0.5: the server was told
+    /// twice what it serves).
+    pub capacity_over_estimate: f64,
+    /// The told estimate over the true capacity (the allocator's start).
     pub capacity_estimate: f64,
+    /// How long the endpoint failed everything, seconds.
+    pub outage_s: f64,
     /// `known` or `unknown`.
     pub outage_end: &'static str,
     /// The share of clients that honor Retry-After.
     pub honor: f64,
+    /// `T + N / C` for this cell, seconds.
+    pub physical_limit_s: f64,
     /// Mean calls per client (everyone).
     pub calls: f64,
     /// Mean calls per honoring client.
@@ -153,8 +310,13 @@ pub struct RobustnessCell {
     pub gave_up: u64,
     /// When the last client succeeded or gave up, seconds.
     pub completion_s: f64,
-    /// The largest 100 ms bucket of arrivals after `T` over the capacity.
+    /// The largest 100 ms bucket of arrivals after `T` over the true capacity.
     pub peak_over_capacity: f64,
+    /// The largest 100 ms bucket of calls that reached the service after
+    /// `T`, its own refusals included, over the true capacity.
+    pub service_peak_over_capacity: f64,
+    /// The most calls held open at once (0 without a hold).
+    pub max_held: u64,
     /// Each goal, met or not.
     pub checks: Checks,
     /// Every goal met.
@@ -164,34 +326,76 @@ pub struct RobustnessCell {
 /// The verdicts of one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Checks {
-    /// Peak after `T` within the goal.
+    /// Peak of arrivals after `T` within the goal.
     pub peak: bool,
-    /// Honoring drain within the goal.
+    /// Peak of the service's own load after `T` within the goal.
+    pub service_peak: bool,
+    /// Honoring drain within the goal (the tighter one at C = E, end known).
     pub drain: bool,
-    /// Honoring calls within the goal.
+    /// Honoring calls within the goal (true in the long rows: not checked).
     pub calls: bool,
     /// No honoring client gave up.
     pub no_give_up: bool,
-    /// No worse than plain full jitter on completion, peak and give-ups.
+    /// No worse than plain full jitter on drain, peak and give-ups
+    /// ([`vs_full_jitter`]).
     pub vs_full_jitter: bool,
 }
 
-fn cell(p: &OutageParams, f: &OutageFigures, base: &OutageFigures, g: &Goals) -> RobustnessCell {
+impl Checks {
+    /// Every check met.
+    pub fn all(&self) -> bool {
+        self.peak
+            && self.service_peak
+            && self.drain
+            && self.calls
+            && self.no_give_up
+            && self.vs_full_jitter
+    }
+}
+
+/// No worse than plain full jitter on the same fleet: the honoring clients
+/// drain no later than full jitter's fleet completes, the peak of arrivals
+/// after `T` is no higher (or within the peak goal: below it, arrivals the
+/// service can take are no harm, and draining at the capacity raises the
+/// peak above a slower strategy's), and no more clients give up.
+pub fn vs_full_jitter(f: &OutageFigures, base: &OutageFigures, g: &Goals) -> bool {
+    f.honoring_completion_s
+        .is_some_and(|d| d <= base.completion_s)
+        && f.peak_over_capacity <= base.peak_over_capacity.max(g.peak)
+        && f.gave_up <= base.gave_up
+}
+
+/// The drain goal of a cell: tighter when the server was told the truth and
+/// the end (outside the long rows).
+pub fn drain_goal(c: &CellSpec, g: &Goals) -> f64 {
+    let exact = (c.capacity_over_estimate - 1.0).abs() < 1e-9;
+    if exact && !c.long && c.params.outage_end == OutageEnd::Known {
+        g.known_vs_limit
+    } else {
+        g.honoring_vs_limit
+    }
+}
+
+fn cell(c: &CellSpec, f: &OutageFigures, base: &OutageFigures, g: &Goals) -> RobustnessCell {
+    let p = &c.params;
     let checks = Checks {
         peak: f.peak_over_capacity <= g.peak,
-        drain: f
-            .honoring_vs_limit
-            .is_some_and(|x| x <= g.honoring_vs_limit),
-        calls: f.honoring_calls <= g.honoring_calls,
+        service_peak: f.service_peak_over_capacity <= g.service_peak,
+        drain: f.honoring_vs_limit.is_some_and(|x| x <= drain_goal(c, g)),
+        calls: c.long || f.honoring_calls <= g.honoring_calls,
         no_give_up: f.honoring_gave_up == 0,
-        vs_full_jitter: f.completion_s <= base.completion_s
-            && f.peak_over_capacity <= base.peak_over_capacity
-            && f.gave_up <= base.gave_up,
+        vs_full_jitter: vs_full_jitter(f, base, g),
     };
     RobustnessCell {
+        strategy: c.strategy.name().to_owned(),
+        long: c.long,
+        capacity_per_s: p.capacity,
+        capacity_over_estimate: c.capacity_over_estimate,
         capacity_estimate: p.capacity_estimate,
+        outage_s: p.outage.as_secs_f64(),
         outage_end: p.outage_end.name(),
         honor: p.honor,
+        physical_limit_s: p.physical_limit_s(),
         calls: f.calls,
         honoring_calls: f.honoring_calls,
         honoring_completion_s: f.honoring_completion_s,
@@ -200,18 +404,16 @@ fn cell(p: &OutageParams, f: &OutageFigures, base: &OutageFigures, g: &Goals) ->
         gave_up: f.gave_up,
         completion_s: f.completion_s,
         peak_over_capacity: f.peak_over_capacity,
-        passed: checks.peak
-            && checks.drain
-            && checks.calls
-            && checks.no_give_up
-            && checks.vs_full_jitter,
+        service_peak_over_capacity: f.service_peak_over_capacity,
+        max_held: f.max_held,
+        passed: checks.all(),
         checks,
     }
 }
 
 /// Runs the matrix: `run` maps each `(params, strategy)` to its figures (the
-/// caller decides how: in parallel, with progress); returns the baseline's
-/// figures and the cells.
+/// caller decides how: in parallel, with progress); returns the baselines'
+/// figures (in [`RobustnessParams::baselines`]' order) and the cells.
 ///
 /// # Errors
 ///
@@ -222,37 +424,39 @@ fn cell(p: &OutageParams, f: &OutageFigures, base: &OutageFigures, g: &Goals) ->
 /// use herdless_sim::OutageParams;
 /// let p = RobustnessParams {
 ///     base: OutageParams { clients: 500, capacity: 250, burst: 25, ..Default::default() },
-///     estimates: vec![1.0],
+///     capacities: vec![1.0],
 ///     honors: vec![1.0],
+///     long_outages: vec![],
 ///     ..Default::default()
 /// };
-/// let (base, cells) = robustness::run(&p, |q, k| outage::run(q, k, 1))?;
-/// assert_eq!(base.strategy, "full");
-/// assert_eq!(cells.len(), 2);
+/// let (baselines, cells) = robustness::run(&p, |q, k| outage::run(q, k, 1))?;
+/// assert_eq!(baselines[0].strategy, "full");
+/// assert_eq!(cells.len(), 4); // two strategies, two ends
 /// # Ok::<(), herdless_sim::SimError>(())
 /// ```
 pub fn run<F>(
     params: &RobustnessParams,
     run: F,
-) -> Result<(OutageFigures, Vec<RobustnessCell>), SimError>
+) -> Result<(Vec<OutageFigures>, Vec<RobustnessCell>), SimError>
 where
     F: Fn(&OutageParams, StrategyKind) -> Result<OutageFigures, SimError>,
 {
     params.validate()?;
-    let base = run(&params.base, BASELINE)?;
-    let cells = params
-        .cells()
+    let figures = runs(params)
         .iter()
-        .map(|p| run(p, params.strategy).map(|f| cell(p, &f, &base, &params.goals)))
+        .map(|(q, k)| run(q, *k))
         .collect::<Result<_, _>>()?;
-    Ok((base, cells))
+    Ok(assemble(params, figures))
 }
 
-/// The runs of the matrix, baseline first: what [`Simulation`](crate::Simulation)
+/// The runs of the matrix, baselines first: what [`Simulation`](crate::Simulation)
 /// spreads over its threads.
 pub(crate) fn runs(params: &RobustnessParams) -> Vec<(OutageParams, StrategyKind)> {
-    std::iter::once((params.base, BASELINE))
-        .chain(params.cells().into_iter().map(|p| (p, params.strategy)))
+    params
+        .baselines()
+        .into_iter()
+        .map(|p| (p, BASELINE))
+        .chain(params.cells().into_iter().map(|c| (c.params, c.strategy)))
         .collect()
 }
 
@@ -260,19 +464,25 @@ pub(crate) fn runs(params: &RobustnessParams) -> Vec<(OutageParams, StrategyKind
 pub(crate) fn assemble(
     params: &RobustnessParams,
     mut figures: Vec<OutageFigures>,
-) -> (OutageFigures, Vec<RobustnessCell>) {
-    let cells_figures = figures.split_off(1);
-    let base = figures.remove(0);
+) -> (Vec<OutageFigures>, Vec<RobustnessCell>) {
+    let bases = params.baselines();
+    let cells_figures = figures.split_off(bases.len());
     let cells = params
         .cells()
         .iter()
         .zip(&cells_figures)
-        .map(|(p, f)| cell(p, f, &base, &params.goals))
+        .map(|(c, f)| {
+            let i = bases
+                .iter()
+                .position(|b| same_fleet(b, &c.params))
+                .unwrap_or(0);
+            cell(c, f, &figures[i], &params.goals)
+        })
         .collect();
-    (base, cells)
+    (figures, cells)
 }
 
-/// Runs one cell (or the baseline).
+/// Runs one cell (or a baseline).
 pub(crate) fn run_one(
     p: &OutageParams,
     kind: StrategyKind,
