@@ -21,24 +21,26 @@ mkdir -p "$out"
 host=x86_64-unknown-linux-gnu
 
 cd "$root"
-cargo build -q --release -p herdless-cli --bin herdless --example spawn_floor
+cargo build -q --release -p herdless-cli --example spawn_floor
+# herdless as it ships: the dist profile (fat LTO, one code unit, symbols stripped).
+cargo build -q --profile dist -p herdless-cli --bin herdless
 rustc -O --edition 2021 -C target-feature=+crt-static -C relocation-model=static \
   crates/herdless-cli/examples/spawn_floor.rs -o "$out/spawn_floor_static"
 # Flags that change the link need --target: without it, cargo gives RUSTFLAGS to the
 # proc-macro libraries too, which cannot link as executables or statically.
 RUSTFLAGS="-C relocation-model=static" CARGO_TARGET_DIR=$out/no-pie \
-  cargo build -q --release --target $host -p herdless-cli --bin herdless
+  cargo build -q --profile dist --target $host -p herdless-cli --bin herdless
 RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR=$out/static-pie \
-  cargo build -q --release --target $host -p herdless-cli --bin herdless
+  cargo build -q --profile dist --target $host -p herdless-cli --bin herdless
 RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" CARGO_TARGET_DIR=$out/static \
-  cargo build -q --release --target $host -p herdless-cli --bin herdless
+  cargo build -q --profile dist --target $host -p herdless-cli --bin herdless
 
 names=(true "spawn_floor (dynamic)" "spawn_floor (static, no PIE)" "herdless (default)"
   "herdless (no PIE)" "herdless (static-pie)" "herdless (static, no PIE)")
 cmds=(true "$target/release/examples/spawn_floor true" "$out/spawn_floor_static true"
-  "$target/release/herdless exec -- true" "$out/no-pie/$host/release/herdless exec -- true"
-  "$out/static-pie/$host/release/herdless exec -- true"
-  "$out/static/$host/release/herdless exec -- true")
+  "$target/dist/herdless exec -- true" "$out/no-pie/$host/dist/herdless exec -- true"
+  "$out/static-pie/$host/dist/herdless exec -- true"
+  "$out/static/$host/dist/herdless exec -- true")
 declare -a runs
 for _ in $(seq "$rounds"); do
   for i in "${!cmds[@]}"; do
