@@ -23,6 +23,15 @@ struct Map<'a> {
     digits: usize,
 }
 
+/// `E/2`, `E`, `2E`: a true capacity over the told estimate.
+fn ratio(factor: f64) -> String {
+    match factor {
+        f if f == 0.5 => "C = E/2".to_owned(),
+        f if f == 1.0 => "C = E".to_owned(),
+        f => format!("C = {f}E"),
+    }
+}
+
 fn shade(value: Option<f64>, goal: f64) -> RGBColor {
     match value {
         None => RGBColor(190, 190, 190),
@@ -108,7 +117,7 @@ impl Figure for Robustness<'_> {
         let font = ("sans-serif", 13).into_font();
         for (panel, map) in body.split_evenly((1, maps.len())).iter().zip(&maps) {
             let (w, h) = panel.dim_in_pixel();
-            let (left, head) = (96i32, 56i32);
+            let (left, head) = (112i32, 56i32);
             let cw = (w as i32 - left - 10) / columns.len().max(1) as i32;
             let ch = (h as i32 - head - 10) / rows.len().max(1) as i32;
             panel.draw(&Text::new(map.title.clone(), (8, 6), font.clone()))?;
@@ -123,7 +132,7 @@ impl Figure for Robustness<'_> {
             for (i, (factor, end)) in rows.iter().enumerate() {
                 let y = head + i as i32 * ch;
                 panel.draw(&Text::new(
-                    format!("C = {factor}E, {end}"),
+                    format!("{}, {end}", ratio(*factor)),
                     (6, y + ch / 2 - 7),
                     font.clone(),
                 ))?;
