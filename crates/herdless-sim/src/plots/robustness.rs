@@ -25,10 +25,12 @@ struct Map<'a> {
 
 /// `E/2`, `E`, `2E`: a true capacity over the told estimate.
 fn ratio(factor: f64) -> String {
-    match factor {
-        f if f == 0.5 => "C = E/2".to_owned(),
-        f if f == 1.0 => "C = E".to_owned(),
-        f => format!("C = {f}E"),
+    if factor == 0.5 {
+        "C = E/2".to_owned()
+    } else if factor == 1.0 {
+        "C = E".to_owned()
+    } else {
+        format!("C = {factor}E")
     }
 }
 
