@@ -367,6 +367,8 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
         capacity_estimate: None,
         outage_end: None,
         horizon: None,
+        hold_max: None,
+        hold_for: None,
         retry_after: None,
         fail_status: 503,
     };
@@ -404,4 +406,53 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
         .collect();
     assert_eq!(workers, ["3", "4", "5", "6", "7"], "the last 5, in order");
     assert_eq!(herdless_cli::stub::ARRIVALS_KEPT, 100_000, "as documented");
+}
+
+/// `--hold-for`: during an outage whose end the allocator is told, a request
+/// is held open instead of answered, and let through when the outage ends:
+/// its client sees one `200`, no `503` and no `Retry-After`. A client that
+/// hangs up while held leaves the hold (the stub's `/stats` counts what is
+/// held now).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stub_hold_answers_a_held_request_when_the_outage_ends() {
+    let (stub, url) = start_stub(&[
+        "--capacity",
+        "100",
+        "--outage",
+        "1500ms",
+        "--outage-end",
+        "known",
+        "--hold-for",
+        "8s",
+    ]);
+    let client = http_client();
+    // A caller that hangs up while held: its request leaves the hold.
+    let gone = tokio::time::timeout(
+        Duration::from_millis(200),
+        client.get(&url).header("x-worker-id", "gone").send(),
+    )
+    .await;
+    assert!(gone.is_err(), "held, not answered: {gone:?}");
+    let start = std::time::Instant::now();
+    let kept = client
+        .get(&url)
+        .header("x-worker-id", "kept")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(kept.status(), 200);
+    assert!(!kept.headers().contains_key("retry-after"));
+    let stats = stub.stats();
+    assert_eq!(stats.held, 0, "nothing is held after the end");
+    // The kept request was answered once, at or after the outage's end (its
+    // record is made when it is answered); the one that hung up never was.
+    let a = &stats.arrivals;
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert_eq!(a[0].worker.as_deref(), Some("kept"));
+    assert_eq!(a[0].status, 200);
+    assert!(a[0].t_s >= 1.5, "{a:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "released at the end, not at the hold's limit"
+    );
 }

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode};
+use herdless::pushback::Ticket;
 use herdless_sim::endpoint::TokenBucket;
 
 /// What the admission sees of one arrival.
@@ -33,6 +34,12 @@ pub enum Verdict {
         /// The `Retry-After-Ms` header value (milliseconds), if any.
         retry_after_ms: Option<u64>,
     },
+    /// Keep the request open: its answer comes when the rule's hold releases
+    /// it ([`Rule::release`]).
+    Hold {
+        /// The held request's ticket.
+        ticket: Ticket,
+    },
 }
 
 impl Verdict {
@@ -50,6 +57,39 @@ impl Verdict {
 pub trait Rule: Send + Sync + 'static {
     /// The verdict on `arrival`.
     fn admit(&self, arrival: &Arrival<'_>) -> Verdict;
+
+    /// Whether the rule may answer [`Verdict::Hold`] (then the server drives
+    /// [`next_release`](Self::next_release) and [`release`](Self::release)).
+    fn holds(&self) -> bool {
+        false
+    }
+
+    /// When the hold next has something to do, since the stub started.
+    fn next_release(&self) -> Option<Duration> {
+        None
+    }
+
+    /// The next held request whose turn has come at `now`: its ticket, and
+    /// `None` when it is let through (answer it with
+    /// [`admit_released`](Self::admit_released)) or the verdict to answer it
+    /// with (its hold ran out: a slot).
+    fn release(&self, now: Duration) -> Option<(Ticket, Option<Verdict>)> {
+        let _ = now;
+        None
+    }
+
+    /// A held request let through, as it arrived (`arrival.since_start` is
+    /// now): the rules behind the hold decide it; a refusal parks it again
+    /// ([`Verdict::Hold`], same ticket) while its hold lasts.
+    fn admit_released(&self, arrival: &Arrival<'_>, ticket: Ticket) -> Verdict {
+        let _ = (arrival, ticket);
+        Verdict::Admit
+    }
+
+    /// The caller of a held request hung up.
+    fn cancel(&self, ticket: Ticket) {
+        let _ = ticket;
+    }
 }
 
 /// Rejects every request during the first `duration` after start.

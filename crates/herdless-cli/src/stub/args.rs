@@ -48,6 +48,17 @@ pub struct StubArgs {
     /// 1d [default: 60s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
     pub horizon: Option<Duration>,
+    /// With --pushback on: hold requests open instead of answering them
+    /// during an outage or when their slot is near (a reconnect queue), at
+    /// most N at once (1 to 10,000,000); past it, callers get slots [default
+    /// with --hold-for: 2.4 s of the capacity].
+    #[arg(long, value_name = "N", requires = "capacity")]
+    pub hold_max: Option<usize>,
+    /// With --pushback on: the longest a request is held, 1ms to 1h, before it
+    /// is answered with a slot; keep it below the clients' per-attempt
+    /// timeouts [default with --hold-max: 10s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
+    pub hold_for: Option<Duration>,
     /// Retry-After value sent with every rejection, verbatim and the same for
     /// everyone (e.g. 2, or an HTTP-date); turns pushback off. Not empty.
     #[arg(long, value_name = "VALUE", value_parser = parse_retry_after)]
@@ -205,6 +216,8 @@ mod tests {
             capacity_estimate: None,
             outage_end: None,
             horizon: None,
+            hold_max: None,
+            hold_for: None,
             retry_after: None,
             fail_status: 503,
         };
@@ -249,6 +262,33 @@ mod tests {
         assert!(e.contains("horizon"), "{e}");
     }
 
+    /// The hold needs the adaptive allocator, and its sizes have ranges.
+    #[test]
+    fn hold_flags_need_adaptive_pushback_and_stay_in_range() {
+        let with = |f: fn(&mut StubArgs)| {
+            let mut a = base_args();
+            a.capacity = Some(100);
+            f(&mut a);
+            admission_from_args(&a).map(|c| crate::stub::Rule::holds(&c))
+        };
+        assert_eq!(
+            with(|a| a.hold_for = Some(Duration::from_secs(5))),
+            Ok(true)
+        );
+        assert_eq!(with(|a| a.hold_max = Some(50)), Ok(true));
+        assert_eq!(with(|_| {}), Ok(false));
+        let e = with(|a| {
+            a.hold_max = Some(50);
+            a.pushback = Some(PushbackMode::Static);
+        })
+        .unwrap_err();
+        assert!(e.contains("--pushback on"), "{e}");
+        let e = with(|a| a.hold_max = Some(0)).unwrap_err();
+        assert!(e.contains("--hold-max 0"), "{e}");
+        let e = with(|a| a.hold_for = Some(Duration::from_secs(7_200))).unwrap_err();
+        assert!(e.contains("--hold-for"), "{e}");
+    }
+
     fn base_args() -> StubArgs {
         StubArgs {
             port: 0,
@@ -260,6 +300,8 @@ mod tests {
             capacity_estimate: None,
             outage_end: None,
             horizon: None,
+            hold_max: None,
+            hold_for: None,
             retry_after: None,
             fail_status: 503,
         }

@@ -1,6 +1,9 @@
 //! The admission chain: the admissions the flags ask for, asked in order.
 
+use std::time::Duration;
+
 use axum::http::{HeaderValue, StatusCode};
+use herdless::pushback::Ticket;
 
 use super::admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
 use super::args::{pushback_enabled, PushbackMode, StubArgs, DEFAULT_HORIZON};
@@ -26,6 +29,33 @@ impl Rule for Chain {
             }
         }
         Verdict::Admit
+    }
+
+    // A hold sits first in its chain (the adaptive allocator in front of the
+    // rest): the chain's hold is its first rule's.
+    fn holds(&self) -> bool {
+        self.0.first().is_some_and(|r| r.holds())
+    }
+
+    fn next_release(&self) -> Option<Duration> {
+        self.0.first()?.next_release()
+    }
+
+    fn release(&self, now: Duration) -> Option<(Ticket, Option<Verdict>)> {
+        self.0.first()?.release(now)
+    }
+
+    fn admit_released(&self, a: &Arrival<'_>, ticket: Ticket) -> Verdict {
+        match self.0.first() {
+            Some(r) => r.admit_released(a, ticket),
+            None => Verdict::Admit,
+        }
+    }
+
+    fn cancel(&self, ticket: Ticket) {
+        if let Some(r) = self.0.first() {
+            r.cancel(ticket);
+        }
     }
 }
 
@@ -57,6 +87,29 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
         ));
     }
     let horizon = args.horizon.unwrap_or(DEFAULT_HORIZON);
+    let hold = (args.hold_max.is_some() || args.hold_for.is_some())
+        .then_some((args.hold_max, args.hold_for));
+    if hold.is_some() && mode != Some(PushbackMode::On) {
+        return Err(
+            "--hold-max and --hold-for hold requests in the adaptive allocator: they need \
+             --capacity with --pushback on (the default)"
+                .into(),
+        );
+    }
+    if let Some(n) = args.hold_max.filter(|n| !(1..=10_000_000).contains(n)) {
+        return Err(format!(
+            "--hold-max {n}: must be within 1..=10000000 requests"
+        ));
+    }
+    if let Some(d) = args
+        .hold_for
+        .filter(|d| !(Duration::from_millis(1)..=Duration::from_secs(3_600)).contains(d))
+    {
+        return Err(format!(
+            "--hold-for {}: must be within 1ms..=1h",
+            herdless_sim::report::units::duration(d)
+        ));
+    }
     let known_end = args.outage_end == Some(OutageEnd::Known);
     let told = |n: u32| f64::from(n) * args.capacity_estimate.unwrap_or(1.0);
     let fixed = match (mode, args.capacity) {
@@ -109,13 +162,16 @@ pub fn admission_from_args(args: &StubArgs) -> Result<Chain, String> {
     match (mode, args.capacity) {
         // The adaptive allocator in front of the whole handler: the
         // simulator's `AdaptiveEndpoint`.
-        (Some(PushbackMode::On), Some(n)) => Ok(Chain(vec![Box::new(AdaptivePushback::new(
-            told(n),
-            horizon,
-            args.outage.filter(|_| known_end),
-            status,
-            Chain(chain),
-        )?)])),
+        (Some(PushbackMode::On), Some(n)) => {
+            Ok(Chain(vec![Box::new(AdaptivePushback::with_hold(
+                told(n),
+                horizon,
+                args.outage.filter(|_| known_end),
+                status,
+                hold,
+                Chain(chain),
+            )?)]))
+        }
         _ => Ok(Chain(chain)),
     }
 }
@@ -146,6 +202,8 @@ mod tests {
             capacity_estimate: None,
             outage_end: None,
             horizon: None,
+            hold_max: None,
+            hold_for: None,
             retry_after: Some("7".into()),
             fail_status: 502,
         };
@@ -178,6 +236,8 @@ mod tests {
             capacity_estimate: None,
             outage_end: None,
             horizon: None,
+            hold_max: None,
+            hold_for: None,
             retry_after: None,
             fail_status: 503,
         }
@@ -186,7 +246,7 @@ mod tests {
     /// The slot of a rejection, in milliseconds (asserting both headers agree).
     fn slot_ms(v: &Verdict) -> Option<u64> {
         match v {
-            Verdict::Admit => None,
+            Verdict::Admit | Verdict::Hold { .. } => None,
             Verdict::Reject {
                 status,
                 retry_after,

@@ -91,6 +91,7 @@
 mod admission;
 mod args;
 mod chain;
+mod hold;
 mod pushback;
 mod server;
 

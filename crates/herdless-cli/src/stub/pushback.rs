@@ -16,7 +16,7 @@ use std::time::Duration;
 use axum::http::{HeaderValue, StatusCode};
 use herdless::pushback::allocator::caller_key;
 use herdless::pushback::AdaptiveAllocator;
-use herdless::pushback::{Allotment, SlotAllocator};
+use herdless::pushback::{Allotment, SlotAllocator, Ticket};
 use herdless_sim::endpoint::TokenBucket;
 
 use super::admission::{Arrival, Rule, Verdict};
@@ -33,6 +33,7 @@ fn slot_verdict(status: StatusCode, slot: Allotment) -> Verdict {
 /// The adaptive allocator in front of the stub's handler chain (how it is
 /// told the capacity and what it learns: the module documentation).
 pub struct AdaptivePushback {
+    holds: bool,
     alloc: Mutex<AdaptiveAllocator>,
     inner: Chain,
     outage_status: StatusCode,
@@ -61,16 +62,75 @@ impl AdaptivePushback {
         outage_status: StatusCode,
         inner: Chain,
     ) -> Result<Self, String> {
-        let mut alloc = AdaptiveAllocator::new(estimate, horizon)
-            .map_err(|e| format!("--capacity-estimate {estimate}/s --horizon {horizon:?}: {e}"))?;
+        Self::with_hold(estimate, horizon, known_end, outage_status, None, inner)
+    }
+
+    /// [`new`](Self::new), holding requests open with `hold`: `(most held,
+    /// longest hold)`, each `None` for the library's default (2.4 s of the
+    /// estimate, and 10 s).
+    ///
+    /// # Errors
+    ///
+    /// A message when a setting is out of range.
+    pub fn with_hold(
+        estimate: f64,
+        horizon: Duration,
+        known_end: Option<Duration>,
+        outage_status: StatusCode,
+        hold: Option<(Option<usize>, Option<Duration>)>,
+        inner: Chain,
+    ) -> Result<Self, String> {
+        let mut b = AdaptiveAllocator::builder()
+            .estimate(estimate)
+            .horizon(horizon);
+        if let Some((max, for_)) = hold {
+            b = b.hold();
+            if let Some(n) = max {
+                b = b.hold_max(n);
+            }
+            if let Some(d) = for_ {
+                b = b.hold_for(d);
+            }
+        }
+        let mut alloc = b.build().map_err(|e| {
+            format!("--capacity-estimate {estimate}/s --horizon {horizon:?} and the hold: {e}")
+        })?;
         if let Some(end) = known_end {
             alloc = alloc.outage_until(end);
         }
         Ok(AdaptivePushback {
+            holds: hold.is_some(),
             alloc: Mutex::new(alloc),
             inner,
             outage_status,
         })
+    }
+
+    /// The verdict on an admitted request's answer from the chain; `held`:
+    /// it was released from the hold (a refusal parks it again).
+    fn answered(&self, a: &Arrival<'_>, caller: Option<u64>, held: Option<Ticket>) -> Verdict {
+        let now = a.since_start;
+        match self.inner.admit(a) {
+            Verdict::Reject { status, .. }
+                if status == StatusCode::SERVICE_UNAVAILABLE
+                    || status == StatusCode::TOO_MANY_REQUESTS =>
+            {
+                let slot = match held {
+                    Some(ticket) => self.lock().refused_held(now, ticket),
+                    None => self.lock().refused(now, caller),
+                };
+                match slot {
+                    Allotment::Hold { ticket } => Verdict::Hold { ticket },
+                    slot => slot_verdict(status, slot),
+                }
+            }
+            other => {
+                // Served, or answered with a failure that is no news about
+                // capacity: served, and passed on as it is.
+                self.lock().served(now);
+                other
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, AdaptiveAllocator> {
@@ -88,25 +148,8 @@ impl Rule for AdaptivePushback {
             (d, alloc.in_outage(now))
         };
         match decision {
-            (Allotment::Admit, _) => match self.inner.admit(a) {
-                Verdict::Admit => {
-                    self.lock().served(now);
-                    Verdict::Admit
-                }
-                Verdict::Reject { status, .. }
-                    if status == StatusCode::SERVICE_UNAVAILABLE
-                        || status == StatusCode::TOO_MANY_REQUESTS =>
-                {
-                    let slot = self.lock().refused(now, caller);
-                    slot_verdict(status, slot)
-                }
-                other => {
-                    // Answered, not refused (a failure that is no news about
-                    // capacity): served, and passed on as it is.
-                    self.lock().served(now);
-                    other
-                }
-            },
+            (Allotment::Admit, _) => self.answered(a, caller, None),
+            (Allotment::Hold { ticket }, _) => Verdict::Hold { ticket },
             (slot, down) => {
                 let status = if down {
                     self.outage_status
@@ -116,6 +159,39 @@ impl Rule for AdaptivePushback {
                 slot_verdict(status, slot)
             }
         }
+    }
+
+    fn holds(&self) -> bool {
+        self.holds
+    }
+
+    fn next_release(&self) -> Option<Duration> {
+        self.lock().next_release()
+    }
+
+    fn release(&self, now: Duration) -> Option<(Ticket, Option<Verdict>)> {
+        let mut alloc = self.lock();
+        let r = alloc.release(now)?;
+        let verdict = match r.allotment {
+            Allotment::Admit => None,
+            slot => {
+                let status = if alloc.in_outage(now) {
+                    self.outage_status
+                } else {
+                    StatusCode::SERVICE_UNAVAILABLE
+                };
+                Some(slot_verdict(status, slot))
+            }
+        };
+        Some((r.ticket, verdict))
+    }
+
+    fn admit_released(&self, a: &Arrival<'_>, ticket: Ticket) -> Verdict {
+        self.answered(a, ticket.caller(), Some(ticket))
+    }
+
+    fn cancel(&self, ticket: Ticket) {
+        self.lock().cancel(ticket);
     }
 }
 

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -16,6 +16,7 @@ use herdless::http::RETRY_AFTER_MS;
 use serde::Serialize;
 
 use super::admission::{Arrival, Rule, Verdict};
+use super::hold::{drive, Hold, Waiting};
 
 /// One recorded arrival (an element of `/stats`'s `arrivals`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -42,6 +43,8 @@ pub struct Stats {
     pub dropped: usize,
     /// The most recent arrivals (at most [`ARRIVALS_KEPT`]), in order.
     pub arrivals: Vec<ArrivalRecord>,
+    /// Requests held open now (`--hold-max`, `--hold-for`; 0 without a hold).
+    pub held: usize,
 }
 
 #[derive(Default)]
@@ -54,7 +57,9 @@ struct Book {
 
 struct Shared {
     start: Instant,
-    admission: Box<dyn Rule>,
+    admission: Arc<dyn Rule>,
+    /// The held requests, when the admission holds (`--hold-max`, `--hold-for`).
+    hold: Option<Arc<Hold>>,
     book: Mutex<Book>,
     keep: usize,
 }
@@ -114,20 +119,34 @@ impl Stub {
         keep: usize,
     ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
         let addr = listener.local_addr()?;
+        let admission: Arc<dyn Rule> = Arc::new(admission);
+        let start = Instant::now();
+        let hold = admission.holds().then(|| Arc::new(Hold::default()));
         let shared = Arc::new(Shared {
-            start: Instant::now(),
-            admission: Box::new(admission),
+            start,
+            admission: Arc::clone(&admission),
+            hold: hold.clone(),
             book: Mutex::new(Book::default()),
             keep: keep.max(1),
+        });
+        // The hold's driver runs while the server does (held requests are
+        // in flight: a graceful shutdown waits for their answers).
+        let driver = hold.map(|hold| {
+            let clock = tokio::time::Instant::from_std(start);
+            tokio::spawn(drive(hold, admission, clock, move || start.elapsed()))
         });
         let app = Router::new()
             .route("/stats", get(stats))
             .fallback(device)
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
-            axum::serve(listener, app)
+            let served = axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
-                .await
+                .await;
+            if let Some(d) = driver {
+                d.abort();
+            }
+            served
         });
         Ok((Stub { addr, shared }, task))
     }
@@ -149,6 +168,7 @@ fn stats_of(shared: &Shared) -> Stats {
         total: book.total,
         dropped: book.total - book.arrivals.len(),
         arrivals: book.arrivals.iter().cloned().collect(),
+        held: shared.hold.as_ref().map_or(0, |h| h.len()),
     }
 }
 
@@ -156,37 +176,108 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Json<Stats> {
     Json(stats_of(&shared))
 }
 
-async fn device(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let worker = headers
-        .get("x-worker-id")
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+/// What the admission made of an arrival: answer now, or wait in the hold.
+enum Decided {
+    Now(Verdict),
+    Held(
+        herdless::pushback::Ticket,
+        tokio::sync::oneshot::Receiver<(Verdict, Duration)>,
+    ),
+}
+
+/// Counts the arrival and asks the admission; a request it holds is parked
+/// (nothing recorded yet: a held request is recorded when it is answered).
+fn decide(shared: &Shared, worker: Option<&str>) -> Decided {
     let mut book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
     // Read the clock under the lock: the admissions see times in the order
     // they decide, and `/stats` lists the arrivals in time order.
     let since_start = shared.start.elapsed();
-    let n = book.per_worker.entry(worker.clone()).or_insert(0);
+    let n = book
+        .per_worker
+        .entry(worker.map(str::to_owned))
+        .or_insert(0);
     *n += 1;
+    let nth = *n;
+    // Taken before the decision: a held request waits before the driver can
+    // release it (the lock order: hold.rs).
+    let mut waiting = shared.hold.as_ref().map(|h| h.lock());
     let verdict = shared.admission.admit(&Arrival {
         since_start,
-        worker: worker.as_deref(),
-        nth_for_worker: *n,
+        worker,
+        nth_for_worker: nth,
     });
-    let status = match &verdict {
+    let decided = match (verdict, waiting.as_mut()) {
+        (Verdict::Hold { ticket }, Some(map)) => {
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let worker = worker.map(str::to_owned);
+            map.insert(
+                ticket.id(),
+                Waiting {
+                    worker,
+                    nth,
+                    answer,
+                },
+            );
+            return Decided::Held(ticket, answered);
+        }
+        // A hold with nowhere to park it cannot be answered later.
+        (Verdict::Hold { .. }, None) => Verdict::reject(StatusCode::SERVICE_UNAVAILABLE, None),
+        (verdict, _) => verdict,
+    };
+    drop(waiting);
+    record(&mut book, shared.keep, since_start, worker, &decided);
+    Decided::Now(decided)
+}
+
+fn status_of(verdict: &Verdict) -> StatusCode {
+    match verdict {
         Verdict::Admit => StatusCode::OK,
         Verdict::Reject { status, .. } => *status,
-    };
-    if book.arrivals.len() >= shared.keep {
+        Verdict::Hold { .. } => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+fn record(book: &mut Book, keep: usize, at: Duration, worker: Option<&str>, verdict: &Verdict) {
+    if book.arrivals.len() >= keep {
         book.arrivals.pop_front();
     }
     book.arrivals.push_back(ArrivalRecord {
-        t_s: since_start.as_secs_f64(),
-        worker,
-        status: status.as_u16(),
+        t_s: at.as_secs_f64(),
+        worker: worker.map(str::to_owned),
+        status: status_of(verdict).as_u16(),
     });
     book.total += 1;
-    drop(book);
+}
+
+async fn device(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let worker = headers
+        .get("x-worker-id")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let verdict = match decide(&shared, worker.as_deref()) {
+        Decided::Now(verdict) => verdict,
+        Decided::Held(ticket, answered) => {
+            let hold = shared.hold.as_deref().expect("held with a hold");
+            hold.parked();
+            let parked = Parked {
+                hold,
+                rules: shared.admission.as_ref(),
+                ticket: Some(ticket),
+            };
+            let out = answered.await;
+            parked.answered();
+            let (verdict, at) = out.unwrap_or_else(|_| {
+                // The driver stopped (the server is shutting down).
+                let v = Verdict::reject(StatusCode::SERVICE_UNAVAILABLE, None);
+                (v, shared.start.elapsed())
+            });
+            let mut book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
+            record(&mut book, shared.keep, at, worker.as_deref(), &verdict);
+            verdict
+        }
+    };
     match verdict {
         Verdict::Admit => (StatusCode::OK, "ok\n").into_response(),
+        Verdict::Hold { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable\n").into_response(),
         Verdict::Reject {
             status,
             retry_after,
@@ -201,6 +292,28 @@ async fn device(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
                     .insert(RETRY_AFTER_MS, HeaderValue::from(ms));
             }
             r
+        }
+    }
+}
+
+/// A request waiting in the hold: if its future is dropped first (the
+/// client hung up), it leaves the hold.
+struct Parked<'a> {
+    hold: &'a Hold,
+    rules: &'a dyn Rule,
+    ticket: Option<herdless::pushback::Ticket>,
+}
+
+impl Parked<'_> {
+    fn answered(mut self) {
+        self.ticket = None;
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.ticket.take() {
+            self.hold.hung_up(self.rules, t);
         }
     }
 }
