@@ -27,6 +27,11 @@ pub struct ArrivalRecord {
     pub worker: Option<String>,
     /// The status returned.
     pub status: u16,
+    /// How long the request was held before its answer, seconds (`null`:
+    /// answered at once). A held request is recorded when it is answered,
+    /// with `t_s` its arrival, so records of held requests come after
+    /// records of later arrivals.
+    pub held_s: Option<f64>,
 }
 
 /// How many arrivals `/stats` keeps: the most recent [`ARRIVALS_KEPT`], so a
@@ -181,6 +186,7 @@ enum Decided {
     Now(Verdict),
     Held(
         herdless::pushback::Ticket,
+        Duration,
         tokio::sync::oneshot::Receiver<(Verdict, Duration)>,
     ),
 }
@@ -218,14 +224,20 @@ fn decide(shared: &Shared, worker: Option<&str>) -> Decided {
                     answer,
                 },
             );
-            return Decided::Held(ticket, answered);
+            return Decided::Held(ticket, since_start, answered);
         }
         // A hold with nowhere to park it cannot be answered later.
         (Verdict::Hold { .. }, None) => Verdict::reject(StatusCode::SERVICE_UNAVAILABLE, None),
         (verdict, _) => verdict,
     };
     drop(waiting);
-    record(&mut book, shared.keep, since_start, worker, &decided);
+    record(
+        &mut book,
+        shared.keep,
+        (since_start, since_start),
+        worker,
+        &decided,
+    );
     Decided::Now(decided)
 }
 
@@ -237,14 +249,21 @@ fn status_of(verdict: &Verdict) -> StatusCode {
     }
 }
 
-fn record(book: &mut Book, keep: usize, at: Duration, worker: Option<&str>, verdict: &Verdict) {
+fn record(
+    book: &mut Book,
+    keep: usize,
+    (arrived, answered): (Duration, Duration),
+    worker: Option<&str>,
+    verdict: &Verdict,
+) {
     if book.arrivals.len() >= keep {
         book.arrivals.pop_front();
     }
     book.arrivals.push_back(ArrivalRecord {
-        t_s: at.as_secs_f64(),
+        t_s: arrived.as_secs_f64(),
         worker: worker.map(str::to_owned),
         status: status_of(verdict).as_u16(),
+        held_s: (answered > arrived).then(|| (answered - arrived).as_secs_f64()),
     });
     book.total += 1;
 }
@@ -255,7 +274,7 @@ async fn device(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     let verdict = match decide(&shared, worker.as_deref()) {
         Decided::Now(verdict) => verdict,
-        Decided::Held(ticket, answered) => {
+        Decided::Held(ticket, arrived, answered) => {
             let hold = shared.hold.as_deref().expect("held with a hold");
             hold.parked();
             let parked = Parked {
@@ -271,7 +290,13 @@ async fn device(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
                 (v, shared.start.elapsed())
             });
             let mut book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
-            record(&mut book, shared.keep, at, worker.as_deref(), &verdict);
+            record(
+                &mut book,
+                shared.keep,
+                (arrived, at),
+                worker.as_deref(),
+                &verdict,
+            );
             verdict
         }
     };

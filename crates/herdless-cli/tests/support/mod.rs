@@ -109,12 +109,13 @@ pub(crate) async fn outage_fleet(workers: u64, url: &str) -> Value {
     fleet_json(&herdless(&args).await)
 }
 
-/// When the stub received the last request it served (seconds on its clock).
+/// When the stub served its last request (seconds on its clock): its
+/// arrival, plus the time it was held.
 pub(crate) fn last_served_s(arrivals: &[ArrivalRecord]) -> f64 {
     arrivals
         .iter()
         .filter(|a| a.status == 200)
-        .map(|a| a.t_s)
+        .map(|a| a.t_s + a.held_s.unwrap_or(0.0))
         .fold(0.0, f64::max)
 }
 
