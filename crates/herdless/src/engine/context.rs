@@ -81,7 +81,7 @@ impl<'a> Context<'a> {
             budget: None,
             breaker: None,
             urgent: None,
-            max_elapsed_ns: crate::engine::call::nanos(policy.max_elapsed),
+            max_elapsed_ns: policy.max_elapsed_ns,
             trace: true,
             metrics: true,
             levels: EventLevels::DEFAULT,

@@ -262,7 +262,10 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             number,
             elapsed_ns,
             timeout_ns: retry.policy.attempt_timeout_ns,
-            limit_ns: nanos(max_elapsed(&retry.policy, retry.urgent)),
+            limit_ns: match retry.urgent {
+                None => retry.policy.max_elapsed_ns,
+                Some(u) => nanos(max_elapsed(&retry.policy, Some(u))),
+            },
             key: self.key,
         }
     }

@@ -242,6 +242,7 @@ impl PolicyBuilder {
             multiplier: self.multiplier,
             max_attempts: self.max_attempts,
             max_elapsed: self.max_elapsed,
+            max_elapsed_ns: u64::try_from(self.max_elapsed.as_nanos()).unwrap_or(u64::MAX),
             jitter: self.jitter,
             max_retry_after_ns,
             retry_after_spread: self.retry_after_spread,

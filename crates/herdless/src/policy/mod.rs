@@ -84,6 +84,8 @@ pub struct Policy {
     pub(crate) multiplier: f64,
     pub(crate) max_attempts: u32,
     pub(crate) max_elapsed: Duration,
+    /// `max_elapsed` in nanoseconds (saturating): what the engine compares.
+    pub(crate) max_elapsed_ns: u64,
     pub(crate) jitter: Jitter,
     pub(crate) max_retry_after_ns: u64,
     pub(crate) retry_after_spread: f64,
