@@ -1,0 +1,343 @@
+//! A client-side adaptive throttle: one process paces its calls by what the
+//! endpoint answers, with no help from the server.
+//!
+//! Server pushback needs the server's cooperation. A fleet calling someone
+//! else's endpoint has only its own backoff, which decorrelates the fleet
+//! but does not bound it. A [`Throttle`] is shared by every call of one
+//! process (an `Arc`, like the [`RetryBudget`](crate::RetryBudget)) and
+//! consulted by the [engine](crate::engine) before **every** attempt, the
+//! first included: a call that may not go yet waits
+//! ([`Gate::Wait`](crate::engine::Gate), not an attempt), as behind a
+//! breaker's probe.
+//!
+//! It is a token bucket whose rate follows the endpoint's answers:
+//!
+//! | phase | the rate | leaves when |
+//! |---|---|---|
+//! | start | `initial` calls per window (10 per 100 ms), doubling per window while calls wait and nothing is refused (TCP's slow start) | a refusal |
+//! | probe | one call per probe interval, the interval doubling from `probe_min` (100 ms) to `probe_max` (2 s) per refused probe | a call is served |
+//! | ramp | from the probe rate, ×1.25 per window while calls wait and nothing is refused: gentler than a slow start, because the rest of the fleet is coming back too | a refusal |
+//! | steady | what the endpoint served in the window where it refused part, then ×1.05 per window; after 10 windows without a refusal it ramps again | a refusal |
+//!
+//! * **Every retryable failure counts**, whatever the classification: a 503
+//!   of an outage, a timeout and a 429 alike ([`threshold`](ThrottleBuilder::threshold)
+//!   consecutive failures, 3, with nothing served for a window, mean the
+//!   endpoint refuses everything). A throttle that needs the outage's 503 to
+//!   be classified as throttling does nothing in an outage. A terminal
+//!   answer (a 404) is an answer: it counts as served.
+//! * **It never deadlocks**: while the endpoint refuses everything one call
+//!   per probe interval still goes, so a recovery is seen within `probe_max`.
+//! * **Waiting calls are spread**: each is given its own turn, one interval
+//!   apart at the current rate, so the calls of a process do not wake
+//!   together; a turn further than `max_wait` (500 ms) away is not booked:
+//!   the call waits `max_wait` and asks again (so waiters that re-ask never
+//!   push the later turns back).
+//! * The decrease is measured, not guessed (the rate the endpoint served, as
+//!   in BBR); the probe is the breaker's, without its all-or-nothing release.
+//!
+//! Time is the driver's: every call takes `now` since an epoch of the
+//! driver's choosing, shared by every call of the process (the executors use
+//! one per process; the simulator, virtual time). The state sits behind a
+//! mutex held for a few arithmetic operations; a poisoned lock is recovered.
+//!
+//! ```
+//! use std::time::Duration;
+//! use herdless::fleet::Throttle;
+//!
+//! let t = Throttle::new();
+//! let now = Duration::ZERO;
+//! // Three refusals with nothing served: the endpoint is down, probe.
+//! for _ in 0..3 {
+//!     assert!(t.acquire(now).is_ok());
+//!     t.record_failure(now);
+//! }
+//! assert!(t.is_probing());
+//! let wait = t.acquire(now).unwrap_err(); // the next call waits for its turn
+//! assert!(wait <= Duration::from_millis(100));
+//! let later = Duration::from_millis(100);
+//! assert!(t.acquire(later).is_ok()); // the probe
+//! t.record_success(later);
+//! assert!(!t.is_probing());
+//! ```
+
+mod control;
+
+use std::fmt;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use control::{Phase, State};
+
+/// The settings, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Settings {
+    pub(crate) initial: u32,
+    pub(crate) window: u64,
+    pub(crate) probe_min: u64,
+    pub(crate) probe_max: u64,
+    pub(crate) threshold: u32,
+    pub(crate) max_wait: u64,
+}
+
+impl Settings {
+    /// The lowest rate: one call per `probe_max`.
+    pub(crate) fn floor(&self) -> f64 {
+        1e9 / self.probe_max as f64
+    }
+}
+
+/// A process's adaptive throttle. See the [module documentation](self).
+pub struct Throttle {
+    settings: Settings,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for Throttle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.lock();
+        f.debug_struct("Throttle")
+            .field("rate", &s.rate)
+            .field("phase", &s.phase)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Throttle {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Throttle {
+    /// A throttle with the default settings.
+    ///
+    /// ```
+    /// assert_eq!(herdless::fleet::Throttle::new().rate(), 100.0); // 10 per 100 ms
+    /// ```
+    pub fn new() -> Self {
+        ThrottleBuilder::default().build_unchecked()
+    }
+
+    /// The settings, validated by [`ThrottleBuilder::build`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let t = herdless::fleet::Throttle::builder().probe_max(Duration::from_secs(5)).build()?;
+    /// # let _ = t;
+    /// # Ok::<(), herdless::fleet::ThrottleError>(())
+    /// ```
+    pub fn builder() -> ThrottleBuilder {
+        ThrottleBuilder::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// May a call go at `now`? `Err(wait)`: not yet; wait that long (its
+    /// turn, at most `max_wait`) and ask again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let t = herdless::fleet::Throttle::builder().initial(1).build()?;
+    /// assert!(t.acquire(Duration::ZERO).is_ok());
+    /// assert!(t.acquire(Duration::ZERO).is_err()); // 10/s: the next token in 100 ms
+    /// # Ok::<(), herdless::fleet::ThrottleError>(())
+    /// ```
+    pub fn acquire(&self, now: Duration) -> Result<(), Duration> {
+        self.acquire_ns(ns(now))
+    }
+
+    /// [`acquire`](Self::acquire) at `now` nanoseconds: what the engine calls.
+    #[inline]
+    pub(crate) fn acquire_ns(&self, now: u64) -> Result<(), Duration> {
+        self.lock().acquire(now, &self.settings)
+    }
+
+    /// A call that went was served (any answer that is not a refusal).
+    ///
+    /// ```
+    /// let t = herdless::fleet::Throttle::new();
+    /// t.record_success(std::time::Duration::ZERO);
+    /// ```
+    pub fn record_success(&self, now: Duration) {
+        self.record_success_ns(ns(now));
+    }
+
+    #[inline]
+    pub(crate) fn record_success_ns(&self, now: u64) {
+        self.lock().success(now, &self.settings);
+    }
+
+    /// A call that went failed retryably (refused, timed out, unreachable).
+    ///
+    /// ```
+    /// let t = herdless::fleet::Throttle::new();
+    /// t.record_failure(std::time::Duration::ZERO);
+    /// assert!(!t.is_probing()); // one failure is not an outage
+    /// ```
+    pub fn record_failure(&self, now: Duration) {
+        self.record_failure_ns(ns(now));
+    }
+
+    #[inline]
+    pub(crate) fn record_failure_ns(&self, now: u64) {
+        self.lock().failure(now, &self.settings);
+    }
+
+    /// The current rate, calls per second.
+    pub fn rate(&self) -> f64 {
+        self.lock().rate
+    }
+
+    /// Whether the throttle takes the endpoint to refuse everything (one
+    /// probe per interval).
+    pub fn is_probing(&self) -> bool {
+        matches!(self.lock().phase, Phase::Probe { .. })
+    }
+}
+
+/// A [`Throttle`]'s settings.
+///
+/// | setting | default | range |
+/// |---|---|---|
+/// | [`initial`](Self::initial): calls per window at the start | 10 | `1..=1_000_000` |
+/// | [`window`](Self::window): the measuring window | 100 ms | 10 ms ..= 10 s |
+/// | [`probe_min`](Self::probe_min) / [`probe_max`](Self::probe_max): the probe interval's range | 100 ms / 2 s | 1 ms ..= 1 h, `min ≤ max` |
+/// | [`threshold`](Self::threshold): consecutive refusals, nothing served, that mean "down" | 3 | `1..` |
+/// | [`max_wait`](Self::max_wait): the longest a waiting call waits before asking again | 500 ms | 1 ms ..= 1 h |
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct ThrottleBuilder {
+    initial: u32,
+    window: Duration,
+    probe_min: Duration,
+    probe_max: Duration,
+    threshold: u32,
+    max_wait: Duration,
+}
+
+impl Default for ThrottleBuilder {
+    fn default() -> Self {
+        ThrottleBuilder {
+            initial: 10,
+            window: Duration::from_millis(100),
+            probe_min: Duration::from_millis(100),
+            probe_max: Duration::from_secs(2),
+            threshold: 3,
+            max_wait: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A throttle setting out of its range (the message names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleError(&'static str);
+
+impl fmt::Display for ThrottleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid throttle setting: {}", self.0)
+    }
+}
+
+impl std::error::Error for ThrottleError {}
+
+impl ThrottleBuilder {
+    /// Calls per window allowed at the start.
+    pub fn initial(mut self, calls: u32) -> Self {
+        self.initial = calls;
+        self
+    }
+
+    /// The window the rate is measured and grown over.
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The first probe interval.
+    pub fn probe_min(mut self, d: Duration) -> Self {
+        self.probe_min = d;
+        self
+    }
+
+    /// The longest probe interval: a recovery is seen within it.
+    pub fn probe_max(mut self, d: Duration) -> Self {
+        self.probe_max = d;
+        self
+    }
+
+    /// Consecutive refusals, with nothing served in the window, that mean
+    /// the endpoint refuses everything.
+    pub fn threshold(mut self, n: u32) -> Self {
+        self.threshold = n;
+        self
+    }
+
+    /// The longest a waiting call waits before asking again.
+    pub fn max_wait(mut self, d: Duration) -> Self {
+        self.max_wait = d;
+        self
+    }
+
+    /// Validates the settings.
+    ///
+    /// # Errors
+    ///
+    /// [`ThrottleError`] naming a setting out of its range.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let e = herdless::fleet::Throttle::builder().probe_min(Duration::from_secs(9)).build().unwrap_err();
+    /// assert!(e.to_string().contains("probe_min"));
+    /// ```
+    pub fn build(self) -> Result<Throttle, ThrottleError> {
+        let ms = Duration::from_millis(1);
+        let hour = Duration::from_secs(3_600);
+        let check = |ok: bool, what| if ok { Ok(()) } else { Err(ThrottleError(what)) };
+        check(
+            (1..=1_000_000).contains(&self.initial),
+            "initial must be within 1..=1,000,000 calls",
+        )?;
+        check(
+            (Duration::from_millis(10)..=Duration::from_secs(10)).contains(&self.window),
+            "window must be within 10 ms..=10 s",
+        )?;
+        check(
+            (ms..=hour).contains(&self.probe_min) && (ms..=hour).contains(&self.probe_max),
+            "probe_min and probe_max must be within 1 ms..=1 h",
+        )?;
+        check(
+            self.probe_min <= self.probe_max,
+            "probe_min must be at most probe_max",
+        )?;
+        check(self.threshold >= 1, "threshold must be at least 1")?;
+        check(
+            (ms..=hour).contains(&self.max_wait),
+            "max_wait must be within 1 ms..=1 h",
+        )?;
+        Ok(self.build_unchecked())
+    }
+
+    fn build_unchecked(self) -> Throttle {
+        let settings = Settings {
+            initial: self.initial,
+            window: ns(self.window),
+            probe_min: ns(self.probe_min),
+            probe_max: ns(self.probe_max),
+            threshold: self.threshold,
+            max_wait: ns(self.max_wait),
+        };
+        Throttle {
+            state: Mutex::new(State::new(&settings)),
+            settings,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
