@@ -426,7 +426,7 @@ impl Engine {
         rng: &mut Rng,
     ) -> Gate {
         if cx.throttle.is_some() {
-            if let Some(gate) = self.throttle_gate(cx, now_ns) {
+            if let Some(gate) = self.throttle_gate(cx, now_ns, rng) {
                 return gate;
             }
         }

@@ -8,6 +8,7 @@ use crate::engine::call::Engine;
 use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::GiveUp;
+use crate::rng::Rng;
 
 use super::Gate;
 
@@ -23,13 +24,14 @@ impl Engine {
         &mut self,
         cx: &Context<'_, N>,
         now_ns: u64,
+        rng: &mut Rng,
     ) -> Option<Gate> {
         let throttle = cx.throttle?;
         if self.bypasses(cx) {
             return None;
         }
         let wait = throttle
-            .acquire_ns(now_ns.saturating_add(cx.throttle_epoch_ns))
+            .acquire_ns(now_ns.saturating_add(cx.throttle_epoch_ns), rng)
             .err()?;
         if self.attempts() == 0 {
             let elapsed = now_ns.saturating_sub(self.start_ns);

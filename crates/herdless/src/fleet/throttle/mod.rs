@@ -14,15 +14,25 @@
 //!
 //! | phase | the rate | leaves when |
 //! |---|---|---|
-//! | start | `initial` calls per window (10 per 100 ms), doubling per window while calls wait and nothing is refused (TCP's slow start) | a refusal |
-//! | probe | one call per probe interval, the interval doubling from `probe_min` (100 ms) to `probe_max` (2 s) per refused probe | a call is served |
-//! | ramp | from the probe rate, ×1.25 per window while calls wait and nothing is refused: gentler than a slow start, because the rest of the fleet is coming back too | a refusal |
-//! | steady | what the endpoint served in the window where it refused part, then ×1.05 per window; after 10 windows without a refusal it ramps again | a refusal |
+//! | start | `initial` calls per window (10 per 100 ms), doubling per window while calls wait and nothing is refused (TCP's slow start) | a refusal: ×0.7, steady; or "down": probe |
+//! | probe | one call per probe interval, the interval doubling from `probe_min` (500 ms) to `probe_max` (3 s) per refused probe, each jittered within its upper half | a call is served: ramp |
+//! | ramp | from one call per `probe_min` (the first probe's rate: the interval grew with the outage, not with the endpoint), growing while calls wait and nothing is refused as `(1 + k / 28)³` over the `k` windows since it began: a cubic in time, fast far below and ever gentler (7 % per window 1.5 s in) | a refusal: ×0.7 (CUBIC's β), steady |
+//! | steady | ×1.1 per window while calls wait and nothing is refused; a window whose refusals reach 2 % sets it to what the endpoint served (at least half); after 3 windows without a refusal it ramps again | |
+//!
+//! Why a cubic ramp, and not TCP's doubling: the endpoint's own bucket (a
+//! server that was idle banks a burst) hides the overshoot until the bank is
+//! spent, so the only signal, a refusal, comes late. Doubling per window
+//! reaches twice the capacity before the first refusal; a growth that slows
+//! with time reaches the capacity a few seconds after the recovery with a
+//! step of a few percent, so the overshoot stays near the bank's size. The
+//! figures, against plain full jitter and an AWS-adaptive CUBIC bucket, are
+//! in the repository's `docs/fleet-protection.md` (section "A client-side
+//! adaptive throttle").
 //!
 //! * **Every retryable failure counts**, whatever the classification: a 503
 //!   of an outage, a timeout and a 429 alike ([`threshold`](ThrottleBuilder::threshold)
-//!   consecutive failures, 3, with nothing served for a window, mean the
-//!   endpoint refuses everything). A throttle that needs the outage's 503 to
+//!   consecutive failures, 1 by default, with nothing served for a window,
+//!   mean the endpoint refuses everything). A throttle that needs the outage's 503 to
 //!   be classified as throttling does nothing in an outage. A terminal
 //!   answer (a 404) is an answer: it counts as served.
 //! * **It never deadlocks**: while the endpoint refuses everything one call
@@ -43,21 +53,23 @@
 //! ```
 //! use std::time::Duration;
 //! use herdless::fleet::Throttle;
+//! use herdless::Rng;
 //!
 //! let t = Throttle::new();
+//! let mut rng = Rng::with_seed(1);
 //! let now = Duration::ZERO;
-//! // Three refusals with nothing served: the endpoint is down, probe.
-//! for _ in 0..3 {
-//!     assert!(t.acquire(now).is_ok());
-//!     t.record_failure(now);
-//! }
+//! // A refusal with nothing served (the default threshold is 1): the
+//! // endpoint is down, probe.
+//! assert!(t.acquire(now, &mut rng).is_ok());
+//! t.record_failure(now);
 //! assert!(t.is_probing());
-//! let wait = t.acquire(now).unwrap_err(); // the next call waits for its turn
-//! assert!(wait <= Duration::from_millis(100));
-//! let later = Duration::from_millis(100);
-//! assert!(t.acquire(later).is_ok()); // the probe
+//! let wait = t.acquire(now, &mut rng).unwrap_err(); // the next call waits for the probe
+//! assert!(wait <= Duration::from_millis(500));
+//! let later = Duration::from_millis(500);
+//! assert!(t.acquire(later, &mut rng).is_ok()); // the probe
 //! t.record_success(later);
 //! assert!(!t.is_probing());
+//! assert_eq!(t.rate(), 2.0); // the ramp starts at one call per probe_min
 //! ```
 
 mod control;
@@ -67,6 +79,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use control::{Phase, State};
+
+use crate::rng::Rng;
 
 /// The settings, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,23 +153,27 @@ impl Throttle {
     }
 
     /// May a call go at `now`? `Err(wait)`: not yet; wait that long (its
-    /// turn, at most `max_wait`) and ask again.
+    /// turn, or the probe's; beyond `max_wait`, a share of `[max_wait / 2,
+    /// max_wait]` drawn from `rng`) and ask again. Each admission also draws
+    /// the jitter of the next probe interval (within its upper half).
     ///
     /// ```
     /// use std::time::Duration;
     /// let t = herdless::fleet::Throttle::builder().initial(1).build()?;
-    /// assert!(t.acquire(Duration::ZERO).is_ok());
-    /// assert!(t.acquire(Duration::ZERO).is_err()); // 10/s: the next token in 100 ms
+    /// let mut rng = herdless::Rng::with_seed(1);
+    /// assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    /// // 10/s: the next token in 100 ms
+    /// assert_eq!(t.acquire(Duration::ZERO, &mut rng), Err(Duration::from_millis(100)));
     /// # Ok::<(), herdless::fleet::ThrottleError>(())
     /// ```
-    pub fn acquire(&self, now: Duration) -> Result<(), Duration> {
-        self.acquire_ns(ns(now))
+    pub fn acquire(&self, now: Duration, rng: &mut Rng) -> Result<(), Duration> {
+        self.acquire_ns(ns(now), rng)
     }
 
     /// [`acquire`](Self::acquire) at `now` nanoseconds: what the engine calls.
     #[inline]
-    pub(crate) fn acquire_ns(&self, now: u64) -> Result<(), Duration> {
-        self.lock().acquire(now, &self.settings)
+    pub(crate) fn acquire_ns(&self, now: u64, rng: &mut Rng) -> Result<(), Duration> {
+        self.lock().acquire(now, &self.settings, rng)
     }
 
     /// A call that went was served (any answer that is not a refusal).
@@ -207,8 +225,8 @@ impl Throttle {
 /// |---|---|---|
 /// | [`initial`](Self::initial): calls per window at the start | 10 | `1..=1_000_000` |
 /// | [`window`](Self::window): the measuring window | 100 ms | 10 ms ..= 10 s |
-/// | [`probe_min`](Self::probe_min) / [`probe_max`](Self::probe_max): the probe interval's range | 100 ms / 2 s | 1 ms ..= 1 h, `min ≤ max` |
-/// | [`threshold`](Self::threshold): consecutive refusals, nothing served, that mean "down" | 3 | `1..` |
+/// | [`probe_min`](Self::probe_min) / [`probe_max`](Self::probe_max): the probe interval's range | 500 ms / 3 s | 1 ms ..= 1 h, `min ≤ max` |
+/// | [`threshold`](Self::threshold): consecutive refusals, nothing served for a window, that mean "down" | 1 | `1..` |
 /// | [`max_wait`](Self::max_wait): the longest a waiting call waits before asking again | 500 ms | 1 ms ..= 1 h |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
@@ -226,9 +244,9 @@ impl Default for ThrottleBuilder {
         ThrottleBuilder {
             initial: 10,
             window: Duration::from_millis(100),
-            probe_min: Duration::from_millis(100),
-            probe_max: Duration::from_secs(2),
-            threshold: 3,
+            probe_min: Duration::from_millis(500),
+            probe_max: Duration::from_secs(3),
+            threshold: 1,
             max_wait: Duration::from_millis(500),
         }
     }
