@@ -342,9 +342,10 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// its turn at the process's rate, which follows what the endpoint
     /// answers. See [`throttle`](crate::fleet::throttle). Driven by the
     /// blocking and async executors (`call`, `call_async`,
-    /// `call_async_mut`). Not yet complete elsewhere: the hedging executor
-    /// gates and records its retries only (not its first attempt, nor its
-    /// hedges), and the adapters (tower, reqwest, NATS) do not consult it.
+    /// `call_async_mut`), so by the reqwest adapter and middleware too. Not
+    /// yet elsewhere: the hedging executor gates and records its retries
+    /// only (not its first attempt, nor its hedges), and the tower retry
+    /// layer and the NATS adapter do not consult it.
     ///
     /// ```
     /// use std::sync::Arc;
