@@ -194,9 +194,13 @@ impl Throttle {
     /// A call that went failed retryably (refused, timed out, unreachable).
     ///
     /// ```
+    /// use std::time::Duration;
     /// let t = herdless::fleet::Throttle::new();
-    /// t.record_failure(std::time::Duration::ZERO);
-    /// assert!(!t.is_probing()); // one failure is not an outage
+    /// t.record_success(Duration::ZERO);
+    /// t.record_failure(Duration::from_millis(10));
+    /// assert!(!t.is_probing()); // served 10 ms ago: not an outage
+    /// t.record_failure(Duration::from_millis(200));
+    /// assert!(t.is_probing()); // refused, and nothing served for a window
     /// ```
     pub fn record_failure(&self, now: Duration) {
         self.record_failure_ns(ns(now));
