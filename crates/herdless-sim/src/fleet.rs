@@ -115,7 +115,8 @@ pub struct FleetOutcome {
     /// Clients whose next wait would have passed the elapsed limit
     /// ([`GiveUp::MaxElapsed`]).
     pub gave_up_max_elapsed: u64,
-    /// Retries an open breaker made wait (each a re-check, not a call).
+    /// Attempts a gate made wait: an open breaker, a throttle's or the CUBIC
+    /// baseline's turn (each a re-check, not a call).
     pub breaker_waits: u64,
     /// Virtual time at which the last client succeeded or gave up (ns).
     pub last_done_ns: u64,
@@ -258,6 +259,11 @@ pub fn run_fleet_from<E: Endpoint>(
             let held = guards.in_flight[p].take();
             held.unwrap_or(Reply::Rejected { retry_after: None })
         } else {
+            if let Some(wait) = guards.cubic_wait(c.id, now) {
+                out.breaker_waits += 1;
+                queue.push(now.saturating_add(wait), c);
+                continue;
+            }
             match c.engine.ready(&guards.context(policy, c.id), at, &mut rng) {
                 Gate::Go => {}
                 Gate::Wait(d) => {
@@ -331,6 +337,10 @@ struct Step<'a, 'g> {
 #[inline]
 fn settle(mut c: Client, reply: Reply, now: u64, s: &mut Step<'_, '_>) {
     let at = Duration::from_nanos(now);
+    if reply != Reply::Held {
+        let refused = matches!(reply, Reply::Rejected { .. });
+        s.guards.cubic_answer(c.id, now, refused);
+    }
     let cx = s.guards.context(s.policy, c.id);
     match reply {
         Reply::Ok => {

@@ -63,6 +63,22 @@
 //! the endpoint needs to serve the fleet, i.e. a process's held callers over
 //! its share of the capacity), not all at their next re-check.
 //!
+//! # The throttle, and the CUBIC baseline
+//!
+//! `+throttle` gives each simulated process (the same groups of
+//! [`GuardParams::clients_per_process`] clients as the budget and the
+//! breaker: a process's calls share one rate, whichever client makes them)
+//! the library's [`Throttle`] with its default settings, reached through the
+//! engine's [`Context`] like the budget: the event loop asks
+//! [`Engine::ready`](herdless::engine::Engine::ready) before every attempt,
+//! the first included, and the engine records each answer. Its clock is the
+//! virtual time (every engine starts at its client's first-call time on
+//! it). The endpoint is the plain one (no pushback): the throttle needs no
+//! server help and counts every 503.
+//!
+//! `+cubic` is the AWS-SDK-adaptive baseline of [`cubic`](crate::cubic), one
+//! per process too, asked before the engine's gate and told every answer.
+//!
 //! # Pushback
 //!
 //! `+pushback` changes the endpoint, not the client: the server puts the
@@ -78,7 +94,10 @@ use std::fmt;
 use std::time::Duration;
 
 use herdless::engine::Context;
+use herdless::fleet::Throttle;
 use herdless::{Breaker, Policy, RetryBudget};
+
+use crate::cubic::CubicLimiter;
 
 use crate::error::SimError;
 use crate::strategy::Reply;
@@ -88,7 +107,7 @@ use crate::strategy::Reply;
 /// ```
 /// use herdless_sim::guard::Guard;
 /// assert_eq!(Guard::Pushback.name(), "pushback");
-/// assert_eq!(Guard::ALL.len(), 5);
+/// assert_eq!(Guard::ALL.len(), 7);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Guard {
@@ -107,16 +126,24 @@ pub enum Guard {
     /// open (a capacity-aware reconnect queue) and answers them when the
     /// service can take them; what it cannot hold gets slots.
     Hold,
+    /// A client-side adaptive throttle per process ([`Throttle`]): no
+    /// server help, the plain endpoint.
+    Throttle,
+    /// The AWS-SDK-adaptive baseline per process ([`CubicLimiter`]): a
+    /// token bucket whose rate follows CUBIC on throttling answers.
+    Cubic,
 }
 
 impl Guard {
     /// Every guard, in table order.
-    pub const ALL: [Guard; 5] = [
+    pub const ALL: [Guard; 7] = [
         Guard::Budget,
         Guard::Breaker,
         Guard::Pushback,
         Guard::StaticPushback,
         Guard::Hold,
+        Guard::Throttle,
+        Guard::Cubic,
     ];
 
     /// The guard's name (the part after `+` in a strategy name).
@@ -131,6 +158,8 @@ impl Guard {
             Guard::Pushback => "pushback",
             Guard::StaticPushback => "static-pushback",
             Guard::Hold => "hold",
+            Guard::Throttle => "throttle",
+            Guard::Cubic => "cubic",
         }
     }
 
@@ -186,6 +215,10 @@ pub struct GuardParams {
     pub breaker_release: Option<Duration>,
     /// The longest Retry-After the pushback server hands out.
     pub pushback_horizon: Duration,
+    /// Whether the CUBIC baseline takes the endpoint's 503 as throttling
+    /// (the AWS SDKs do not; `true`, the default, is the baseline at its
+    /// best; with `false` it never turns on).
+    pub cubic_counts_503: bool,
 }
 
 impl Default for GuardParams {
@@ -200,6 +233,7 @@ impl Default for GuardParams {
             probe_rtt: Duration::from_millis(20),
             breaker_release: None,
             pushback_horizon: Duration::from_secs(60),
+            cubic_counts_503: true,
         }
     }
 }
@@ -259,6 +293,8 @@ pub struct Guards {
     params: GuardParams,
     budgets: Vec<RetryBudget>,
     breakers: Vec<Breaker>,
+    throttles: Vec<Throttle>,
+    cubics: Vec<CubicLimiter>,
     /// Per process: the answer to its probe, until the probe's round trip ends.
     pub(crate) in_flight: Vec<Option<Reply>>,
 }
@@ -285,6 +321,8 @@ impl Guards {
             params: GuardParams::default(),
             budgets: Vec::new(),
             breakers: Vec::new(),
+            throttles: Vec::new(),
+            cubics: Vec::new(),
             in_flight: Vec::new(),
         }
     }
@@ -327,18 +365,48 @@ impl Guards {
                     .collect();
                 g.in_flight = vec![None; processes];
             }
+            Some(Guard::Throttle) => {
+                g.throttles = (0..processes).map(|_| Throttle::new()).collect();
+            }
+            Some(Guard::Cubic) => {
+                g.cubics = vec![CubicLimiter::new(0); processes];
+            }
             Some(Guard::Pushback | Guard::StaticPushback | Guard::Hold) | None => {}
         }
         Ok(g)
     }
 
-    /// How many processes hold a budget or a breaker (0 without either).
+    /// How many processes hold a budget, a breaker, a throttle or a CUBIC
+    /// limiter (0 without one).
     ///
     /// ```
     /// assert_eq!(herdless_sim::guard::Guards::none().processes(), 0);
     /// ```
     pub fn processes(&self) -> usize {
-        self.budgets.len().max(self.breakers.len())
+        self.budgets
+            .len()
+            .max(self.breakers.len())
+            .max(self.throttles.len())
+            .max(self.cubics.len())
+    }
+
+    /// The CUBIC baseline's gate for `client` at `now`: `Some(wait_ns)` when
+    /// its process's bucket has no token (nothing without the baseline).
+    #[inline]
+    pub(crate) fn cubic_wait(&mut self, client: u32, now: u64) -> Option<u64> {
+        let p = self.params.process(client);
+        self.cubics.get_mut(p)?.acquire(now).err()
+    }
+
+    /// The CUBIC baseline learns an answer: a refusal counts as throttling
+    /// if [`GuardParams::cubic_counts_503`] says so.
+    #[inline]
+    pub(crate) fn cubic_answer(&mut self, client: u32, now: u64, refused: bool) {
+        let p = self.params.process(client);
+        let throttled = refused && self.params.cubic_counts_503;
+        if let Some(c) = self.cubics.get_mut(p) {
+            c.answer(now, throttled);
+        }
     }
 
     /// The engine's context for a decision of `client` under `policy`: the
@@ -360,8 +428,12 @@ impl Guards {
             Some(b) => cx.budget(b),
             None => cx,
         };
-        match self.breakers.get(p) {
+        let cx = match self.breakers.get(p) {
             Some(b) => cx.breaker(b),
+            None => cx,
+        };
+        match self.throttles.get(p) {
+            Some(t) => cx.throttle(t),
             None => cx,
         }
     }

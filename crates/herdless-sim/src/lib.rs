@@ -51,6 +51,7 @@
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings), allow(dead_code))))]
 
+pub mod cubic;
 pub mod endpoint;
 pub mod error;
 pub mod fleet;

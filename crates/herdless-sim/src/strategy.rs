@@ -21,7 +21,9 @@
 //! # Fleet-level strategies
 //!
 //! [`StrategyKind::Guarded`] adds a [`Guard`] to a jitter mode: `full+budget`,
-//! `full+breaker`, `full+pushback` (any jitter mode may take a guard). The
+//! `full+breaker`, `full+pushback`, `full+throttle` (the library's
+//! client-side adaptive throttle), `full+cubic` (the AWS-adaptive baseline,
+//! the simulator's own) (any jitter mode may take a guard). The
 //! shared state (the library's [`RetryBudget`](herdless::RetryBudget) or
 //! [`Breaker`](herdless::Breaker), one per simulated process) lives in the
 //! run's [`Guards`](crate::guard::Guards) and reaches the engine through its
@@ -81,13 +83,15 @@ pub enum StrategyKind {
 }
 
 /// `GUARDED_NAMES[jitter][guard]`, in `Jitter::ALL` and `Guard::ALL` order.
-const GUARDED_NAMES: [[&str; 5]; 5] = [
+const GUARDED_NAMES: [[&str; 7]; 5] = [
     [
         "none+budget",
         "none+breaker",
         "none+pushback",
         "none+static-pushback",
         "none+hold",
+        "none+throttle",
+        "none+cubic",
     ],
     [
         "full+budget",
@@ -95,6 +99,8 @@ const GUARDED_NAMES: [[&str; 5]; 5] = [
         "full+pushback",
         "full+static-pushback",
         "full+hold",
+        "full+throttle",
+        "full+cubic",
     ],
     [
         "equal+budget",
@@ -102,6 +108,8 @@ const GUARDED_NAMES: [[&str; 5]; 5] = [
         "equal+pushback",
         "equal+static-pushback",
         "equal+hold",
+        "equal+throttle",
+        "equal+cubic",
     ],
     [
         "decorrelated+budget",
@@ -109,6 +117,8 @@ const GUARDED_NAMES: [[&str; 5]; 5] = [
         "decorrelated+pushback",
         "decorrelated+static-pushback",
         "decorrelated+hold",
+        "decorrelated+throttle",
+        "decorrelated+cubic",
     ],
     [
         "decorrelated-window+budget",
@@ -116,6 +126,8 @@ const GUARDED_NAMES: [[&str; 5]; 5] = [
         "decorrelated-window+pushback",
         "decorrelated-window+static-pushback",
         "decorrelated-window+hold",
+        "decorrelated-window+throttle",
+        "decorrelated-window+cubic",
     ],
 ];
 
@@ -278,7 +290,7 @@ impl fmt::Display for ParseStrategyError {
             "unknown strategy {:?} (expected one of none, full, equal, decorrelated, \
              decorrelated-window, fixed-1s, no-backoff, hedge, hedge+budget, or a jitter \
              mode with a guard: full+budget, full+breaker, full+pushback, \
-             full+static-pushback, full+hold)",
+             full+static-pushback, full+hold, full+throttle, full+cubic)",
             self.input
         )
     }

@@ -274,3 +274,58 @@ fn a_closing_breaker_spreads_its_held_callers() {
         b.peak_over_capacity
     );
 }
+
+/// The client-side throttle, no server help (the plain endpoint), default
+/// outage, seed 1: it drains within about 1.5x the limit, arrivals after the
+/// outage within 1.3x the capacity, at most 2 calls per client and nobody
+/// gives up; the AWS-adaptive CUBIC baseline peaks higher and calls more, and
+/// plain full jitter loses clients.
+#[test]
+fn the_throttle_drains_without_server_help_ahead_of_cubic_and_full_jitter() {
+    let r = outage(
+        OutageParams::default(),
+        vec![FULL, kind("full+throttle"), kind("full+cubic")],
+        1,
+    );
+    let (full, throttle, cubic) = (&r.strategies[0], &r.strategies[1], &r.strategies[2]);
+    assert_eq!(throttle.strategy, "full+throttle");
+    let x = throttle.drain_vs_limit.expect("the throttle drained");
+    assert!(x <= 1.51, "throttle drained at {x}x the limit");
+    assert!(
+        throttle.peak_over_capacity <= 1.3,
+        "peak {}",
+        throttle.peak_over_capacity
+    );
+    assert!(throttle.calls <= 2.0, "{} calls per client", throttle.calls);
+    assert_eq!(throttle.gave_up, 0);
+    assert!(throttle.peak_over_capacity < cubic.peak_over_capacity);
+    assert!(
+        throttle.calls < cubic.calls,
+        "{} vs {}",
+        throttle.calls,
+        cubic.calls
+    );
+    assert!(full.gave_up > 0 && full.calls > 2.0 * throttle.calls);
+}
+
+/// The CUBIC baseline only reacts to what it counts as throttling: told an
+/// outage's 503 is not (as the AWS SDKs classify it), it never turns on and
+/// is plain full jitter, call for call.
+#[test]
+fn cubic_that_does_not_count_a_503_is_plain_full_jitter() {
+    let params = OutageParams {
+        clients: 4_000,
+        capacity: 1_000,
+        burst: 100,
+        guards: herdless_sim::guard::GuardParams {
+            cubic_counts_503: false,
+            ..Default::default()
+        },
+        ..OutageParams::default()
+    };
+    let r = outage(params, vec![FULL, kind("full+cubic")], 3);
+    let (full, cubic) = (&r.strategies[0], &r.strategies[1]);
+    assert_eq!(cubic.calls_total, full.calls_total);
+    assert_eq!(cubic.gave_up, full.gave_up);
+    assert_eq!(cubic.breaker_waits, 0);
+}

@@ -254,7 +254,7 @@ fn a_fleet_that_gave_up_did_not_drain() {
 
 /// No strategy beats the physical limit T + N / C (default
 /// scenario: 40,000 clients, 5 s, 10,000 calls/s: 9 s), the fleet-level ones
-/// (budget, breaker, pushback) included, and capped exponential backoff
+/// (budget, breaker, pushback, throttle, the CUBIC baseline) included, and capped exponential backoff
 /// without jitter is far from it.
 #[test]
 fn outage_no_strategy_beats_the_physical_limit() {
@@ -266,6 +266,16 @@ fn outage_no_strategy_beats_the_physical_limit() {
         ["fixed-1s", "full+budget", "full+breaker", "full+pushback"]
     );
     assert_within_limit(&r);
+    // The client-side throttle and the CUBIC baseline, over the plain endpoint.
+    let paced = outage_with(
+        OutageParams::default(),
+        vec![
+            "full+throttle".parse().unwrap(),
+            "full+cubic".parse().unwrap(),
+        ],
+        1,
+    );
+    assert_within_limit(&paced);
     let none = &r.strategies[0];
     let full = &r.strategies[1];
     assert_eq!(none.strategy, "none");
@@ -323,8 +333,10 @@ proptest! {
         };
         let mut kinds = Scenario::Outage.default_strategies();
         kinds.push("full+static-pushback".parse().unwrap());
+        kinds.push("full+throttle".parse().unwrap());
+        kinds.push("full+cubic".parse().unwrap());
         let r = outage_with(params, kinds, seed);
-        assert_eq!(r.strategies.len(), 10, "every strategy, the guarded ones included");
+        assert_eq!(r.strategies.len(), 12, "every strategy, the guarded ones included");
         assert_within_limit(&r);
         for s in &r.strategies {
             // The honoring clients are some of the clients: their drain obeys

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use herdless::adapters::reqwest::ReqwestClassifier;
+use herdless::fleet::Throttle;
 use herdless::http::StatusClassifier;
 use herdless::{Breaker, RetryBudget, Urgent};
 use serde::Serialize;
@@ -49,6 +50,11 @@ pub struct FleetArgs {
     /// (held calls / the endpoint's rate), at most 1h [default: 0s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "breaker")]
     pub breaker_release: Option<Duration>,
+    /// A client-side adaptive throttle shared by every worker: paces every
+    /// attempt, the first included, by what the endpoint answers (no server
+    /// help; see docs/fleet-protection.md).
+    #[arg(long)]
+    pub throttle: bool,
     /// Escape lane: urgent calls never sleep past DUR from their start.
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub urgent: Option<Duration>,
@@ -87,6 +93,8 @@ pub struct GuardFlags {
     pub budget: Option<Arc<RetryBudget>>,
     /// The shared breaker.
     pub breaker: Option<Arc<Breaker>>,
+    /// The shared adaptive throttle.
+    pub throttle: Option<Arc<Throttle>>,
     /// The escape lane, for the first `urgent_workers` workers.
     pub urgent: Option<Urgent>,
     /// How many workers are urgent.
@@ -106,6 +114,8 @@ pub struct FleetStrategy {
     pub breaker: Option<u32>,
     /// The breaker's release window, seconds (null without a breaker).
     pub breaker_release_s: Option<f64>,
+    /// Whether the workers shared an adaptive throttle.
+    pub throttle: bool,
     /// The urgent deadline in seconds (null without the escape lane).
     pub urgent_s: Option<f64>,
     /// How many workers were urgent.
@@ -179,6 +189,7 @@ impl FleetArgs {
             breaker_release_s: self
                 .breaker
                 .map(|_| self.breaker_release.unwrap_or_default().as_secs_f64()),
+            throttle: self.throttle,
             urgent_s: self.urgent.map(|d| d.as_secs_f64()),
             urgent_workers,
         };
@@ -186,6 +197,7 @@ impl FleetArgs {
             budget: budget.map(Arc::new),
             breaker: breaker
                 .map(|b| Arc::new(b.release_window(self.breaker_release.unwrap_or_default()))),
+            throttle: self.throttle.then(|| Arc::new(Throttle::new())),
             urgent: self.urgent.map(|d| Urgent::new(d).quota(self.urgent_quota)),
             urgent_workers,
             classifier: ReqwestClassifier::new(
@@ -276,7 +288,10 @@ mod tests {
         };
         let (g, s) = parse(&[]).unwrap();
         assert!(g.budget.is_none() && g.breaker.is_none() && g.urgent.is_none());
+        assert!(g.throttle.is_none() && !s.throttle);
         assert_eq!(s.retry_budget, BudgetKind::None);
+        let (g, s) = parse(&["--throttle"]).unwrap();
+        assert!(g.throttle.is_some() && s.throttle);
         let (g, s) = parse(&["--retry-budget", "grpc"]).unwrap();
         assert_eq!(g.budget.unwrap().max_tokens(), 100.0);
         assert_eq!(s.budget_tokens, Some(100.0));

@@ -245,6 +245,7 @@ mod tests {
             budget_tokens: Some(10.0),
             breaker: None,
             breaker_release_s: None,
+            throttle: false,
             urgent_s: None,
             urgent_workers: 0,
         };
@@ -347,6 +348,7 @@ mod tests {
             budget_tokens: None,
             breaker: None,
             breaker_release_s: None,
+            throttle: false,
             urgent_s: None,
             urgent_workers: 0,
         };

@@ -121,6 +121,9 @@ pub async fn run_fleet(
             if let Some(breaker) = guards.breaker {
                 retry = retry.breaker(breaker);
             }
+            if let Some(throttle) = guards.throttle {
+                retry = retry.throttle(throttle);
+            }
             if let (Some(urgent), true) = (guards.urgent, i < guards.urgent_workers) {
                 retry = retry.urgent(urgent);
             }

@@ -88,6 +88,12 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         T: AsyncSleep,
     {
         let mut run = Run::for_async(self);
+        if self.throttle.is_some() {
+            let cx = self.context();
+            while let Some(wait) = run.first_gate(&cx) {
+                self.timer.sleep(wait).await;
+            }
+        }
         // The first attempt on its own: a first-try success builds only what
         // it reads; the retries share one context.
         let attempt = run.begin();

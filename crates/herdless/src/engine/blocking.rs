@@ -56,6 +56,12 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
         C: Classify<E>,
     {
         let mut run = Run::<'_, C, T, N, BlockingClock>::new(self);
+        if self.throttle.is_some() {
+            let cx = self.context();
+            while let Some(wait) = run.first_gate(&cx) {
+                self.timer.sleep(wait);
+            }
+        }
         // The first attempt on its own: a first-try success builds only what
         // it reads; the retries share one context.
         let mut error = match op(run.begin()) {

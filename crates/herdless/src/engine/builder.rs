@@ -15,7 +15,7 @@ use crate::classify::{ByTrait, Classification};
 use crate::engine::events::NoNotify;
 use crate::engine::retry::Retry;
 use crate::engine::EventLevels;
-use crate::fleet::{Breaker, RetryBudget, Urgent};
+use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 use crate::rng::IdempotencyKey;
 use crate::timer::SystemTimer;
@@ -176,6 +176,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
                 calls: r.calls,
                 budget: r.budget,
                 breaker: r.breaker,
+                throttle: r.throttle,
                 urgent: r.urgent,
                 levels: r.levels,
             },
@@ -205,6 +206,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
                 calls: r.calls,
                 budget: r.budget,
                 breaker: r.breaker,
+                throttle: r.throttle,
                 urgent: r.urgent,
                 levels: r.levels,
             },
@@ -238,6 +240,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
                 calls: r.calls,
                 budget: r.budget,
                 breaker: r.breaker,
+                throttle: r.throttle,
                 urgent: r.urgent,
                 levels: r.levels,
             },
@@ -331,6 +334,34 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// ```
     pub fn breaker(mut self, breaker: impl Into<Arc<Breaker>>) -> Self {
         self.retry.breaker = Some(breaker.into());
+        self
+    }
+
+    /// A client-side adaptive [`Throttle`] shared with every other retrier
+    /// holding the same one: every attempt, the first included, waits for
+    /// its turn at the process's rate, which follows what the endpoint
+    /// answers. See [`throttle`](crate::fleet::throttle). Driven by the
+    /// blocking and async executors (`call`, `call_async`,
+    /// `call_async_mut`), so by the reqwest adapter and middleware too. Not
+    /// yet elsewhere: the hedging executor gates and records its retries
+    /// only (not its first attempt, nor its hedges), and the tower retry
+    /// layer and the NATS adapter do not consult it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use herdless::fleet::Throttle;
+    /// use herdless::{AlwaysRetry, ManualTimer, Retry};
+    /// let throttle = Arc::new(Throttle::new());
+    /// let retry = Retry::builder()
+    ///     .classifier(AlwaysRetry)
+    ///     .timer(ManualTimer::new())
+    ///     .throttle(throttle.clone())
+    ///     .build();
+    /// let _ = retry.call(|a| if a.number() < 2 { Err("503") } else { Ok(()) });
+    /// assert!(!throttle.is_probing()); // one refusal is not an outage
+    /// ```
+    pub fn throttle(mut self, throttle: impl Into<Arc<Throttle>>) -> Self {
+        self.retry.throttle = Some(throttle.into());
         self
     }
 

@@ -13,6 +13,7 @@ use crate::rng::Rng;
 mod deadline;
 mod hedge;
 mod resume;
+mod throttle;
 
 pub(crate) use deadline::deadline_ns;
 pub use hedge::{CopyFailed, HedgeGate, HedgeStop, Hedging};
@@ -32,13 +33,14 @@ pub enum Decision {
     GiveUp(GiveUp),
 }
 
-/// Whether a retry that is due may start now (asked after the backoff wait).
+/// Whether a retry that is due may start now (asked after the backoff wait),
+/// or, with a [throttle](crate::fleet::Throttle), whether any attempt may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
     /// Start the attempt.
     Go,
-    /// An open breaker's probe is out: wait this long (not an attempt), then
-    /// ask again.
+    /// An open breaker's probe is out, or the throttle's turn has not come:
+    /// wait this long (not an attempt), then ask again.
     Wait(Duration),
     /// Stop: waiting would pass the elapsed limit.
     GiveUp(GiveUp),
@@ -223,7 +225,7 @@ impl Engine {
         now_ns: impl FnOnce() -> u64,
     ) {
         let retried = self.attempts > 1;
-        let now = if cx.breaker.is_some() || (retried && cx.listening()) {
+        let now = if cx.breaker.is_some() || cx.throttle.is_some() || (retried && cx.listening()) {
             now_ns()
         } else {
             0
@@ -235,6 +237,7 @@ impl Engine {
         if let Some(breaker) = cx.breaker {
             breaker.record_success_at(now);
         }
+        self.throttle_record(cx, now, true);
         self.release_probe(cx);
         if retried {
             cx.emit_with(true, || RetryEvent::Succeeded {
@@ -298,7 +301,9 @@ impl Engine {
         let timed_out = cause == RetryCause::Timeout;
         let pushback = classification == Classification::ServerPushback;
         if !classification.is_retryable() && !pushback {
-            // The endpoint answered: neither a breaker failure nor a success.
+            // The endpoint answered: neither a breaker failure nor a success;
+            // for the throttle, an answer (it served the call).
+            self.throttle_record(cx, now_ns, true);
             self.release_probe(cx);
             cx.emit_with(true, || RetryEvent::AbandonedTerminal {
                 task_id: cx.task_id,
@@ -312,6 +317,7 @@ impl Engine {
         if let Some(breaker) = cx.breaker {
             breaker.record_failure();
         }
+        self.throttle_record(cx, now_ns, false);
         self.release_probe(cx);
         if pushback {
             // The server asked not to be retried: a failure about load.
@@ -376,8 +382,11 @@ impl Engine {
         }
     }
 
-    /// A retry is due at `now` (its delay has passed): may it start? Without a
-    /// breaker, or while it is closed, or for a retry in the escape lane:
+    /// A retry is due at `now` (its delay has passed), or, with a
+    /// [throttle](crate::fleet::Throttle), any attempt is about to start: may
+    /// it start? The throttle is asked first: until the process's turn
+    /// comes, [`Gate::Wait`] (a first attempt never gives up here). Then,
+    /// without a breaker, or while it is closed, or for a retry in the escape lane:
     /// [`Gate::Go`]. While it is open, the one caller that takes the probe
     /// goes; the others [`Gate::Wait`] a jittered probe wait, or give up when
     /// that wait would pass the elapsed limit (the admitted retry is then
@@ -416,6 +425,11 @@ impl Engine {
         now_ns: u64,
         rng: &mut Rng,
     ) -> Gate {
+        if cx.throttle.is_some() {
+            if let Some(gate) = self.throttle_gate(cx, now_ns, rng) {
+                return gate;
+            }
+        }
         let Some(breaker) = cx.breaker.filter(|_| self.attempts > 0) else {
             return Gate::Go;
         };
@@ -438,13 +452,7 @@ impl Engine {
         } else {
             return Gate::Go;
         };
-        let elapsed = Duration::from_nanos(now_ns.saturating_sub(self.start_ns));
-        if elapsed.saturating_add(wait) > cx.max_elapsed() {
-            self.refund(cx);
-            self.exhausted(cx, GiveUp::MaxElapsed, elapsed, false, false);
-            return Gate::GiveUp(GiveUp::MaxElapsed);
-        }
-        Gate::Wait(wait)
+        self.wait_or_give_up(cx, now_ns, wait)
     }
 
     /// Whether [`cancel`](Self::cancel) has anything to settle: an admitted

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::engine::events::{NoNotify, Notify, RetryEvent};
 use crate::engine::EventLevels;
-use crate::fleet::{Breaker, RetryBudget, Urgent};
+use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 
 /// What a decision reads besides the call's own state: the policy, the shared
@@ -31,6 +31,11 @@ pub struct Context<'a, N = NoNotify> {
     pub(super) notify: &'a N,
     pub(super) budget: Option<&'a RetryBudget>,
     pub(super) breaker: Option<&'a Breaker>,
+    pub(super) throttle: Option<&'a Throttle>,
+    /// Added to the call's `now` to read the throttle's clock (the executors:
+    /// the call's origin on the process's timer; 0 for a driver whose `now`
+    /// is already on one clock for every call, as the simulator's).
+    pub(super) throttle_epoch_ns: u64,
     pub(super) urgent: Option<Urgent>,
     /// [`max_elapsed`](Self::max_elapsed) in nanoseconds, kept beside the
     /// policy and the urgency it follows from (compared on every failure).
@@ -47,6 +52,7 @@ impl<N> fmt::Debug for Context<'_, N> {
             .field("task_id", &self.task_id)
             .field("budget", &self.budget)
             .field("breaker", &self.breaker)
+            .field("throttle", &self.throttle)
             .field("urgent", &self.urgent)
             .field("trace", &self.trace)
             .field("metrics", &self.metrics)
@@ -80,6 +86,8 @@ impl<'a> Context<'a> {
             notify: &NoNotify,
             budget: None,
             breaker: None,
+            throttle: None,
+            throttle_epoch_ns: 0,
             urgent: None,
             max_elapsed_ns: policy.max_elapsed_ns,
             trace: true,
@@ -120,6 +128,8 @@ impl<'a, N> Context<'a, N> {
             notify,
             budget: self.budget,
             breaker: self.breaker,
+            throttle: self.throttle,
+            throttle_epoch_ns: self.throttle_epoch_ns,
             urgent: self.urgent,
             max_elapsed_ns: self.max_elapsed_ns,
             trace: self.trace,
@@ -151,6 +161,34 @@ impl<'a, N> Context<'a, N> {
     #[inline]
     pub fn breaker(mut self, breaker: &'a Breaker) -> Self {
         self.breaker = Some(breaker);
+        self
+    }
+
+    /// The shared adaptive throttle that paces every attempt, the first
+    /// included ([`Engine::ready`](crate::engine::Engine::ready) before each,
+    /// the outcome after). Its clock is the `now` the driver passes: every
+    /// call sharing one throttle must pass times on the same clock (an
+    /// [`Engine`](crate::engine::Engine) started at its call's start on
+    /// that clock, as the simulator does).
+    ///
+    /// ```
+    /// let p = herdless::Policy::default();
+    /// let t = herdless::fleet::Throttle::new();
+    /// let _cx = herdless::engine::Context::new(&p).throttle(&t);
+    /// ```
+    #[inline]
+    pub fn throttle(mut self, throttle: &'a Throttle) -> Self {
+        self.throttle = Some(throttle);
+        self.throttle_epoch_ns = 0;
+        self
+    }
+
+    /// [`throttle`](Self::throttle) for a driver whose `now` counts from
+    /// the call's origin, `epoch_ns` on the shared clock.
+    #[inline]
+    pub(crate) fn throttle_at(mut self, throttle: &'a Throttle, epoch_ns: u64) -> Self {
+        self.throttle = Some(throttle);
+        self.throttle_epoch_ns = epoch_ns;
         self
     }
 

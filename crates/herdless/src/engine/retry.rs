@@ -22,7 +22,7 @@ use crate::engine::builder::RetryBuilder;
 use crate::engine::context::Context;
 use crate::engine::events::NoNotify;
 use crate::engine::EventLevels;
-use crate::fleet::{Breaker, RetryBudget, Urgent};
+use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 use crate::rng::IdempotencyKey;
 use crate::timer::SystemTimer;
@@ -245,6 +245,7 @@ pub struct Retry<C = ByTrait, T = SystemTimer, N = NoNotify> {
     pub(crate) calls: AtomicU64,
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) breaker: Option<Arc<Breaker>>,
+    pub(crate) throttle: Option<Arc<Throttle>>,
     pub(crate) urgent: Option<Urgent>,
     pub(crate) levels: EventLevels,
 }
@@ -257,6 +258,7 @@ impl<C, T, N> fmt::Debug for Retry<C, T, N> {
             .field("seed", &self.seed)
             .field("budget", &self.budget)
             .field("breaker", &self.breaker)
+            .field("throttle", &self.throttle)
             .field("urgent", &self.urgent)
             .field("levels", &self.levels)
             .finish_non_exhaustive()
@@ -284,6 +286,7 @@ impl<C> Retry<C> {
             calls: AtomicU64::new(0),
             budget: None,
             breaker: None,
+            throttle: None,
             urgent: None,
             levels: EventLevels::DEFAULT,
         }
@@ -387,6 +390,15 @@ impl<C, T, N> Retry<C, T, N> {
         self.breaker.as_ref()
     }
 
+    /// The shared adaptive throttle, if any.
+    ///
+    /// ```
+    /// assert!(herdless::Retry::builder().build().throttle().is_none());
+    /// ```
+    pub fn throttle(&self) -> Option<&Arc<Throttle>> {
+        self.throttle.as_ref()
+    }
+
     /// The urgency, if the calls are urgent.
     ///
     /// ```
@@ -421,6 +433,7 @@ impl<C, T, N> Retry<C, T, N> {
             calls: self.calls,
             budget: self.budget,
             breaker: self.breaker,
+            throttle: self.throttle,
             urgent: self.urgent,
             levels: self.levels,
         }

@@ -123,7 +123,8 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     where
         T: AsyncSleep,
     {
-        if T::START_AT_FIRST_WAIT {
+        // A throttle's clock is the timer's from the call's start.
+        if T::START_AT_FIRST_WAIT && retry.throttle.is_none() {
             Self::starting(retry, None)
         } else {
             Self::new(retry)
@@ -252,7 +253,38 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     /// in between).
     #[inline]
     fn attempt_numbered(&self, number: u32) -> Attempt {
-        self.attempt_at(number, if number == 1 { 0 } else { self.last })
+        // A throttled first attempt starts when its gate let it go.
+        let first_at = if self.retry.throttle.is_some() {
+            self.last
+        } else {
+            0
+        };
+        self.attempt_at(number, if number == 1 { first_at } else { self.last })
+    }
+
+    /// `cx` with the retrier's throttle on the timer's clock (the call's
+    /// times count from its origin); `cx` itself without one.
+    #[inline(always)]
+    fn throttled<'c>(&self, cx: &Context<'c, N>) -> Context<'c, N>
+    where
+        'r: 'c,
+    {
+        match &self.retry.throttle {
+            Some(t) => cx.throttle_at(t, self.origin.unwrap_or(0)),
+            None => *cx,
+        }
+    }
+
+    /// A throttled call's first attempt waits for its turn (nothing without
+    /// a throttle): `Some(wait)` to sleep, then ask again; `None` to go.
+    #[inline]
+    pub(crate) fn first_gate(&mut self, cx: &Context<'_, N>) -> Option<Duration> {
+        self.retry.throttle.as_ref()?;
+        match self.ready(cx) {
+            Gate::Wait(wait) => Some(wait),
+            // A first attempt never gives up at the gate.
+            Gate::Go | Gate::GiveUp(_) => None,
+        }
     }
 
     #[inline]
@@ -326,6 +358,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     /// Records a success.
     #[inline]
     pub(crate) fn succeeded(&mut self, cx: &Context<'_, N>) {
+        let cx = &self.throttled(cx);
         let Run {
             engine,
             retry,
@@ -372,6 +405,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         cause: RetryCause,
     ) -> Decision {
         let retry = self.retry;
+        let cx = &self.throttled(cx);
         let now = self.now();
         let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         let decision = self.engine.failed_ns(cx, now, classification, cause, rng);
@@ -389,9 +423,10 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     /// (the failure's reading plus the delay slept), and no clock is read.
     #[inline(always)]
     pub(crate) fn ready(&mut self, cx: &Context<'_, N>) -> Gate {
-        if self.retry.breaker.is_some() {
+        if self.retry.breaker.is_some() || self.retry.throttle.is_some() {
             self.last = self.now();
         }
+        let cx = &self.throttled(cx);
         let rng = self.rng.get_or_insert_with(Rng::fresh);
         self.engine.ready_ns(cx, self.last, rng)
     }

@@ -10,6 +10,7 @@
 //! | shared retry budget (gRPC retry throttling, AWS retry quota) | a process's retry traffic | [`budget`] |
 //! | half-open probe breaker | probing of a dead endpoint: one probe at a time | [`breaker`] |
 //! | escape lane | starvation of urgent calls by the two above | [`escape_lane`] |
+//! | adaptive throttle | a process's call rate (first tries and retries), by what the endpoint answers | [`throttle`] |
 //!
 //! The server's side of the same problem, telling each rejected caller when
 //! to come back, is [`pushback`](crate::pushback).
@@ -23,7 +24,9 @@
 pub mod breaker;
 pub mod budget;
 pub mod escape_lane;
+pub mod throttle;
 
 pub use breaker::{Admission, Breaker, BreakerBuilder, BreakerError, Probe};
 pub use budget::{Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, Spent};
 pub use escape_lane::Urgent;
+pub use throttle::{Throttle, ThrottleBuilder, ThrottleError};

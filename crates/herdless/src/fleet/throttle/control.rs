@@ -1,0 +1,273 @@
+//! The throttle's state and its rules: a token bucket whose rate follows what
+//! the endpoint answers (see the [module documentation](super)).
+//!
+//! Every time is whole nanoseconds on the driver's clock. The state sits
+//! behind the throttle's mutex; each call is a few comparisons and one or
+//! two floating-point operations, no allocation.
+
+use std::time::Duration;
+
+use super::Settings;
+use crate::rng::Rng;
+
+/// Where the rate is in its cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Nothing refused yet: doubles per window while calls wait.
+    Start,
+    /// The endpoint refused everything: one call (a probe) per interval,
+    /// the interval doubling per refused probe up to `probe_max`.
+    Probe { interval: u64 },
+    /// A probe was served: grows gently (the fleet behind it comes back too).
+    Ramp,
+    /// Set to what the endpoint served when it refused part: grows slowly.
+    Steady,
+}
+
+/// The ramp's growth in window `k` since it began is `1 + RAMP_POWER /
+/// (RAMP_SCALE + k)`: the rate follows `(1 + k / RAMP_SCALE)^RAMP_POWER`, a
+/// cubic in time (as CUBIC's window), fast while far below where it started
+/// and ever gentler (about 7 % per window 1.5 s in, 5 % 3 s in).
+const RAMP_POWER: f64 = 3.0;
+/// See [`RAMP_POWER`].
+const RAMP_SCALE: f64 = 28.0;
+/// Growth per window once set to a measured rate.
+const STEADY_GROWTH: f64 = 1.1;
+/// Windows in `Steady` without a refusal before ramping again.
+const CALM_WINDOWS: u32 = 3;
+/// The cut on the first refusal while growing (CUBIC's β).
+const CUT: f64 = 0.7;
+/// The highest rate, calls per second.
+pub(crate) const MAX_RATE: f64 = 1e9;
+/// A window whose refusals reach 1 in this many calls sets the rate to what
+/// was served.
+const REFUSED_SHARE: u64 = 50;
+
+/// The throttle's state.
+#[derive(Debug, Clone)]
+pub(crate) struct State {
+    pub(crate) rate: f64,
+    tokens: f64,
+    /// The last refill.
+    last: u64,
+    /// The next waiter's turn: waiters are spread one interval apart.
+    next_wake: u64,
+    pub(crate) phase: Phase,
+    /// The last time the rate grew (or could have).
+    grown_at: u64,
+    window_start: u64,
+    ok: u32,
+    failed: u32,
+    /// Calls told to wait in this window: demand above the rate.
+    denied: u32,
+    /// Whether calls were told to wait in the previous window (demand is
+    /// judged over both, so a window's first moments are not taken as idle).
+    wanted: bool,
+    /// Consecutive refusals.
+    run: u32,
+    calm: u32,
+    /// The last success, if any.
+    last_ok: Option<u64>,
+    /// When the ramp began.
+    ramp_at: u64,
+    /// While probing: when the next probe may go.
+    probe_at: u64,
+    /// A share in `[0.5, 1]` drawn at the last admission: the next probe
+    /// interval's jitter (so the processes of a fleet do not probe in step).
+    jitter: f64,
+}
+
+fn interval_ns(rate: f64) -> f64 {
+    1e9 / rate
+}
+
+impl State {
+    pub(crate) fn new(s: &Settings) -> Self {
+        State {
+            rate: f64::from(s.initial) / (s.window as f64 / 1e9),
+            tokens: f64::from(s.initial),
+            last: 0,
+            next_wake: 0,
+            phase: Phase::Start,
+            grown_at: 0,
+            window_start: 0,
+            ok: 0,
+            failed: 0,
+            denied: 0,
+            wanted: false,
+            run: 0,
+            calm: 0,
+            last_ok: None,
+            ramp_at: 0,
+            probe_at: 0,
+            jitter: 1.0,
+        }
+    }
+
+    fn burst(&self, s: &Settings) -> f64 {
+        match self.phase {
+            Phase::Probe { .. } => 1.0,
+            _ => (self.rate * s.window as f64 / 1e9).max(1.0),
+        }
+    }
+
+    /// Time passes: tokens accrue, the rate grows while calls wait and
+    /// nothing is refused, a window closes. A time earlier than the last
+    /// seen (a driver's clocks disagreeing) changes nothing.
+    fn advance(&mut self, now: u64, s: &Settings) {
+        if now > self.last {
+            let add = (now - self.last) as f64 * self.rate / 1e9;
+            self.tokens = (self.tokens + add).min(self.burst(s));
+            self.last = now;
+        }
+        let growth = match self.phase {
+            Phase::Start => 2.0,
+            Phase::Ramp => {
+                let k = now.saturating_sub(self.ramp_at) as f64 / s.window as f64;
+                1.0 + RAMP_POWER / (RAMP_SCALE + k)
+            }
+            Phase::Steady => STEADY_GROWTH,
+            Phase::Probe { .. } => 1.0,
+        };
+        if now > self.grown_at {
+            if self.failed == 0 && (self.denied > 0 || self.wanted) && growth > 1.0 {
+                let windows = (now - self.grown_at) as f64 / s.window as f64;
+                self.rate = (self.rate * growth.powf(windows)).min(MAX_RATE);
+            }
+            self.grown_at = now;
+        }
+        if now.saturating_sub(self.window_start) >= s.window {
+            self.close(now, s);
+        }
+    }
+
+    /// A window closes: a partial refusal sets the rate to what was served.
+    fn close(&mut self, now: u64, s: &Settings) {
+        let span = now.saturating_sub(self.window_start).max(1) as f64 / 1e9;
+        let total = u64::from(self.ok) + u64::from(self.failed);
+        if !matches!(self.phase, Phase::Probe { .. }) {
+            if self.failed > 0 && u64::from(self.failed) * REFUSED_SHARE >= total {
+                let served = f64::from(self.ok) / span;
+                self.rate = served.clamp(self.rate * 0.5, self.rate).max(s.floor());
+                self.phase = Phase::Steady;
+                self.calm = 0;
+                self.next_wake = now;
+            } else if self.phase == Phase::Steady && self.failed == 0 && self.ok > 0 {
+                self.calm += 1;
+                if self.calm >= CALM_WINDOWS {
+                    self.phase = Phase::Ramp;
+                    self.ramp_at = now;
+                }
+            }
+        }
+        self.window_start = now;
+        self.wanted = self.denied > 0;
+        self.ok = 0;
+        self.failed = 0;
+        self.denied = 0;
+    }
+
+    /// One call may go now, or wait this long and ask again.
+    pub(crate) fn acquire(
+        &mut self,
+        now: u64,
+        s: &Settings,
+        rng: &mut Rng,
+    ) -> Result<(), Duration> {
+        self.advance(now, s);
+        if let Phase::Probe { interval } = self.phase {
+            if now >= self.probe_at {
+                // The next probe goes an interval later even if this one
+                // never reports (a cancelled call): probing never stops.
+                self.probe_at = now.saturating_add(interval);
+                self.admitted(rng);
+                return Ok(());
+            }
+            return Err(self.wait(self.probe_at - now, s, rng));
+        }
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            self.admitted(rng);
+            return Ok(());
+        }
+        self.denied = self.denied.saturating_add(1);
+        let interval = interval_ns(self.rate);
+        let deficit = ((1.0 - self.tokens) * interval) as u64;
+        let wake = self.next_wake.max(now.saturating_add(deficit));
+        let wait = wake - now;
+        if wait <= s.max_wait {
+            self.next_wake = wake.saturating_add(interval as u64);
+        }
+        Err(self.wait(wait, s, rng))
+    }
+
+    /// A waiter's wait: `wait` itself (its turn), or, beyond `max_wait`,
+    /// a uniform share of `[max_wait / 2, max_wait]` with no turn booked (a
+    /// waiter that re-asks must not push every later turn back, and the
+    /// waiters of a process must not all re-ask at once).
+    fn wait(&self, wait: u64, s: &Settings, rng: &mut Rng) -> Duration {
+        if wait > s.max_wait {
+            return Duration::from_nanos(rng.between(s.max_wait / 2, s.max_wait).max(1));
+        }
+        Duration::from_nanos(wait.max(1))
+    }
+
+    fn admitted(&mut self, rng: &mut Rng) {
+        self.jitter = 0.5 + 0.5 * (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    }
+
+    pub(crate) fn success(&mut self, now: u64, s: &Settings) {
+        self.advance(now, s);
+        self.ok = self.ok.saturating_add(1);
+        self.run = 0;
+        self.last_ok = Some(self.last_ok.map_or(now, |t| t.max(now)));
+        if let Phase::Probe { .. } = self.phase {
+            self.phase = Phase::Ramp;
+            self.ramp_at = now;
+            // From the first probe's rate, not the last: the interval grew
+            // with the outage's length, not with the endpoint's capacity.
+            self.rate = interval_ns(s.probe_min as f64).max(s.floor());
+            self.restart(now);
+        }
+    }
+
+    pub(crate) fn failure(&mut self, now: u64, s: &Settings) {
+        self.advance(now, s);
+        self.failed = self.failed.saturating_add(1);
+        self.run = self.run.saturating_add(1);
+        // "Down": `threshold` refusals in a row and nothing served for a
+        // window (a partial refusal is the window's business, not this).
+        let quiet = self
+            .last_ok
+            .is_none_or(|t| now.saturating_sub(t) >= s.window);
+        let interval = match self.phase {
+            Phase::Probe { interval } => interval.saturating_mul(2).min(s.probe_max),
+            _ if self.run >= s.threshold && quiet => s.probe_min,
+            Phase::Start | Phase::Ramp => {
+                // The first refusal while growing: the capacity is near.
+                self.rate = (self.rate * CUT).max(s.floor());
+                self.phase = Phase::Steady;
+                self.calm = 0;
+                self.next_wake = now;
+                return;
+            }
+            _ => return,
+        };
+        self.phase = Phase::Probe { interval };
+        self.rate = interval_ns(interval as f64);
+        self.tokens = 0.0;
+        self.probe_at = now.saturating_add((interval as f64 * self.jitter) as u64);
+        self.restart(now);
+    }
+
+    /// A new regime from `now`: no saved waiter turns, a fresh window.
+    fn restart(&mut self, now: u64) {
+        self.next_wake = now;
+        self.grown_at = now;
+        self.window_start = now;
+        self.last = self.last.max(now);
+        self.ok = 0;
+        self.failed = 0;
+        self.denied = 0;
+    }
+}

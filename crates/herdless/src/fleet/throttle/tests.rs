@@ -1,0 +1,250 @@
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::rng::Rng;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Drives `t` into probing: `threshold` admitted calls, all refused.
+fn outage(t: &Throttle, now: Duration) {
+    let mut rng = Rng::with_seed(7);
+    while !t.is_probing() {
+        assert!(t.acquire(now, &mut rng).is_ok());
+        t.record_failure(now);
+    }
+}
+
+#[test]
+fn every_setting_out_of_range_is_named() {
+    let b = Throttle::builder;
+    let cases: [(ThrottleBuilder, &str); 8] = [
+        (b().initial(0), "initial"),
+        (b().initial(1_000_001), "initial"),
+        (b().window(MS), "window"),
+        (b().window(Duration::from_secs(11)), "window"),
+        (b().probe_min(Duration::ZERO), "probe_min"),
+        (
+            b().probe_min(ms(500)).probe_max(ms(400)),
+            "at most probe_max",
+        ),
+        (b().threshold(0), "threshold"),
+        (b().max_wait(Duration::from_secs(3_601)), "max_wait"),
+    ];
+    for (builder, what) in cases {
+        let e = builder.build().unwrap_err();
+        assert!(e.to_string().contains(what), "{e} should name {what}");
+    }
+    assert!(b().build().is_ok());
+}
+
+#[test]
+fn a_fresh_throttle_lets_its_initial_burst_go_then_spreads_the_waiters() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::builder().initial(2).build().unwrap();
+    assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    // 20/s: the waiters' turns are 50 ms apart.
+    let w1 = t.acquire(Duration::ZERO, &mut rng).unwrap_err();
+    let w2 = t.acquire(Duration::ZERO, &mut rng).unwrap_err();
+    let w3 = t.acquire(Duration::ZERO, &mut rng).unwrap_err();
+    assert_eq!(w1, ms(50));
+    assert_eq!(w2, ms(100));
+    assert_eq!(w3, ms(150));
+}
+
+#[test]
+fn a_turn_beyond_max_wait_is_not_booked() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::builder()
+        .initial(1)
+        .max_wait(ms(150))
+        .build()
+        .unwrap();
+    assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    assert_eq!(t.acquire(Duration::ZERO, &mut rng).unwrap_err(), ms(100));
+    // The next turn would be 200 ms away: wait a share of the most (75 to
+    // 150 ms, drawn: the waiters re-ask apart), book nothing...
+    let (a, b) = (
+        t.acquire(Duration::ZERO, &mut rng).unwrap_err(),
+        t.acquire(Duration::ZERO, &mut rng).unwrap_err(),
+    );
+    for w in [a, b] {
+        assert!((ms(75)..=ms(150)).contains(&w), "{w:?}");
+    }
+    assert_ne!(a, b);
+    // ...so the turn after the booked one is still 200 ms away, not further.
+    assert_eq!(t.acquire(ms(60), &mut rng).unwrap_err(), ms(140));
+}
+
+#[test]
+fn refusals_with_nothing_served_mean_down_and_the_probe_interval_doubles_to_its_max() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::builder()
+        .probe_min(ms(100))
+        .probe_max(ms(400))
+        .build()
+        .unwrap();
+    outage(&t, Duration::ZERO);
+    assert_eq!(t.rate(), 10.0);
+    let mut now = Duration::ZERO;
+    let mut gaps = Vec::new();
+    for _ in 0..5 {
+        let wait = t.acquire(now, &mut rng).unwrap_err();
+        now += wait;
+        assert!(
+            t.acquire(now, &mut rng).is_ok(),
+            "the probe goes at its turn"
+        );
+        gaps.push(wait);
+        t.record_failure(now);
+    }
+    // Each interval jittered within its upper half, so processes that met the
+    // outage together do not probe in step.
+    for (gap, full) in gaps.iter().zip([100, 200, 400, 400, 400]) {
+        assert!((ms(full / 2)..=ms(full)).contains(gap), "{gaps:?}");
+    }
+}
+
+#[test]
+fn a_refusal_after_recent_successes_is_not_an_outage() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::new();
+    assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    t.record_success(Duration::ZERO);
+    for _ in 0..5 {
+        assert!(t.acquire(ms(10), &mut rng).is_ok());
+        t.record_failure(ms(10));
+    }
+    assert!(!t.is_probing());
+}
+
+#[test]
+fn a_served_probe_ramps_from_the_first_probe_rate_ever_gentler() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::new();
+    outage(&t, Duration::ZERO);
+    let wait = t.acquire(Duration::ZERO, &mut rng).unwrap_err();
+    assert!(t.acquire(wait, &mut rng).is_ok());
+    t.record_success(wait);
+    assert!(!t.is_probing());
+    let start = t.rate();
+    assert_eq!(start, 2.0, "one call per probe_min (500 ms)");
+    // Calls keep waiting and nothing is refused: the rate grows as
+    // (1 + k / 28)^3 over the k windows since the ramp began, ever gentler.
+    let mut now = wait;
+    let mut rates = vec![start];
+    for _ in 0..40 {
+        now += ms(100);
+        while t.acquire(now, &mut rng).is_ok() {
+            t.record_success(now);
+        }
+        rates.push(t.rate());
+    }
+    let grown = rates[10] / start;
+    assert!((2.0..=2.6).contains(&grown), "grew ×{grown} in 10 windows");
+    let early = rates[10] / rates[0];
+    let late = rates[40] / rates[30];
+    assert!(late < early && late > 1.0, "×{early} then ×{late}");
+}
+
+#[test]
+fn a_refusal_while_growing_cuts_and_a_partial_refusal_sets_what_was_served() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::builder().initial(1_000).build().unwrap();
+    // 10,000/s allowed; the endpoint serves half of 100 calls in a window.
+    assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    t.record_success(Duration::ZERO);
+    assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    t.record_failure(Duration::ZERO);
+    assert_eq!(
+        t.rate(),
+        7_000.0,
+        "the first refusal while growing cuts ×0.7"
+    );
+    for i in 2..100u64 {
+        let now = ms(i);
+        assert!(t.acquire(now, &mut rng).is_ok());
+        if i % 2 == 0 {
+            t.record_success(now);
+        } else {
+            t.record_failure(now);
+        }
+    }
+    t.acquire(ms(100), &mut rng).ok(); // the window closes
+                                       // Half refused: what was served (500/s), clamped to at least half the
+                                       // rate.
+    assert_eq!(t.rate(), 3_500.0);
+    assert!(!t.is_probing());
+}
+
+#[test]
+fn time_going_backwards_changes_nothing() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::builder().initial(1).build().unwrap();
+    assert!(t.acquire(Duration::from_secs(10), &mut rng).is_ok());
+    let rate = t.rate();
+    assert!(t.acquire(Duration::from_secs(1), &mut rng).is_err());
+    assert_eq!(t.rate(), rate);
+}
+
+proptest! {
+    /// While everything fails, a caller asking at least every `step` ms is
+    /// admitted at least once per `probe_max` (plus that step), and no more
+    /// often than the probes allow.
+    #[test]
+    fn never_deadlocks_and_stays_bounded_in_a_full_outage(
+        steps in proptest::collection::vec(1u64..50, 1..2_000),
+        probe_min in 1u64..200,
+        extra in 0u64..2_000,
+    ) {
+        let probe_max = probe_min + extra;
+        let t = Throttle::builder()
+            .probe_min(ms(probe_min))
+            .probe_max(ms(probe_max))
+            .build()
+            .unwrap();
+        let mut rng = Rng::with_seed(probe_min ^ extra);
+        let mut now = 0u64;
+        let mut last_go = 0u64;
+        let mut admitted = 0u64;
+        for step in steps {
+            if t.acquire(ms(now), &mut rng).is_ok() {
+                admitted += 1;
+                t.record_failure(ms(now));
+                last_go = now;
+            }
+            prop_assert!(now - last_go <= probe_max + 50, "no call for {} ms", now - last_go);
+            now += step;
+        }
+        // Three to find the outage, then one per probe interval at most (each
+        // interval jittered down to half).
+        prop_assert!(admitted <= 3 + 2 * now / probe_min + 1, "{admitted} calls in {now} ms");
+    }
+
+    /// Whatever the answers, the rate stays within one call per `probe_max`
+    /// and the maximum, and a waiter is told to wait at most `max_wait`.
+    #[test]
+    fn the_rate_stays_in_range_and_waits_are_bounded(
+        events in proptest::collection::vec((1u64..100, any::<bool>()), 1..2_000),
+    ) {
+        let t = Throttle::new();
+        let mut rng = Rng::with_seed(events.len() as u64);
+        let mut now = 0u64;
+        for (step, ok) in events {
+            now += step;
+            match t.acquire(ms(now), &mut rng) {
+                Ok(()) if ok => t.record_success(ms(now)),
+                Ok(()) => t.record_failure(ms(now)),
+                Err(wait) => prop_assert!(wait > Duration::ZERO && wait <= ms(500)),
+            }
+            let rate = t.rate();
+            prop_assert!((1.0 / 3.0 - 1e-12..=control::MAX_RATE).contains(&rate), "rate {rate}");
+        }
+    }
+}
