@@ -263,16 +263,15 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     }
 
     /// `cx` with the retrier's throttle on the timer's clock (the call's
-    /// times count from its origin); `cx` itself without one.
+    /// times count from its origin); `None` without one (use `cx` itself:
+    /// no copy of the context on the unthrottled path).
     #[inline(always)]
-    fn throttled<'c>(&self, cx: &Context<'c, N>) -> Context<'c, N>
+    fn throttled<'c>(&self, cx: &Context<'c, N>) -> Option<Context<'c, N>>
     where
         'r: 'c,
     {
-        match &self.retry.throttle {
-            Some(t) => cx.throttle_at(t, self.origin.unwrap_or(0)),
-            None => *cx,
-        }
+        let t = self.retry.throttle.as_ref()?;
+        Some(cx.throttle_at(t, self.origin.unwrap_or(0)))
     }
 
     /// A throttled call's first attempt waits for its turn (nothing without
@@ -358,7 +357,8 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     /// Records a success.
     #[inline]
     pub(crate) fn succeeded(&mut self, cx: &Context<'_, N>) {
-        let cx = &self.throttled(cx);
+        let with_throttle = self.throttled(cx);
+        let cx = with_throttle.as_ref().unwrap_or(cx);
         let Run {
             engine,
             retry,
@@ -405,7 +405,8 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         cause: RetryCause,
     ) -> Decision {
         let retry = self.retry;
-        let cx = &self.throttled(cx);
+        let with_throttle = self.throttled(cx);
+        let cx = with_throttle.as_ref().unwrap_or(cx);
         let now = self.now();
         let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         let decision = self.engine.failed_ns(cx, now, classification, cause, rng);
@@ -426,7 +427,8 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         if self.retry.breaker.is_some() || self.retry.throttle.is_some() {
             self.last = self.now();
         }
-        let cx = &self.throttled(cx);
+        let with_throttle = self.throttled(cx);
+        let cx = with_throttle.as_ref().unwrap_or(cx);
         let rng = self.rng.get_or_insert_with(Rng::fresh);
         self.engine.ready_ns(cx, self.last, rng)
     }

@@ -19,7 +19,8 @@ impl Engine {
     /// urgent call's lane skips it, as it skips the breaker. A first attempt
     /// never gives up here (no attempt has failed): the throttle's wait is
     /// cut to what is left before the limit, and at the limit it goes.
-    #[inline]
+    #[cold]
+    #[inline(never)]
     pub(super) fn throttle_gate<N: Notify>(
         &mut self,
         cx: &Context<'_, N>,
@@ -42,8 +43,17 @@ impl Engine {
     }
 
     /// The throttle learns that the endpoint answered (`served`) or refused.
-    #[inline]
+    /// One branch on the path without a throttle; the rest out of line.
+    #[inline(always)]
     pub(super) fn throttle_record<N>(&self, cx: &Context<'_, N>, now_ns: u64, served: bool) {
+        if cx.throttle.is_some() {
+            Self::throttle_tell(cx, now_ns, served);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn throttle_tell<N>(cx: &Context<'_, N>, now_ns: u64, served: bool) {
         if let Some(throttle) = cx.throttle {
             let at = now_ns.saturating_add(cx.throttle_epoch_ns);
             if served {
