@@ -57,10 +57,7 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
     {
         let mut run = Run::<'_, C, T, N, BlockingClock>::new(self);
         if self.throttle.is_some() {
-            let cx = self.context();
-            while let Some(wait) = run.first_gate(&cx) {
-                self.timer.sleep(wait);
-            }
+            first_turn(self, &mut run);
         }
         // The first attempt on its own: a first-try success builds only what
         // it reads; the retries share one context.
@@ -92,5 +89,19 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
                 Err(e) => error = e,
             }
         }
+    }
+}
+
+/// A throttled call's first attempt waits for its turn (out of line: the
+/// unthrottled path is one branch).
+#[cold]
+#[inline(never)]
+fn first_turn<C, T: Sleep, N: Notify>(
+    retry: &Retry<C, T, N>,
+    run: &mut Run<'_, C, T, N, BlockingClock>,
+) {
+    let cx = retry.context();
+    while let Some(wait) = run.first_gate(&cx) {
+        retry.timer.sleep(wait);
     }
 }

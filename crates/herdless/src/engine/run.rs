@@ -357,8 +357,16 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     /// Records a success.
     #[inline]
     pub(crate) fn succeeded(&mut self, cx: &Context<'_, N>) {
-        let with_throttle = self.throttled(cx);
-        let cx = with_throttle.as_ref().unwrap_or(cx);
+        // Two calls, not a pointer to either context: the unthrottled
+        // context stays in registers.
+        match self.throttled(cx) {
+            Some(t) => self.succeeded_in(&t),
+            None => self.succeeded_in(cx),
+        }
+    }
+
+    #[inline(always)]
+    fn succeeded_in(&mut self, cx: &Context<'_, N>) {
         let Run {
             engine,
             retry,
@@ -404,9 +412,20 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         classification: Classification,
         cause: RetryCause,
     ) -> Decision {
+        match self.throttled(cx) {
+            Some(t) => self.decide_in(&t, classification, cause),
+            None => self.decide_in(cx, classification, cause),
+        }
+    }
+
+    #[inline(always)]
+    fn decide_in(
+        &mut self,
+        cx: &Context<'_, N>,
+        classification: Classification,
+        cause: RetryCause,
+    ) -> Decision {
         let retry = self.retry;
-        let with_throttle = self.throttled(cx);
-        let cx = with_throttle.as_ref().unwrap_or(cx);
         let now = self.now();
         let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         let decision = self.engine.failed_ns(cx, now, classification, cause, rng);
@@ -427,10 +446,14 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         if self.retry.breaker.is_some() || self.retry.throttle.is_some() {
             self.last = self.now();
         }
-        let with_throttle = self.throttled(cx);
-        let cx = with_throttle.as_ref().unwrap_or(cx);
         let rng = self.rng.get_or_insert_with(Rng::fresh);
-        self.engine.ready_ns(cx, self.last, rng)
+        match &self.retry.throttle {
+            Some(t) => {
+                let cx = cx.throttle_at(t, self.origin.unwrap_or(0));
+                self.engine.ready_ns(&cx, self.last, rng)
+            }
+            None => self.engine.ready_ns(cx, self.last, rng),
+        }
     }
 
     /// The error the call ends with.
