@@ -48,10 +48,11 @@ pub struct SimulateArgs {
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
     /// decorrelated-window, fixed-1s, no-backoff, (outage) a jitter mode
     /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
-    /// full+static-pushback, full+hold, (latency-tail) hedge, hedge+budget
-    /// [default: every jitter mode plus the scenario's baseline; outage adds
-    /// full+budget, full+breaker, full+pushback; robustness tests full+hold
-    /// and full+pushback; latency-tail compares full, hedge, hedge+budget].
+    /// full+static-pushback, full+hold, full+throttle, full+cubic,
+    /// (latency-tail) hedge, hedge+budget [default: every jitter mode plus
+    /// the scenario's baseline; outage adds full+budget, full+breaker,
+    /// full+pushback; robustness tests full+hold, full+pushback and
+    /// full+throttle; latency-tail compares full, hedge, hedge+budget].
     #[arg(long, value_delimiter = ',', value_parser = parse_strategy, value_name = "LIST")]
     pub jitter: Vec<StrategyKind>,
     /// Seed: the same seed gives the same output.

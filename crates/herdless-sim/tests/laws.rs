@@ -374,10 +374,13 @@ fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
         Report::Robustness(r) => r,
         other => panic!("{other:?}"),
     };
-    // Two strategies, each 18 cells and 4 long rows; 5 baselines (3
+    // Three strategies, each 18 cells and 4 long rows; 5 baselines (3
     // capacities at 5 s, the 20 s and 60 s outages at C = E).
-    assert_eq!(r.cells.len(), 44);
-    assert_eq!(r.strategies, ["full+hold", "full+pushback"]);
+    assert_eq!(r.cells.len(), 66);
+    assert_eq!(
+        r.strategies,
+        ["full+hold", "full+pushback", "full+throttle"]
+    );
     assert_eq!(r.baselines.len(), 5);
     assert!(r.baselines.iter().all(|b| b.strategy == "full"));
     assert_eq!(r.passed, r.cells.iter().filter(|c| c.passed).count());
@@ -420,7 +423,7 @@ fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
     }
     let table = Report::Robustness(r.clone()).table();
     assert!(
-        table.contains(&format!("cells meeting every goal: {} of 44", r.passed)),
+        table.contains(&format!("cells meeting every goal: {} of 66", r.passed)),
         "{table}"
     );
 }

@@ -75,8 +75,8 @@ impl Scenario {
     /// the scenario's baseline (`fixed-1s` for spread and outage, `no-backoff`
     /// first for contention), plus, in outage, full jitter with each
     /// fleet-level guard ([`StrategyKind::GUARDED`]); robustness tests
-    /// `full+hold`, then `full+pushback` (against plain full jitter, always
-    /// run beside them);
+    /// `full+hold`, `full+pushback` and `full+throttle` (against plain full
+    /// jitter, always run beside them);
     /// latency-tail compares full jitter without hedging, `hedge` and
     /// `hedge+budget`.
     ///

@@ -19,7 +19,8 @@
 //! honoring, end known and unknown, with a policy whose limits outlast them
 //! (at least 20 attempts and 5 minutes: the scenario's own 6 attempts run out
 //! within a minute for every strategy). Each strategy under test (default
-//! `full+hold`, then `full+pushback`: slots only, for comparison) runs every
+//! `full+hold`, then `full+pushback`: slots only, for comparison, and
+//! `full+throttle`, the client-side throttle that needs no server) runs every
 //! cell, beside plain full jitter on the same fleet and capacity, and each
 //! cell is checked against [`Goals`]: the peak of arrivals and of the load on
 //! the service itself per 100 ms after `T` against C; the honoring clients'
@@ -42,7 +43,7 @@ use crate::strategy::StrategyKind;
 ///
 /// ```
 /// let p = herdless_sim::scenario::robustness::RobustnessParams::default();
-/// assert_eq!(p.cells().len(), 2 * (18 + 4)); // two strategies, 18 cells and 4 long rows each
+/// assert_eq!(p.cells().len(), 3 * (18 + 4)); // three strategies, 18 cells and 4 long rows each
 /// assert_eq!(p.strategies[0].name(), "full+hold");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -80,10 +81,12 @@ impl Default for RobustnessParams {
 }
 
 /// The strategies the matrix tests unless told otherwise: the reconnect
-/// queue, then Retry-After slots alone.
-pub const DEFAULT_STRATEGIES: [StrategyKind; 2] = [
+/// queue, Retry-After slots alone, and the client-side throttle (no server
+/// help: the estimate and the honoring share do not reach it).
+pub const DEFAULT_STRATEGIES: [StrategyKind; 3] = [
     StrategyKind::Guarded(herdless::Jitter::Full, Guard::Hold),
     StrategyKind::Guarded(herdless::Jitter::Full, Guard::Pushback),
+    StrategyKind::Guarded(herdless::Jitter::Full, Guard::Throttle),
 ];
 
 /// The baseline every cell is compared with: plain full jitter.
@@ -431,7 +434,7 @@ fn cell(c: &CellSpec, f: &OutageFigures, base: &OutageFigures, g: &Goals) -> Rob
 /// };
 /// let (baselines, cells) = robustness::run(&p, |q, k| outage::run(q, k, 1))?;
 /// assert_eq!(baselines[0].strategy, "full");
-/// assert_eq!(cells.len(), 4); // two strategies, two ends
+/// assert_eq!(cells.len(), 6); // three strategies, two ends
 /// # Ok::<(), herdless_sim::SimError>(())
 /// ```
 pub fn run<F>(
