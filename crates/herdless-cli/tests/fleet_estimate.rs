@@ -69,22 +69,25 @@ async fn run(stub_flags: &[&str]) -> Run {
     }
 }
 
-/// Both allocators, adaptive first, each against a fresh stub.
-async fn both() -> (Run, Run) {
+/// The stub flags every run here shares: a 5 s outage, 500 requests/s, the
+/// allocator told twice that.
+const COMMON: [&str; 6] = [
+    "--outage",
+    "5s",
+    "--capacity",
+    "500",
+    "--capacity-estimate",
+    "2",
+];
+
+/// Two runs, each against a fresh stub with [`COMMON`] and its own extra
+/// flags, one after the other; prints both.
+async fn pair(first: (&str, &[&str]), second: (&str, &[&str])) -> (Run, Run) {
     let limit = T_S + N as f64 / C;
-    let common = [
-        "--outage",
-        "5s",
-        "--capacity",
-        "500",
-        "--capacity-estimate",
-        "2",
-    ];
-    let adaptive = run(&common).await;
-    let mut static_flags = common.to_vec();
-    static_flags.extend(["--pushback", "static"]);
-    let fixed = run(&static_flags).await;
-    for (name, r) in [("adaptive", &adaptive), ("static", &fixed)] {
+    let mut runs = Vec::new();
+    for (name, extra) in [first, second] {
+        let flags: Vec<&str> = COMMON.iter().chain(extra).copied().collect();
+        let r = run(&flags).await;
         eprintln!(
             "{name}: drain {:.2} s ({:.2}x the {limit} s limit), peak after T {:.2}x capacity \
              (sliding window {:.2}x), {} calls per worker, {} exhausted",
@@ -95,8 +98,15 @@ async fn both() -> (Run, Run) {
             r.report["calls_per_worker"],
             r.report["exhausted"],
         );
+        runs.push(r);
     }
-    (adaptive, fixed)
+    let second = runs.pop().expect("two runs");
+    (runs.pop().expect("two runs"), second)
+}
+
+/// Both allocators, adaptive first, each against a fresh stub.
+async fn both() -> (Run, Run) {
+    pair(("adaptive", &[]), ("static", &["--pushback", "static"])).await
 }
 
 /// N = 2,000 workers, a T = 5 s outage (the simulator's default length),
@@ -175,32 +185,7 @@ async fn with_the_release_binary_the_peak_stays_within_1_5_capacity() {
 /// without. Held requests are recorded by the stub when they are answered,
 /// so the peak after T is the load that reached the service.
 async fn hold_and_slots() -> (Run, Run) {
-    let limit = T_S + N as f64 / C;
-    let common = [
-        "--outage",
-        "5s",
-        "--capacity",
-        "500",
-        "--capacity-estimate",
-        "2",
-    ];
-    let mut hold_flags = common.to_vec();
-    hold_flags.extend(["--hold-for", "5s"]);
-    let hold = run(&hold_flags).await;
-    let slots = run(&common).await;
-    for (name, r) in [("hold", &hold), ("slots", &slots)] {
-        eprintln!(
-            "{name}: drain {:.2} s ({:.2}x the {limit} s limit), peak after T {:.2}x capacity \
-             (sliding window {:.2}x), {} calls per worker, {} exhausted",
-            r.drain_s,
-            r.drain_s / limit,
-            r.peak,
-            r.peak_sliding,
-            r.report["calls_per_worker"],
-            r.report["exhausted"],
-        );
-    }
-    (hold, slots)
+    pair(("hold", &["--hold-for", "5s"]), ("slots", &[])).await
 }
 
 /// With the debug binaries this test runs: the hold drains no later than

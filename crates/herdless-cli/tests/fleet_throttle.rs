@@ -10,31 +10,15 @@ use serde_json::Value;
 
 #[allow(dead_code)] // each test binary uses part of it
 mod support;
-use support::{fleet_json, herdless, last_served_s, start_stub};
+use support::{last_served_s, outage_fleet_with, start_stub};
 
 const N: u64 = 500;
 const C: &str = "100";
 
 async fn run(throttle: bool) -> (Value, f64, u64) {
     let (stub, url) = start_stub(&["--outage", "2s", "--capacity", C, "--pushback", "off"]);
-    let n = N.to_string();
-    let mut args = vec![
-        "fleet",
-        "--workers",
-        &n,
-        "--jitter",
-        "full",
-        "--base",
-        "300ms",
-        "--seed",
-        "7",
-        "--json",
-    ];
-    if throttle {
-        args.push("--throttle");
-    }
-    args.push(&url);
-    let report = fleet_json(&herdless(&args).await);
+    let extra: &[&str] = if throttle { &["--throttle"] } else { &[] };
+    let report = outage_fleet_with(N, &url, extra).await;
     let count = |k: &str| report[k].as_u64().unwrap();
     assert_eq!(
         count("succeeded") + count("terminal") + count("exhausted"),

@@ -92,8 +92,13 @@ pub(crate) fn fleet_json(out: &Output) -> Value {
 /// `herdless fleet --workers N` with the simulator's outage policy (full
 /// jitter) at a 300 ms base, seed 7, against `url`: its JSON report.
 pub(crate) async fn outage_fleet(workers: u64, url: &str) -> Value {
+    outage_fleet_with(workers, url, &[]).await
+}
+
+/// [`outage_fleet`] with `extra` fleet flags (before the URL).
+pub(crate) async fn outage_fleet_with(workers: u64, url: &str, extra: &[&str]) -> Value {
     let n = workers.to_string();
-    let args = [
+    let mut args = vec![
         "fleet",
         "--workers",
         &n,
@@ -104,8 +109,9 @@ pub(crate) async fn outage_fleet(workers: u64, url: &str) -> Value {
         "--seed",
         "7",
         "--json",
-        url,
     ];
+    args.extend(extra);
+    args.push(url);
     fleet_json(&herdless(&args).await)
 }
 

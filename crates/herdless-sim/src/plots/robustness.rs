@@ -10,6 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{DrawResult, Figure};
+use crate::report::robustness::ratio;
 use crate::report::RobustnessReport;
 use crate::scenario::robustness::RobustnessCell;
 
@@ -21,17 +22,6 @@ struct Map<'a> {
     value: &'a dyn Fn(&RobustnessCell) -> Option<f64>,
     goal: f64,
     digits: usize,
-}
-
-/// `E/2`, `E`, `2E`: a true capacity over the told estimate.
-fn ratio(factor: f64) -> String {
-    if factor == 0.5 {
-        "C = E/2".to_owned()
-    } else if factor == 1.0 {
-        "C = E".to_owned()
-    } else {
-        format!("C = {factor}E")
-    }
 }
 
 fn shade(value: Option<f64>, goal: f64) -> RGBColor {
@@ -134,7 +124,7 @@ impl Figure for Robustness<'_> {
             for (i, (factor, end)) in rows.iter().enumerate() {
                 let y = head + i as i32 * ch;
                 panel.draw(&Text::new(
-                    format!("{}, {end}", ratio(*factor)),
+                    format!("C = {}, {end}", ratio(*factor)),
                     (6, y + ch / 2 - 7),
                     font.clone(),
                 ))?;

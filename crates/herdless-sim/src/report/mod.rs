@@ -21,7 +21,7 @@ use crate::scenario::outage::{OutageFigures, OutageParams};
 use crate::scenario::spread::{SpreadFigures, SpreadParams};
 use crate::scenario::Scenario;
 
-mod robustness;
+pub(crate) mod robustness;
 mod tail;
 mod text;
 pub mod units;

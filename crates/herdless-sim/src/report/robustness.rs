@@ -130,7 +130,8 @@ fn verdict(c: &RobustnessCell) -> String {
     }
 }
 
-fn ratio(x: f64) -> String {
+/// A true capacity over the told estimate, by name: `E/2`, `E`, `2E`.
+pub(crate) fn ratio(x: f64) -> String {
     if x == 0.5 {
         "E/2".to_owned()
     } else if x == 1.0 {
