@@ -46,6 +46,14 @@ pub trait Allocator: Send + 'static {
     /// 429): the slot to tell the caller, if the allocator gives one.
     fn refused(&mut self, now: Duration, caller: Option<u64>) -> Option<Allotment>;
 
+    /// [`refused`](Self::refused) for a front end that no longer has the
+    /// request (the service consumed it): the slot to tell the caller, never
+    /// [`Allotment::Hold`]. The default is `refused` (for allocators that
+    /// never hold).
+    fn refused_unheld(&mut self, now: Duration, caller: Option<u64>) -> Option<Allotment> {
+        self.refused(now, caller)
+    }
+
     /// Sheds everything from `now` until `until` (since the epoch), or, with
     /// `None`, until the allocator sees the service back (or is told).
     fn start_outage(&mut self, now: Duration, until: Option<Duration>);
@@ -139,6 +147,10 @@ impl Allocator for AdaptiveAllocator {
 
     fn refused(&mut self, now: Duration, caller: Option<u64>) -> Option<Allotment> {
         Some(AdaptiveAllocator::refused(self, now, caller))
+    }
+
+    fn refused_unheld(&mut self, now: Duration, caller: Option<u64>) -> Option<Allotment> {
+        Some(AdaptiveAllocator::refused_unheld(self, now, caller))
     }
 
     fn start_outage(&mut self, _now: Duration, until: Option<Duration>) {

@@ -518,12 +518,32 @@ impl AdaptiveAllocator {
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn refused(&mut self, now: Duration, key: Option<u64>) -> Allotment {
-        let now = ns(now);
+        self.refusal(ns(now), key, true)
+    }
+
+    /// [`refused`](Self::refused) for a front end that cannot keep the
+    /// refused request (it handed the request to the service, which consumed
+    /// it: a tower layer): the refusal counts the same, and the answer is a
+    /// slot, never a hold.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut a = herdless::pushback::AdaptiveAllocator::builder().estimate(10.0).hold().build()?;
+    /// assert!(a.refused(Duration::ZERO, None).is_hold());
+    /// assert!(a.refused_unheld(Duration::ZERO, None).retry_after().is_some());
+    /// assert_eq!(a.counts().refused, 2);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn refused_unheld(&mut self, now: Duration, key: Option<u64>) -> Allotment {
+        self.refusal(ns(now), key, false)
+    }
+
+    fn refusal(&mut self, now: u64, key: Option<u64>, may_hold: bool) -> Allotment {
         self.tick(now);
         self.counts.refused += 1;
         let (starts, held_since) = self.note_refusal(now);
         // With a hold, the refused request waits at the front of the queue.
-        if let Some(h) = self.hold.as_mut().filter(|h| h.has_room()) {
+        if let Some(h) = self.hold.as_mut().filter(|h| may_hold && h.has_room()) {
             self.counts.held += 1;
             let ticket = h.push_new_front(now, key);
             return Allotment::Hold { ticket };

@@ -1,0 +1,233 @@
+//! [`PushbackLayer`]: the handle users build, clone and steer (outage
+//! switches, inspection); every clone shares one allocator.
+
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::header::HeaderName;
+use tokio::sync::Notify;
+use tower::Layer;
+
+use super::hold::State;
+use super::{PushbackService, Shared};
+#[allow(unused_imports)] // rustdoc links
+use crate::pushback::allocator::caller_key;
+use crate::pushback::allocator::Allocator;
+use crate::pushback::{Allotment, SlotAllocator};
+use crate::timer::{Clock, SystemTimer};
+
+/// A tower layer admitting up to a capacity and answering the excess `503`
+/// with spread `Retry-After` slots. See the [module
+/// documentation](crate::adapters::tower::pushback). Clones share one allocator.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::SlotAllocator;
+/// use herdless::adapters::tower::PushbackLayer;
+/// let layer = PushbackLayer::new(SlotAllocator::new(100.0, Duration::from_secs(30))?);
+/// assert_eq!(layer.counts(), (0, 0));
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// ```
+pub struct PushbackLayer<K = SystemTimer, A = SlotAllocator> {
+    shared: Arc<Shared<K, A>>,
+    key_header: Option<HeaderName>,
+}
+
+impl<K, A> Clone for PushbackLayer<K, A> {
+    fn clone(&self) -> Self {
+        PushbackLayer {
+            shared: Arc::clone(&self.shared),
+            key_header: self.key_header.clone(),
+        }
+    }
+}
+
+impl<K, A: fmt::Debug> fmt::Debug for PushbackLayer<K, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("PushbackLayer");
+        if let Ok(state) = self.shared.state.try_lock() {
+            d.field("allocator", &state.alloc);
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+impl<A: Allocator> PushbackLayer<SystemTimer, A> {
+    /// A layer on the system clock; its epoch is now.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let _ = herdless::adapters::tower::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?,
+    /// );
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn new(allocator: A) -> Self {
+        Self::with_clock(allocator, SystemTimer)
+    }
+}
+
+impl<K: Clock, A: Allocator> PushbackLayer<K, A> {
+    /// A layer reading time from `clock` (e.g. [`ManualTimer`](crate::ManualTimer)
+    /// in tests); its epoch is the clock's current time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::adapters::tower::PushbackLayer;
+    /// use herdless::pushback::SlotAllocator;
+    /// use herdless::ManualTimer;
+    /// let t = ManualTimer::new();
+    /// let layer = PushbackLayer::with_clock(SlotAllocator::new(5.0, Duration::from_secs(10))?, t.clone());
+    /// t.advance(Duration::from_secs(2));
+    /// assert_eq!(layer.elapsed(), Duration::from_secs(2));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn with_clock(allocator: A, clock: K) -> Self {
+        let epoch = clock.now();
+        PushbackLayer {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::new(allocator)),
+                clock,
+                epoch,
+                wake: Arc::new(Notify::new()),
+                driving: AtomicBool::new(false),
+            }),
+            key_header: None,
+        }
+    }
+
+    /// Names each caller by the request header `name` (its value hashed with
+    /// [`caller_key`]); requests without it are unnamed. The services this
+    /// handle (and its later clones) makes use it; the allocator is shared
+    /// by every clone either way.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::adapters::tower::PushbackLayer;
+    /// use herdless::pushback::AdaptiveAllocator;
+    /// let layer = PushbackLayer::new(AdaptiveAllocator::new(5.0, Duration::from_secs(10))?)
+    ///     .key_header("x-worker-id");
+    /// # let _ = layer;
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `name` is not a valid header name (a programming error: names
+    /// are constants).
+    pub fn key_header(mut self, name: &str) -> Self {
+        self.key_header = Some(HeaderName::try_from(name).expect("a valid header name"));
+        self
+    }
+
+    /// Time since the layer's epoch (the allocator's `now`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::adapters::tower::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// assert!(l.elapsed() < Duration::from_secs(60));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn elapsed(&self) -> Duration {
+        self.shared.now()
+    }
+
+    /// Decides one request now (what the service does for each request); a
+    /// hold it answers is cancelled at once (no request waits for it).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::adapters::tower::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?.outage());
+    /// assert!(!l.decide().is_admit());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn decide(&self) -> Allotment {
+        let now = self.shared.now();
+        let mut state = self.shared.lock();
+        let decision = state.alloc.decide(now, None);
+        if let Allotment::Hold { ticket } = decision {
+            // Nothing waits for it: out of the queue again.
+            state.alloc.cancel(ticket);
+        }
+        decision
+    }
+
+    /// Sheds everything from now for `duration` (or, with `None`, until
+    /// [`recover`](Self::recover)); the rejected callers are booked from the
+    /// outage's end.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::adapters::tower::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// l.start_outage(Some(Duration::from_secs(3)));
+    /// assert!(l.decide().retry_after().unwrap() >= Duration::from_secs(2));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn start_outage(&self, duration: Option<Duration>) {
+        let now = self.shared.now();
+        self.shared
+            .lock()
+            .alloc
+            .start_outage(now, duration.map(|d| now.saturating_add(d)));
+    }
+
+    /// Leaves outage mode.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::adapters::tower::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?.outage());
+    /// l.recover();
+    /// assert!(l.decide().is_admit());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn recover(&self) {
+        let now = self.shared.now();
+        self.shared.lock().alloc.recover(now);
+    }
+
+    /// Looks at the allocator (its estimate, its counts).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::adapters::tower::PushbackLayer;
+    /// use herdless::pushback::AdaptiveAllocator;
+    /// let l = PushbackLayer::new(AdaptiveAllocator::new(5.0, Duration::from_secs(10))?);
+    /// assert_eq!(l.inspect(|a| a.capacity()), 5.0);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn inspect<R>(&self, f: impl FnOnce(&A) -> R) -> R {
+        f(&self.shared.lock().alloc)
+    }
+
+    /// Requests admitted and rejected so far.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let l = herdless::adapters::tower::PushbackLayer::new(
+    ///     herdless::pushback::SlotAllocator::new(5.0, Duration::from_secs(10))?);
+    /// let _ = l.decide();
+    /// assert_eq!(l.counts(), (1, 0));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn counts(&self) -> (u64, u64) {
+        self.shared.lock().alloc.counts()
+    }
+}
+
+impl<S, K, A> Layer<S> for PushbackLayer<K, A> {
+    type Service = PushbackService<S, K, A>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        PushbackService {
+            inner,
+            shared: Arc::clone(&self.shared),
+            key_header: self.key_header.clone(),
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Server-guided pushback as a tower [`Layer`]: usable with axum, hyper and any
+//! `tower::Service<http::Request<_>>` (feature `tower`).
+//!
+//! [`PushbackLayer`] puts an [`Allocator`] — the static [`SlotAllocator`] or
+//! the [`AdaptiveAllocator`] — in front of a service. Admitted requests go to
+//! the inner service untouched; the others are answered at once with `503
+//! Service Unavailable` and two headers:
+//!
+//! | header | value |
+//! |---|---|
+//! | `Retry-After` | the caller's slot in whole seconds, rounded up (RFC 9110 `delay-seconds`, at least 1) |
+//! | `Retry-After-Ms` | the same slot in whole milliseconds, rounded up — clients should prefer it |
+//!
+//! The layer reports the inner service's answer to every request it admitted:
+//! a `503` or `429` of the service's own is a **refusal**
+//! ([`Allocator::refused`]; the adaptive allocator learns its capacity from
+//! them and books the caller a slot, which the layer adds to that answer as
+//! the same two headers, replacing any the service set); anything else is
+//! **served** ([`Allocator::served`]). With
+//! [`key_header`](PushbackLayer::key_header) the layer names each caller by a
+//! request header (hashed, [`caller_key`]), so the adaptive allocator can
+//! tell a caller that came back before its slot.
+//!
+//! The allocator sits behind a `std::sync::Mutex` shared by every clone of the
+//! layer and its services; the critical section is a few comparisons and
+//! additions (no allocation, no I/O), so the lock is held for nanoseconds. A
+//! poisoned lock is recovered, never propagated as a panic.
+//!
+//! Time comes from a [`Clock`] (default [`SystemTimer`], which follows tokio's
+//! clock with the `tokio` feature); the allocator's epoch is the layer's
+//! creation, so `SlotAllocator::outage_until(5 s)` means "the first five
+//! seconds after the layer was built". [`PushbackLayer::start_outage`] and
+//! [`PushbackLayer::recover`] switch outage mode at run time; the adaptive
+//! allocator also finds an outage, and its end, on its own.
+//!
+//! The service forwards `poll_ready` to the inner service and rejects without
+//! calling it, which is how tower's own load-shedding middleware behaves; it is
+//! meant for services that are always ready (axum routers, hyper services).
+//!
+//! ## Holding requests (a capacity-aware reconnect queue)
+//!
+//! An [`AdaptiveAllocator`] built with a hold
+//! ([`AdaptiveBuilder::hold`](crate::pushback::AdaptiveBuilder::hold)) may
+//! answer a request [`Allotment::Hold`]: the layer keeps it open instead of
+//! answering. Its response future waits, the request and a clone of the
+//! inner service inside it, until the allocator releases it: then the
+//! request goes to the service as if admitted (after `poll_ready` on the
+//! clone), or, its hold run out, it is answered `503` with a slot. One driver
+//! task per layer, spawned on the current tokio runtime by the first hold,
+//! sleeps on the layer's timer until the allocator's
+//! [`next_release`](Allocator::next_release) or the next hold, and hands out
+//! what is due. A response future dropped while held (the client hung up)
+//! leaves the queue. Without a tokio runtime to run the driver on, a held
+//! request is answered `503` at once.
+//!
+//! Once the layer has handed a request to the service, it cannot keep it: a
+//! refusal of the service's own, for an admitted request or a released one,
+//! is answered with a slot ([`Allocator::refused_unheld`]), never held again.
+//!
+//! What a held request costs: 24 bytes in the allocator's queue, a map entry
+//! (its ticket and a oneshot sender, 40 bytes plus the table's slack) and one
+//! oneshot channel (one allocation) in the layer, and the response future
+//! itself with the request and the service clone, which the server keeps
+//! anyway; over a socket the open connection dominates (about 16 KB each in
+//! `herdless stub`, measured in `docs/fleet-protection.md`).
+//!
+//! ```
+//! use std::time::Duration;
+//! use herdless::adapters::tower::PushbackLayer;
+//! use herdless::pushback::AdaptiveAllocator;
+//! use tower::{Layer, ServiceExt, service_fn};
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+//! # rt.block_on(async {
+//! // Told the service is down for the next 2 s: requests wait, then go through.
+//! let alloc = AdaptiveAllocator::builder().estimate(100.0).hold().build()?
+//!     .outage_until(Duration::from_secs(2));
+//! let svc = PushbackLayer::new(alloc).layer(service_fn(|_req: http::Request<()>| async {
+//!     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+//! }));
+//! let started = tokio::time::Instant::now();
+//! let response = svc.oneshot(http::Request::new(())).await.unwrap();
+//! assert_eq!(response.status(), 200);
+//! assert_eq!(started.elapsed(), Duration::from_secs(2));
+//! # Ok::<(), herdless::pushback::PushbackError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! ```
+//! use std::time::Duration;
+//! use axum::{routing::get, Router};
+//! use herdless::pushback::AdaptiveAllocator;
+//! use herdless::adapters::tower::PushbackLayer;
+//!
+//! // Starts from an estimate of 10,000/s and learns the rest.
+//! let pushback = PushbackLayer::new(AdaptiveAllocator::new(10_000.0, Duration::from_secs(60))?)
+//!     .key_header("x-client-id");
+//! let _app: Router = Router::new().route("/", get(|| async { "ok" })).layer(pushback.clone());
+//! // later: pushback.start_outage(None); pushback.recover(); pushback.counts()
+//! # Ok::<(), herdless::pushback::PushbackError>(())
+//! ```
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use crate::pushback::allocator::Allocator;
+#[allow(unused_imports)] // rustdoc links
+use crate::pushback::{adaptive::AdaptiveAllocator, allocator::caller_key};
+use crate::pushback::{Allotment, Ticket};
+use crate::timer::Clock;
+
+mod hold;
+mod layer;
+mod service;
+
+use hold::State;
+pub use layer::PushbackLayer;
+pub use service::{PushbackService, ResponseFuture};
+
+/// What every clone of the layer, its services and their futures share.
+struct Shared<K, A> {
+    state: Mutex<State<A>>,
+    clock: K,
+    epoch: Instant,
+    /// Wakes the hold's driver: a new hold, or the layer is gone.
+    wake: Arc<Notify>,
+    /// Whether a driver runs (started by the first hold).
+    driving: AtomicBool,
+}
+
+impl<K, A> Shared<K, A> {
+    fn lock(&self) -> MutexGuard<'_, State<A>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<K: Clock, A> Shared<K, A> {
+    fn now(&self) -> Duration {
+        self.clock.now().saturating_duration_since(self.epoch)
+    }
+}
+
+impl<K, A> Drop for Shared<K, A> {
+    fn drop(&mut self) {
+        // The driver holds the layer weakly: let it see that it is gone.
+        self.wake.notify_one();
+    }
+}
+
+/// What a response future reports back, its allocator's type erased: the
+/// inner service's answer, or that a held request's caller went away.
+trait Outcome: Send + Sync {
+    fn served(&self);
+    fn refused(&self, caller: Option<u64>) -> Option<Allotment>;
+    fn cancel(&self, ticket: Ticket);
+}
+
+impl<K: Clock + Send + Sync, A: Allocator> Outcome for Shared<K, A> {
+    fn served(&self) {
+        let now = self.now();
+        self.lock().alloc.served(now);
+    }
+
+    /// The layer handed the request over: it cannot hold it again.
+    fn refused(&self, caller: Option<u64>) -> Option<Allotment> {
+        let now = self.now();
+        self.lock().alloc.refused_unheld(now, caller)
+    }
+
+    fn cancel(&self, ticket: Ticket) {
+        self.lock().cancel(ticket);
+    }
+}

@@ -1,0 +1,274 @@
+//! [`PushbackService`] and its [`ResponseFuture`]: decide each request, and
+//! report the inner service's answer back to the allocator.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::header::HeaderName;
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use tokio::sync::oneshot;
+use tower::Service;
+
+use super::{Outcome, Shared};
+use crate::http::RETRY_AFTER_MS;
+use crate::pushback::allocator::{caller_key, Allocator};
+use crate::pushback::{Allotment, SlotAllocator, Ticket};
+use crate::timer::{AsyncSleep, SystemTimer};
+
+/// The service [`PushbackLayer`](super::PushbackLayer) wraps around an inner
+/// service.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::adapters::tower::PushbackLayer;
+/// use herdless::pushback::SlotAllocator;
+/// use tower::{Layer, ServiceExt, service_fn};
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// # rt.block_on(async {
+/// let layer = PushbackLayer::new(SlotAllocator::new(1.0, Duration::from_secs(30))?.burst(1));
+/// let svc = layer.layer(service_fn(|_req: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("ok")))
+/// }));
+/// let first = svc.clone().oneshot(http::Request::new(())).await.unwrap();
+/// assert_eq!(first.status(), 200);
+/// let second = svc.oneshot(http::Request::new(())).await.unwrap();
+/// assert_eq!(second.status(), 503);
+/// assert_eq!(second.headers()["retry-after"], "1");
+/// assert_eq!(second.headers()["retry-after-ms"], "1000");
+/// # Ok::<(), herdless::pushback::PushbackError>(())
+/// # }).unwrap();
+/// ```
+pub struct PushbackService<S, K = SystemTimer, A = SlotAllocator> {
+    pub(super) inner: S,
+    pub(super) shared: Arc<Shared<K, A>>,
+    pub(super) key_header: Option<HeaderName>,
+}
+
+impl<S: Clone, K, A> Clone for PushbackService<S, K, A> {
+    fn clone(&self) -> Self {
+        PushbackService {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+            key_header: self.key_header.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug, K, A> fmt::Debug for PushbackService<S, K, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PushbackService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sets a slot's `Retry-After` and `Retry-After-Ms` on a response.
+fn with_slot<B>(response: &mut Response<B>, decision: Allotment) {
+    let headers = response.headers_mut();
+    if let Some(secs) = decision.retry_after_secs() {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    if let Some(ms) = decision.retry_after_ms() {
+        headers.insert(RETRY_AFTER_MS, HeaderValue::from(ms));
+    }
+}
+
+/// The `503` answer for a rejected request (with its slot, if it has one).
+fn rejection<B: Default>(decision: Allotment) -> Response<B> {
+    let mut response = Response::new(B::default());
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    with_slot(&mut response, decision);
+    response
+}
+
+/// Whether the service's own answer is a refusal (it could not take the
+/// request): `503` or `429`.
+fn is_refusal(status: StatusCode) -> bool {
+    status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS
+}
+
+impl<S, K, A, ReqB, ResB> Service<Request<ReqB>> for PushbackService<S, K, A>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
+    ResB: Default,
+    K: AsyncSleep + Send + Sync + 'static,
+    A: Allocator,
+{
+    type Response = Response<ResB>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResB, S, ReqB>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqB>) -> Self::Future {
+        let caller = self
+            .key_header
+            .as_ref()
+            .and_then(|name| request.headers().get(name))
+            .map(|v| caller_key(v.as_bytes()));
+        let now = self.shared.now();
+        let mut state = self.shared.lock();
+        let kind = match state.alloc.decide(now, caller) {
+            Allotment::Admit => {
+                drop(state);
+                Kind::Inner {
+                    future: self.inner.call(request),
+                    report: Some((Arc::clone(&self.shared) as Arc<dyn Outcome>, caller)),
+                }
+            }
+            Allotment::Hold { ticket } => {
+                // Parked under the allocator's lock (see `hold`).
+                let answer = state.park(ticket);
+                drop(state);
+                let outcome = Arc::clone(&self.shared) as Arc<dyn Outcome>;
+                let parked = Parked {
+                    outcome,
+                    ticket: Some(ticket),
+                };
+                if self.shared.ensure_driver() {
+                    self.shared.wake.notify_one();
+                    // The clone waits with the request; `self.inner`, which
+                    // the caller made ready, stays ready for the next call.
+                    let service = self.inner.clone();
+                    Kind::Held {
+                        answer,
+                        parked,
+                        next: Some((service, request, caller)),
+                    }
+                } else {
+                    // No runtime to release it on: answered now.
+                    drop(parked);
+                    Kind::Rejected {
+                        response: Some(rejection(Allotment::Hold { ticket })),
+                    }
+                }
+            }
+            rejected => {
+                drop(state);
+                Kind::Rejected {
+                    response: Some(rejection(rejected)),
+                }
+            }
+        };
+        ResponseFuture { kind }
+    }
+}
+
+/// A held request's place in the queue: dropped before its answer (the
+/// caller hung up), it leaves the queue.
+struct Parked {
+    outcome: Arc<dyn Outcome>,
+    ticket: Option<Ticket>,
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.outcome.cancel(ticket);
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`PushbackService`]: the inner service's, a ready
+    /// `503`, or a held request waiting for its release.
+    pub struct ResponseFuture<F, B, S, R> {
+        #[pin]
+        kind: Kind<F, B, S, R>,
+    }
+}
+
+/// Where the inner answer is reported, and the caller's key.
+type Report = Option<(Arc<dyn Outcome>, Option<u64>)>;
+
+pin_project_lite::pin_project! {
+    #[project = KindProj]
+    enum Kind<F, B, S, R> {
+        Inner { #[pin] future: F, report: Report },
+        Held {
+            answer: oneshot::Receiver<Allotment>,
+            parked: Parked,
+            next: Option<(S, Request<R>, Option<u64>)>,
+        },
+        Released { next: Option<(S, Request<R>, Option<u64>)>, outcome: Arc<dyn Outcome> },
+        Rejected { response: Option<Response<B>> },
+    }
+}
+
+impl<F, B, S, R> fmt::Debug for ResponseFuture<F, B, S, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ResponseFuture { .. }")
+    }
+}
+
+impl<F, B, E, S, R> Future for ResponseFuture<F, B, S, R>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    B: Default,
+    S: Service<Request<R>, Future = F, Response = Response<B>, Error = E>,
+{
+    type Output = Result<Response<B>, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let next = match self.as_mut().project().kind.project() {
+                KindProj::Inner { future, report } => {
+                    let mut result = std::task::ready!(future.poll(cx));
+                    if let (Ok(response), Some((outcome, caller))) = (&mut result, report.take()) {
+                        if is_refusal(response.status()) {
+                            if let Some(slot) = outcome.refused(caller) {
+                                with_slot(response, slot);
+                            }
+                        } else {
+                            outcome.served();
+                        }
+                    }
+                    return Poll::Ready(result);
+                }
+                KindProj::Rejected { response } => match response.take() {
+                    Some(r) => return Poll::Ready(Ok(r)),
+                    None => panic!("ResponseFuture polled after completion"),
+                },
+                KindProj::Held {
+                    answer,
+                    parked,
+                    next,
+                } => {
+                    let verdict = std::task::ready!(Pin::new(answer).poll(cx));
+                    // Answered (or the driver is gone): no longer queued.
+                    parked.ticket = None;
+                    match verdict {
+                        Ok(Allotment::Admit) => Kind::Released {
+                            next: next.take(),
+                            outcome: Arc::clone(&parked.outcome),
+                        },
+                        Ok(slot) => Kind::Rejected {
+                            response: Some(rejection(slot)),
+                        },
+                        // The driver ended (its runtime shut down).
+                        Err(_) => Kind::Rejected {
+                            response: Some(rejection(Allotment::Admit)),
+                        },
+                    }
+                }
+                KindProj::Released { next, outcome } => {
+                    let Some((service, _, _)) = next.as_mut() else {
+                        panic!("ResponseFuture polled after completion");
+                    };
+                    std::task::ready!(service.poll_ready(cx))?;
+                    let (mut service, request, caller) = next.take().expect("checked above");
+                    Kind::Inner {
+                        future: service.call(request),
+                        report: Some((Arc::clone(outcome), caller)),
+                    }
+                }
+            };
+            self.as_mut().project().kind.set(next);
+        }
+    }
+}
