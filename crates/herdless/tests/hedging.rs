@@ -239,3 +239,46 @@ async fn a_tracked_delay_follows_the_winners_latencies() {
     }
     assert!(hedge.delay() >= MS(8), "{:?}", hedge.delay());
 }
+
+/// `retry(policy())` with a throttle allowing one call per 100 ms window.
+fn throttled() -> (
+    Retry<Classifier, herdless::SystemTimer, impl herdless::Notify>,
+    Log,
+) {
+    let log: Log = Arc::default();
+    let throttle = herdless::fleet::Throttle::builder()
+        .initial(1)
+        .build()
+        .unwrap();
+    let events = Arc::clone(&log);
+    let hook = move |e: &RetryEvent<'_>| events.lock().unwrap().push(e.name().to_string());
+    let c: Classifier = classify;
+    let r = Retry::builder()
+        .policy(policy())
+        .classifier(c)
+        .notify(hook)
+        .throttle(throttle)
+        .build();
+    (r, log)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_throttled_call_sends_no_hedge_without_a_turn() {
+    let (retry, log) = throttled();
+    // The copy takes the window's one turn; the hedge due at 10 ms has none
+    // and does not wait for one.
+    let (out, copies, took) = call(&retry, &hedge(10, 2), &[Answer::Ok(1000)]).await;
+    assert_eq!((out, copies, took), (Ok(1), vec![1], MS(1000)));
+    assert!(log.lock().unwrap().iter().all(|e| e != "hedge_sent"));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_throttled_hedged_call_waits_for_its_first_turn() {
+    let (retry, _log) = throttled();
+    let (first, _, took) = call(&retry, &hedge(10, 2), &[Answer::Ok(1)]).await;
+    assert_eq!((first, took), (Ok(1), MS(1)));
+    // The window's turn is spent: the next call's first copy waits until the
+    // next window (100 ms after the first), then answers in 1 ms.
+    let (second, copies, took) = call(&retry, &hedge(10, 2), &[Answer::Ok(1)]).await;
+    assert_eq!((second, copies, took), (Ok(1), vec![1], MS(100)));
+}

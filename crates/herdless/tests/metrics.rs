@@ -261,7 +261,7 @@ fn a_hedge_counts_when_sent_and_when_it_wins() {
         }
         // Copy 2 fails while the others are out; copy 3 wins.
         assert_eq!(
-            hedging.failed(&cx, Classification::retryable()),
+            hedging.failed(&cx, ms(22), Classification::retryable()),
             CopyFailed::Wait
         );
         hedging.won(&mut call, &cx, &hedge, ms(25), 3, ms(20));

@@ -216,3 +216,63 @@ async fn service_fn_with_paused_time_and_a_budget() {
     assert_eq!(hits.load(Ordering::SeqCst), 4);
     assert_eq!(budget.tokens(), 495.0); // 495 − 5 admitted, + 5 refunded on drop
 }
+
+/// A shared throttle in the tower retry policy: every answer teaches it (the
+/// first attempt's included) and every retry waits for the process's turn
+/// beyond its backoff; the first attempt itself is tower's to send.
+#[tokio::test]
+async fn a_throttled_policy_paces_its_retries_and_learns_from_every_answer() {
+    use herdless::fleet::Throttle;
+    use herdless::{Classification, Jitter};
+    let policy = Policy::builder()
+        .base(Duration::from_millis(10))
+        .cap(Duration::from_millis(10))
+        .jitter(Jitter::None)
+        .max_attempts(4)
+        .build()
+        .unwrap();
+    let classify = |r: &Result<u16, Infallible>| match r {
+        Ok(200) => None,
+        Ok(_) => Some(Classification::retryable()),
+        Err(e) => match *e {},
+    };
+    let run = |throttle: Option<Arc<Throttle>>| {
+        let timer = ManualTimer::new();
+        let builder = Retry::builder()
+            .policy(policy)
+            .classifier(classify)
+            .timer(timer.clone());
+        let retry = match throttle {
+            Some(t) => builder.throttle(t).build(),
+            None => builder.build(),
+        };
+        let hits = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&hits);
+        let svc = ServiceBuilder::new()
+            .layer(RetryLayer::new(RetryPolicy::new(retry)))
+            .service_fn(move |_req: &'static str| {
+                let n = seen.fetch_add(1, Ordering::SeqCst);
+                async move { Ok::<u16, Infallible>(if n < 3 { 503 } else { 200 }) }
+            });
+        (svc, timer, hits)
+    };
+    let (plain, plain_timer, _) = run(None);
+    assert_eq!(plain.oneshot("GET /").await.unwrap(), 200);
+    assert_eq!(
+        plain_timer.elapsed(),
+        Duration::from_millis(30),
+        "three backoffs"
+    );
+
+    let throttle = Arc::new(Throttle::builder().initial(1).build().unwrap());
+    let rate = throttle.rate();
+    let (paced, timer, hits) = run(Some(Arc::clone(&throttle)));
+    assert_eq!(paced.oneshot("GET /").await.unwrap(), 200);
+    assert_eq!(hits.load(Ordering::SeqCst), 4);
+    assert!(
+        timer.elapsed() >= Duration::from_millis(200),
+        "three retries, one turn per 100 ms window: {:?}",
+        timer.sleeps()
+    );
+    assert!(throttle.rate() < rate, "the refusals lowered the rate");
+}

@@ -107,6 +107,11 @@ impl<C, T, N: Notify> Retry<C, T, N> {
     {
         let mut run = Run::new(self);
         let retries = self.context();
+        // A throttled call's first copy waits for its turn, as any first
+        // attempt does; its hedges never wait (`HedgeStop::Throttled`).
+        while let Some(wait) = run.first_gate(&retries) {
+            self.timer.sleep(wait).await;
+        }
         let mut hedging = Hedging::new();
         let mut copies: Vec<Copy<Fut, T::Sleep, E>> = Vec::new();
         let timeouts = self.policy.attempt_timeout().is_some();

@@ -316,6 +316,8 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         idempotent: bool,
     ) -> Option<Attempt> {
         let now = self.now();
+        let throttled = self.throttled(cx);
+        let cx = throttled.as_ref().unwrap_or(cx);
         let retry = self.retry;
         let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         let at = Duration::from_nanos(now);
@@ -338,7 +340,10 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         C: Classify<E>,
     {
         let (classification, cause) = self.classify(error, timed_out);
-        (hedging.failed(cx, classification), cause)
+        let now = Duration::from_nanos(self.now());
+        let throttled = self.throttled(cx);
+        let cx = throttled.as_ref().unwrap_or(cx);
+        (hedging.failed(cx, now, classification), cause)
     }
 
     /// A hedged call's copy `number`, started at `started`, won.
@@ -351,6 +356,8 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         started: Duration,
     ) {
         let now = Duration::from_nanos(self.now());
+        let throttled = self.throttled(cx);
+        let cx = throttled.as_ref().unwrap_or(cx);
         hedging.won(&mut self.engine, cx, hedge, now, number, started);
     }
 

@@ -198,7 +198,10 @@ pub(super) fn run(p: &TailParams, kind: StrategyKind, seed: u64) -> Result<TailF
                     }
                     continue;
                 }
-                match call.hedging.failed(&cx, Classification::retryable()) {
+                match call
+                    .hedging
+                    .failed(&cx, ns(now), Classification::retryable())
+                {
                     CopyFailed::Wait => {}
                     CopyFailed::Decide(c) => {
                         call.copies.clear();

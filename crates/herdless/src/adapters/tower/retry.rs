@@ -71,7 +71,19 @@ fn lock(call: &Mutex<Call>) -> MutexGuard<'_, Call> {
 pub struct RetryPolicy<C, T = SystemTimer, N = NoNotify, K = Cloned, S = NoTimeout> {
     shared: Arc<Shared<C, T, N, K, S>>,
     origin: Instant,
+    /// `origin` on the timer's nanosecond clock (the throttle's).
+    origin_ns: u64,
     call: Option<Arc<Mutex<Call>>>,
+}
+
+/// The engine's view of `retry` for a call that began at `origin_ns`: with
+/// the retrier's throttle, on the timer's clock.
+fn context<C, T, N>(retry: &Retry<C, T, N>, origin_ns: u64) -> crate::engine::Context<'_, N> {
+    let cx = retry.context();
+    match retry.throttle() {
+        Some(t) => cx.throttle_at(t, origin_ns),
+        None => cx,
+    }
 }
 
 impl<C, T, N, K, S> fmt::Debug for RetryPolicy<C, T, N, K, S> {
@@ -137,7 +149,7 @@ impl<C, T: Clock, N, K, S> RetryPolicy<C, T, N, K, S> {
     /// # Ok::<(), herdless::PolicyError>(())
     /// ```
     pub fn with_request_timeout(retry: Retry<C, T, N>, cloner: K, timeout: S) -> Self {
-        let origin = retry.timer.now();
+        let (origin, origin_ns) = (retry.timer.now(), retry.timer.now_ns());
         RetryPolicy {
             shared: Arc::new(Shared {
                 retry,
@@ -146,6 +158,7 @@ impl<C, T: Clock, N, K, S> RetryPolicy<C, T, N, K, S> {
                 not_clonable: AtomicU64::new(0),
             }),
             origin,
+            origin_ns,
             call: None,
         }
     }
@@ -196,9 +209,11 @@ impl<C, T, N, K, S> RetryPolicy<C, T, N, K, S> {
 /// A clone is a fresh call (tower clones the policy per request): its own engine, from now.
 impl<C, T: Clock, N, K, S> Clone for RetryPolicy<C, T, N, K, S> {
     fn clone(&self) -> Self {
+        let timer = &self.shared.retry.timer;
         RetryPolicy {
             shared: Arc::clone(&self.shared),
-            origin: self.shared.retry.timer.now(),
+            origin: timer.now(),
+            origin_ns: timer.now_ns(),
             call: None,
         }
     }
@@ -208,7 +223,9 @@ impl<C, T: Clock, N, K, S> Clone for RetryPolicy<C, T, N, K, S> {
 impl<C, T, N, K, S> Drop for RetryPolicy<C, T, N, K, S> {
     fn drop(&mut self) {
         if let Some(call) = &self.call {
-            lock(call).engine.cancel(&self.shared.retry.context());
+            lock(call)
+                .engine
+                .cancel(&context(&self.shared.retry, self.origin_ns));
         }
     }
 }
@@ -240,7 +257,7 @@ where
         if state.gave_up {
             return None; // the attempt a breaker wait gave up on: its result stands
         }
-        let cx = retry.context();
+        let cx = context(retry, self.origin_ns);
         let Some((classification, cause)) = retry.classifier.classify_cause(result) else {
             state.engine.succeeded(&cx, now);
             return None;
@@ -262,6 +279,7 @@ where
                     shared: Arc::clone(shared),
                     call: Arc::clone(call),
                     origin: self.origin,
+                    origin_ns: self.origin_ns,
                 })
             }
             Decision::GiveUp(_) => None,
@@ -297,6 +315,7 @@ pin_project_lite::pin_project! {
         shared: Arc<Shared<C, T, N, K, S>>,
         call: Arc<Mutex<Call>>,
         origin: Instant,
+        origin_ns: u64,
     }
 }
 
@@ -318,7 +337,7 @@ impl<C, T: AsyncSleep, N: Notify, K, S> Future for RetryWait<C, T, N, K, S> {
             let mut state = lock(this.call);
             let Call { engine, rng, .. } = &mut *state;
             let rng = rng.get_or_insert_with(Rng::fresh);
-            match engine.ready(&retry.context(), now, rng) {
+            match engine.ready(&context(retry, *this.origin_ns), now, rng) {
                 Gate::Go => {
                     engine.begin();
                     return Poll::Ready(());

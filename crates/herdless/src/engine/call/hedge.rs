@@ -44,11 +44,15 @@ pub enum HedgeStop {
     BreakerOpen,
     /// The shared retry budget refused.
     Budget,
+    /// The shared adaptive throttle has no turn for it now (a hedge never
+    /// waits for one: it is extra load).
+    Throttled,
 }
 
 impl HedgeStop {
     /// The reason's name: `pushback`, `max_hedges`, `max_attempts`,
-    /// `not_idempotent`, `max_elapsed`, `breaker_open`, `retry_budget`.
+    /// `not_idempotent`, `max_elapsed`, `breaker_open`, `retry_budget`,
+    /// `throttled`.
     ///
     /// ```
     /// assert_eq!(herdless::engine::HedgeStop::Budget.as_str(), "retry_budget");
@@ -62,6 +66,7 @@ impl HedgeStop {
             HedgeStop::MaxElapsed => "max_elapsed",
             HedgeStop::BreakerOpen => "breaker_open",
             HedgeStop::Budget => "retry_budget",
+            HedgeStop::Throttled => "throttled",
         }
     }
 }
@@ -99,7 +104,7 @@ pub enum CopyFailed {
 /// assert_eq!(hedging.send(&mut call, &cx, &hedge, ms(10), true, &mut rng), HedgeGate::Send { attempt: 2 });
 /// // The second hedge: 7 − 5 = 2 tokens left, less than a retry's cost.
 /// assert!(matches!(hedging.send(&mut call, &cx, &hedge, ms(20), true, &mut rng), HedgeGate::Stop(_)));
-/// assert_eq!(hedging.failed(&cx, Classification::retryable()), CopyFailed::Wait);
+/// assert_eq!(hedging.failed(&cx, ms(22), Classification::retryable()), CopyFailed::Wait);
 /// hedging.won(&mut call, &cx, &hedge, ms(25), 2, ms(10)); // the hedge answered first
 /// assert_eq!(budget.tokens(), 7.0); // AWS: the winning call's hedge is refunded
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -160,7 +165,8 @@ impl Hedging {
 
     /// A hedge is due at `now` (no copy has answered): may it be sent? In
     /// order: pushback, `max_hedges`, `max_attempts`, idempotency, the
-    /// elapsed limit, the breaker, the budget (a retry's cost). On
+    /// elapsed limit, the breaker, the throttle (a turn now, or no hedge:
+    /// an urgent call's lane skips it), the budget (a retry's cost). On
     /// [`HedgeGate::Send`] the copy is begun on the engine and `hedge_sent`
     /// is emitted.
     pub fn send<N: Notify>(
@@ -189,6 +195,12 @@ impl Hedging {
         };
         if let Some(stop) = stop {
             return HedgeGate::Stop(stop);
+        }
+        if let Some(throttle) = cx.throttle.filter(|_| !engine.bypasses(cx)) {
+            let at = nanos(now).saturating_add(cx.throttle_epoch_ns);
+            if throttle.acquire_ns(at, rng).is_err() {
+                return HedgeGate::Stop(HedgeStop::Throttled);
+            }
         }
         if let Some(budget) = cx.budget {
             if engine.flags & LEVEL_SET == 0 {
@@ -221,10 +233,12 @@ impl Hedging {
     /// for the call. Otherwise, while other copies are in flight, the
     /// failure is counted (breaker, budget's failure cost) and the call
     /// waits for them; the last copy's failure ends the round, decided with
-    /// the server's delay if one came in this round.
+    /// the server's delay if one came in this round. `now` is when the copy
+    /// answered (the throttle learns of a failure the call waits past).
     pub fn failed<N: Notify>(
         &mut self,
         cx: &Context<'_, N>,
+        now: Duration,
         classification: Classification,
     ) -> CopyFailed {
         self.in_flight = self.in_flight.saturating_sub(1);
@@ -244,6 +258,9 @@ impl Hedging {
         }
         if let Some(budget) = cx.budget {
             budget.record_failure();
+        }
+        if let Some(throttle) = cx.throttle {
+            throttle.record_failure_ns(nanos(now).saturating_add(cx.throttle_epoch_ns));
         }
         cx.copy_failed();
         CopyFailed::Wait
@@ -277,6 +294,9 @@ impl Hedging {
         }
         if let Some(breaker) = cx.breaker {
             breaker.record_success_at(nanos(now));
+        }
+        if let Some(throttle) = cx.throttle {
+            throttle.record_success_ns(nanos(now).saturating_add(cx.throttle_epoch_ns));
         }
         engine.release_probe(cx);
         let elapsed = engine.elapsed(now);
