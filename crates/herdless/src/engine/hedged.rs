@@ -106,7 +106,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         T: AsyncSleep,
     {
         let mut run = Run::new(self);
-        let retries = self.context();
+        let retries = run.context();
         let mut hedging = Hedging::new();
         let mut copies: Vec<Copy<Fut, T::Sleep, E>> = Vec::new();
         let timeouts = self.policy.attempt_timeout().is_some();

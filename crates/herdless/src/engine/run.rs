@@ -262,16 +262,23 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         self.attempt_at(number, if number == 1 { first_at } else { self.last })
     }
 
-    /// `cx` with the retrier's throttle on the timer's clock (the call's
-    /// times count from its origin); `None` without one (use `cx` itself:
-    /// no copy of the context on the unthrottled path).
-    #[inline(always)]
-    fn throttled<'c>(&self, cx: &Context<'c, N>) -> Option<Context<'c, N>>
-    where
-        'r: 'c,
-    {
-        let t = self.retry.throttle.as_ref()?;
-        Some(cx.throttle_at(t, self.origin.unwrap_or(0)))
+    /// The engine's view of this call: the retrier's
+    /// [context](Retry::context), with its throttle on the timer's clock
+    /// (the call's times count from its origin). Built once per call and
+    /// passed to every decision as it is: one context whether or not there
+    /// is a throttle, so each decision is one call into the engine (two,
+    /// one per kind of context, would keep the engine's `failed` out of
+    /// line) and an unthrottled first-try success reads only the fields it
+    /// checks. With a throttle the origin is read when the call starts
+    /// ([`for_async`](Self::for_async)), so it is known here.
+    #[inline]
+    pub(crate) fn context(&self) -> Context<'r, N> {
+        let retry: &'r Retry<C, T, N> = self.retry;
+        let cx = retry.context();
+        match &retry.throttle {
+            Some(t) => cx.throttle_at(t, self.origin.unwrap_or(0)),
+            None => cx,
+        }
     }
 
     /// A throttled call's first attempt waits for its turn (nothing without
@@ -354,19 +361,9 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         hedging.won(&mut self.engine, cx, hedge, now, number, started);
     }
 
-    /// Records a success.
+    /// Records a success (`cx`: this call's [`context`](Self::context)).
     #[inline]
     pub(crate) fn succeeded(&mut self, cx: &Context<'_, N>) {
-        // Two calls, not a pointer to either context: the unthrottled
-        // context stays in registers.
-        match self.throttled(cx) {
-            Some(t) => self.succeeded_in(&t),
-            None => self.succeeded_in(cx),
-        }
-    }
-
-    #[inline(always)]
-    fn succeeded_in(&mut self, cx: &Context<'_, N>) {
         let Run {
             engine,
             retry,
@@ -412,19 +409,6 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         classification: Classification,
         cause: RetryCause,
     ) -> Decision {
-        match self.throttled(cx) {
-            Some(t) => self.decide_in(&t, classification, cause),
-            None => self.decide_in(cx, classification, cause),
-        }
-    }
-
-    #[inline(always)]
-    fn decide_in(
-        &mut self,
-        cx: &Context<'_, N>,
-        classification: Classification,
-        cause: RetryCause,
-    ) -> Decision {
         let retry = self.retry;
         let now = self.now();
         let rng = self.rng.get_or_insert_with(|| new_rng(retry));
@@ -447,13 +431,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             self.last = self.now();
         }
         let rng = self.rng.get_or_insert_with(Rng::fresh);
-        match &self.retry.throttle {
-            Some(t) => {
-                let cx = cx.throttle_at(t, self.origin.unwrap_or(0));
-                self.engine.ready_ns(&cx, self.last, rng)
-            }
-            None => self.engine.ready_ns(cx, self.last, rng),
-        }
+        self.engine.ready_ns(cx, self.last, rng)
     }
 
     /// The error the call ends with.
