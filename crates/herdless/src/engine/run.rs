@@ -362,7 +362,10 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     }
 
     /// Records a success (`cx`: this call's [`context`](Self::context)).
-    #[inline]
+    /// Always inlined: at the first attempt's call site the compiler knows
+    /// the attempt is the first, and a first-try success then checks only
+    /// the guards (no retry's refund, no event, no clock).
+    #[inline(always)]
     pub(crate) fn succeeded(&mut self, cx: &Context<'_, N>) {
         let Run {
             engine,
@@ -422,14 +425,17 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         decision
     }
 
-    /// After the backoff wait: may the retry start? Only a breaker's gate
-    /// depends on the time; without one the retry's time is when it came due
-    /// (the failure's reading plus the delay slept), and no clock is read.
+    /// After the backoff wait: may the retry start? Only a breaker's or a
+    /// throttle's gate depends on the time; without either the engine's
+    /// answer is [`Gate::Go`], given here without asking it, and the retry's
+    /// time is when it came due (the failure's reading plus the delay
+    /// slept): no clock is read.
     #[inline(always)]
     pub(crate) fn ready(&mut self, cx: &Context<'_, N>) -> Gate {
-        if self.retry.breaker.is_some() || self.retry.throttle.is_some() {
-            self.last = self.now();
+        if self.retry.breaker.is_none() && self.retry.throttle.is_none() {
+            return Gate::Go;
         }
+        self.last = self.now();
         let rng = self.rng.get_or_insert_with(Rng::fresh);
         self.engine.ready_ns(cx, self.last, rng)
     }
