@@ -67,17 +67,18 @@ impl Rng {
     /// ```
     #[inline]
     pub fn fresh() -> Self {
-        THREAD_SEEDS.with(|cell| {
+        let state = THREAD_SEEDS.with(|cell| {
             let mut state = cell.get();
             if state == 0 {
-                state = getrandom::u64().unwrap_or_else(|_| fastrand::u64(..)) | 1;
+                state = thread_seed();
             }
             // A Weyl sequence over the thread's seed: every call a new point,
-            // scrambled by SplitMix64 into an unrelated generator seed.
+            // scrambled by SplitMix64 (below) into an unrelated generator seed.
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15) | 1;
             cell.set(state);
-            Self::with_seed(splitmix64(state))
-        })
+            state
+        });
+        Self::with_seed(splitmix64(state))
     }
 
     /// A generator with an explicit seed: the same seed gives the same sequence.
@@ -147,6 +148,16 @@ thread_local! {
     static THREAD_SEEDS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// This thread's (salt, call counter) for idempotency keys; salt 0 = unset.
     static CALLS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// The first seed of this thread's [`Rng::fresh`] sequence, from OS entropy
+/// (odd, so never the "not yet seeded" 0). Out of line and cold: once per
+/// thread, and the per-call path that reads the thread-local stays small
+/// enough for the compiler to inline.
+#[cold]
+#[inline(never)]
+fn thread_seed() -> u64 {
+    getrandom::u64().unwrap_or_else(|_| fastrand::u64(..)) | 1
 }
 
 /// A per-thread unique call id: a random per-thread salt (from `fastrand`'s

@@ -89,7 +89,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
     {
         let mut run = Run::for_async(self);
         if self.throttle.is_some() {
-            let cx = self.context();
+            let cx = run.context();
             while let Some(wait) = run.first_gate(&cx) {
                 self.timer.sleep(wait).await;
             }
@@ -99,12 +99,12 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         let attempt = run.begin();
         let (mut error, mut timed_out) = match await_attempt!(run, attempt, op(attempt)) {
             Ok(value) => {
-                run.succeeded(&self.context());
+                run.succeeded(&run.context());
                 return Ok(value);
             }
             Err(failed) => failed,
         };
-        let cx = self.context();
+        let cx = run.context();
         loop {
             let decision = run.failed(&cx, &error, timed_out);
             if let Err(reason) = back_off(&mut run, &cx, &self.timer, decision).await {

@@ -50,58 +50,81 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
     /// assert_eq!(out.unwrap(), "captured");
     /// assert_eq!(timer.sleeps().len(), 2);
     /// ```
-    pub fn call<F, R, E>(&self, mut op: F) -> Result<R, RetryError<E>>
+    pub fn call<F, R, E>(&self, op: F) -> Result<R, RetryError<E>>
     where
         F: FnMut(Attempt) -> Result<R, E>,
         C: Classify<E>,
     {
-        let mut run = Run::<'_, C, T, N, BlockingClock>::new(self);
+        let run = Run::<'_, C, T, N, BlockingClock>::new(self);
         if self.throttle.is_some() {
-            first_turn(self, &mut run);
+            return throttled(self, run, op);
         }
-        // The first attempt on its own: a first-try success builds only what
-        // it reads; the retries share one context.
-        let mut error = match op(run.begin()) {
+        attempts(self, run, op)
+    }
+}
+
+/// The call's attempts, the first on its own: a first-try success builds
+/// only what it reads; the retries share one context.
+#[inline(always)]
+fn attempts<C, T: Sleep, N: Notify, F, R, E>(
+    retry: &Retry<C, T, N>,
+    mut run: Run<'_, C, T, N, BlockingClock>,
+    mut op: F,
+) -> Result<R, RetryError<E>>
+where
+    F: FnMut(Attempt) -> Result<R, E>,
+    C: Classify<E>,
+{
+    let mut error = match op(run.begin()) {
+        Ok(value) => {
+            run.succeeded(&run.context());
+            return Ok(value);
+        }
+        Err(error) => error,
+    };
+    let cx = run.context();
+    loop {
+        match run.failed(&cx, &error, false) {
+            Decision::Retry { delay, .. } => retry.timer.sleep(delay),
+            Decision::GiveUp(reason) => return Err(run.error(reason, error)),
+        }
+        loop {
+            match run.ready(&cx) {
+                Gate::Go => break,
+                Gate::Wait(wait) => retry.timer.sleep(wait),
+                Gate::GiveUp(reason) => return Err(run.error(reason, error)),
+            }
+        }
+        match op(run.begin()) {
             Ok(value) => {
-                run.succeeded(&self.context());
+                run.succeeded(&cx);
                 return Ok(value);
             }
-            Err(error) => error,
-        };
-        let cx = self.context();
-        loop {
-            match run.failed(&cx, &error, false) {
-                Decision::Retry { delay, .. } => self.timer.sleep(delay),
-                Decision::GiveUp(reason) => return Err(run.error(reason, error)),
-            }
-            loop {
-                match run.ready(&cx) {
-                    Gate::Go => break,
-                    Gate::Wait(wait) => self.timer.sleep(wait),
-                    Gate::GiveUp(reason) => return Err(run.error(reason, error)),
-                }
-            }
-            match op(run.begin()) {
-                Ok(value) => {
-                    run.succeeded(&cx);
-                    return Ok(value);
-                }
-                Err(e) => error = e,
-            }
+            Err(e) => error = e,
         }
     }
 }
 
-/// A throttled call's first attempt waits for its turn (out of line: the
-/// unthrottled path is one branch).
+/// A throttled call: its first attempt waits for its turn, then the call
+/// goes on as any other. A path of its own, out of line: were it to rejoin
+/// the unthrottled path before the first attempt, the compiler would no
+/// longer know that attempt to be the first (its count and flags would be
+/// read from memory, and a first-try success would build the whole context
+/// for the event a retry's success emits).
 #[cold]
 #[inline(never)]
-fn first_turn<C, T: Sleep, N: Notify>(
+fn throttled<C, T: Sleep, N: Notify, F, R, E>(
     retry: &Retry<C, T, N>,
-    run: &mut Run<'_, C, T, N, BlockingClock>,
-) {
-    let cx = retry.context();
+    mut run: Run<'_, C, T, N, BlockingClock>,
+    op: F,
+) -> Result<R, RetryError<E>>
+where
+    F: FnMut(Attempt) -> Result<R, E>,
+    C: Classify<E>,
+{
+    let cx = run.context();
     while let Some(wait) = run.first_gate(&cx) {
         retry.timer.sleep(wait);
     }
+    attempts(retry, run, op)
 }

@@ -225,7 +225,10 @@ impl Engine {
         now_ns: impl FnOnce() -> u64,
     ) {
         let retried = self.attempts > 1;
-        let now = if cx.breaker.is_some() || cx.throttle.is_some() || (retried && cx.listening()) {
+        // Asked once: whether the retry's success is told reads the same
+        // answer as whether its time is read for it.
+        let told = retried && cx.listening();
+        let now = if cx.breaker.is_some() || cx.throttle.is_some() || told {
             now_ns()
         } else {
             0
@@ -240,11 +243,15 @@ impl Engine {
         self.throttle_record(cx, now, true);
         self.release_probe(cx);
         if retried {
-            cx.emit_with(true, || RetryEvent::Succeeded {
-                task_id: cx.task_id,
-                attempt: self.attempts,
-                elapsed: Duration::from_nanos(now.saturating_sub(self.start_ns)),
-            });
+            if told {
+                let elapsed = Duration::from_nanos(now.saturating_sub(self.start_ns));
+                let event = RetryEvent::Succeeded {
+                    task_id: cx.task_id,
+                    attempt: self.attempts,
+                    elapsed,
+                };
+                cx.emit(event, true);
+            }
         } else {
             cx.first_success();
         }

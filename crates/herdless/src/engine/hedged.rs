@@ -106,7 +106,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         T: AsyncSleep,
     {
         let mut run = Run::new(self);
-        let retries = self.context();
+        let retries = run.context();
         // A throttled call's first copy waits for its turn, as any first
         // attempt does; its hedges never wait (`HedgeStop::Throttled`).
         while let Some(wait) = run.first_gate(&retries) {

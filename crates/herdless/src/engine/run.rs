@@ -262,16 +262,23 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         self.attempt_at(number, if number == 1 { first_at } else { self.last })
     }
 
-    /// `cx` with the retrier's throttle on the timer's clock (the call's
-    /// times count from its origin); `None` without one (use `cx` itself:
-    /// no copy of the context on the unthrottled path).
-    #[inline(always)]
-    fn throttled<'c>(&self, cx: &Context<'c, N>) -> Option<Context<'c, N>>
-    where
-        'r: 'c,
-    {
-        let t = self.retry.throttle.as_ref()?;
-        Some(cx.throttle_at(t, self.origin.unwrap_or(0)))
+    /// The engine's view of this call: the retrier's
+    /// [context](Retry::context), with its throttle on the timer's clock
+    /// (the call's times count from its origin). Built once per call and
+    /// passed to every decision as it is: one context whether or not there
+    /// is a throttle, so each decision is one call into the engine (two,
+    /// one per kind of context, would keep the engine's `failed` out of
+    /// line) and an unthrottled first-try success reads only the fields it
+    /// checks. With a throttle the origin is read when the call starts
+    /// ([`for_async`](Self::for_async)), so it is known here.
+    #[inline]
+    pub(crate) fn context(&self) -> Context<'r, N> {
+        let retry: &'r Retry<C, T, N> = self.retry;
+        let cx = retry.context();
+        match &retry.throttle {
+            Some(t) => cx.throttle_at(t, self.origin.unwrap_or(0)),
+            None => cx,
+        }
     }
 
     /// A throttled call's first attempt waits for its turn (nothing without
@@ -316,8 +323,6 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         idempotent: bool,
     ) -> Option<Attempt> {
         let now = self.now();
-        let throttled = self.throttled(cx);
-        let cx = throttled.as_ref().unwrap_or(cx);
         let retry = self.retry;
         let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         let at = Duration::from_nanos(now);
@@ -341,8 +346,6 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     {
         let (classification, cause) = self.classify(error, timed_out);
         let now = Duration::from_nanos(self.now());
-        let throttled = self.throttled(cx);
-        let cx = throttled.as_ref().unwrap_or(cx);
         (hedging.failed(cx, now, classification), cause)
     }
 
@@ -356,24 +359,15 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         started: Duration,
     ) {
         let now = Duration::from_nanos(self.now());
-        let throttled = self.throttled(cx);
-        let cx = throttled.as_ref().unwrap_or(cx);
         hedging.won(&mut self.engine, cx, hedge, now, number, started);
     }
 
-    /// Records a success.
-    #[inline]
-    pub(crate) fn succeeded(&mut self, cx: &Context<'_, N>) {
-        // Two calls, not a pointer to either context: the unthrottled
-        // context stays in registers.
-        match self.throttled(cx) {
-            Some(t) => self.succeeded_in(&t),
-            None => self.succeeded_in(cx),
-        }
-    }
-
+    /// Records a success (`cx`: this call's [`context`](Self::context)).
+    /// Always inlined: at the first attempt's call site the compiler knows
+    /// the attempt is the first, and a first-try success then checks only
+    /// the guards (no retry's refund, no event, no clock).
     #[inline(always)]
-    fn succeeded_in(&mut self, cx: &Context<'_, N>) {
+    pub(crate) fn succeeded(&mut self, cx: &Context<'_, N>) {
         let Run {
             engine,
             retry,
@@ -419,19 +413,6 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         classification: Classification,
         cause: RetryCause,
     ) -> Decision {
-        match self.throttled(cx) {
-            Some(t) => self.decide_in(&t, classification, cause),
-            None => self.decide_in(cx, classification, cause),
-        }
-    }
-
-    #[inline(always)]
-    fn decide_in(
-        &mut self,
-        cx: &Context<'_, N>,
-        classification: Classification,
-        cause: RetryCause,
-    ) -> Decision {
         let retry = self.retry;
         let now = self.now();
         let rng = self.rng.get_or_insert_with(|| new_rng(retry));
@@ -445,22 +426,19 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         decision
     }
 
-    /// After the backoff wait: may the retry start? Only a breaker's gate
-    /// depends on the time; without one the retry's time is when it came due
-    /// (the failure's reading plus the delay slept), and no clock is read.
+    /// After the backoff wait: may the retry start? Only a breaker's or a
+    /// throttle's gate depends on the time; without either the engine's
+    /// answer is [`Gate::Go`], given here without asking it, and the retry's
+    /// time is when it came due (the failure's reading plus the delay
+    /// slept): no clock is read.
     #[inline(always)]
     pub(crate) fn ready(&mut self, cx: &Context<'_, N>) -> Gate {
-        if self.retry.breaker.is_some() || self.retry.throttle.is_some() {
-            self.last = self.now();
+        if self.retry.breaker.is_none() && self.retry.throttle.is_none() {
+            return Gate::Go;
         }
+        self.last = self.now();
         let rng = self.rng.get_or_insert_with(Rng::fresh);
-        match &self.retry.throttle {
-            Some(t) => {
-                let cx = cx.throttle_at(t, self.origin.unwrap_or(0));
-                self.engine.ready_ns(&cx, self.last, rng)
-            }
-            None => self.engine.ready_ns(cx, self.last, rng),
-        }
+        self.engine.ready_ns(cx, self.last, rng)
     }
 
     /// The error the call ends with.

@@ -8,6 +8,7 @@ use crate::engine::call::Engine;
 use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::GiveUp;
+use crate::fleet::Throttle;
 use crate::rng::Rng;
 
 use super::Gate;
@@ -43,24 +44,19 @@ impl Engine {
     }
 
     /// The throttle learns that the endpoint answered (`served`) or refused.
-    /// One branch on the path without a throttle; the rest out of line.
+    /// One branch on the path without a throttle; the rest out of line, given
+    /// the throttle and the time rather than the context: a context passed
+    /// by reference must be in memory, and the compiler would store it there
+    /// on every path (an unthrottled first-try success included), not only
+    /// on the throttled one.
     #[inline(always)]
     pub(super) fn throttle_record<N>(&self, cx: &Context<'_, N>, now_ns: u64, served: bool) {
-        if cx.throttle.is_some() {
-            Self::throttle_tell(cx, now_ns, served);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn throttle_tell<N>(cx: &Context<'_, N>, now_ns: u64, served: bool) {
         if let Some(throttle) = cx.throttle {
-            let at = now_ns.saturating_add(cx.throttle_epoch_ns);
-            if served {
-                throttle.record_success_ns(at);
-            } else {
-                throttle.record_failure_ns(at);
-            }
+            throttle_tell(
+                throttle,
+                now_ns.saturating_add(cx.throttle_epoch_ns),
+                served,
+            );
         }
     }
 
@@ -79,5 +75,15 @@ impl Engine {
             return Gate::GiveUp(GiveUp::MaxElapsed);
         }
         Gate::Wait(wait)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn throttle_tell(throttle: &Throttle, at_ns: u64, served: bool) {
+    if served {
+        throttle.record_success_ns(at_ns);
+    } else {
+        throttle.record_failure_ns(at_ns);
     }
 }
