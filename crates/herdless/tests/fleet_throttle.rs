@@ -91,6 +91,37 @@ fn a_dead_endpoint_is_probed_at_the_probe_interval_not_at_the_backoff() {
     assert_eq!(gaps.len(), 2 + full.len());
 }
 
+/// The gate before a first attempt makes the call's generator when nothing
+/// has yet: from the seed, so a seeded call's throttled waits (the probes'
+/// jitter) repeat run after run.
+#[test]
+fn a_seeded_throttled_call_repeats_its_waits() {
+    let run = || {
+        let timer = ManualTimer::new();
+        let throttle = Throttle::builder()
+            .probe_min(Duration::from_millis(100))
+            .probe_max(Duration::from_millis(400))
+            .threshold(3)
+            .build()
+            .unwrap();
+        let retry = Retry::builder()
+            .policy(policy(12))
+            .classifier(AlwaysRetry)
+            .timer(timer.clone())
+            .throttle(throttle)
+            .seed(42)
+            .build();
+        let _ = retry.call(|_| Err::<(), _>("503"));
+        timer.sleeps()
+    };
+    let first = run();
+    assert!(
+        first.iter().any(|d| *d > Duration::from_millis(10)),
+        "the throttle's jittered waits beside the backoff: {first:?}"
+    );
+    assert_eq!(first, run());
+}
+
 #[test]
 fn a_shared_throttle_paces_every_retrier_holding_it() {
     let timer = ManualTimer::new();

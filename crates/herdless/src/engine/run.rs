@@ -437,7 +437,10 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             return Gate::Go;
         }
         self.last = self.now();
-        let rng = self.rng.get_or_insert_with(Rng::fresh);
+        // A throttled first attempt's gate may come before any failure made
+        // the call's generator: make it from the seed, as a failure would.
+        let retry = self.retry;
+        let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         self.engine.ready_ns(cx, self.last, rng)
     }
 
