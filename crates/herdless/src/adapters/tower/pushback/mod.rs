@@ -1,7 +1,7 @@
-//! Server-guided pushback as a tower [`Layer`]: usable with axum, hyper and any
+//! Server-guided pushback as a tower [`Layer`](tower::Layer): usable with axum, hyper and any
 //! `tower::Service<http::Request<_>>` (feature `tower`).
 //!
-//! [`PushbackLayer`] puts an [`Allocator`] — the static [`SlotAllocator`] or
+//! [`PushbackLayer`] puts an [`Allocator`] — the static [`SlotAllocator`](crate::pushback::SlotAllocator) or
 //! the [`AdaptiveAllocator`] — in front of a service. Admitted requests go to
 //! the inner service untouched; the others are answered at once with `503
 //! Service Unavailable` and two headers:
@@ -26,7 +26,7 @@
 //! additions (no allocation, no I/O), so the lock is held for nanoseconds. A
 //! poisoned lock is recovered, never propagated as a panic.
 //!
-//! Time comes from a [`Clock`] (default [`SystemTimer`], which follows tokio's
+//! Time comes from a [`Clock`] (default [`SystemTimer`](crate::SystemTimer), which follows tokio's
 //! clock with the `tokio` feature); the allocator's epoch is the layer's
 //! creation, so `SlotAllocator::outage_until(5 s)` means "the first five
 //! seconds after the layer was built". [`PushbackLayer::start_outage`] and
