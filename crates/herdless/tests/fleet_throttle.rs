@@ -19,6 +19,16 @@ fn policy(max_attempts: u32) -> Policy {
         .unwrap()
 }
 
+/// A throttle that probes after 3 refusals, every 100 ms doubling to 400 ms.
+fn probing() -> Throttle {
+    Throttle::builder()
+        .probe_min(Duration::from_millis(100))
+        .probe_max(Duration::from_millis(400))
+        .threshold(3)
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn a_first_attempt_waits_for_the_processes_turn() {
     let timer = ManualTimer::new();
@@ -58,12 +68,7 @@ fn without_a_throttle_nothing_waits_before_a_first_attempt() {
 #[test]
 fn a_dead_endpoint_is_probed_at_the_probe_interval_not_at_the_backoff() {
     let timer = ManualTimer::new();
-    let throttle = Throttle::builder()
-        .probe_min(Duration::from_millis(100))
-        .probe_max(Duration::from_millis(400))
-        .threshold(3)
-        .build()
-        .unwrap();
+    let throttle = probing();
     let retry = Retry::builder()
         .policy(policy(12))
         .classifier(AlwaysRetry)
@@ -98,12 +103,7 @@ fn a_dead_endpoint_is_probed_at_the_probe_interval_not_at_the_backoff() {
 fn a_seeded_throttled_call_repeats_its_waits() {
     let run = || {
         let timer = ManualTimer::new();
-        let throttle = Throttle::builder()
-            .probe_min(Duration::from_millis(100))
-            .probe_max(Duration::from_millis(400))
-            .threshold(3)
-            .build()
-            .unwrap();
+        let throttle = probing();
         let retry = Retry::builder()
             .policy(policy(12))
             .classifier(AlwaysRetry)

@@ -17,6 +17,17 @@ use tower::{Layer, Service, ServiceExt};
 
 type Answer = Result<Response<String>, Infallible>;
 
+/// An allocator that holds requests, told the service is down for the
+/// first `end_s` seconds.
+fn held_until(estimate: f64, end_s: u64) -> AdaptiveAllocator {
+    AdaptiveAllocator::builder()
+        .estimate(estimate)
+        .hold()
+        .build()
+        .unwrap()
+        .outage_until(Duration::from_secs(end_s))
+}
+
 /// When the service was called.
 type Calls = Arc<Mutex<Vec<Instant>>>;
 
@@ -45,12 +56,7 @@ fn recording(
 
 #[tokio::test(start_paused = true)]
 async fn held_requests_reach_the_service_when_the_known_outage_ends() {
-    let alloc = AdaptiveAllocator::builder()
-        .estimate(1_000.0)
-        .hold()
-        .build()
-        .unwrap()
-        .outage_until(Duration::from_secs(3));
+    let alloc = held_until(1_000.0, 3);
     let layer = PushbackLayer::new(alloc);
     let (calls, inner) = recording(StatusCode::OK);
     let svc = layer.layer(inner);
@@ -126,12 +132,7 @@ async fn a_request_held_past_its_hold_gets_a_slot() {
 
 #[tokio::test(start_paused = true)]
 async fn a_released_request_the_service_refuses_is_answered_with_a_slot() {
-    let alloc = AdaptiveAllocator::builder()
-        .estimate(100.0)
-        .hold()
-        .build()
-        .unwrap()
-        .outage_until(Duration::from_secs(1));
+    let alloc = held_until(100.0, 1);
     let layer = PushbackLayer::new(alloc);
     let (calls, inner) = recording(StatusCode::TOO_MANY_REQUESTS);
     let svc = layer.layer(inner);
@@ -156,12 +157,7 @@ async fn a_released_request_the_service_refuses_is_answered_with_a_slot() {
 
 #[tokio::test(start_paused = true)]
 async fn a_caller_that_hangs_up_while_held_leaves_the_queue() {
-    let alloc = AdaptiveAllocator::builder()
-        .estimate(100.0)
-        .hold()
-        .build()
-        .unwrap()
-        .outage_until(Duration::from_secs(5));
+    let alloc = held_until(100.0, 5);
     let layer = PushbackLayer::new(alloc);
     let (calls, inner) = recording(StatusCode::OK);
     let svc = layer.layer(inner);
@@ -185,12 +181,7 @@ fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> Poll<F::Output> 
 
 #[test]
 fn without_a_runtime_a_held_request_is_answered_at_once() {
-    let alloc = AdaptiveAllocator::builder()
-        .estimate(100.0)
-        .hold()
-        .build()
-        .unwrap()
-        .outage_until(Duration::from_secs(5));
+    let alloc = held_until(100.0, 5);
     let layer = PushbackLayer::new(alloc);
     let (calls, inner) = recording(StatusCode::OK);
     let mut svc = layer.layer(inner);
@@ -205,12 +196,7 @@ fn without_a_runtime_a_held_request_is_answered_at_once() {
 
 #[test]
 fn held_requests_are_answered_when_the_drivers_runtime_shuts_down() {
-    let alloc = AdaptiveAllocator::builder()
-        .estimate(100.0)
-        .hold()
-        .build()
-        .unwrap()
-        .outage_until(Duration::from_secs(5));
+    let alloc = held_until(100.0, 5);
     let layer = PushbackLayer::new(alloc);
     let (_calls, inner) = recording(StatusCode::OK);
     let mut svc = layer.layer(inner);
@@ -241,12 +227,7 @@ async fn over_a_socket_an_axum_router_holds_then_serves() {
     use axum::{routing::get, Router};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let timer = herdless::ManualTimer::new();
-    let alloc = AdaptiveAllocator::builder()
-        .estimate(100.0)
-        .hold()
-        .build()
-        .unwrap()
-        .outage_until(Duration::from_secs(4));
+    let alloc = held_until(100.0, 4);
     let layer = PushbackLayer::with_clock(alloc, timer.clone());
     let app = Router::new()
         .route("/", get(|| async { "served" }))
