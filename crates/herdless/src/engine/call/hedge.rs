@@ -198,7 +198,8 @@ impl Hedging {
         }
         if let Some(throttle) = cx.throttle.filter(|_| !engine.bypasses(cx)) {
             let at = nanos(now).saturating_add(cx.throttle_epoch_ns);
-            if throttle.acquire_ns(at, rng).is_err() {
+            // A hedge is a second copy: it defers a probe to a fresh call.
+            if throttle.acquire_ns(at, rng, true).is_err() {
                 return HedgeGate::Stop(HedgeStop::Throttled);
             }
         }

@@ -33,7 +33,11 @@ impl Engine {
             return None;
         }
         let wait = throttle
-            .acquire_ns(now_ns.saturating_add(cx.throttle_epoch_ns), rng)
+            .acquire_ns(
+                now_ns.saturating_add(cx.throttle_epoch_ns),
+                rng,
+                self.attempts() > 0,
+            )
             .err()?;
         if self.attempts() == 0 {
             let elapsed = now_ns.saturating_sub(self.start_ns);

@@ -37,6 +37,18 @@ const STEADY_GROWTH: f64 = 1.1;
 const CALM_WINDOWS: u32 = 3;
 /// The cut on the first refusal while growing (CUBIC's β).
 const CUT: f64 = 0.7;
+/// A served probe starts the ramp at the rate that would send every call the
+/// process has waiting within this many seconds (at least one call per
+/// `probe_min`). The sum over a fleet's processes is then the same share of
+/// the fleet's backlog however many processes hold it. 40 s: a fleet of 400
+/// processes starts at about the sum of their old floors (one call per
+/// `probe_min` each), so its peak stays at 1.22–1.26× the capacity (10 s
+/// and 20 s: 1.32–1.36×), while one process holding 2,000 callers starts
+/// at ~40/s instead of 2/s (docs/fleet-protection.md).
+const RAMP_CLEAR_S: f64 = 40.0;
+/// How fast the estimate of the waiting calls' re-asks follows each
+/// window's count while probing: the time constant, seconds.
+const ASKS_TAU_S: f64 = 1.0;
 /// The highest rate, calls per second.
 pub(crate) const MAX_RATE: f64 = 1e9;
 /// A window whose refusals reach 1 in this many calls sets the rate to what
@@ -72,6 +84,11 @@ pub(crate) struct State {
     ramp_at: u64,
     /// While probing: when the next probe may go.
     probe_at: u64,
+    /// While probing: the calls told to wait, per second (a moving
+    /// average over windows): the demand the recovery will meet.
+    asks: f64,
+    /// While probing: a call not yet refused asked since the last probe.
+    fresh: bool,
     /// A share in `[0.5, 1]` drawn at the last admission: the next probe
     /// interval's jitter (so the processes of a fleet do not probe in step).
     jitter: f64,
@@ -100,6 +117,8 @@ impl State {
             last_ok: None,
             ramp_at: 0,
             probe_at: 0,
+            asks: 0.0,
+            fresh: false,
             jitter: 1.0,
         }
     }
@@ -145,7 +164,10 @@ impl State {
     fn close(&mut self, now: u64, s: &Settings) {
         let span = now.saturating_sub(self.window_start).max(1) as f64 / 1e9;
         let total = u64::from(self.ok) + u64::from(self.failed);
-        if !matches!(self.phase, Phase::Probe { .. }) {
+        if matches!(self.phase, Phase::Probe { .. }) {
+            let asks = f64::from(self.denied) / span;
+            self.asks += (asks - self.asks) * (span / ASKS_TAU_S).min(1.0);
+        } else {
             if self.failed > 0 && u64::from(self.failed) * REFUSED_SHARE >= total {
                 let served = f64::from(self.ok) / span;
                 self.rate = served.clamp(self.rate * 0.5, self.rate).max(s.floor());
@@ -168,21 +190,36 @@ impl State {
     }
 
     /// One call may go now, or wait this long and ask again.
+    /// `refused`: the call was refused before (or is a hedge). A probe
+    /// is spent from a call not yet refused when one is waiting: each probe
+    /// costs its caller an attempt, and the callers that came back from a
+    /// refused probe must not spend theirs again and again while others wait
+    /// (a 60 s outage has some twenty probes per process). Such callers
+    /// ask within `max_wait`; past it, anyone probes (probing never stops).
     pub(crate) fn acquire(
         &mut self,
         now: u64,
         s: &Settings,
         rng: &mut Rng,
+        refused: bool,
     ) -> Result<(), Duration> {
         self.advance(now, s);
         if let Phase::Probe { interval } = self.phase {
+            let grace = self.probe_at.saturating_add(s.max_wait);
+            if refused && self.fresh && now >= self.probe_at && now < grace {
+                self.denied = self.denied.saturating_add(1);
+                return Err(self.wait(grace - now, s, rng));
+            }
             if now >= self.probe_at {
+                self.fresh = false;
                 // The next probe goes an interval later even if this one
                 // never reports (a cancelled call): probing never stops.
                 self.probe_at = now.saturating_add(interval);
                 self.admitted(rng);
                 return Ok(());
             }
+            self.denied = self.denied.saturating_add(1);
+            self.fresh |= !refused;
             return Err(self.wait(self.probe_at - now, s, rng));
         }
         if self.tokens >= 1.0 {
@@ -224,9 +261,17 @@ impl State {
         if let Phase::Probe { .. } = self.phase {
             self.phase = Phase::Ramp;
             self.ramp_at = now;
-            // From the first probe's rate, not the last: the interval grew
-            // with the outage's length, not with the endpoint's capacity.
-            self.rate = interval_ns(s.probe_min as f64).max(s.floor());
+            // Not from the last probe's rate: the interval grew with the
+            // outage's length, not with the endpoint's capacity. From the
+            // rate that serves the calls now waiting within
+            // `RAMP_CLEAR_S` (each re-asks every 0.75 `max_wait` on
+            // average), at least the first probe's: the same share of the
+            // capacity whether one process holds the fleet or hundreds do.
+            let waiting = self.asks * 0.75 * s.max_wait as f64 / 1e9;
+            self.rate = (waiting / RAMP_CLEAR_S)
+                .max(interval_ns(s.probe_min as f64))
+                .max(s.floor())
+                .min(MAX_RATE);
             self.restart(now);
         }
     }
@@ -253,6 +298,10 @@ impl State {
             }
             _ => return,
         };
+        if !matches!(self.phase, Phase::Probe { .. }) {
+            self.asks = 0.0;
+            self.fresh = false;
+        }
         self.phase = Phase::Probe { interval };
         self.rate = interval_ns(interval as f64);
         self.tokens = 0.0;

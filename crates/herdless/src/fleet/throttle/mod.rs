@@ -16,7 +16,7 @@
 //! |---|---|---|
 //! | start | `initial` calls per window (10 per 100 ms), doubling per window while calls wait and nothing is refused (TCP's slow start) | a refusal: ×0.7, steady; or "down": probe |
 //! | probe | one call per probe interval, the interval doubling from `probe_min` (500 ms) to `probe_max` (3 s) per refused probe, each jittered within its upper half | a call is served: ramp |
-//! | ramp | from one call per `probe_min` (the first probe's rate: the interval grew with the outage, not with the endpoint), growing while calls wait and nothing is refused as `(1 + k / 28)³` over the `k` windows since it began: a cubic in time, fast far below and ever gentler (7 % per window 1.5 s in) | a refusal: ×0.7 (CUBIC's β), steady |
+//! | ramp | from the rate that would send every call the process has waiting within 40 s (its waiters counted by how often they ask while it probes), at least one call per `probe_min` (the first probe's rate: the interval grew with the outage, not with the endpoint), growing while calls wait and nothing is refused as `(1 + k / 28)³` over the `k` windows since it began: a cubic in time, fast far below and ever gentler (7 % per window 1.5 s in) | a refusal: ×0.7 (CUBIC's β), steady |
 //! | steady | ×1.1 per window while calls wait and nothing is refused; a window whose refusals reach 2 % sets it to what the endpoint served (at least half); after 3 windows without a refusal it ramps again | |
 //!
 //! Why a cubic ramp, and not TCP's doubling: the endpoint's own bucket (a
@@ -35,6 +35,11 @@
 //!   mean the endpoint refuses everything). A throttle that needs the outage's 503 to
 //!   be classified as throttling does nothing in an outage. A terminal
 //!   answer (a 404) is an answer: it counts as served.
+//! * **A probe costs a fresh call's attempt**: while probing, a call that was
+//!   refused before leaves a due probe to a call not yet refused for up to
+//!   `max_wait`, when one has asked since the last probe (otherwise the
+//!   callers back from a refused probe spend their attempts on probe after
+//!   probe, and give up in a long outage).
 //! * **It never deadlocks**: while the endpoint refuses everything one call
 //!   per probe interval still goes, so a recovery is seen within `probe_max`.
 //! * **Waiting calls are spread**: each is given its own turn, one interval
@@ -167,13 +172,21 @@ impl Throttle {
     /// # Ok::<(), herdless::fleet::ThrottleError>(())
     /// ```
     pub fn acquire(&self, now: Duration, rng: &mut Rng) -> Result<(), Duration> {
-        self.acquire_ns(ns(now), rng)
+        self.acquire_ns(ns(now), rng, false)
     }
 
-    /// [`acquire`](Self::acquire) at `now` nanoseconds: what the engine calls.
+    /// [`acquire`](Self::acquire) at `now` nanoseconds, for a call that was
+    /// `refused` before (or a hedge): what the engine calls. While probing,
+    /// such a call leaves a due probe to a call not yet refused for up to
+    /// `max_wait`, when one has asked since the last probe.
     #[inline]
-    pub(crate) fn acquire_ns(&self, now: u64, rng: &mut Rng) -> Result<(), Duration> {
-        self.lock().acquire(now, &self.settings, rng)
+    pub(crate) fn acquire_ns(
+        &self,
+        now: u64,
+        rng: &mut Rng,
+        refused: bool,
+    ) -> Result<(), Duration> {
+        self.lock().acquire(now, &self.settings, rng, refused)
     }
 
     /// A call that went was served (any answer that is not a refusal).

@@ -153,6 +153,85 @@ fn a_served_probe_ramps_from_the_first_probe_rate_ever_gentler() {
     assert!(late < early && late > 1.0, "×{early} then ×{late}");
 }
 
+/// `waiters` calls of one process, each asking again when told, in an outage
+/// that ends at `end`: the probes before it are refused, the first after it
+/// served. The throttle's rate when that probe is served.
+fn ramp_start(waiters: u64, end: Duration) -> f64 {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut rng = Rng::with_seed(waiters);
+    let t = Throttle::new();
+    outage(&t, Duration::ZERO);
+    let mut asks: BinaryHeap<Reverse<(Duration, u64)>> =
+        (0..waiters).map(|i| Reverse((Duration::ZERO, i))).collect();
+    while let Some(Reverse((now, i))) = asks.pop() {
+        match t.acquire(now, &mut rng) {
+            Ok(()) if now >= end => {
+                t.record_success(now);
+                return t.rate();
+            }
+            Ok(()) => {
+                t.record_failure(now);
+                asks.push(Reverse((now + ms(500), i))); // its own backoff
+            }
+            Err(wait) => asks.push(Reverse((now + wait, i))),
+        }
+    }
+    unreachable!("a waiter always asks again")
+}
+
+#[test]
+fn a_served_probe_starts_the_ramp_where_the_waiting_calls_would_go_within_40_s() {
+    // 2,000 waiters re-asking within max_wait (500 ms): ~50/s.
+    let rate = ramp_start(2_000, Duration::from_secs(3));
+    assert!((35.0..=65.0).contains(&rate), "ramp starts at {rate}/s");
+    // Twice the waiters, twice the start.
+    let doubled = ramp_start(4_000, Duration::from_secs(3));
+    assert!(
+        (1.6..=2.4).contains(&(doubled / rate)),
+        "{doubled} vs {rate}"
+    );
+    // A handful waiting: one call per probe_min, as with nobody.
+    assert_eq!(ramp_start(10, Duration::from_secs(3)), 2.0);
+}
+
+#[test]
+fn a_due_probe_goes_to_a_call_not_yet_refused_when_one_is_waiting() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::new();
+    outage(&t, Duration::ZERO);
+    let ns = |d: Duration| d.as_nanos() as u64;
+    // A fresh call waits for the probe; a refused one comes back at its time.
+    let due = t.acquire_ns(0, &mut rng, false).unwrap_err();
+    let deferred = t.acquire_ns(ns(due), &mut rng, true).unwrap_err();
+    assert_eq!(deferred, ms(500), "left to the fresh call for max_wait");
+    assert!(
+        t.acquire_ns(ns(due), &mut rng, false).is_ok(),
+        "the fresh call probes"
+    );
+    t.record_failure(due);
+    // Nobody fresh asks: the refused call, asking as told, probes at the
+    // probe's time (the interval is 1 s now, jittered down to half).
+    let mut now = due;
+    while let Err(wait) = t.acquire_ns(ns(now), &mut rng, true) {
+        now += wait;
+    }
+    assert!(
+        (ms(500)..=ms(1_000)).contains(&(now - due)),
+        "{:?}",
+        now - due
+    );
+    t.record_failure(now);
+    // A fresh call asks, then goes away: the refused call still probes, at
+    // most max_wait after the probe's time (2 s now): probing never stops.
+    let start = now;
+    assert!(t.acquire_ns(ns(now), &mut rng, false).is_err());
+    while let Err(wait) = t.acquire_ns(ns(now), &mut rng, true) {
+        now += wait;
+    }
+    assert!(now - start <= ms(2_500), "{:?}", now - start);
+}
+
 #[test]
 fn a_refusal_while_growing_cuts_and_a_partial_refusal_sets_what_was_served() {
     let mut rng = Rng::with_seed(7);
