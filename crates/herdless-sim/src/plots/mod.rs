@@ -257,7 +257,7 @@ where
             counts
                 .iter()
                 .enumerate()
-                .filter(|(_, &c)| c > 0)
+                .filter(|&(_, &c)| c > 0)
                 .map(|(b, &c)| {
                     let x0 = b as f64 * 0.1;
                     Rectangle::new([(x0, 0.0), (x0 + 0.1, f64::from(c))], color.filled())
