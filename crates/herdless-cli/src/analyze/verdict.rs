@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use super::stats::{Stats, BUCKET_NS};
+use super::stats::{BUCKET_NS, Stats};
 
 /// The thresholds.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -21,7 +21,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{DrawResult, Figure, COLORS};
+use super::{COLORS, DrawResult, Figure};
 use crate::report::OutageReport;
 use crate::scenario::outage::OutageFigures;
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{both, register_font, DrawResult, Figure, PlotError};
+use super::{DrawResult, Figure, PlotError, both, register_font};
 
 /// The data of a timeline figure.
 #[derive(Debug, Clone, PartialEq)]
