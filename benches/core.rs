@@ -29,11 +29,11 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use herdless::policy::Schedule;
 use herdless::timer::CoarseClock;
 use herdless::{AlwaysRetry, Clock, Jitter, Policy, Retry, Rng};
-use herdless_benches::{backon_ns, flaky, flaky_async, op, op_async, NoSleep, NoSleepTokioClock};
+use herdless_benches::{NoSleep, NoSleepTokioClock, backon_ns, flaky, flaky_async, op, op_async};
 
 fn success_first_try(c: &mut Criterion) {
     let mut g = c.benchmark_group("success_first_try");

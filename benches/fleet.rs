@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use herdless::fleet::breaker::Admission;
 use herdless::pushback::SlotAllocator;
 use herdless::{AlwaysRetry, Breaker, ManualTimer, Policy, Retry, RetryBudget, RetryCause};

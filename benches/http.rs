@@ -5,8 +5,8 @@
 use std::hint::black_box;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use herdless::http::{classify_response, parse_retry_after, StatusClassifier};
+use criterion::{Criterion, criterion_group, criterion_main};
+use herdless::http::{StatusClassifier, classify_response, parse_retry_after};
 
 fn bench(c: &mut Criterion) {
     let now: SystemTime = UNIX_EPOCH + Duration::from_secs(1_700_000_000);

@@ -21,7 +21,7 @@ use std::time::Duration;
 use backon::{BlockingRetryable, ExponentialBuilder, Retryable};
 use herdless::timer::CoarseClock;
 use herdless::{AlwaysRetry, Clock, Policy, Retry, SystemTimer};
-use herdless_benches::{backon_ns, flaky, flaky_async, op, op_async, NoSleep, NoSleepTokioClock};
+use herdless_benches::{NoSleep, NoSleepTokioClock, backon_ns, flaky, flaky_async, op, op_async};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -13,8 +13,8 @@ mod nats_server;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use nats_server::{publish, task_streams, NatsServer};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use nats_server::{NatsServer, publish, task_streams};
 
 const BIN: &str = env!("CARGO_BIN_EXE_herdless");
 const BACKLOG: u64 = 1000;

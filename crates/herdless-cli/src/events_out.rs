@@ -19,8 +19,8 @@ use herdless::{Notify, RetryEvent};
 use herdless_sim::report::units::seconds_value;
 use serde_json::{Map, Value};
 use tracing::Level;
-use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
 
 use crate::policy_args::LogFormat;
 

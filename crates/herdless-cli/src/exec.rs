@@ -45,7 +45,7 @@ use attempt::attempt_once;
 pub(crate) use attempt::{group_of, start_failure};
 use events::ExecEvents;
 
-pub use classes::{classify, Classes, ClassesError, SIGPIPE_STATUS};
+pub use classes::{Classes, ClassesError, SIGPIPE_STATUS, classify};
 pub(crate) use limits::Limits;
 pub use limits::{AttemptArgs, DEFAULT_KILL_AFTER};
 
@@ -59,7 +59,7 @@ use clap::Args;
 use herdless::{IdempotencyKey, Jitter, Retry, RetryError};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::error::{CliError, CliResult};
 use crate::events_out::EventFilter;
@@ -353,21 +353,27 @@ mod tests {
         assert!(deny.classify(1).is_retryable());
         let both = Classes::new(codes("1-10"), codes("20")).unwrap();
         assert!(both.classify(5).is_retryable() && !both.classify(20).is_retryable());
-        assert!(Classes::new(codes("0,1"), None)
-            .unwrap_err()
-            .contains("0 is success"));
-        assert!(Classes::new(codes("126-127"), None)
-            .unwrap_err()
-            .contains("126-127 can never be retried"));
+        assert!(
+            Classes::new(codes("0,1"), None)
+                .unwrap_err()
+                .contains("0 is success")
+        );
+        assert!(
+            Classes::new(codes("126-127"), None)
+                .unwrap_err()
+                .contains("126-127 can never be retried")
+        );
         // A range spanning 126-127 keeps the rest, and says what it left out.
         let range = Classes::new(codes("1-255"), None).unwrap();
         assert!(range.classify(1).is_retryable() && range.classify(141).is_retryable());
         assert!(!range.classify(126).is_retryable() && !range.classify(127).is_retryable());
         assert_eq!(range.left_out(), codes("126-127"));
         assert_eq!(Classes::new(codes("75"), None).unwrap().left_out(), None);
-        assert!(Classes::new(codes("1-5"), codes("5"))
-            .unwrap_err()
-            .contains("both list 5"));
+        assert!(
+            Classes::new(codes("1-5"), codes("5"))
+                .unwrap_err()
+                .contains("both list 5")
+        );
     }
 
     #[test]

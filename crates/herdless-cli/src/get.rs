@@ -31,7 +31,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::error::{CliError, CliResult};
 use crate::events_out::{EventFilter, StderrEvents};
 use crate::exit;
-use crate::policy_args::{parse_duration, PolicyArgs};
+use crate::policy_args::{PolicyArgs, parse_duration};
 
 /// `herdless get` flags.
 #[derive(Debug, Clone, Args)]
@@ -259,9 +259,11 @@ mod tests {
         let h = parse_headers(&["X-Worker-Id: 7".into(), "Accept:text/plain".into()]).unwrap();
         assert_eq!(h["x-worker-id"], "7");
         assert_eq!(h["accept"], "text/plain");
-        assert!(parse_headers(&["no colon".into()])
-            .unwrap_err()
-            .contains("Name: value"));
+        assert!(
+            parse_headers(&["no colon".into()])
+                .unwrap_err()
+                .contains("Name: value")
+        );
         assert!(parse_headers(&["bad name: v".into()]).is_err());
         assert!(parse_url("ftp://x/").unwrap_err().contains("scheme"));
         assert!(parse_url("not a url").is_err());

@@ -558,10 +558,11 @@ mod tests {
             multiplier: Some(0.5),
             ..Default::default()
         };
-        assert!(bad
-            .resolve(Jitter::Full)
-            .unwrap_err()
-            .to_string()
-            .contains("multiplier"));
+        assert!(
+            bad.resolve(Jitter::Full)
+                .unwrap_err()
+                .to_string()
+                .contains("multiplier")
+        );
     }
 }

@@ -16,13 +16,13 @@ mod nats_server;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer, stream, AckKind};
+use async_nats::jetstream::{self, AckKind, consumer, stream};
 use futures_util::StreamExt;
-use nats_server::{publish, task_streams, NatsServer};
+use nats_server::{NatsServer, publish, task_streams};
 use tokio::sync::Semaphore;
 
 const BIN: &str = env!("CARGO_BIN_EXE_herdless");

@@ -63,7 +63,9 @@ async fn two_hundred_workers_full_jitter_spread_and_no_jitter_spikes() {
     assert_eq!(all.len(), 3 * N);
     let (peak, at) = busiest_100ms(&all);
     let share = peak as f64 / N as f64;
-    eprintln!("full jitter: busiest 100 ms window holds {peak} retries ({share:.2} of the fleet) at {at:.3} s");
+    eprintln!(
+        "full jitter: busiest 100 ms window holds {peak} retries ({share:.2} of the fleet) at {at:.3} s"
+    );
     assert!(
         share <= 0.45,
         "full jitter piled {peak} retries into 100 ms at {at:.3} s"
@@ -408,7 +410,7 @@ async fn fleet_urgent_calls_end_by_their_deadline() {
 /// (its `retry_scheduled` event on fleet's stderr).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_fleet_prints_its_partial_report_and_exits_128_plus_the_signal() {
-    use nix::sys::signal::{kill, Signal};
+    use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
     let (stub, url) = start_stub(&["--outage", "1h"]);

@@ -199,7 +199,7 @@ async fn get_retries_when_out_of_file_descriptors() {
 /// (not the one asked for) and the redirect chain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_redirect_names_the_url_that_failed_and_the_chain() {
-    use axum::http::{header, StatusCode};
+    use axum::http::{StatusCode, header};
     let app = axum::Router::new()
         .route(
             "/start",

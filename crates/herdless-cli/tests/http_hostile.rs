@@ -185,7 +185,7 @@ async fn serve(h: Hostile) -> String {
 
 /// The peak RSS of the largest child waited for so far, KiB.
 fn children_peak_kib() -> i64 {
-    use nix::sys::resource::{getrusage, UsageWho};
+    use nix::sys::resource::{UsageWho, getrusage};
     getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0, |u| u.max_rss())
 }
 

@@ -171,10 +171,12 @@ async fn stub_outage_fails_everything_until_it_ends() {
         "{rest:?}"
     );
     // An unusable Retry-After ("soon") falls back to the jitter.
-    assert!(events(&out)
-        .iter()
-        .filter(|e| e["event"] == "retry_scheduled")
-        .all(|e| e["honored_retry_after"] == false));
+    assert!(
+        events(&out)
+            .iter()
+            .filter(|e| e["event"] == "retry_scheduled")
+            .all(|e| e["honored_retry_after"] == false)
+    );
 }
 
 /// The baseline capacity (`--pushback off`): the simulator's token bucket on
@@ -225,10 +227,12 @@ async fn stub_capacity_is_a_token_bucket_empty_at_start() {
     // At most burst + rate · 1 s = 6 in any one-second window.
     let t: Timeline = served.iter().map(|s| (s * 1e9).round() as u64).collect();
     assert!(t.peak(Duration::from_secs(1)).count <= 6, "{served:?}");
-    assert!(arrivals
-        .iter()
-        .filter(|a| a.status != 200)
-        .all(|a| a.status == 503));
+    assert!(
+        arrivals
+            .iter()
+            .filter(|a| a.status != 200)
+            .all(|a| a.status == 503)
+    );
 }
 
 /// `--capacity` with the static allocator told the outage's end: each
@@ -356,7 +360,7 @@ async fn a_lone_get_in_an_unknown_outage_succeeds_after_it_with_few_attempts() {
 /// memory stays bounded, while `total` still counts every arrival.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_stats_keep_the_last_arrivals_and_count_all() {
-    use herdless_cli::stub::{admission_from_args, Stub, StubArgs};
+    use herdless_cli::stub::{Stub, StubArgs, admission_from_args};
     let args = StubArgs {
         port: 0,
         fail_first: 0,

@@ -6,7 +6,7 @@
 use clap::Parser;
 use herdless::Jitter;
 use herdless_cli::cli::{Cli, Command};
-use herdless_cli::config::{keys, ConfigFile};
+use herdless_cli::config::{ConfigFile, keys};
 use herdless_cli::policy_args::PolicyArgs;
 use proptest::prelude::*;
 

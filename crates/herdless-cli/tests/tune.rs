@@ -100,13 +100,16 @@ async fn the_recommendation_passes_check_strict_and_is_resimulated_on_fresh_seed
     assert!(verify.iter().all(|s| !search.contains(s)));
     let runs = rec["verify"]["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3 * 3, "3 outage lengths x 3 fresh seeds");
-    assert!(runs
-        .iter()
-        .all(|run| verify.contains(&run["seed"].as_u64().unwrap())));
+    assert!(
+        runs.iter()
+            .all(|run| verify.contains(&run["seed"].as_u64().unwrap()))
+    );
     let searched = rec["search"]["runs"].as_array().unwrap();
-    assert!(searched
-        .iter()
-        .all(|run| search.contains(&run["seed"].as_u64().unwrap())));
+    assert!(
+        searched
+            .iter()
+            .all(|run| search.contains(&run["seed"].as_u64().unwrap()))
+    );
     // What the table prints is the fresh run, and it meets the facts.
     assert_eq!(rec["verify"]["violations"].as_array().unwrap().len(), 0);
     assert!(rec["verify"]["peak_over_capacity"].as_f64().unwrap() <= 2.0);

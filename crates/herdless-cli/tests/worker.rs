@@ -12,9 +12,9 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use nats_server::{
-    consumer_state, dead_letters, header, publish, raw_publish, task_streams, NatsServer,
+    NatsServer, consumer_state, dead_letters, header, publish, raw_publish, task_streams,
 };
-use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};

@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use herdless::{Jitter, Rng};
 use herdless_sim::queue::EventQueue;
 use herdless_sim::scenario::{contention, outage};

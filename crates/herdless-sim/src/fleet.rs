@@ -40,7 +40,7 @@ use crate::endpoint::Endpoint;
 use crate::error::SimError;
 use crate::guard::Guards;
 use crate::metrics::Histogram;
-use crate::queue::{EventQueue, Payload, OFFSET_MASK};
+use crate::queue::{EventQueue, OFFSET_MASK, Payload};
 use crate::strategy::{Reply, Strategy};
 /// The most calls one run may simulate before it is stopped with
 /// [`SimError::TooManyCalls`] (a guard against parameter combinations that

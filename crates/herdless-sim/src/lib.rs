@@ -68,12 +68,12 @@ pub mod tune;
 
 pub use error::SimError;
 pub use report::Report;
+pub use scenario::Scenario;
 pub use scenario::contention::ContentionParams;
 pub use scenario::outage::OutageParams;
 pub use scenario::robustness::RobustnessParams;
 pub use scenario::spread::SpreadParams;
 pub use scenario::tail::TailParams;
-pub use scenario::Scenario;
 pub use strategy::{ParseStrategyError, Reply, Strategy, StrategyKind};
 
 use std::fmt;

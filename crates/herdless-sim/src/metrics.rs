@@ -118,7 +118,7 @@ impl Histogram {
             .iter()
             .enumerate()
             .skip(first)
-            .filter(|(_, &c)| c > 0)
+            .filter(|&(_, &c)| c > 0)
             .fold(None, |best: Option<(usize, u32)>, (i, &c)| match best {
                 Some((_, b)) if b >= c => best,
                 _ => Some((i, c)),

@@ -223,7 +223,7 @@ fn after_a_long_outage_budget_give_ups_are_spread_in_time() {
         .give_ups_per_100ms
         .iter()
         .enumerate()
-        .filter(|(_, &c)| c > 0)
+        .filter(|&(_, &c)| c > 0)
         .map(|(i, _)| i)
         .collect();
     let span_s = (occupied[occupied.len() - 1] - occupied[0]) as f64 / 10.0;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use herdless::{Jitter, Policy};
-use herdless_sim::tune::{self, Facts, Refusal, Space, TuneParams};
 use herdless_sim::NoProgress;
+use herdless_sim::tune::{self, Facts, Refusal, Space, TuneParams};
 
 fn small() -> TuneParams {
     let s = Duration::from_secs;
@@ -55,11 +55,13 @@ fn a_policy_admit_refuses_is_never_simulated_nor_recommended() {
     assert_eq!(pruned[0].count, p.space.len() * 4 / 5);
     // The baselines are shown with the refusal, not pruned.
     assert_eq!(r.baselines[0].label, "full jitter, defaults");
-    assert!(r.baselines[0]
-        .check
-        .as_deref()
-        .unwrap()
-        .contains("only-equal"));
+    assert!(
+        r.baselines[0]
+            .check
+            .as_deref()
+            .unwrap()
+            .contains("only-equal")
+    );
 }
 
 #[test]
@@ -70,12 +72,13 @@ fn the_recommendation_is_verified_on_seeds_the_search_did_not_use() {
     let verify = &r.search.verify_seeds;
     assert!(verify.iter().all(|s| !search.contains(s)));
     assert!(rec.verify.runs.iter().all(|run| verify.contains(&run.seed)));
-    assert!(rec
-        .search
-        .unwrap()
-        .runs
-        .iter()
-        .all(|run| search.contains(&run.seed)));
+    assert!(
+        rec.search
+            .unwrap()
+            .runs
+            .iter()
+            .all(|run| search.contains(&run.seed))
+    );
     assert!(rec.verify.feasible());
     // The figure is the fresh run of the longest outage.
     let fig = r.figure.unwrap();

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use herdless::prelude::*;
 use herdless::RetryBudget;
+use herdless::prelude::*;
 
 #[derive(Debug)]
 enum DeviceError {

@@ -5,17 +5,17 @@
 //! cargo run -p herdless --example reqwest_middleware --features reqwest-middleware
 //! ```
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use axum::Router;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::Router;
-use herdless::adapters::reqwest::middleware::{RetryMiddleware, Stopped};
 use herdless::adapters::reqwest::HttpRetry;
 use herdless::adapters::reqwest::ReqwestClassifier;
+use herdless::adapters::reqwest::middleware::{RetryMiddleware, Stopped};
 use herdless::{Policy, Retry, RetryBudget};
 use reqwest_middleware::ClientBuilder;
 

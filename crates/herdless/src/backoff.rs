@@ -19,8 +19,8 @@
 
 use std::time::Duration;
 
-use crate::policy::jitter::Schedule;
 use crate::policy::Policy;
+use crate::policy::jitter::Schedule;
 use crate::rng::Rng;
 
 /// What a success does to a long-lived [`Backoff`]. See the [module

@@ -122,11 +122,7 @@ impl Rng {
     /// A uniform draw in `[lo, hi]`; `lo` when `hi <= lo`.
     #[inline]
     pub(crate) fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        if hi <= lo {
-            lo
-        } else {
-            self.0.u64(lo..=hi)
-        }
+        if hi <= lo { lo } else { self.0.u64(lo..=hi) }
     }
 
     /// Derives an independent generator (for per-call generators of a seeded

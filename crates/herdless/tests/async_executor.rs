@@ -4,8 +4,8 @@
 
 #![cfg(feature = "tokio")]
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use herdless::{AlwaysRetry, Classification, GiveUp, Jitter, Policy, Retry};

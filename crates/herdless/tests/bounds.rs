@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use herdless::policy::{Schedule, MAX_DURATION};
+use herdless::policy::{MAX_DURATION, Schedule};
 use herdless::{Jitter, Policy, Rng};
 use proptest::prelude::*;
 

@@ -12,7 +12,7 @@ use herdless::engine::{Context, Decision, Engine, EventLevels};
 use herdless::{
     AlwaysRetry, Classification, ManualTimer, Policy, Retry, RetryBudget, RetryCause, Rng,
 };
-use support::{capture, Capture};
+use support::{Capture, capture};
 use tracing::Level;
 
 /// (name, level) of every captured event, in order.

@@ -133,11 +133,7 @@ async fn executor_sends_one_probe_at_a_time_during_an_outage() {
                         if counted {
                             rif.fetch_sub(1, Ordering::SeqCst);
                         }
-                        if down {
-                            Err("503")
-                        } else {
-                            Ok(())
-                        }
+                        if down { Err("503") } else { Ok(()) }
                     }
                 })
                 .await
@@ -186,9 +182,11 @@ fn waiting_behind_a_probe_counts_against_max_elapsed() {
     );
     let sleeps = timer.sleeps();
     assert!(sleeps.len() >= 5, "it waited, jittered: {sleeps:?}");
-    assert!(sleeps[1..]
-        .iter()
-        .all(|w| *w >= Duration::from_millis(500) && *w <= Duration::from_secs(1)));
+    assert!(
+        sleeps[1..]
+            .iter()
+            .all(|w| *w >= Duration::from_millis(500) && *w <= Duration::from_secs(1))
+    );
     assert!(timer.elapsed() <= Duration::from_secs(5));
     drop(held);
 }
@@ -226,9 +224,11 @@ fn a_zero_probe_wait_does_not_spin_behind_a_held_probe() {
         "{} waits in 20 ms",
         waits.len()
     );
-    assert!(waits
-        .iter()
-        .all(|w| *w >= Duration::from_micros(500) && *w <= Duration::from_millis(1)));
+    assert!(
+        waits
+            .iter()
+            .all(|w| *w >= Duration::from_micros(500) && *w <= Duration::from_millis(1))
+    );
     drop(held);
 }
 

@@ -6,8 +6,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use herdless::pushback::{Allotment, SlotAllocator};
 use herdless::Rng;
+use herdless::pushback::{Allotment, SlotAllocator};
 use proptest::prelude::*;
 
 proptest! {
@@ -166,9 +166,11 @@ fn an_outage_books_the_fleet_onto_the_recovered_capacity() {
         })
         .collect();
     assert_eq!(slots[0], Duration::from_secs(5));
-    assert!(slots
-        .windows(2)
-        .all(|w| w[1] - w[0] == Duration::from_micros(100)));
+    assert!(
+        slots
+            .windows(2)
+            .all(|w| w[1] - w[0] == Duration::from_micros(100))
+    );
     assert!(*slots.last().unwrap() < Duration::from_secs(9));
     assert_eq!(alloc.counts(), (0, 40_000));
 }

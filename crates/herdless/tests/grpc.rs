@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use herdless::adapters::tower::{Cloned, GrpcClassifier, GrpcTimeout, RetryPolicy};
 use herdless::grpc::TIMEOUT_HEADER;
-use herdless::grpc::{classify_status, parse_timeout, CodeClassifier, PUSHBACK_HEADER};
+use herdless::grpc::{CodeClassifier, PUSHBACK_HEADER, classify_status, parse_timeout};
 use herdless::{Classification, GiveUp, Jitter, ManualTimer, Policy, Retry, RetryEvent};
 use http::uri::PathAndQuery;
 use http_body_util::{BodyExt, Full};

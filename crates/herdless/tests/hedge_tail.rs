@@ -14,13 +14,13 @@
 #[path = "support/tls.rs"]
 mod tls;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
-use axum::Router;
 use herdless::adapters::reqwest::ReqwestClassifier;
 use herdless::adapters::tower::{HedgeLayer, Idempotent};
 use herdless::hedge::Hedge;

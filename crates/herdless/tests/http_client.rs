@@ -140,9 +140,10 @@ async fn retries_get_and_keeps_one_idempotency_key() {
         .expect("key sent")
         .to_string();
     assert_eq!(key.len(), 36);
-    assert!(seen
-        .iter()
-        .all(|s| s.header("idempotency-key") == Some(&key)));
+    assert!(
+        seen.iter()
+            .all(|s| s.header("idempotency-key") == Some(&key))
+    );
     assert_eq!(
         *events.lock().unwrap(),
         vec!["retry_scheduled", "retry_scheduled", "retry_succeeded"]
@@ -408,9 +409,10 @@ async fn a_failing_sink_stops_the_call_without_a_retry_or_an_event() {
         matches!(&err, SendError::Sink(e) if e.kind() == std::io::ErrorKind::BrokenPipe),
         "{err}"
     );
-    assert!(err
-        .to_string()
-        .starts_with("cannot write the response body"));
+    assert!(
+        err.to_string()
+            .starts_with("cannot write the response body")
+    );
     assert_eq!(seen.lock().unwrap().len(), 1);
     assert!(
         events.lock().unwrap().is_empty(),
@@ -506,10 +508,10 @@ async fn a_per_attempt_timeout_costs_the_aws_timeout_price() {
 /// retried; a streaming body is sent once.
 #[tokio::test]
 async fn reqwest_client_as_a_tower_service_retries_through_the_engine() {
+    use herdless::ManualTimer;
     use herdless::adapters::reqwest::ReqwestClassifier;
     use herdless::adapters::tower::RetryPolicy;
-    use herdless::ManualTimer;
-    use tower::{retry::RetryLayer, Service, ServiceBuilder, ServiceExt};
+    use tower::{Service, ServiceBuilder, ServiceExt, retry::RetryLayer};
 
     let (url, seen) = scripted(vec![
         (503, ""),

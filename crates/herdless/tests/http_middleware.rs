@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::Method;
-use herdless::adapters::reqwest::middleware::{RetryMiddleware, Stopped};
 use herdless::adapters::reqwest::ReqwestClassifier;
+use herdless::adapters::reqwest::middleware::{RetryMiddleware, Stopped};
 use herdless::adapters::reqwest::{HttpRetry, NotRetried};
 use herdless::{GiveUp, ManualTimer, Policy, Retry, RetryBudget, RetryEvent};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
@@ -161,9 +161,10 @@ async fn a_post_is_not_retried_unless_allowed() {
     assert_eq!(response.status(), 200);
     let seen = seen.seen();
     assert_eq!(seen.len(), 2);
-    assert!(seen
-        .iter()
-        .all(|s| s.method == Method::POST && s.body == "order"));
+    assert!(
+        seen.iter()
+            .all(|s| s.method == Method::POST && s.body == "order")
+    );
     assert!(seen[0].key.is_some() && seen[0].key == seen[1].key);
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herdless::engine::{metrics as m, Context, Engine};
+use herdless::engine::{Context, Engine, metrics as m};
 use herdless::{
     AlwaysRetry, Breaker, Classification, ManualTimer, Policy, Retry, RetryBudget, RetryCause, Rng,
 };

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use herdless::adapters::nats::{Summary, Task, Worker};
 use herdless::{Classification, Jitter, Policy, RetryEvent};
 use nats_server::{
-    consumer_state, dead_letters, header, publish, raw_publish, task_streams, NatsServer,
+    NatsServer, consumer_state, dead_letters, header, publish, raw_publish, task_streams,
 };
 
 /// The operation's error in these tests.
@@ -251,10 +251,12 @@ async fn a_garbled_state_header_is_bounded_by_the_delivery_count() {
         assert_eq!(attempts, [1, 2, 3], "task forged-{i}");
     }
     assert_eq!(summary.dead_lettered, 4);
-    assert!(dead_letters(&js)
-        .await
-        .iter()
-        .all(|d| header(d, "Herdless-Attempts") == "3"));
+    assert!(
+        dead_letters(&js)
+            .await
+            .iter()
+            .all(|d| header(d, "Herdless-Attempts") == "3")
+    );
 }
 
 /// A long attempt is kept alive by in-progress acks: the broker does not

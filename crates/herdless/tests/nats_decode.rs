@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use herdless::adapters::nats::{decode_message, Decoded};
+use herdless::adapters::nats::{Decoded, decode_message};
 use proptest::prelude::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;

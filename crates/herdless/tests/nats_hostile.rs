@@ -20,9 +20,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herdless::adapters::nats::{decode_message, Task, Worker};
+use herdless::adapters::nats::{Task, Worker, decode_message};
 use herdless::{Classification, Jitter, Policy};
-use nats_server::{consumer_state, dead_letters, header, raw_publish, task_streams, NatsServer};
+use nats_server::{NatsServer, consumer_state, dead_letters, header, raw_publish, task_streams};
 use proptest::prelude::*;
 
 const MAX_PAYLOAD: usize = 65_536;

@@ -36,12 +36,8 @@ fn recording(
     status: StatusCode,
 ) -> (
     Calls,
-    impl Service<
-            Request<()>,
-            Response = Response<String>,
-            Error = Infallible,
-            Future = Ready<Answer>,
-        > + Clone,
+    impl Service<Request<()>, Response = Response<String>, Error = Infallible, Future = Ready<Answer>>
+    + Clone,
 ) {
     let calls = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&calls);
@@ -224,7 +220,7 @@ fn held_requests_are_answered_when_the_drivers_runtime_shuts_down() {
 /// (`ManualTimer`: the driver's sleep moves the virtual clock to the end.)
 #[tokio::test]
 async fn over_a_socket_an_axum_router_holds_then_serves() {
-    use axum::{routing::get, Router};
+    use axum::{Router, routing::get};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let timer = herdless::ManualTimer::new();
     let alloc = held_until(100.0, 4);

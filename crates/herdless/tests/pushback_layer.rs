@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use axum::{routing::get, Router};
+use axum::{Router, routing::get};
+use herdless::ManualTimer;
 use herdless::adapters::tower::PushbackLayer;
 use herdless::pushback::SlotAllocator;
-use herdless::ManualTimer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use herdless::policy::serde::PolicyConfig;
 use herdless::policy::MAX_DURATION;
+use herdless::policy::serde::PolicyConfig;
 use herdless::{Jitter, Policy};
 use proptest::prelude::*;
 
@@ -186,8 +186,8 @@ proptest! {
 
 // The shared budget's and the breaker's settings.
 
-use herdless::fleet::breaker::BreakerBuilder;
 use herdless::fleet::RetryBudgetBuilder;
+use herdless::fleet::breaker::BreakerBuilder;
 use herdless::{Breaker, RetryBudget};
 
 /// A budget's settings as JSON (a `RetryBudget` has no `PartialEq`: its level

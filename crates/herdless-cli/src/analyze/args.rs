@@ -34,7 +34,9 @@ fn amplification(s: &str) -> Result<f64, String> {
 fn field(s: &str) -> Result<String, String> {
     if s.is_empty() || s.len() > 256 || s.split('.').count() > 2 || s.split('.').any(str::is_empty)
     {
-        Err(format!("{s:?}: a field name is 1 to 256 characters, with at most one dot (a.b: field b of object a)"))
+        Err(format!(
+            "{s:?}: a field name is 1 to 256 characters, with at most one dot (a.b: field b of object a)"
+        ))
     } else {
         Ok(s.to_string())
     }

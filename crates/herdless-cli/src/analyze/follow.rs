@@ -25,7 +25,7 @@ use super::lines::Lines;
 use super::parse::parse_line;
 use super::stats::BUCKET_NS;
 use super::time::format;
-use super::{finish, AnalyzeArgs, Analyzer};
+use super::{AnalyzeArgs, Analyzer, finish};
 use crate::error::{CliError, CliResult};
 use crate::events_out::json_line;
 
@@ -196,7 +196,7 @@ pub fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
     let mut file = File::open(&path).map_err(cannot)?;
     let mut pos = 0u64;
     rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
+        use tokio::signal::unix::{SignalKind, signal};
         let mut int =
             signal(SignalKind::interrupt()).map_err(|e| CliError::failure(e.to_string()))?;
         let mut term =

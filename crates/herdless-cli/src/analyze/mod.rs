@@ -28,7 +28,7 @@ pub mod verdict;
 
 pub use args::AnalyzeArgs;
 
-use parse::{parse_line, Fields};
+use parse::{Fields, parse_line};
 use stats::Stats;
 
 /// Exit status when the figure cannot be written.

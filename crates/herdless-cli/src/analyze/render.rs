@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use herdless_sim::plots::{write_timeline, TimelineFigure};
-use serde_json::{json, Value};
+use herdless_sim::plots::{TimelineFigure, write_timeline};
+use serde_json::{Value, json};
 
-use super::stats::{Stats, BUCKET_NS};
+use super::stats::{BUCKET_NS, Stats};
 use super::time::format;
 use super::verdict::{Check, Lockstep};
 
@@ -182,7 +182,12 @@ impl Report<'_> {
         let _ = writeln!(
             o,
             "  tasks {} ({} retried, {} unfinished): {} succeeded after a retry, {} terminal, {} gave up",
-            s.tasks, s.retrying_tasks, s.unfinished, s.succeeded, s.abandoned_terminal, s.give_ups.total
+            s.tasks,
+            s.retrying_tasks,
+            s.unfinished,
+            s.succeeded,
+            s.abandoned_terminal,
+            s.give_ups.total
         );
         let amp = if s.tasks > 0 {
             s.attempts as f64 / s.tasks as f64

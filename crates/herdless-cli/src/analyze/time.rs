@@ -75,11 +75,7 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
                 return None;
             }
             let o = h * 3_600 + m * 60;
-            if sign == b'+' {
-                o
-            } else {
-                -o
-            }
+            if sign == b'+' { o } else { -o }
         }
         _ => return None,
     };

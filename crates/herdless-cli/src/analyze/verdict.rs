@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use super::stats::{Stats, BUCKET_NS};
+use super::stats::{BUCKET_NS, Stats};
 
 /// The thresholds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -104,7 +104,7 @@ pub fn lockstep(stats: &Stats, share: f64, min_train: u32) -> Lockstep {
     };
     let mut spikes: Vec<i64> = a
         .iter()
-        .filter(|(&i, &c)| {
+        .filter(|&(&i, &c)| {
             f64::from(c) >= floor && f64::from(c) >= SPIKE_OVER_NEIGHBOURS * around(i)
         })
         .map(|(&i, _)| i)

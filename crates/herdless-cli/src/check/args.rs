@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::policy_args::{parse_duration, PolicyArgs};
+use crate::policy_args::{PolicyArgs, parse_duration};
 
 /// Report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]

@@ -5,8 +5,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use herdless::policy::Envelope;
 use herdless::Jitter;
+use herdless::policy::Envelope;
 
 use super::render::human;
 

@@ -50,7 +50,7 @@ pub mod checks;
 pub mod render;
 
 pub use args::{CheckArgs, ReportFormat};
-pub use checks::{checks, Facts, Finding, Level, VISIBILITY_SHARE};
+pub use checks::{Facts, Finding, Level, VISIBILITY_SHARE, checks};
 
 /// Envelope rows printed at most (later retries are all at the cap for the
 /// exponential modes, and stationary for the decorrelated ones).

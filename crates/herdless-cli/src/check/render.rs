@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use herdless::policy::{Envelope, QuantileSource};
 use herdless_sim::report::units;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::checks::Finding;
 use crate::policy_args::Resolved;

@@ -50,8 +50,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use herdless::policy::PolicyField;
 use herdless::Jitter;
+use herdless::policy::PolicyField;
 
 use crate::codes::CodeSet;
 

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use herdless::policy::serde::PolicyConfig;
 use herdless::policy::PolicyField;
+use herdless::policy::serde::PolicyConfig;
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use super::lines::Lines;
-use super::values::{codes, duration, integer, seed, string, SEED_FORMS};
-use super::{keys, At, ConfigError, ConfigFile, FilePolicy, MAX_FILE_BYTES};
+use super::values::{SEED_FORMS, codes, duration, integer, seed, string};
+use super::{At, ConfigError, ConfigFile, FilePolicy, MAX_FILE_BYTES, keys};
 
 /// One `[policy.NAME]` table as written: keys and values with their spans.
 type RawTable = BTreeMap<Spanned<String>, Spanned<Value>>;
@@ -152,7 +152,7 @@ impl ConfigFile {
                         return Err(bad(format!(
                             "unknown key (expected one of: {})",
                             keys().collect::<Vec<_>>().join(", ")
-                        )))
+                        )));
                     }
                 }
             }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::lines::{work, Lines};
+use super::lines::{Lines, work};
 use super::*;
 
 fn parse(text: &str) -> Result<ConfigFile, ConfigError> {

@@ -9,10 +9,10 @@ use std::io;
 use herdless::Attempt;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{SignalKind, signal};
 
 use super::stdin::StdinSource;
-use super::{child, limits, Failure, Plan, State};
+use super::{Failure, Plan, State, child, limits};
 use crate::exit;
 
 /// Runs one attempt to its end (exit, timeout or interrupt).

@@ -54,8 +54,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, SigSet, SigmaskHow, Signal};
-use nix::unistd::{getpgrp, tcgetpgrp, tcsetpgrp, Pid};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg};
+use nix::unistd::{Pid, getpgrp, tcgetpgrp, tcsetpgrp};
 use tokio::process::Child;
 use tokio::time::Instant;
 
@@ -76,7 +76,7 @@ pub(crate) fn adopt_orphans() {
 /// orphans). Call only once the group's leader has been reaped by tokio, so its
 /// status is not taken from it.
 pub(crate) fn reap_group(pgid: Pid) {
-    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
     loop {
         match waitid(Id::PGid(pgid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG) {
             Ok(WaitStatus::StillAlive) | Err(_) => break,
@@ -171,7 +171,7 @@ impl Foreground {
     /// Whether the child `pid` is stopped (Ctrl-Z, `SIGTTIN`…), without reaping
     /// or consuming anything (`WNOWAIT`).
     pub(crate) fn child_stopped(pid: Pid) -> bool {
-        use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+        use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
         matches!(
             waitid(
                 Id::Pid(pid),
@@ -188,7 +188,7 @@ impl Foreground {
         self.take_back();
         // Consume the stop report so the next stop is seen afresh.
         {
-            use nix::sys::wait::{waitid, Id, WaitPidFlag};
+            use nix::sys::wait::{Id, WaitPidFlag, waitid};
             let _ = waitid(Id::PGid(pgid), WaitPidFlag::WSTOPPED | WaitPidFlag::WNOHANG);
         }
         let _ = nix::sys::signal::raise(Signal::SIGTSTP);

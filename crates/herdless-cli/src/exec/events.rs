@@ -9,7 +9,7 @@ use herdless_sim::report::units::seconds_value;
 use serde_json::Value;
 
 use super::State;
-use crate::events_out::{json_line, to_json, EventFilter};
+use crate::events_out::{EventFilter, json_line, to_json};
 use crate::policy_args::LogFormat;
 
 /// The retry events of `--log-format`, with the failed attempt's `exit_status`

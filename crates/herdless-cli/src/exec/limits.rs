@@ -13,9 +13,9 @@ use nix::unistd::Pid;
 use tokio::process::Child;
 
 use super::child;
-use super::classes::{resolve_classes, Classes};
-use crate::codes::{parse_codes, CodeSet};
-use crate::policy_args::{parse_duration, Resolved};
+use super::classes::{Classes, resolve_classes};
+use crate::codes::{CodeSet, parse_codes};
+use crate::policy_args::{Resolved, parse_duration};
 
 /// The grace between `SIGTERM` and `SIGKILL` when ending an attempt (as
 /// `docker stop`).

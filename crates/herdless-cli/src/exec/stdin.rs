@@ -81,7 +81,7 @@ impl StdinSource {
             Ok(fd) => File::from(fd),
             // stdin is closed: the child gets /dev/null rather than a stray fd 0.
             Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EBADF as i32) => {
-                return Ok(StdinSource::Null)
+                return Ok(StdinSource::Null);
             }
             // Anything else (out of descriptors…): not "no input".
             Err(e) => return Err(e),
@@ -92,7 +92,7 @@ impl StdinSource {
                 return Ok(StdinSource::Inherit {
                     first_only: true,
                     terminal,
-                })
+                });
             }
             StdinMode::Auto => {}
         }

@@ -10,7 +10,7 @@ use herdless::http::StatusClassifier;
 use herdless::{Breaker, RetryBudget, Urgent};
 use serde::Serialize;
 
-use crate::policy_args::{parse_duration, PolicyArgs};
+use crate::policy_args::{PolicyArgs, parse_duration};
 
 /// The largest `--workers`: one process's fleet. Its memory grows linearly with
 /// the workers (docs/http.md gives the measured figure per worker), and a
@@ -131,7 +131,7 @@ impl FleetArgs {
     pub fn guards(&self) -> Result<(GuardFlags, FleetStrategy), String> {
         let budget = match (self.retry_budget, self.budget_tokens) {
             (BudgetKind::None, Some(_)) => {
-                return Err("--budget-tokens needs --retry-budget grpc|aws".into())
+                return Err("--budget-tokens needs --retry-budget grpc|aws".into());
             }
             (BudgetKind::None, None) => None,
             (BudgetKind::Grpc, t) => Some(

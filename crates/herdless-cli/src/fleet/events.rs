@@ -4,13 +4,13 @@
 //! listing it) from a retryable one.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use herdless::{Notify, RetryEvent};
 use serde_json::Value;
 
-use crate::events_out::{json_line, to_json, to_text, EventFilter};
+use crate::events_out::{EventFilter, json_line, to_json, to_text};
 use crate::policy_args::LogFormat;
 
 /// One worker's events: the engine's, with `status` (the last attempt's HTTP

@@ -80,16 +80,16 @@ mod report;
 mod run;
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use herdless::Jitter;
 
 pub use args::{BudgetKind, FleetArgs, FleetStrategy, GuardFlags, MAX_WORKERS};
 pub use herdless_sim::metrics::BUCKET;
 pub use render::render_text;
-pub use report::{summarize, Bucket, FleetReport, GiveUps, PeakReport};
-pub use run::{run_fleet, AttemptAt, Outcome, WorkerEnd};
+pub use report::{Bucket, FleetReport, GiveUps, PeakReport, summarize};
+pub use run::{AttemptAt, Outcome, WorkerEnd, run_fleet};
 
 use crate::error::{CliError, CliResult};
 use crate::get::parse_url;
@@ -103,7 +103,7 @@ fn interrupt_signal(
     caught: Arc<AtomicI32>,
 ) -> Result<impl std::future::Future<Output = ()> + Send + 'static, String> {
     use nix::sys::signal::Signal;
-    use tokio::signal::unix::{signal, SignalKind};
+    use tokio::signal::unix::{SignalKind, signal};
     let install = |kind: SignalKind| {
         signal(kind).map_err(|e| format!("cannot install a signal handler: {e}"))
     };

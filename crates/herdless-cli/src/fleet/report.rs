@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use herdless::GiveUp;
-use herdless_sim::metrics::{self, Timeline, BUCKET};
+use herdless_sim::metrics::{self, BUCKET, Timeline};
 use serde::Serialize;
 
 use super::args::FleetStrategy;

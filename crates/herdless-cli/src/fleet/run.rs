@@ -3,8 +3,8 @@
 //! saw of its attempts.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use herdless::adapters::reqwest::{AttemptRecord, Discard, HttpRetry, SendError};
@@ -12,7 +12,7 @@ use herdless::{GiveUp, Policy, Retry};
 
 use super::args::{FleetStrategy, GuardFlags};
 use super::events::FleetEvents;
-use super::report::{summarize, FleetReport};
+use super::report::{FleetReport, summarize};
 use crate::events_out::EventFilter;
 use crate::policy_args::PolicyArgs;
 

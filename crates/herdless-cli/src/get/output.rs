@@ -26,7 +26,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use herdless::adapters::reqwest::BodySink;
-use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use tokio::io::{AsyncSeekExt, AsyncWriteExt};
 
 /// Where the body goes.

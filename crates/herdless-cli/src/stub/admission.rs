@@ -1,8 +1,8 @@
 //! The [`Rule`] trait (whether the stub serves an arrival) and the
 //! simple admissions: the outage, fail-first, fail-every and the capacity.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode};

@@ -120,13 +120,13 @@ pub fn pushback_enabled(args: &StubArgs) -> Result<Option<PushbackMode>, String>
                 "--pushback {} gives each rejection its own Retry-After slot; --retry-after {v:?} \
                  sends one value to everyone (drop one of them, or add --pushback off)",
                 name(m)
-            ))
+            ));
         }
         (Some(m), None, None) => {
             return Err(format!(
                 "--pushback {} needs --capacity N (the rate to spread the callers over)",
                 name(m)
-            ))
+            ));
         }
         (Some(m), None, Some(_)) => Some(m),
         (None, None, Some(_)) => Some(PushbackMode::On),

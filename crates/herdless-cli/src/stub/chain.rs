@@ -6,7 +6,7 @@ use axum::http::{HeaderValue, StatusCode};
 use herdless::pushback::Ticket;
 
 use super::admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
-use super::args::{pushback_enabled, PushbackMode, StubArgs, DEFAULT_HORIZON};
+use super::args::{DEFAULT_HORIZON, PushbackMode, StubArgs, pushback_enabled};
 use super::pushback::{AdaptivePushback, Pushback};
 use herdless_sim::endpoint::OutageEnd;
 
@@ -216,7 +216,7 @@ mod tests {
         };
         assert_eq!(chain.admit(&at(500, 9)), reject(502)); // outage
         assert_eq!(chain.admit(&at(1500, 2)), reject(502)); // fail-first
-                                                            // The capacity: 2/s, a burst of 1, empty at the outage's end (1 s).
+        // The capacity: 2/s, a burst of 1, empty at the outage's end (1 s).
         assert_eq!(chain.admit(&at(1500, 3)), Verdict::Admit); // 1 token by 1.5 s
         assert_eq!(chain.admit(&at(1600, 4)), reject(503)); // 0.2 token
         assert_eq!(chain.admit(&at(2000, 5)), Verdict::Admit); // 1 token again

@@ -96,10 +96,10 @@ mod pushback;
 mod server;
 
 pub use admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
-pub use args::{pushback_enabled, PushbackMode, StubArgs, DEFAULT_HORIZON};
-pub use chain::{admission_from_args, Chain};
+pub use args::{DEFAULT_HORIZON, PushbackMode, StubArgs, pushback_enabled};
+pub use chain::{Chain, admission_from_args};
 pub use pushback::{AdaptivePushback, Pushback};
-pub use server::{shutdown_signal, ArrivalRecord, Stats, Stub, ARRIVALS_KEPT};
+pub use server::{ARRIVALS_KEPT, ArrivalRecord, Stats, Stub, shutdown_signal};
 
 use crate::error::{CliError, CliResult};
 use crate::{exit, limits};

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode};
-use herdless::pushback::allocator::caller_key;
 use herdless::pushback::AdaptiveAllocator;
+use herdless::pushback::allocator::caller_key;
 use herdless::pushback::{Allotment, SlotAllocator, Ticket};
 use herdless_sim::endpoint::TokenBucket;
 

@@ -16,7 +16,7 @@ use herdless::http::RETRY_AFTER_MS;
 use serde::Serialize;
 
 use super::admission::{Arrival, Rule, Verdict};
-use super::hold::{drive, Hold, Waiting};
+use super::hold::{Hold, Waiting, drive};
 
 /// One recorded arrival (an element of `/stats`'s `arrivals`).
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use herdless::Policy;
 use herdless_sim::report::units;
 use herdless_sim::tune::{FrontRow, GuardChoice, Score, TuneReport, Verified};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::check::render::human;
 
@@ -261,7 +261,11 @@ pub fn text(r: &TuneReport, block: Option<&str>, explain: bool, figures: &[PathB
         "  grid of {} policies: {pruned} refused by herdless check --strict before simulating ({}); {} candidates \
          simulated on {} outage lengths ({} with a guard), {} finalists on {} seeds, verified on {} other seeds; {} runs",
         r.search.grid,
-        if by.is_empty() { "none".into() } else { by.join(", ") },
+        if by.is_empty() {
+            "none".into()
+        } else {
+            by.join(", ")
+        },
         r.search.candidates,
         f.outages_s.len(),
         r.search.guard_candidates,
@@ -333,10 +337,12 @@ pub fn json(r: &TuneReport, block: Option<&str>, figures: &[PathBuf]) -> Value {
         map.insert("explain".into(), json!(super::explain::lines(r)));
         map.insert(
             "figures".into(),
-            json!(figures
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()),
+            json!(
+                figures
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+            ),
         );
     }
     v

@@ -14,7 +14,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 
-use crate::exec::{child, group_of, limits, start_failure, Failure};
+use crate::exec::{Failure, child, group_of, limits, start_failure};
 use crate::exit;
 
 /// What every attempt runs.

@@ -31,14 +31,14 @@ pub use args::WorkerArgs;
 use std::cell::Cell;
 use std::time::Instant;
 
-use herdless::adapters::nats::{NatsError, Worker};
 use herdless::Jitter;
+use herdless::adapters::nats::{NatsError, Worker};
 use nix::sys::signal::Signal;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::error::{CliError, CliResult};
 use crate::events_out::{EventFilter, StderrEvents};
-use crate::exec::{classify, Failure, Limits};
+use crate::exec::{Failure, Limits, classify};
 use crate::exit;
 use attempt::Command;
 
@@ -113,8 +113,8 @@ pub fn run(args: &WorkerArgs) -> CliResult {
 /// The library's own warnings (target `herdless`, not retry events, which
 /// the hook writes) on stderr.
 fn show_worker_warnings() {
-    use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
     let only_warnings = tracing_subscriber::filter::filter_fn(|meta| {
         meta.target() == "herdless"
             && meta.fields().field("event").is_none()
@@ -168,7 +168,7 @@ where
             return Err(CliError::new(
                 exit::FAILURE,
                 format!("cannot handle signals: {e}"),
-            ))
+            ));
         }
     };
     let stopped_by = Cell::new(None::<Signal>);

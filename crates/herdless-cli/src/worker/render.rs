@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use herdless::adapters::nats::Summary;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::policy_args::LogFormat;
 

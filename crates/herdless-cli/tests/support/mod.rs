@@ -9,8 +9,8 @@ use std::process::Output;
 
 use clap::Parser;
 use herdless_cli::cli::{Cli, Command};
-use herdless_cli::stub::{admission_from_args, ArrivalRecord, Stub};
-use herdless_sim::metrics::{Timeline, BUCKET};
+use herdless_cli::stub::{ArrivalRecord, Stub, admission_from_args};
+use herdless_sim::metrics::{BUCKET, Timeline};
 use serde_json::Value;
 
 /// Starts a stub with `herdless stub` flags on 127.0.0.1 port 0; returns it and

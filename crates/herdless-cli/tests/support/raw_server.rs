@@ -3,8 +3,8 @@
 //! never end, and (in `http_hostile.rs`) arbitrary bytes. Also the peak
 //! memory of a process the test started.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use herdless::pushback::{AdaptiveAllocator, Allotment, Ticket};
 
-use super::pushback::{adaptive_allocator, on_the_wire, OutageEnd};
+use super::pushback::{OutageEnd, adaptive_allocator, on_the_wire};
 use super::{Endpoint, OutageEndpoint};
 use crate::error::SimError;
 use crate::metrics::Histogram;

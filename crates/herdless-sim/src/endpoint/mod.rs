@@ -126,11 +126,7 @@ impl FailFirst {
 impl Endpoint for FailFirst {
     #[inline]
     fn call(&mut self, _now_ns: u64, _client: u32, attempt: u32) -> Reply {
-        if attempt <= self.k {
-            REJECT
-        } else {
-            Reply::Ok
-        }
+        if attempt <= self.k { REJECT } else { Reply::Ok }
     }
 }
 

@@ -39,7 +39,7 @@ mod timeline;
 
 use outage::Outage;
 use robustness::Robustness;
-pub use timeline::{write_timeline, TimelineFigure};
+pub use timeline::{TimelineFigure, write_timeline};
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
@@ -257,7 +257,7 @@ where
             counts
                 .iter()
                 .enumerate()
-                .filter(|(_, &c)| c > 0)
+                .filter(|&(_, &c)| c > 0)
                 .map(|(b, &c)| {
                     let x0 = b as f64 * 0.1;
                     Rectangle::new([(x0, 0.0), (x0 + 0.1, f64::from(c))], color.filled())
@@ -317,11 +317,7 @@ impl Figure for Contention<'_> {
         let (r, calls) = (self.0, self.1);
         root.fill(&WHITE)?;
         let value = |p: &crate::scenario::contention::ContentionPoint| {
-            if calls {
-                p.calls
-            } else {
-                p.completion_s
-            }
+            if calls { p.calls } else { p.completion_s }
         };
         let x_max = r.parameters.clients.iter().copied().max().unwrap_or(1) as f64;
         let y_max = r

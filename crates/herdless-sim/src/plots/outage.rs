@@ -21,7 +21,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{DrawResult, Figure, COLORS};
+use super::{COLORS, DrawResult, Figure};
 use crate::report::OutageReport;
 use crate::scenario::outage::OutageFigures;
 
@@ -99,7 +99,7 @@ impl Figure for Outage<'_> {
                 .arrivals_per_100ms
                 .iter()
                 .enumerate()
-                .filter(|(_, &c)| c > 0);
+                .filter(|&(_, &c)| c > 0);
             chart.draw_series(bars.map(|(b, &c)| {
                 let x0 = b as f64 * 0.1;
                 let (h, fill) = if f64::from(c) > y_max {

@@ -10,8 +10,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{DrawResult, Figure};
-use crate::report::robustness::ratio;
 use crate::report::RobustnessReport;
+use crate::report::robustness::ratio;
 use crate::scenario::robustness::RobustnessCell;
 
 pub(super) struct Robustness<'a>(pub(super) &'a RobustnessReport);

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{both, register_font, DrawResult, Figure, PlotError};
+use super::{DrawResult, Figure, PlotError, both, register_font};
 
 /// The data of a timeline figure.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,7 +86,7 @@ where
         counts
             .iter()
             .enumerate()
-            .filter(|(_, &c)| c > 0)
+            .filter(|&(_, &c)| c > 0)
             .map(|(i, &c)| {
                 let x0 = i as f64 * bucket_s;
                 Rectangle::new(
@@ -98,7 +98,7 @@ where
     if let Some((i, &c)) = counts
         .iter()
         .enumerate()
-        .max_by_key(|(_, &c)| c)
+        .max_by_key(|&(_, &c)| c)
         .filter(|_| label_largest)
     {
         chart.draw_series(std::iter::once(Text::new(

@@ -16,10 +16,10 @@ use herdless::Policy;
 use serde::Serialize;
 
 use crate::guard::GuardParams;
+use crate::scenario::Scenario;
 use crate::scenario::contention::{ContentionFigures, ContentionParams};
 use crate::scenario::outage::{OutageFigures, OutageParams};
 use crate::scenario::spread::{SpreadFigures, SpreadParams};
-use crate::scenario::Scenario;
 
 pub(crate) mod robustness;
 mod tail;

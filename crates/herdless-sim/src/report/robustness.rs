@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{grid, secs, OutageParameters};
+use super::{OutageParameters, grid, secs};
 use crate::scenario::outage::OutageFigures;
 use crate::scenario::robustness::{Goals, RobustnessCell, RobustnessParams};
 

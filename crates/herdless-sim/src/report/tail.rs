@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use super::text::{grid, policy_line, secs};
 use super::PolicyParameters;
+use super::text::{grid, policy_line, secs};
 use crate::scenario::tail::{TailFigures, TailParams};
 
 /// Parameters of a latency-tail run, as reported.

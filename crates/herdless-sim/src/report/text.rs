@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{units, ContentionReport, OutageReport, PolicyParameters, SpreadReport};
+use super::{ContentionReport, OutageReport, PolicyParameters, SpreadReport, units};
 
 /// `base 1 s, x2, cap 30 s, 6 attempts, 120 s budget`: the heading's policy.
 pub(super) fn policy_line(p: &PolicyParameters) -> String {

@@ -60,9 +60,9 @@ use crate::endpoint::{
     PushbackEndpoint,
 };
 use crate::error::SimError;
-use crate::fleet::{run_fleet_from, FleetOutcome};
+use crate::fleet::{FleetOutcome, run_fleet_from};
 use crate::guard::{Guard, GuardParams, Guards};
-use crate::metrics::{first_bucket_at_or_after, BUCKET};
+use crate::metrics::{BUCKET, first_bucket_at_or_after};
 use crate::report::units;
 use crate::strategy::StrategyKind;
 

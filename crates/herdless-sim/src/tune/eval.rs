@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::grid::Candidate;
 use super::Facts;
+use super::grid::Candidate;
+use crate::OutageParams;
 use crate::error::SimError;
 use crate::scenario::outage::{self, OutageFigures};
-use crate::OutageParams;
 
 /// The outage scenario's parameters for a candidate, an outage length and the facts.
 pub(crate) fn params(facts: &Facts, cand: &Candidate, outage: Duration) -> OutageParams {

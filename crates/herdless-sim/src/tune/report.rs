@@ -8,9 +8,9 @@ use std::time::Duration;
 use herdless::Policy;
 use serde::Serialize;
 
+use super::Facts;
 use super::eval::Score;
 use super::grid::GuardChoice;
-use super::Facts;
 use crate::report::OutageReport;
 
 /// A policy as reported (seconds as numbers).

@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 
 use herdless::Policy;
 
-use super::eval::{by_rank, simulate, RunFigures, Score};
+use super::eval::{RunFigures, Score, by_rank, simulate};
 use super::grid::Candidate;
-use super::report::{front, FactsReport, Pruned, SearchReport, TuneReport, Verified};
-use super::{unsat, Admit, TuneParams, FRONT_ROWS, GUARDED_POLICIES};
+use super::report::{FactsReport, Pruned, SearchReport, TuneReport, Verified, front};
+use super::{Admit, FRONT_ROWS, GUARDED_POLICIES, TuneParams, unsat};
+use crate::Progress;
 use crate::error::SimError;
 use crate::parallel::par_map;
 use crate::report::OutageReport;
 use crate::scenario::outage::OutageFigures;
-use crate::Progress;
 
 /// A candidate with its score.
 type Scored = (Candidate, Score);

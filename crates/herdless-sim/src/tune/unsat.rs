@@ -15,10 +15,10 @@
 
 use std::collections::BTreeMap;
 
+use super::Facts;
 use super::eval::{Score, Violation};
 use super::grid::Candidate;
 use super::report::{Pruned, Unsatisfied, Verified};
-use super::Facts;
 use crate::report::units;
 
 pub(crate) fn why(

@@ -38,7 +38,7 @@ use crate::engine::call::{Decision, Gate};
 use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::{await_attempt, Run};
+use crate::engine::run::{Run, await_attempt};
 use crate::engine::{GiveUp, RetryError};
 use crate::timer::AsyncSleep;
 

@@ -18,11 +18,11 @@
 //! late success is a success), and no retry starts past the limit.
 
 use crate::classify::Classify;
+use crate::engine::RetryError;
 use crate::engine::call::{Decision, Gate};
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry};
 use crate::engine::run::{BlockingClock, Run};
-use crate::engine::RetryError;
 use crate::timer::Sleep;
 
 impl<C, T: Sleep, N: Notify> Retry<C, T, N> {

@@ -12,9 +12,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::classify::{ByTrait, Classification};
+use crate::engine::EventLevels;
 use crate::engine::events::NoNotify;
 use crate::engine::retry::Retry;
-use crate::engine::EventLevels;
 use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 use crate::rng::IdempotencyKey;

@@ -3,8 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::engine::events::{NoNotify, Notify, RetryEvent};
 use crate::engine::EventLevels;
+use crate::engine::events::{NoNotify, Notify, RetryEvent};
 use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 

@@ -42,12 +42,12 @@ use std::borrow::Borrow;
 use std::future::Future;
 
 use crate::classify::{ByTrait, Classify};
-use crate::engine::builder::RetryBuilder;
-use crate::engine::events::Notify;
-use crate::engine::retry::Retry;
 #[cfg(doc)]
 use crate::engine::Attempt;
 use crate::engine::RetryError;
+use crate::engine::builder::RetryBuilder;
+use crate::engine::events::Notify;
+use crate::engine::retry::Retry;
 use crate::policy::Policy;
 use crate::timer::{AsyncSleep, Sleep, SystemTimer};
 

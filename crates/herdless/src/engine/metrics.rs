@@ -116,8 +116,8 @@ mod record {
     use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata};
 
     use super::*;
-    use crate::engine::events::RetryEvent;
     use crate::engine::GiveUp;
+    use crate::engine::events::RetryEvent;
     use crate::fleet::{Breaker, RetryBudget};
 
     // Keys built at compile time, hashes included: `metrics::counter!(NAME)`

@@ -13,15 +13,15 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use crate::classify::ByTrait;
+use crate::engine::EventLevels;
 use crate::engine::builder::RetryBuilder;
 use crate::engine::context::Context;
 use crate::engine::events::NoNotify;
-use crate::engine::EventLevels;
 use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 use crate::rng::IdempotencyKey;

@@ -10,13 +10,13 @@ use std::task::Poll;
 use std::time::Duration;
 
 use crate::classify::{Classification, Classify, RetryCause};
-use crate::engine::call::{nanos, CopyFailed, Decision, Engine, Gate, HedgeGate, Hedging};
-use crate::engine::context::{max_elapsed, Context};
+use crate::engine::call::{CopyFailed, Decision, Engine, Gate, HedgeGate, Hedging, nanos};
+use crate::engine::context::{Context, max_elapsed};
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, CallKey, Retry};
 use crate::engine::{GiveUp, RetryError, TimedOut};
 use crate::hedge::Hedge;
-use crate::rng::{call_seed, next_call_id, Rng};
+use crate::rng::{Rng, call_seed, next_call_id};
 use crate::timer::{AsyncSleep, Clock, Sleep};
 
 /// Which of the timer's clocks a call reads (the one its sleep runs on), in

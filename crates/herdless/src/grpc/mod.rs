@@ -86,9 +86,9 @@ pub mod pushback;
 pub mod status;
 pub mod timeout;
 
-pub use pushback::{parse_pushback, ParsePushbackError, PUSHBACK_HEADER};
-pub use status::{code_name, CodeClass, CodeClassifier, CodeSet};
-pub use timeout::{format_timeout, parse_timeout, TIMEOUT_HEADER};
+pub use pushback::{PUSHBACK_HEADER, ParsePushbackError, parse_pushback};
+pub use status::{CodeClass, CodeClassifier, CodeSet, code_name};
+pub use timeout::{TIMEOUT_HEADER, format_timeout, parse_timeout};
 
 /// The [`Classification`] of a call that ended with status `code` and an
 /// optional raw `grpc-retry-pushback-ms` value, or `None` for `OK` (0).

@@ -313,7 +313,7 @@ mod tests {
         assert_eq!(c.retryable(), CodeSet::from_codes(&[8]));
         assert_eq!(c.classify(14), CodeClass::Terminal);
         assert_eq!(c.classify(40), CodeClass::Unknown); // not a member: ignored
-                                                        // An explicit opt-in beyond 16 is honored; OK stays a success.
+        // An explicit opt-in beyond 16 is honored; OK stays a success.
         let c = CodeClassifier::with_set(CodeSet::from_codes(&[0, 20]));
         assert_eq!(c.classify(20), CodeClass::Retryable);
         assert_eq!(c.classify(0), CodeClass::Ok);

@@ -243,7 +243,7 @@ impl HedgeBuilder {
                 return err(
                     "delay",
                     format!("{d:?} is out of range (1 ns to u64::MAX ns)"),
-                )
+                );
             }
             Some(d) => Delay::Fixed(d),
             None => {

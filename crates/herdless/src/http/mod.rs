@@ -38,7 +38,7 @@ use crate::classify::Classification;
 pub mod retry_after;
 pub mod status;
 
-pub use retry_after::{parse_retry_after, parse_retry_after_ms, RetryAfterError};
+pub use retry_after::{RetryAfterError, parse_retry_after, parse_retry_after_ms};
 pub use status::{StatusClass, StatusClassifier, StatusSet};
 
 /// The header carrying a delay in whole milliseconds, beside `Retry-After`:

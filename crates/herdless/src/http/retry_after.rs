@@ -268,7 +268,7 @@ mod tests {
 #[cfg(test)]
 mod proptests {
     use super::*;
-    use crate::http::{classify_response, StatusClassifier};
+    use crate::http::{StatusClassifier, classify_response};
     use crate::{Policy, Rng};
     use proptest::prelude::*;
     use std::time::UNIX_EPOCH;

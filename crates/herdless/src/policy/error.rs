@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 #[allow(unused_imports)] // doc links
-use super::{Policy, PolicyBuilder, MAX_DURATION};
+use super::{MAX_DURATION, Policy, PolicyBuilder};
 
 /// Names a [`Policy`] field, as used in [`PolicyError`] and in configuration files.
 ///

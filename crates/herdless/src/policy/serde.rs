@@ -40,7 +40,7 @@ use super::{Jitter, Policy, PolicyBuilder, PolicyError, PolicyField};
 pub(crate) mod fields;
 pub(crate) mod values;
 
-pub use values::{duration, format_duration, parse_duration, ParseDurationError};
+pub use values::{ParseDurationError, duration, format_duration, parse_duration};
 
 /// A partial policy: each field set or left to the layer below. Deserializes
 /// from the same map as [`Policy`] (each value checked on its own: a zero

@@ -92,6 +92,6 @@ pub mod ticket;
 
 pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
 pub use allocator::Allocator;
-pub(crate) use slots::{ns, slot_interval_ns, GOLDEN};
 pub use slots::{Allotment, PushbackError, SlotAllocator};
+pub(crate) use slots::{GOLDEN, ns, slot_interval_ns};
 pub use ticket::{Released, Ticket};

@@ -67,5 +67,5 @@
 mod state;
 mod task;
 
-pub use state::{StateError, TaskState, MAX_STATE_LEN, STATE_HEADER, STATE_VERSION};
-pub use task::{rng_for, unix_now, Delivery, Resumed};
+pub use state::{MAX_STATE_LEN, STATE_HEADER, STATE_VERSION, StateError, TaskState};
+pub use task::{Delivery, Resumed, rng_for, unix_now};

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::engine::Engine;
 use crate::policy::Policy;
 use crate::redelivery::state::{StateError, TaskState};
-use crate::rng::{call_seed, splitmix64, IdempotencyKey, Rng};
+use crate::rng::{IdempotencyKey, Rng, call_seed, splitmix64};
 
 /// What the broker vouches for about one delivery of a task.
 ///

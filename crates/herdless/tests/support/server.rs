@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::routing::any;
-use axum::Router;
 use tokio::net::TcpListener;
 
 /// A status and extra response headers.

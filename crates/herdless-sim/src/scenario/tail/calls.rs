@@ -261,11 +261,7 @@ fn figures(
             .iter()
             .filter(|k| l.overloaded(k.start_ns) == overload)
             .fold((0u64, 0u64), |(n, r), k| (n + 1, r + u64::from(k.requests)));
-        if n == 0 {
-            0.0
-        } else {
-            r as f64 / n as f64
-        }
+        if n == 0 { 0.0 } else { r as f64 / n as f64 }
     };
     TailFigures {
         strategy: kind.name().to_owned(),

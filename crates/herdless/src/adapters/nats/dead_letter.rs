@@ -18,9 +18,9 @@
 //! worker's own headers cannot take a letter at all: the task is terminated
 //! (`+TERM`) with an error naming it.
 
+use async_nats::HeaderMap;
 use async_nats::header::IntoHeaderName;
 use async_nats::jetstream;
-use async_nats::HeaderMap;
 use bytes::Bytes;
 
 use super::Site;

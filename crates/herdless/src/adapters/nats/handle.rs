@@ -5,15 +5,15 @@ use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
-use async_nats::jetstream::{self, AckKind};
 use async_nats::HeaderMap;
+use async_nats::jetstream::{self, AckKind};
 use bytes::Bytes;
 
 use super::dead_letter::{self, Sent};
 use super::{NatsError, Site, Worker};
 use crate::classify::Classify;
 use crate::engine::{Decision, Gate, GiveUp, Notify};
-use crate::redelivery::{unix_now, Delivery, Resumed, TaskState, STATE_HEADER};
+use crate::redelivery::{Delivery, Resumed, STATE_HEADER, TaskState, unix_now};
 use crate::rng::{IdempotencyKey, Rng};
 
 /// The longest `Herdless-Error` header, in bytes.

@@ -111,8 +111,8 @@ use crate::fleet::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
 pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};
-pub use decode::{decode_header_block, decode_message, Decoded, Undecodable};
-pub use error::{check_name, check_subject, NatsError, MAX_NAME_LEN, MAX_SUBJECT_LEN};
+pub use decode::{Decoded, Undecodable, decode_header_block, decode_message};
+pub use error::{MAX_NAME_LEN, MAX_SUBJECT_LEN, NatsError, check_name, check_subject};
 pub use handle::{Outcome, Task};
 pub use poison::{HEADERS_BASE64_HEADER, MAX_SWEEP, UNDECODABLE_HEADER};
 pub use run::Summary;

@@ -41,14 +41,14 @@
 //! or were already acked. A sweep reads at most [`MAX_SWEEP`] messages and
 //! says so when it stops there.
 
-use async_nats::jetstream::{self, consumer::PullConsumer, response::Response, stream, ErrorCode};
+use async_nats::jetstream::{self, ErrorCode, consumer::PullConsumer, response::Response, stream};
 use base64::Engine as _;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::dead_letter::{self, Sent};
-use super::handle::{key_only, where_from, Outcome};
-use super::{decode_message, NatsError, Site, Undecodable, Worker};
+use super::handle::{Outcome, key_only, where_from};
+use super::{NatsError, Site, Undecodable, Worker, decode_message};
 
 /// The most messages one sweep reads.
 pub const MAX_SWEEP: u64 = 10_000;
@@ -229,7 +229,7 @@ async fn get(js: &jetstream::Context, site: &Site, seq: u64) -> Result<Option<St
     let raw = match reply {
         Response::Ok(got) => got.message,
         Response::Err { error } if error.error_code() == ErrorCode::NO_MESSAGE_FOUND => {
-            return Ok(None)
+            return Ok(None);
         }
         Response::Err { error } => {
             return Err(NatsError::broker("reading a stored message", error));

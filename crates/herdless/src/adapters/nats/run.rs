@@ -5,17 +5,17 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_nats::connection::State;
-use async_nats::jetstream::{self, consumer::pull::Batch, consumer::PullConsumer};
+use async_nats::jetstream::{self, consumer::PullConsumer, consumer::pull::Batch};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::error::check_consumer;
 use super::handle::{Abort, Outcome, Task};
-use super::{NatsError, Site, Worker, FETCH_WAIT, IDLE_FETCH_WAIT};
+use super::{FETCH_WAIT, IDLE_FETCH_WAIT, NatsError, Site, Worker};
 use crate::backoff::Backoff;
 use crate::classify::Classify;
 use crate::engine::Notify;

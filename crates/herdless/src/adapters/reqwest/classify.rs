@@ -5,14 +5,14 @@
 
 use std::time::SystemTime;
 
-use reqwest::header::HeaderValue;
 use reqwest::Response;
+use reqwest::header::HeaderValue;
 
 use crate::adapters::reqwest::error::{HttpError, Kind};
 use crate::adapters::reqwest::transport::{classify_transport, is_transport_timeout};
 use crate::classify::{Classification, Classify};
 use crate::http::RETRY_AFTER_MS;
-use crate::http::{classify_response_ms, StatusClassifier};
+use crate::http::{StatusClassifier, classify_response_ms};
 
 /// Classifies [`HttpError`]s: statuses with a [`StatusClassifier`],
 /// `Retry-After` against [`now`](Self::now), transport errors with

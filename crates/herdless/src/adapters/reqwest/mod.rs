@@ -160,7 +160,7 @@ pub use classify::ReqwestClassifier;
 pub(crate) use error::Kind;
 pub use error::{HttpError, NotRetried, SendError};
 pub(crate) use replay::Replay;
-pub use replay::{is_idempotent, IDEMPOTENCY_KEY};
+pub use replay::{IDEMPOTENCY_KEY, is_idempotent};
 pub use stream::{BodySink, Discard, Streamed};
 pub use transport::{classify_io, classify_transport, is_transport_timeout};
 

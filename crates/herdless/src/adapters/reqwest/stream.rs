@@ -18,10 +18,10 @@ use std::task::Poll;
 use reqwest::{RequestBuilder, StatusCode};
 
 use crate::adapters::reqwest::{
-    is_transport_timeout, AttemptRecord, HttpError, HttpRetry, Kind, NotRetried, SendError,
+    AttemptRecord, HttpError, HttpRetry, Kind, NotRetried, SendError, is_transport_timeout,
 };
-use crate::engine::events::Notify;
 use crate::engine::Attempt;
+use crate::engine::events::Notify;
 use crate::timer::AsyncSleep;
 
 /// Where [`HttpRetry::send_to`] writes a response body, chunk by chunk, as it
@@ -291,7 +291,7 @@ async fn attempt_once<S: BodySink>(
             return (
                 Step::Failed(Some(r.status().as_u16()), Kind::Status(r), None),
                 0,
-            )
+            );
         }
         Err(e) => return (Step::Failed(None, Kind::Transport(e), None), 0),
     };

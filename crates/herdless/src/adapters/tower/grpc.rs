@@ -5,7 +5,7 @@ use http::Response;
 
 use crate::classify::{Classification, Classify};
 use crate::classify::{ClassifyResult, FailClosed};
-use crate::grpc::{classify_status, CodeClassifier, PUSHBACK_HEADER};
+use crate::grpc::{CodeClassifier, PUSHBACK_HEADER, classify_status};
 
 /// The header a trailers-only gRPC response carries its status in.
 const GRPC_STATUS: &str = "grpc-status";

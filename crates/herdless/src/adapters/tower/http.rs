@@ -10,7 +10,7 @@ use crate::adapters::tower::clone::CloneRequest;
 use crate::classify::{Classification, Classify};
 use crate::classify::{ClassifyResult, FailClosed};
 use crate::http::RETRY_AFTER_MS;
-use crate::http::{classify_response_ms, StatusClassifier};
+use crate::http::{StatusClassifier, classify_response_ms};
 
 /// Classifies `Result<http::Response<B>, E>`: a response by its status
 /// ([`StatusClassifier`]: statuses below 400 succeed, unknown ones fail

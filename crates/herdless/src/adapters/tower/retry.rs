@@ -5,14 +5,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use crate::adapters::tower::clone::{CloneRequest, Cloned};
 use crate::adapters::tower::timeout::{NoTimeout, RequestTimeout};
 use crate::classify::ClassifyResult;
 use crate::engine::{Decision, Engine, Gate, NoNotify, Notify, Retry};
-use crate::rng::{call_seed, Rng};
+use crate::rng::{Rng, call_seed};
 use crate::timer::{AsyncSleep, Clock, SystemTimer};
 
 /// The configuration every call shares.

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{nanos, Engine};
+use super::{Engine, nanos};
 use crate::engine::context::Context;
 
 /// The deadline, in nanoseconds on the driver's clock, of an attempt that

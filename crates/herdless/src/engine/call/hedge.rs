@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{nanos, Engine, LEVEL_SET};
+use super::{Engine, LEVEL_SET, nanos};
 use crate::classify::Classification;
 use crate::engine::context::Context;
 use crate::engine::events::{Notify, RetryEvent};

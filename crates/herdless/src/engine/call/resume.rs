@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use crate::engine::GiveUp;
 use crate::engine::call::{Engine, Gate};
 use crate::engine::context::Context;
 use crate::engine::events::{Notify, RetryEvent};
-use crate::engine::GiveUp;
 use crate::policy::{Jitter, Policy, Schedule};
 use crate::rng::Rng;
 

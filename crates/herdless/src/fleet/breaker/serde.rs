@@ -9,7 +9,7 @@ use ::serde::ser::{SerializeStruct, Serializer};
 use ::serde::{Deserialize, Serialize};
 
 use super::{Breaker, BreakerBuilder};
-use crate::policy::serde::fields::{visit_fields, Seed};
+use crate::policy::serde::fields::{Seed, visit_fields};
 use crate::policy::serde::format_duration;
 use crate::policy::serde::values::{Human, Whole};
 

@@ -83,7 +83,9 @@ fn waits_are_jittered_within_bounds() {
     let waits: std::collections::HashSet<Duration> =
         (0..1000).map(|_| b.wait_for(&mut rng)).collect();
     assert!(waits.len() > 900, "waits differ");
-    assert!(waits
-        .iter()
-        .all(|w| *w >= Duration::from_millis(50) && *w <= Duration::from_millis(100)));
+    assert!(
+        waits
+            .iter()
+            .all(|w| *w >= Duration::from_millis(50) && *w <= Duration::from_millis(100))
+    );
 }

@@ -5,7 +5,7 @@ use std::fmt;
 
 use std::sync::atomic::AtomicU64;
 
-use super::{Config, RetryBudget, MAX_TOKENS, SCALE};
+use super::{Config, MAX_TOKENS, RetryBudget, SCALE};
 
 /// Configures a [`RetryBudget`]. Starts from the gRPC preset for 10 tokens and a
 /// 0.1 ratio; [`grpc`](Self::grpc) and [`aws`](Self::aws) reset every knob to a

@@ -19,7 +19,7 @@ use ::serde::ser::{SerializeStruct, Serializer};
 use ::serde::{Deserialize, Serialize};
 
 use super::{RetryBudget, RetryBudgetBuilder, SCALE};
-use crate::policy::serde::fields::{visit_fields, Seed};
+use crate::policy::serde::fields::{Seed, visit_fields};
 use crate::policy::serde::values::{Choice, Flag, Number};
 
 const FIELDS: &[&str] = &[

@@ -256,8 +256,8 @@ fn a_refusal_while_growing_cuts_and_a_partial_refusal_sets_what_was_served() {
         }
     }
     t.acquire(ms(100), &mut rng).ok(); // the window closes
-                                       // Half refused: what was served (500/s), clamped to at least half the
-                                       // rate.
+    // Half refused: what was served (500/s), clamped to at least half the
+    // rate.
     assert_eq!(t.rate(), 3_500.0);
     assert!(!t.is_probing());
 }

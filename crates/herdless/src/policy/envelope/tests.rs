@@ -45,10 +45,11 @@ fn decorrelated_ceiling_triples_from_three_bases_to_the_cap() {
             ceilings,
             [ms(1_500), ms(4_500), ms(13_500), ms(30_000), ms(30_000)]
         );
-        assert!(e
-            .rows()
-            .iter()
-            .all(|r| r.floor <= r.median && r.p99 <= r.ceiling));
+        assert!(
+            e.rows()
+                .iter()
+                .all(|r| r.floor <= r.median && r.p99 <= r.ceiling)
+        );
         // 1.5 + 4.5 + 13.5 + 30 + 30 s
         assert_eq!(e.sum_of_ceilings(), ms(79_500));
     }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::estimate::Estimate;
 use super::{AdaptiveAllocator, Mode};
-use crate::pushback::{ns, PushbackError};
+use crate::pushback::{PushbackError, ns};
 
 /// The lowest capacity the estimate can fall to, in requests per second.
 pub const MIN_CAPACITY: f64 = 1.0;
@@ -285,7 +285,7 @@ impl AdaptiveBuilder {
     pub fn build(self) -> Result<AdaptiveAllocator, PushbackError> {
         let capacity = match self.estimate {
             Some(c) if !(c.is_finite() && (MIN_CAPACITY..=MAX_CAPACITY).contains(&c)) => {
-                return Err(PushbackError::Capacity)
+                return Err(PushbackError::Capacity);
             }
             Some(c) => c,
             None => NO_ESTIMATE,

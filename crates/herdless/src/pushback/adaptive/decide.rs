@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use super::clients::Entry;
-use super::{AdaptiveAllocator, Mode, EARLY_TOLERANCE, HOLD_SHARE, RELEASE_START};
-use crate::pushback::{slot_interval_ns, Allotment, Ticket};
+use super::{AdaptiveAllocator, EARLY_TOLERANCE, HOLD_SHARE, Mode, RELEASE_START};
+use crate::pushback::{Allotment, Ticket, slot_interval_ns};
 
 impl AdaptiveAllocator {
     pub(super) fn interval(&self) -> u64 {

@@ -187,7 +187,7 @@ use estimate::Estimate;
 use hold::Hold;
 use schedule::Schedule;
 
-use crate::pushback::{ns, Allotment, PushbackError};
+use crate::pushback::{Allotment, PushbackError, ns};
 
 /// A caller that comes back this much before its slot is still on time
 /// (clock differences between the caller and the server).

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use super::{AdaptiveAllocator, Mode};
-use crate::pushback::{ns, Allotment, Released, Ticket};
+use crate::pushback::{Allotment, Released, Ticket, ns};
 
 impl AdaptiveAllocator {
     /// When the hold next has something to do (since the epoch): a release

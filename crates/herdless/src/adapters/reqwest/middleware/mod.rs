@@ -81,8 +81,8 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::adapters::reqwest::{HttpError, HttpRetry, Kind, NotRetried, Replay};
-use crate::engine::events::{NoNotify, Notify};
 use crate::engine::GiveUp;
+use crate::engine::events::{NoNotify, Notify};
 use crate::policy::Policy;
 use crate::timer::{AsyncSleep, SystemTimer};
 

@@ -20,14 +20,14 @@
 //! the requests still held are answered `503` at once, never left waiting.
 
 use std::collections::HashMap;
-use std::future::{poll_fn, Future};
+use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{Notify, oneshot};
 
 use super::Shared;
 use crate::pushback::{Allocator, Allotment, Ticket};

@@ -12,9 +12,9 @@ use tower::Layer;
 
 use super::hold::State;
 use super::{PushbackService, Shared};
+use crate::pushback::allocator::Allocator;
 #[allow(unused_imports)] // rustdoc links
 use crate::pushback::allocator::caller_key;
-use crate::pushback::allocator::Allocator;
 use crate::pushback::{Allotment, SlotAllocator};
 use crate::timer::{Clock, SystemTimer};
 

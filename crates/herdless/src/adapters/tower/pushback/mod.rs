@@ -106,9 +106,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use crate::pushback::allocator::Allocator;
+use crate::pushback::{Allotment, Ticket};
 #[allow(unused_imports)] // rustdoc links
 use crate::pushback::{adaptive::AdaptiveAllocator, allocator::caller_key};
-use crate::pushback::{Allotment, Ticket};
 use crate::timer::Clock;
 
 mod hold;

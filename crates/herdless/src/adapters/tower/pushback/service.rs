@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::header::HeaderName;
-use http::{header, HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 use tokio::sync::oneshot;
 use tower::Service;
 
 use super::{Outcome, Shared};
 use crate::http::RETRY_AFTER_MS;
-use crate::pushback::allocator::{caller_key, Allocator};
+use crate::pushback::allocator::{Allocator, caller_key};
 use crate::pushback::{Allotment, SlotAllocator, Ticket};
 use crate::timer::{AsyncSleep, SystemTimer};
 
