@@ -43,8 +43,8 @@ const CUT: f64 = 0.7;
 /// the fleet's backlog however many processes hold it. 40 s: a fleet of 400
 /// processes starts at about the sum of their old floors (one call per
 /// `probe_min` each), so its peak stays at 1.22–1.26× the capacity (10 s
-/// and 20 s: 1.32–1.36×), while one process holding 2,000 callers starts
-/// at ~40/s instead of 2/s (docs/fleet-protection.md).
+/// and 20 s: 1.32–1.37×), while one process holding 2,000 callers starts
+/// at ~50/s instead of 2/s (docs/fleet-protection.md).
 const RAMP_CLEAR_S: f64 = 40.0;
 /// How fast the estimate of the waiting calls' re-asks follows each
 /// window's count while probing: the time constant, seconds.
