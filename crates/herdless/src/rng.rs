@@ -11,9 +11,13 @@
 //! threads or processes share a sequence. An explicit seed makes a run
 //! reproducible, which is what tests and the simulator use.
 //!
-//! The generator is `fastrand`'s wyrand: 8 bytes of state, a few nanoseconds a
-//! draw, statistically sound for jitter (not for cryptography, which jitter does
-//! not need).
+//! The generator is wyrand, as `fastrand` implements it (same constants, same
+//! outputs for the same seed: a unit test holds the two together): 8 bytes of
+//! state, a few nanoseconds a draw, statistically sound for jitter (not for
+//! cryptography, which jitter does not need). The draws are written here rather
+//! than called through `fastrand::Rng::u64(range)`, whose range-generic body
+//! the compiler keeps out of line: a jitter draw is then a multiply, a compare
+//! and a rarely taken branch, inside the engine's own code.
 
 use std::fmt;
 
@@ -28,7 +32,7 @@ use std::fmt;
 /// let _ = c.next_u64();
 /// ```
 #[derive(Clone)]
-pub struct Rng(fastrand::Rng);
+pub struct Rng(u64);
 
 impl fmt::Debug for Rng {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -48,7 +52,7 @@ impl Rng {
     /// ```
     pub fn from_entropy() -> Self {
         let seed = getrandom::u64().unwrap_or_else(|_| fastrand::u64(..));
-        Self(fastrand::Rng::with_seed(seed))
+        Self(seed)
     }
 
     /// A generator of its own for one retrier (one call of
@@ -88,8 +92,9 @@ impl Rng {
     /// let first = r.next_u64();
     /// assert_eq!(herdless::Rng::with_seed(99).next_u64(), first);
     /// ```
+    #[inline]
     pub fn with_seed(seed: u64) -> Self {
-        Self(fastrand::Rng::with_seed(seed))
+        Self(seed)
     }
 
     /// The next 64 random bits.
@@ -99,7 +104,12 @@ impl Rng {
     /// ```
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        self.0.u64(..)
+        const WY_CONST_0: u64 = 0x2d35_8dcc_aa6c_78a5;
+        const WY_CONST_1: u64 = 0x8bb8_4b93_962e_acc9;
+        let s = self.0.wrapping_add(WY_CONST_0);
+        self.0 = s;
+        let t = u128::from(s) * u128::from(s ^ WY_CONST_1);
+        (t as u64) ^ (t >> 64) as u64
     }
 
     /// A uniform draw in `[0, 1)`.
@@ -110,19 +120,60 @@ impl Rng {
     /// ```
     #[inline]
     pub fn unit_f64(&mut self) -> f64 {
-        self.0.f64()
+        // 53 bits over 2⁶³ is below 1.0 except when the top 53 of the 63
+        // bits are all ones (then 1.0 exactly): drawn again, as `fastrand` does.
+        const SCALE: f64 = 1.0 / (1u64 << 63) as f64;
+        loop {
+            let x = (self.next_u64() >> 1) as f64 * SCALE;
+            if x < 1.0 {
+                return x;
+            }
+        }
     }
 
     /// A uniform draw in `[0, max]`.
     #[inline]
     pub(crate) fn below_or_eq(&mut self, max: u64) -> u64 {
-        self.0.u64(0..=max)
+        match max.checked_add(1) {
+            Some(n) => self.below(n),
+            None => self.next_u64(),
+        }
     }
 
     /// A uniform draw in `[lo, hi]`; `lo` when `hi <= lo`.
     #[inline]
     pub(crate) fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        if hi <= lo { lo } else { self.0.u64(lo..=hi) }
+        if hi <= lo {
+            return lo;
+        }
+        match (hi - lo).checked_add(1) {
+            Some(n) => lo + self.below(n),
+            // lo = 0, hi = u64::MAX: every value.
+            None => self.next_u64(),
+        }
+    }
+
+    /// A uniform draw in `[0, n)`, `n > 0`: Lemire's multiply-and-reject (the
+    /// high half of `r · n`, redrawn while the low half falls in the `2⁶⁴ mod n`
+    /// values that would bias it). The division that finds that threshold runs
+    /// only when the low half is below `n`, which for a delay in nanoseconds is
+    /// about once in 2⁶⁴ / n draws.
+    #[inline]
+    fn below(&mut self, n: u64) -> u64 {
+        let mut m = u128::from(self.next_u64()) * u128::from(n);
+        if (m as u64) < n {
+            self.reject_biased(n, &mut m);
+        }
+        (m >> 64) as u64
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reject_biased(&mut self, n: u64, m: &mut u128) {
+        let threshold = n.wrapping_neg() % n;
+        while (*m as u64) < threshold {
+            *m = u128::from(self.next_u64()) * u128::from(n);
+        }
     }
 
     /// Derives an independent generator (for per-call generators of a seeded
@@ -323,6 +374,34 @@ mod tests {
         assert_eq!(r.between(7, 7), 7);
         assert_eq!(r.between(9, 3), 9);
         let _ = r.below_or_eq(u64::MAX); // the full range does not panic
+    }
+
+    /// The draws are `fastrand`'s, bit for bit: the simulator's and every
+    /// seeded run's outputs depend on it.
+    #[test]
+    fn draws_are_fastrands_wyrand() {
+        let ranges = [0, 1, 2, 3, 10, 999, 1 << 32, 1_000_000_007, u64::MAX / 3, u64::MAX - 1, u64::MAX];
+        for seed in [0, 1, 7, 42, 0x9E37_79B9_7F4A_7C15, u64::MAX] {
+            let (mut ours, mut theirs) = (Rng::with_seed(seed), fastrand::Rng::with_seed(seed));
+            for round in 0..2_000u64 {
+                let max = ranges[(round % ranges.len() as u64) as usize];
+                assert_eq!(ours.next_u64(), theirs.u64(..));
+                assert_eq!(ours.below_or_eq(max), theirs.u64(0..=max));
+                // (`between` answers an empty or one-value range without a draw)
+                let lo = max / 3;
+                if lo < max {
+                    assert_eq!(ours.between(lo, max), theirs.u64(lo..=max));
+                    assert_eq!(ours.between(0, max), theirs.u64(0..=max));
+                }
+                assert_eq!(ours.unit_f64().to_bits(), theirs.f64().to_bits());
+            }
+        }
+        // The rejection loop: n just above 2⁶³ rejects about half the draws.
+        let n = (1u64 << 63) + 12_345;
+        let (mut ours, mut theirs) = (Rng::with_seed(5), fastrand::Rng::with_seed(5));
+        for _ in 0..10_000 {
+            assert_eq!(ours.below_or_eq(n - 1), theirs.u64(0..n));
+        }
     }
 
     #[test]
