@@ -380,7 +380,19 @@ mod tests {
     /// seeded run's outputs depend on it.
     #[test]
     fn draws_are_fastrands_wyrand() {
-        let ranges = [0, 1, 2, 3, 10, 999, 1 << 32, 1_000_000_007, u64::MAX / 3, u64::MAX - 1, u64::MAX];
+        let ranges = [
+            0,
+            1,
+            2,
+            3,
+            10,
+            999,
+            1 << 32,
+            1_000_000_007,
+            u64::MAX / 3,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         for seed in [0, 1, 7, 42, 0x9E37_79B9_7F4A_7C15, u64::MAX] {
             let (mut ours, mut theirs) = (Rng::with_seed(seed), fastrand::Rng::with_seed(seed));
             for round in 0..2_000u64 {

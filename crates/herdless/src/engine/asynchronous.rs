@@ -136,11 +136,13 @@ pub(super) async fn back_off<C, T: AsyncSleep, N: Notify>(
         Decision::Retry { delay, .. } => timer.sleep(delay).await,
         Decision::GiveUp(reason) => return Err(reason),
     }
-    loop {
+    // Without a breaker or a throttle every due retry may start.
+    while run.gated() {
         match run.ready(cx) {
             Gate::Go => return Ok(()),
             Gate::Wait(wait) => timer.sleep(wait).await,
             Gate::GiveUp(reason) => return Err(reason),
         }
     }
+    Ok(())
 }

@@ -83,12 +83,14 @@ where
         Err(error) => error,
     };
     let cx = run.context();
+    // Asked once: without a breaker or a throttle every due retry may start.
+    let gated = run.gated();
     loop {
         match run.failed(&cx, &error, false) {
             Decision::Retry { delay, .. } => retry.timer.sleep(delay),
             Decision::GiveUp(reason) => return Err(run.error(reason, error)),
         }
-        loop {
+        while gated {
             match run.ready(&cx) {
                 Gate::Go => break,
                 Gate::Wait(wait) => retry.timer.sleep(wait),

@@ -383,7 +383,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
 
     /// Classifies a failure and asks the engine what follows; an attempt cut
     /// at its deadline (`timed_out`) is a timeout whatever its error says.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn failed<E>(&mut self, cx: &Context<'_, N>, error: &E, timed_out: bool) -> Decision
     where
         C: Classify<E>,
@@ -433,7 +433,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     /// slept): no clock is read.
     #[inline(always)]
     pub(crate) fn ready(&mut self, cx: &Context<'_, N>) -> Gate {
-        if self.retry.breaker.is_none() && self.retry.throttle.is_none() {
+        if !self.gated() {
             return Gate::Go;
         }
         self.last = self.now();
@@ -442,6 +442,13 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         let retry = self.retry;
         let rng = self.rng.get_or_insert_with(|| new_rng(retry));
         self.engine.ready_ns(cx, self.last, rng)
+    }
+
+    /// Whether a due retry asks a gate before it starts (a breaker or a
+    /// throttle); without one, [`ready`](Self::ready) always says go.
+    #[inline(always)]
+    pub(crate) fn gated(&self) -> bool {
+        self.retry.breaker.is_some() || self.retry.throttle.is_some()
     }
 
     /// The error the call ends with.
