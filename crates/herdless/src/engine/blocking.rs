@@ -90,11 +90,13 @@ where
             Decision::Retry { delay, .. } => retry.timer.sleep(delay),
             Decision::GiveUp(reason) => return Err(run.error(reason, error)),
         }
-        while gated {
-            match run.ready(&cx) {
-                Gate::Go => break,
-                Gate::Wait(wait) => retry.timer.sleep(wait),
-                Gate::GiveUp(reason) => return Err(run.error(reason, error)),
+        if gated {
+            loop {
+                match run.ready(&cx) {
+                    Gate::Go => break,
+                    Gate::Wait(wait) => retry.timer.sleep(wait),
+                    Gate::GiveUp(reason) => return Err(run.error(reason, error)),
+                }
             }
         }
         match op(run.begin()) {
