@@ -18,9 +18,10 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use backon::{BlockingRetryable, ExponentialBuilder, Retryable};
+use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder, Retryable};
+use herdless::policy::Schedule;
 use herdless::timer::CoarseClock;
-use herdless::{AlwaysRetry, Clock, Policy, Retry, SystemTimer};
+use herdless::{AlwaysRetry, Clock, Policy, Retry, Rng, SystemTimer};
 use herdless_benches::{NoSleep, NoSleepTokioClock, backon_ns, flaky, flaky_async, op, op_async};
 
 fn rt() -> tokio::runtime::Runtime {
@@ -45,6 +46,8 @@ const CASES: &[&str] = &[
     "retry_herdless_async_unseeded",
     "retry_herdless_async_tokio_clock",
     "retry_backon_async",
+    "delay_herdless_full",
+    "delay_backon",
 ];
 
 /// Runs `case` `n` times; false when there is no such case.
@@ -151,6 +154,26 @@ fn run(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
                 );
             }
         }),
+        // One delay, as `core.rs`'s `delay` group: the first 8 retry indices in
+        // turn (below and at the cap), from a generator that lives on.
+        "delay_herdless_full" => {
+            let mut rng = Rng::with_seed(1);
+            (0..n).for_each(|i| {
+                let mut s = Schedule::at(black_box((i & 7) as u32));
+                black_box(policy.next_delay(&mut s, &mut rng));
+            })
+        }
+        "delay_backon" => {
+            let mut backoff = ExponentialBuilder::default()
+                .with_jitter()
+                .with_min_delay(Duration::from_millis(500))
+                .with_max_delay(Duration::from_secs(30))
+                .without_max_times()
+                .build();
+            (0..n).for_each(|_| {
+                black_box(backoff.next());
+            })
+        }
         _ => return false,
     }
     true

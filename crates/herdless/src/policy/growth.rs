@@ -98,7 +98,9 @@ fn floor_u64(x: Dd) -> u64 {
 }
 
 /// `min(limit, ⌊base · mⁿ⌋)` for `m ≥ 1`, computed as described in the module
-/// documentation.
+/// documentation. Inline for the default multiplier (a shift, in the caller's
+/// code); any other takes the powering, out of line.
+#[inline]
 pub(super) fn grown_ns(base_ns: u64, m: f64, n: u32, limit: u64) -> u64 {
     if n == 0 {
         return base_ns.min(limit);
@@ -112,6 +114,12 @@ pub(super) fn grown_ns(base_ns: u64, m: f64, n: u32, limit: u64) -> u64 {
             limit
         };
     }
+    powered_ns(base_ns, m, n, limit)
+}
+
+/// [`grown_ns`] for a multiplier other than 2, `n ≥ 1`.
+#[inline(never)]
+fn powered_ns(base_ns: u64, m: f64, n: u32, limit: u64) -> u64 {
     if m > BEYOND_U64 {
         return limit;
     }
