@@ -120,8 +120,9 @@ impl Rng {
     /// ```
     #[inline]
     pub fn unit_f64(&mut self) -> f64 {
-        // 53 bits over 2⁶³ is below 1.0 except when the top 53 of the 63
-        // bits are all ones (then 1.0 exactly): drawn again, as `fastrand` does.
+        // 63 random bits rounded to a double and scaled by 2⁻⁶³: the rounding
+        // can reach 1.0 exactly, and such a draw is drawn again (as `fastrand`
+        // does, so the values are its values).
         const SCALE: f64 = 1.0 / (1u64 << 63) as f64;
         loop {
             let x = (self.next_u64() >> 1) as f64 * SCALE;
