@@ -96,6 +96,18 @@ impl Payload for Client {
     fn offset(p: &PackedClient) -> u32 {
         p.meta & OFFSET_MASK
     }
+
+    #[inline]
+    fn take(p: &mut PackedClient) -> PackedClient {
+        std::mem::replace(
+            p,
+            PackedClient {
+                engine: Engine::new(Duration::ZERO),
+                id: 0,
+                meta: 0,
+            },
+        )
+    }
 }
 
 /// What a fleet run measured.

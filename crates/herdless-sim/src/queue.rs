@@ -12,8 +12,8 @@
 //! 40 bytes, unpacked, in one growing vector: with 2¹⁴ slots, a
 //! 10,000,000-client `full+pushback` run peaked at 649 MB instead of 414).
 //! A push appends the event to its slot (one write, no
-//! comparison); when the clock reaches a slot, its events are moved into one
-//! batch, sorted once by time, and pops take from the batch's end. Events
+//! comparison); when the clock reaches a slot, its events are sorted once by
+//! time (8-byte keys, not the entries: [`batch`]), and pops follow the keys. Events
 //! beyond the horizon wait in an overflow list that is folded in every half
 //! turn. Times stay exact to the nanosecond: slots only batch the sorting.
 //!
@@ -74,9 +74,9 @@ pub struct Event<T = u32> {
 ///
 /// ```
 /// use herdless_sim::queue::Payload;
-/// let packed = 7u32.pack(12_345);
+/// let mut packed = 7u32.pack(12_345);
 /// assert_eq!(u32::offset(&packed), 12_345);
-/// assert_eq!(u32::unpack(packed), (7, 12_345));
+/// assert_eq!(u32::unpack(u32::take(&mut packed)), (7, 12_345));
 /// ```
 pub trait Payload: Sized {
     /// The stored form.
@@ -87,6 +87,9 @@ pub trait Payload: Sized {
     fn unpack(packed: Self::Packed) -> (Self, u32);
     /// The in-period offset alone.
     fn offset(packed: &Self::Packed) -> u32;
+    /// Moves the entry out of its place in a drained chunk (what is left
+    /// there is never read again).
+    fn take(packed: &mut Self::Packed) -> Self::Packed;
 }
 
 /// A client index: the in-period offset takes the place of the time (the
@@ -112,6 +115,11 @@ impl Payload for u32 {
     fn offset(packed: &Event<u32>) -> u32 {
         packed.at_ns as u32
     }
+
+    #[inline]
+    fn take(packed: &mut Event<u32>) -> Event<u32> {
+        *packed
+    }
 }
 
 /// A slot is 2²¹ ns.
@@ -130,6 +138,9 @@ const BUCKETS: u64 = 1024;
 pub const CHUNK: usize = 128;
 /// The most chunks a drained slot's or bucket's list keeps room for.
 const KEEP: usize = 8;
+
+mod batch;
+use batch::Batch;
 
 /// Lists of chunks, one per slot or bucket.
 type Lists<P> = Vec<Vec<Vec<P>>>;
@@ -158,15 +169,14 @@ pub struct EventQueue<T: Payload = u32> {
     last: u64,
     /// Absolute index (`time >> SLOT_BITS`) of the current slot.
     current: u64,
-    /// Whether the current slot's entries were moved into `ready` (false
+    /// Whether the current slot's entries were moved into `batch` (false
     /// only for slot 0 before the first pop).
     drained: bool,
     len: usize,
     /// Events in `slots` and `buckets`.
     in_ring: usize,
-    /// The current slot's entries (still packed), sorted by time, latest
-    /// first.
-    ready: Vec<T::Packed>,
+    /// The current slot's entries (still packed), in time order.
+    batch: Batch<T::Packed>,
     /// The current period's start: an entry's time is this plus its offset.
     base: u64,
     /// Events pushed into the current slot after it was sorted, latest first.
@@ -213,7 +223,7 @@ impl<T: Payload> EventQueue<T> {
             drained: false,
             len: 0,
             in_ring: 0,
-            ready: Vec::new(),
+            batch: Batch::new(),
             base: 0,
             late: Vec::new(),
             slots: (0..PERIOD_SLOTS).map(|_| Vec::new()).collect(),
@@ -224,7 +234,7 @@ impl<T: Payload> EventQueue<T> {
     }
 
     /// An empty queue (`n`, the number of events expected to be pending at
-    /// once, sizes the sorted batch).
+    /// once, sizes the sort of a slot).
     ///
     /// ```
     /// let q = herdless_sim::queue::EventQueue::<u32>::with_capacity(1_000);
@@ -232,7 +242,7 @@ impl<T: Payload> EventQueue<T> {
     /// ```
     pub fn with_capacity(n: usize) -> Self {
         let mut q = Self::new();
-        q.ready.reserve(n.min(1 << 16));
+        q.batch.reserve(n.min(1 << 16));
         q
     }
 
@@ -308,7 +318,7 @@ impl<T: Payload> EventQueue<T> {
     #[inline]
     pub fn pop(&mut self) -> Option<Event<T>> {
         loop {
-            let from_late = match (self.ready.last(), self.late.last()) {
+            let from_late = match (self.batch.peek(), self.late.last()) {
                 (Some(r), Some(l)) => l.at_ns < self.base | u64::from(T::offset(r)),
                 (Some(_), None) => false,
                 (None, Some(_)) => true,
@@ -323,7 +333,7 @@ impl<T: Payload> EventQueue<T> {
             let e = if from_late {
                 self.late.pop()
             } else {
-                self.ready.pop().map(|packed| {
+                self.batch.pop().map(|packed| {
                     let (client, offset) = T::unpack(packed);
                     Event {
                         at_ns: self.base | u64::from(offset),
@@ -340,7 +350,7 @@ impl<T: Payload> EventQueue<T> {
     }
 
     /// Moves the clock to the next slot (or straight to the earliest overflow
-    /// event when nothing else is pending) and sorts that slot into `ready`.
+    /// event when nothing else is pending) and sorts that slot into `batch`.
     #[cold]
     fn advance(&mut self) {
         let first = !self.drained;
@@ -366,25 +376,10 @@ impl<T: Payload> EventQueue<T> {
         if list.is_empty() {
             return;
         }
-        for mut chunk in list.drain(..) {
-            self.in_ring -= chunk.len();
-            self.ready.append(&mut chunk);
-            self.pool.push(chunk);
-        }
-        if list.capacity() > KEEP {
-            *list = Vec::new();
-        }
-        // Within a slot the offset orders the entries as their times do.
-        if first {
-            // Slot 0 filled before the first pop: equal times pop in the order
-            // they were pushed (as if each had been inserted into the sorted
-            // slot; the order the queue always gave its first slot).
-            self.ready.reverse();
-            self.ready.sort_by_key(|p| std::cmp::Reverse(T::offset(p)));
-        } else {
-            self.ready
-                .sort_unstable_by_key(|p| std::cmp::Reverse(T::offset(p)));
-        }
+        // Within a slot the offset orders the entries as their times do
+        // (slot 0, filled before the first pop, pops equal times in the order
+        // they were pushed).
+        self.in_ring -= self.batch.load::<T>(list, &mut self.pool, first);
     }
 
     /// The clock entered a new period: spreads its bucket over its slots, in
