@@ -198,16 +198,28 @@ impl<T: Payload> Default for EventQueue<T> {
 }
 
 /// Appends `packed` to the last chunk of `list`, or to a new one from `pool`.
-#[inline]
+///
+/// Always inlined, and the entry has one destination (a new chunk is made
+/// first when the last is full): it is then written straight into the chunk.
+/// Passed to a call, it was written to the stack field by field and read back
+/// 16 bytes at a time, a load that waits for those stores to complete (no
+/// store-to-load forwarding across several stores).
+#[inline(always)]
 fn append<P>(list: &mut Vec<Vec<P>>, pool: &mut Vec<Vec<P>>, packed: P) {
-    match list.last_mut() {
-        Some(chunk) if chunk.len() < CHUNK => chunk.push(packed),
-        _ => {
-            let mut chunk = pool.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
-            chunk.push(packed);
-            list.push(chunk);
-        }
-    }
+    let chunk = match list.last_mut() {
+        Some(chunk) if chunk.len() < CHUNK => chunk,
+        _ => new_chunk(list, pool),
+    };
+    chunk.push(packed);
+}
+
+/// Adds an empty chunk to `list` (one push in [`CHUNK`]), from `pool` if it
+/// has one.
+#[inline(never)]
+fn new_chunk<'l, P>(list: &'l mut Vec<Vec<P>>, pool: &mut Vec<Vec<P>>) -> &'l mut Vec<P> {
+    list.push(pool.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK)));
+    let last = list.len() - 1;
+    &mut list[last]
 }
 
 impl<T: Payload> EventQueue<T> {
@@ -278,7 +290,7 @@ impl<T: Payload> EventQueue<T> {
     /// assert_eq!(q.pop().unwrap().client, 8);
     /// assert_eq!(q.pop().unwrap().at_ns, u64::MAX);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, at_ns: u64, client: T) {
         let at_ns = at_ns.max(self.last);
         self.len += 1;
@@ -297,7 +309,7 @@ impl<T: Payload> EventQueue<T> {
 
     /// Appends to the event's slot if it is in the current period, else to
     /// its period's bucket.
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, at_ns: u64, client: T) {
         let packed = client.pack((at_ns as u32) & OFFSET_MASK);
         let list = if at_ns >> PERIOD_BITS == self.current >> PERIOD_SLOTS_BITS {
