@@ -99,6 +99,11 @@ fn floor_u64(x: Dd) -> u64 {
 
 /// `min(limit, ⌊base · mⁿ⌋)` for `m ≥ 1`, computed as described in the module
 /// documentation.
+///
+/// Inlined (every jittered delay asks for its ceiling): the first retry and
+/// the default multiplier cost a few instructions and no call; other
+/// multipliers call [`powered_ns`].
+#[inline]
 pub(super) fn grown_ns(base_ns: u64, m: f64, n: u32, limit: u64) -> u64 {
     if n == 0 {
         return base_ns.min(limit);
@@ -112,6 +117,12 @@ pub(super) fn grown_ns(base_ns: u64, m: f64, n: u32, limit: u64) -> u64 {
             limit
         };
     }
+    powered_ns(base_ns, m, n, limit)
+}
+
+/// [`grown_ns`] for `n ≥ 1` and any multiplier, by double-double powering.
+#[inline(never)]
+fn powered_ns(base_ns: u64, m: f64, n: u32, limit: u64) -> u64 {
     if m > BEYOND_U64 {
         return limit;
     }
