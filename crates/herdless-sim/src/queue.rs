@@ -142,8 +142,11 @@ const KEEP: usize = 8;
 mod batch;
 use batch::Batch;
 
+mod list;
+use list::List;
+
 /// Lists of chunks, one per slot or bucket.
-type Lists<P> = Vec<Vec<Vec<P>>>;
+type Lists<P> = Vec<List<P>>;
 
 /// A monotone priority queue of [`Event`]s (timing wheel). See the [module
 /// documentation](self).
@@ -197,31 +200,6 @@ impl<T: Payload> Default for EventQueue<T> {
     }
 }
 
-/// Appends `packed` to the last chunk of `list`, or to a new one from `pool`.
-///
-/// Always inlined, and the entry has one destination (a new chunk is made
-/// first when the last is full): it is then written straight into the chunk.
-/// Passed to a call, it was written to the stack field by field and read back
-/// 16 bytes at a time, a load that waits for those stores to complete (no
-/// store-to-load forwarding across several stores).
-#[inline(always)]
-fn append<P>(list: &mut Vec<Vec<P>>, pool: &mut Vec<Vec<P>>, packed: P) {
-    let chunk = match list.last_mut() {
-        Some(chunk) if chunk.len() < CHUNK => chunk,
-        _ => new_chunk(list, pool),
-    };
-    chunk.push(packed);
-}
-
-/// Adds an empty chunk to `list` (one push in [`CHUNK`]), from `pool` if it
-/// has one.
-#[inline(never)]
-fn new_chunk<'l, P>(list: &'l mut Vec<Vec<P>>, pool: &mut Vec<Vec<P>>) -> &'l mut Vec<P> {
-    list.push(pool.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK)));
-    let last = list.len() - 1;
-    &mut list[last]
-}
-
 impl<T: Payload> EventQueue<T> {
     /// An empty queue at time 0.
     ///
@@ -238,8 +216,8 @@ impl<T: Payload> EventQueue<T> {
             batch: Batch::new(),
             base: 0,
             late: Vec::new(),
-            slots: (0..PERIOD_SLOTS).map(|_| Vec::new()).collect(),
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            slots: (0..PERIOD_SLOTS).map(|_| List::default()).collect(),
+            buckets: (0..BUCKETS).map(|_| List::default()).collect(),
             pool: Vec::new(),
             overflow: Vec::new(),
         }
@@ -317,7 +295,7 @@ impl<T: Payload> EventQueue<T> {
         } else {
             &mut self.buckets[((at_ns >> PERIOD_BITS) % BUCKETS) as usize]
         };
-        append(list, &mut self.pool, packed);
+        list.push(&mut self.pool, packed);
         self.in_ring += 1;
     }
 
@@ -396,19 +374,23 @@ impl<T: Payload> EventQueue<T> {
 
     /// The clock entered a new period: spreads its bucket over its slots, in
     /// the order the events were pushed (before any event pushed from now on).
+    ///
+    /// Each entry is read in its chunk (its slot first, then the entry, moved
+    /// once): drained through an iterator, it went through the stack, written
+    /// there and read back across two stores, a load that waits for them.
+    #[inline(never)]
     fn spread_bucket(&mut self) {
         let period = self.current >> PERIOD_SLOTS_BITS;
         let bucket = &mut self.buckets[(period % BUCKETS) as usize];
-        for mut chunk in bucket.drain(..) {
-            for packed in chunk.drain(..) {
-                let slot = (T::offset(&packed) >> SLOT_BITS) as usize;
-                append(&mut self.slots[slot], &mut self.pool, packed);
+        let (slots, pool) = (&mut self.slots, &mut self.pool);
+        bucket.drain(|mut chunk| {
+            for packed in chunk.iter_mut() {
+                let slot = (T::offset(packed) >> SLOT_BITS) as usize;
+                slots[slot].push(pool, T::take(packed));
             }
-            self.pool.push(chunk);
-        }
-        if bucket.capacity() > KEEP {
-            *bucket = Vec::new();
-        }
+            chunk.clear();
+            pool.push(chunk);
+        });
     }
 
     /// Moves the overflow events now within the horizon into the wheel.

@@ -29,6 +29,7 @@
 //! (`keys_sort_as_the_entries_did`) checks the permutation against a direct
 //! sort of 32-byte entries, on slots full of ties.
 
+use super::list::List;
 use super::{CHUNK, KEEP, Payload};
 
 /// An entry of the slot being drained, as the sort sees it. Not `Copy` (see
@@ -108,7 +109,7 @@ impl<P> Batch<P> {
     /// of entries.
     pub(super) fn load<T>(
         &mut self,
-        list: &mut Vec<Vec<P>>,
+        list: &mut List<P>,
         pool: &mut Vec<Vec<P>>,
         first: bool,
     ) -> usize
@@ -116,7 +117,7 @@ impl<P> Batch<P> {
         T: Payload<Packed = P>,
     {
         debug_assert!(self.ready.is_empty() && self.chunks.is_empty());
-        std::mem::swap(&mut self.chunks, list);
+        list.take_into(&mut self.chunks);
         let keys = &mut self.keys;
         for (c, chunk) in self.chunks.iter().enumerate() {
             debug_assert!(chunk.len() == CHUNK || c + 1 == self.chunks.len());
@@ -218,9 +219,9 @@ mod tests {
                 }
                 let want: Vec<u32> = direct.iter().rev().map(|w| w.tag).collect();
 
-                let mut list: Vec<Vec<Wide>> = Vec::new();
+                let mut list = List::default();
                 for w in wide(&offsets) {
-                    super::super::append(&mut list, &mut pool, w);
+                    list.push(&mut pool, w);
                 }
                 assert_eq!(batch.load::<Wide>(&mut list, &mut pool, first), n);
                 let got: Vec<u32> = std::iter::from_fn(|| batch.pop()).map(|w| w.tag).collect();
