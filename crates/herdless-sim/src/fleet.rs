@@ -96,6 +96,18 @@ impl Payload for Client {
     fn offset(p: &PackedClient) -> u32 {
         p.meta & OFFSET_MASK
     }
+
+    #[inline]
+    fn take(p: &mut PackedClient) -> PackedClient {
+        std::mem::replace(
+            p,
+            PackedClient {
+                engine: Engine::new(Duration::ZERO),
+                id: 0,
+                meta: 0,
+            },
+        )
+    }
 }
 
 /// What a fleet run measured.
@@ -234,19 +246,16 @@ pub fn run_fleet_from<E: Endpoint>(
                 tick_at = None;
             }
             while let Some((id, reply)) = endpoint.answer(now) {
-                if let Some(held) = parked.remove(&id) {
-                    settle(
-                        held,
-                        reply,
-                        now,
-                        &mut Step {
-                            queue: &mut queue,
-                            guards,
-                            policy,
-                            rng: &mut rng,
-                            out: &mut out,
-                        },
-                    );
+                if let Some(mut held) = parked.remove(&id) {
+                    let step = &mut Step {
+                        guards,
+                        policy,
+                        rng: &mut rng,
+                        out: &mut out,
+                    };
+                    if let Some(next) = settle(&mut held, reply, now, step) {
+                        queue.push(next, held);
+                    }
                 }
             }
             arm(&*endpoint, &mut queue, &mut tick_at, now.saturating_add(1));
@@ -300,18 +309,15 @@ pub fn run_fleet_from<E: Endpoint>(
             }
             reply
         };
-        settle(
-            c,
-            reply,
-            now,
-            &mut Step {
-                queue: &mut queue,
-                guards,
-                policy,
-                rng: &mut rng,
-                out: &mut out,
-            },
-        );
+        let step = &mut Step {
+            guards,
+            policy,
+            rng: &mut rng,
+            out: &mut out,
+        };
+        if let Some(next) = settle(&mut c, reply, now, step) {
+            queue.push(next, c);
+        }
     }
     out.max_held = endpoint.max_held();
     if let Some(load) = endpoint.service_load() {
@@ -326,16 +332,21 @@ const TICK: u32 = u32::MAX;
 
 /// What settling a reply needs from the loop.
 struct Step<'a, 'g> {
-    queue: &'a mut EventQueue<Client>,
     guards: &'a mut Guards,
     policy: &'g herdless::Policy,
     rng: &'a mut Rng,
     out: &'a mut FleetOutcome,
 }
 
-/// Reports `reply` to the client's engine at `now` and schedules what follows.
+/// Reports `reply` to the client's engine at `now`: `Some(time)` when the
+/// client calls again then (the loop queues it).
+///
+/// The client is borrowed, not moved: each 32-byte copy of it (into a call's
+/// arguments, into a local) read it back 16 bytes at a time right after the
+/// engine had written single fields of it, a load that waits for those stores
+/// to complete. Now it is copied once, into the queue.
 #[inline]
-fn settle(mut c: Client, reply: Reply, now: u64, s: &mut Step<'_, '_>) {
+fn settle(c: &mut Client, reply: Reply, now: u64, s: &mut Step<'_, '_>) -> Option<u64> {
     let at = Duration::from_nanos(now);
     if reply != Reply::Held {
         let refused = matches!(reply, Reply::Rejected { .. });
@@ -353,13 +364,14 @@ fn settle(mut c: Client, reply: Reply, now: u64, s: &mut Step<'_, '_>) {
         Reply::Rejected { retry_after } => {
             let class = Classification::Retryable { after: retry_after };
             match c.engine.failed(&cx, at, class, RetryCause::Error, s.rng) {
-                Decision::Retry { delay, .. } => s.queue.push(now.saturating_add(nanos(delay)), c),
+                Decision::Retry { delay, .. } => return Some(now.saturating_add(nanos(delay))),
                 Decision::GiveUp(reason) => s.out.give_up(now, reason),
             }
         }
         // An endpoint answers a held call with what became of it, never Held.
         Reply::Held => s.out.give_up(now, GiveUp::Terminal),
     }
+    None
 }
 
 /// Makes sure a tick event is queued at the endpoint's next answer (no

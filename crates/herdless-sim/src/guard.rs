@@ -394,6 +394,10 @@ impl Guards {
     /// its process's bucket has no token (nothing without the baseline).
     #[inline]
     pub(crate) fn cubic_wait(&mut self, client: u32, now: u64) -> Option<u64> {
+        if self.cubics.is_empty() {
+            // No division by the process size on every call.
+            return None;
+        }
         let p = self.params.process(client);
         self.cubics.get_mut(p)?.acquire(now).err()
     }
@@ -402,6 +406,9 @@ impl Guards {
     /// if [`GuardParams::cubic_counts_503`] says so.
     #[inline]
     pub(crate) fn cubic_answer(&mut self, client: u32, now: u64, refused: bool) {
+        if self.cubics.is_empty() {
+            return;
+        }
         let p = self.params.process(client);
         let throttled = refused && self.params.cubic_counts_503;
         if let Some(c) = self.cubics.get_mut(p) {
@@ -423,6 +430,10 @@ impl Guards {
     #[inline]
     pub fn context<'a>(&'a self, policy: &'a Policy, client: u32) -> Context<'a> {
         let cx = Context::new(policy).trace(false).metrics(false);
+        if self.budgets.is_empty() && self.breakers.is_empty() && self.throttles.is_empty() {
+            // A plain strategy: no division by the process size per decision.
+            return cx;
+        }
         let p = self.params.process(client);
         let cx = match self.budgets.get(p) {
             Some(b) => cx.budget(b),

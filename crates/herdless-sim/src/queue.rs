@@ -12,8 +12,8 @@
 //! 40 bytes, unpacked, in one growing vector: with 2¹⁴ slots, a
 //! 10,000,000-client `full+pushback` run peaked at 649 MB instead of 414).
 //! A push appends the event to its slot (one write, no
-//! comparison); when the clock reaches a slot, its events are moved into one
-//! batch, sorted once by time, and pops take from the batch's end. Events
+//! comparison); when the clock reaches a slot, its events are sorted once by
+//! time (8-byte keys, not the entries: [`batch`]), and pops follow the keys. Events
 //! beyond the horizon wait in an overflow list that is folded in every half
 //! turn. Times stay exact to the nanosecond: slots only batch the sorting.
 //!
@@ -74,9 +74,9 @@ pub struct Event<T = u32> {
 ///
 /// ```
 /// use herdless_sim::queue::Payload;
-/// let packed = 7u32.pack(12_345);
+/// let mut packed = 7u32.pack(12_345);
 /// assert_eq!(u32::offset(&packed), 12_345);
-/// assert_eq!(u32::unpack(packed), (7, 12_345));
+/// assert_eq!(u32::unpack(u32::take(&mut packed)), (7, 12_345));
 /// ```
 pub trait Payload: Sized {
     /// The stored form.
@@ -87,6 +87,9 @@ pub trait Payload: Sized {
     fn unpack(packed: Self::Packed) -> (Self, u32);
     /// The in-period offset alone.
     fn offset(packed: &Self::Packed) -> u32;
+    /// Moves the entry out of its place in a drained chunk (what is left
+    /// there is never read again).
+    fn take(packed: &mut Self::Packed) -> Self::Packed;
 }
 
 /// A client index: the in-period offset takes the place of the time (the
@@ -112,6 +115,11 @@ impl Payload for u32 {
     fn offset(packed: &Event<u32>) -> u32 {
         packed.at_ns as u32
     }
+
+    #[inline]
+    fn take(packed: &mut Event<u32>) -> Event<u32> {
+        *packed
+    }
 }
 
 /// A slot is 2²¹ ns.
@@ -131,8 +139,14 @@ pub const CHUNK: usize = 128;
 /// The most chunks a drained slot's or bucket's list keeps room for.
 const KEEP: usize = 8;
 
+mod batch;
+use batch::Batch;
+
+mod list;
+use list::List;
+
 /// Lists of chunks, one per slot or bucket.
-type Lists<P> = Vec<Vec<Vec<P>>>;
+type Lists<P> = Vec<List<P>>;
 
 /// A monotone priority queue of [`Event`]s (timing wheel). See the [module
 /// documentation](self).
@@ -158,15 +172,14 @@ pub struct EventQueue<T: Payload = u32> {
     last: u64,
     /// Absolute index (`time >> SLOT_BITS`) of the current slot.
     current: u64,
-    /// Whether the current slot's entries were moved into `ready` (false
+    /// Whether the current slot's entries were moved into `batch` (false
     /// only for slot 0 before the first pop).
     drained: bool,
     len: usize,
     /// Events in `slots` and `buckets`.
     in_ring: usize,
-    /// The current slot's entries (still packed), sorted by time, latest
-    /// first.
-    ready: Vec<T::Packed>,
+    /// The current slot's entries (still packed), in time order.
+    batch: Batch<T::Packed>,
     /// The current period's start: an entry's time is this plus its offset.
     base: u64,
     /// Events pushed into the current slot after it was sorted, latest first.
@@ -187,19 +200,6 @@ impl<T: Payload> Default for EventQueue<T> {
     }
 }
 
-/// Appends `packed` to the last chunk of `list`, or to a new one from `pool`.
-#[inline]
-fn append<P>(list: &mut Vec<Vec<P>>, pool: &mut Vec<Vec<P>>, packed: P) {
-    match list.last_mut() {
-        Some(chunk) if chunk.len() < CHUNK => chunk.push(packed),
-        _ => {
-            let mut chunk = pool.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK));
-            chunk.push(packed);
-            list.push(chunk);
-        }
-    }
-}
-
 impl<T: Payload> EventQueue<T> {
     /// An empty queue at time 0.
     ///
@@ -213,18 +213,18 @@ impl<T: Payload> EventQueue<T> {
             drained: false,
             len: 0,
             in_ring: 0,
-            ready: Vec::new(),
+            batch: Batch::new(),
             base: 0,
             late: Vec::new(),
-            slots: (0..PERIOD_SLOTS).map(|_| Vec::new()).collect(),
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            slots: (0..PERIOD_SLOTS).map(|_| List::default()).collect(),
+            buckets: (0..BUCKETS).map(|_| List::default()).collect(),
             pool: Vec::new(),
             overflow: Vec::new(),
         }
     }
 
     /// An empty queue (`n`, the number of events expected to be pending at
-    /// once, sizes the sorted batch).
+    /// once, sizes the sort of a slot).
     ///
     /// ```
     /// let q = herdless_sim::queue::EventQueue::<u32>::with_capacity(1_000);
@@ -232,7 +232,7 @@ impl<T: Payload> EventQueue<T> {
     /// ```
     pub fn with_capacity(n: usize) -> Self {
         let mut q = Self::new();
-        q.ready.reserve(n.min(1 << 16));
+        q.batch.reserve(n.min(1 << 16));
         q
     }
 
@@ -268,7 +268,7 @@ impl<T: Payload> EventQueue<T> {
     /// assert_eq!(q.pop().unwrap().client, 8);
     /// assert_eq!(q.pop().unwrap().at_ns, u64::MAX);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, at_ns: u64, client: T) {
         let at_ns = at_ns.max(self.last);
         self.len += 1;
@@ -287,7 +287,7 @@ impl<T: Payload> EventQueue<T> {
 
     /// Appends to the event's slot if it is in the current period, else to
     /// its period's bucket.
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, at_ns: u64, client: T) {
         let packed = client.pack((at_ns as u32) & OFFSET_MASK);
         let list = if at_ns >> PERIOD_BITS == self.current >> PERIOD_SLOTS_BITS {
@@ -295,7 +295,7 @@ impl<T: Payload> EventQueue<T> {
         } else {
             &mut self.buckets[((at_ns >> PERIOD_BITS) % BUCKETS) as usize]
         };
-        append(list, &mut self.pool, packed);
+        list.push(&mut self.pool, packed);
         self.in_ring += 1;
     }
 
@@ -308,7 +308,7 @@ impl<T: Payload> EventQueue<T> {
     #[inline]
     pub fn pop(&mut self) -> Option<Event<T>> {
         loop {
-            let from_late = match (self.ready.last(), self.late.last()) {
+            let from_late = match (self.batch.peek(), self.late.last()) {
                 (Some(r), Some(l)) => l.at_ns < self.base | u64::from(T::offset(r)),
                 (Some(_), None) => false,
                 (None, Some(_)) => true,
@@ -323,7 +323,7 @@ impl<T: Payload> EventQueue<T> {
             let e = if from_late {
                 self.late.pop()
             } else {
-                self.ready.pop().map(|packed| {
+                self.batch.pop().map(|packed| {
                     let (client, offset) = T::unpack(packed);
                     Event {
                         at_ns: self.base | u64::from(offset),
@@ -340,7 +340,7 @@ impl<T: Payload> EventQueue<T> {
     }
 
     /// Moves the clock to the next slot (or straight to the earliest overflow
-    /// event when nothing else is pending) and sorts that slot into `ready`.
+    /// event when nothing else is pending) and sorts that slot into `batch`.
     #[cold]
     fn advance(&mut self) {
         let first = !self.drained;
@@ -366,42 +366,31 @@ impl<T: Payload> EventQueue<T> {
         if list.is_empty() {
             return;
         }
-        for mut chunk in list.drain(..) {
-            self.in_ring -= chunk.len();
-            self.ready.append(&mut chunk);
-            self.pool.push(chunk);
-        }
-        if list.capacity() > KEEP {
-            *list = Vec::new();
-        }
-        // Within a slot the offset orders the entries as their times do.
-        if first {
-            // Slot 0 filled before the first pop: equal times pop in the order
-            // they were pushed (as if each had been inserted into the sorted
-            // slot; the order the queue always gave its first slot).
-            self.ready.reverse();
-            self.ready.sort_by_key(|p| std::cmp::Reverse(T::offset(p)));
-        } else {
-            self.ready
-                .sort_unstable_by_key(|p| std::cmp::Reverse(T::offset(p)));
-        }
+        // Within a slot the offset orders the entries as their times do
+        // (slot 0, filled before the first pop, pops equal times in the order
+        // they were pushed).
+        self.in_ring -= self.batch.load::<T>(list, &mut self.pool, first);
     }
 
     /// The clock entered a new period: spreads its bucket over its slots, in
     /// the order the events were pushed (before any event pushed from now on).
+    ///
+    /// Each entry is read in its chunk (its slot first, then the entry, moved
+    /// once): drained through an iterator, it went through the stack, written
+    /// there and read back across two stores, a load that waits for them.
+    #[inline(never)]
     fn spread_bucket(&mut self) {
         let period = self.current >> PERIOD_SLOTS_BITS;
         let bucket = &mut self.buckets[(period % BUCKETS) as usize];
-        for mut chunk in bucket.drain(..) {
-            for packed in chunk.drain(..) {
-                let slot = (T::offset(&packed) >> SLOT_BITS) as usize;
-                append(&mut self.slots[slot], &mut self.pool, packed);
+        let (slots, pool) = (&mut self.slots, &mut self.pool);
+        bucket.drain(|mut chunk| {
+            for packed in chunk.iter_mut() {
+                let slot = (T::offset(packed) >> SLOT_BITS) as usize;
+                slots[slot].push(pool, T::take(packed));
             }
-            self.pool.push(chunk);
-        }
-        if bucket.capacity() > KEEP {
-            *bucket = Vec::new();
-        }
+            chunk.clear();
+            pool.push(chunk);
+        });
     }
 
     /// Moves the overflow events now within the horizon into the wheel.
