@@ -23,6 +23,19 @@
 //! licence, in `assets/DejaVuSans-LICENSE.txt`), as `sans-serif`. The PNG needs
 //! no system library at all; the SVG writes `<text>` elements that a viewer
 //! renders with its own sans-serif font.
+//!
+//! The bundled file is DejaVu Sans 2.37 with every glyph, outline, advance,
+//! `kern` pair and `cmap` entry kept, less what `ab_glyph` never reads: the
+//! TrueType hinting, the OpenType layout tables (`GPOS`, `GSUB`, `GDEF`,
+//! `MATH`) and the glyph names (557,992 bytes instead of 759,720; every figure
+//! is byte for byte the same). Made with fonttools' `pyftsubset`:
+//!
+//! ```sh
+//! pyftsubset DejaVuSans.ttf --unicodes='*' --glyphs='*' --retain-gids \
+//!   --no-hinting --legacy-kern --layout-features='' \
+//!   --drop-tables+=GPOS,GSUB,GDEF,MATH,FFTM --name-IDs='*' --name-languages='*' \
+//!   --notdef-outline --notdef-glyph --no-glyph-names --output-file=out.ttf
+//! ```
 
 use std::fmt;
 use std::path::{Path, PathBuf};
