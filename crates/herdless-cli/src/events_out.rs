@@ -19,10 +19,10 @@ use herdless::{Notify, RetryEvent};
 use herdless_sim::report::units::seconds_value;
 use serde_json::{Map, Value};
 use tracing::Level;
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::layer::SubscriberExt;
 
 use crate::policy_args::LogFormat;
+
+mod rust_log;
 
 /// Which retry events reach stderr: `--quiet` and `RUST_LOG`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,29 +63,16 @@ impl EventFilter {
     }
 
     /// The filter for `--quiet` and a `RUST_LOG` value (`None` or blank: unset).
-    /// Invalid directives are ignored, as `EnvFilter` does when parsing lossily.
+    /// Invalid directives are ignored, as `EnvFilter` does when parsing lossily
+    /// (reported on stderr as it reports them).
     pub fn new(quiet: bool, rust_log: Option<&str>) -> Self {
         match rust_log.map(str::trim) {
             _ if quiet => Self::NONE,
             None | Some("") => Self::ALL,
-            Some(spec) => {
-                let filter = EnvFilter::builder().parse_lossy(spec);
-                let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(filter));
-                let mut enabled = [false; 5];
-                tracing::dispatcher::with_default(&dispatch, || {
-                    enabled = [
-                        tracing::enabled!(target: "herdless", Level::ERROR),
-                        tracing::enabled!(target: "herdless", Level::WARN),
-                        tracing::enabled!(target: "herdless", Level::INFO),
-                        tracing::enabled!(target: "herdless", Level::DEBUG),
-                        tracing::enabled!(target: "herdless", Level::TRACE),
-                    ];
-                });
-                EventFilter {
-                    enabled,
-                    levels: EventLevels::DEFAULT,
-                }
-            }
+            Some(spec) => EventFilter {
+                enabled: rust_log::enabled_for_herdless(spec),
+                levels: EventLevels::DEFAULT,
+            },
         }
     }
 
