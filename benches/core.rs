@@ -28,12 +28,14 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder};
+use backon::{BlockingRetryable, ExponentialBuilder};
 use criterion::{Criterion, criterion_group, criterion_main};
 use herdless::policy::Schedule;
 use herdless::timer::CoarseClock;
 use herdless::{AlwaysRetry, Clock, Jitter, Policy, Retry, Rng};
-use herdless_benches::{NoSleep, NoSleepTokioClock, backon_ns, flaky, flaky_async, op, op_async};
+use herdless_benches::{
+    NoSleep, NoSleepTokioClock, backon_delays, backon_ns, flaky, flaky_async, op, op_async,
+};
 
 fn success_first_try(c: &mut Criterion) {
     let mut g = c.benchmark_group("success_first_try");
@@ -124,12 +126,7 @@ fn delay(c: &mut Criterion) {
             })
         });
     }
-    let mut backoff = ExponentialBuilder::default()
-        .with_jitter()
-        .with_min_delay(Duration::from_millis(500))
-        .with_max_delay(Duration::from_secs(30))
-        .without_max_times()
-        .build();
+    let mut backoff = backon_delays();
     g.bench_function("backon_exponential_jitter", |b| {
         b.iter(|| black_box(backoff.next()))
     });

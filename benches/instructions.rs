@@ -18,11 +18,13 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use backon::{BackoffBuilder, BlockingRetryable, ExponentialBuilder, Retryable};
+use backon::{BlockingRetryable, ExponentialBuilder, Retryable};
 use herdless::policy::Schedule;
 use herdless::timer::CoarseClock;
 use herdless::{AlwaysRetry, Clock, Policy, Retry, Rng, SystemTimer};
-use herdless_benches::{NoSleep, NoSleepTokioClock, backon_ns, flaky, flaky_async, op, op_async};
+use herdless_benches::{
+    NoSleep, NoSleepTokioClock, backon_delays, backon_ns, flaky, flaky_async, op, op_async,
+};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -164,12 +166,7 @@ fn run(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
             })
         }
         "delay_backon" => {
-            let mut backoff = ExponentialBuilder::default()
-                .with_jitter()
-                .with_min_delay(Duration::from_millis(500))
-                .with_max_delay(Duration::from_secs(30))
-                .without_max_times()
-                .build();
+            let mut backoff = backon_delays();
             (0..n).for_each(|_| {
                 black_box(backoff.next());
             })

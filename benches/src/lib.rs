@@ -78,6 +78,24 @@ pub fn backon_ns() -> ExponentialBuilder {
         .with_max_delay(ns)
 }
 
+/// backon's exponential backoff with jitter from 500 ms to 30 s, never
+/// exhausted: the one-delay cases' schedule (herdless's default base and cap).
+///
+/// ```
+/// use backon::BackoffBuilder;
+/// let mut delays = herdless_benches::backon_delays();
+/// assert!(delays.next().unwrap() <= std::time::Duration::from_secs(60));
+/// ```
+pub fn backon_delays() -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder;
+    ExponentialBuilder::default()
+        .with_jitter()
+        .with_min_delay(Duration::from_millis(500))
+        .with_max_delay(Duration::from_secs(30))
+        .without_max_times()
+        .build()
+}
+
 /// A timer that does not sleep and reads the coarse clock (`SystemTimer`'s
 /// blocking clock): the retry path's own cost, without the waiting.
 ///
