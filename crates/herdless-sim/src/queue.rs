@@ -13,7 +13,7 @@
 //! 10,000,000-client `full+pushback` run peaked at 649 MB instead of 414).
 //! A push appends the event to its slot (one write, no
 //! comparison); when the clock reaches a slot, its events are sorted once by
-//! time (8-byte keys, not the entries: [`batch`]), and pops follow the keys. Events
+//! time (8-byte keys, not the entries: `queue/batch.rs`), and pops follow the keys. Events
 //! beyond the horizon wait in an overflow list that is folded in every half
 //! turn. Times stay exact to the nanosecond: slots only batch the sorting.
 //!
