@@ -14,9 +14,13 @@
 //!
 //! The wrapper also counts, for the honoring clients alone, their calls,
 //! their successes and the last success: the drain of the clients a
-//! pushback server can actually schedule ([`HonorStats`]).
+//! pushback server can actually schedule ([`HonorStats`]); and, when some
+//! clients do not honor, the honoring clients' arrivals per 100 ms
+//! ([`arrivals`](Honoring::arrivals)): the load a server's schedule shapes,
+//! apart from the load it cannot.
 
 use super::Endpoint;
+use crate::metrics::Histogram;
 use crate::strategy::Reply;
 
 /// Which clients honor Retry-After: client `i` honors when a hash of
@@ -76,6 +80,9 @@ pub struct Honoring<E> {
     fraction: f64,
     seed: u64,
     stats: HonorStats,
+    /// The honoring clients' calls per 100 ms, kept only when some clients
+    /// do not honor (otherwise they are every call).
+    arrivals: Option<Histogram>,
 }
 
 impl<E> Honoring<E> {
@@ -101,6 +108,7 @@ impl<E> Honoring<E> {
                 clients: honoring,
                 ..HonorStats::default()
             },
+            arrivals: (fraction < 1.0).then(Histogram::new),
         }
     }
 
@@ -112,6 +120,23 @@ impl<E> Honoring<E> {
     /// ```
     pub fn stats(&self) -> HonorStats {
         self.stats
+    }
+
+    /// The honoring clients' calls per 100 ms bucket; `None` when every
+    /// client honors (then they are all the calls).
+    ///
+    /// ```
+    /// use herdless_sim::endpoint::{Endpoint, FailFirst, Honoring};
+    /// let mut e = Honoring::new(FailFirst::new(0), 0.5, 3, 1_000);
+    /// let honoring = (0..1_000).filter(|&c| herdless_sim::endpoint::honor::honors(0.5, 3, c)).count();
+    /// for c in 0..1_000 {
+    ///     e.call(0, c, 1);
+    /// }
+    /// assert_eq!(e.arrivals().map(|h| h.total()), Some(honoring as u64));
+    /// assert!(Honoring::new(FailFirst::new(0), 1.0, 3, 10).arrivals().is_none());
+    /// ```
+    pub fn arrivals(&self) -> Option<&Histogram> {
+        self.arrivals.as_ref()
     }
 
     /// The wrapped endpoint.
@@ -150,6 +175,9 @@ impl<E: Endpoint> Endpoint for Honoring<E> {
         let reply = self.inner.call(now_ns, client, attempt);
         if honors(self.fraction, self.seed, client) {
             self.stats.calls += 1;
+            if let Some(h) = self.arrivals.as_mut() {
+                h.add(now_ns);
+            }
         }
         self.deliver(now_ns, client, reply)
     }

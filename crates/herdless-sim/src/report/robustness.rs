@@ -147,8 +147,8 @@ pub(crate) fn table(r: &RobustnessReport) -> String {
     let mut out = format!(
         "robustness: {} against plain full jitter; {} clients, the server told E = {} calls/s \
          (burst {}), true capacity C per row; endpoint down {} (long rows: as shown); seed {}\n\
-         Goals per cell: peak of arrivals and of the service's own load per 100 ms after T <= {}x C; \
-         the clients that honor Retry-After drain within {}x the cell's limit T + N/C ({}x at \
+         Goals per cell: peak of the arrivals of the clients that honor Retry-After and of the \
+         service's own load per 100 ms after T <= {}x C; those clients drain within {}x the cell's limit T + N/C ({}x at \
          C = E with the end known), with <= {} calls each (not checked in the long rows), none \
          gives up; no worse than plain full jitter on drain, peak (above the goal) and give-ups\n",
         r.strategies.join(", "),
@@ -172,6 +172,7 @@ pub(crate) fn table(r: &RobustnessReport) -> String {
         "honoring: calls",
         "x limit",
         "gave up",
+        "peak / C",
         "all: gave up",
         "peak / C",
         "service / C",
@@ -195,6 +196,7 @@ pub(crate) fn table(r: &RobustnessReport) -> String {
                 c.honoring_vs_limit
                     .map_or("-".to_owned(), |x| format!("{x:.2}")),
                 c.honoring_gave_up.to_string(),
+                format!("{:.2}", c.honoring_peak_over_capacity),
                 c.gave_up.to_string(),
                 format!("{:.2}", c.peak_over_capacity),
                 format!("{:.2}", c.service_peak_over_capacity),
@@ -212,6 +214,7 @@ pub(crate) fn table(r: &RobustnessReport) -> String {
             "-".to_owned(),
             "-".to_owned(),
             format!("{:.2}", b.calls),
+            "-".to_owned(),
             "-".to_owned(),
             "-".to_owned(),
             "-".to_owned(),

@@ -62,7 +62,7 @@ use crate::endpoint::{
 use crate::error::SimError;
 use crate::fleet::{FleetOutcome, run_fleet_from};
 use crate::guard::{Guard, GuardParams, Guards};
-use crate::metrics::{BUCKET, first_bucket_at_or_after};
+use crate::metrics::{BUCKET, Histogram, first_bucket_at_or_after};
 use crate::report::units;
 use crate::strategy::StrategyKind;
 
@@ -268,6 +268,9 @@ pub struct OutageFigures {
     /// pushback front end lets through, and what it holds back shows here
     /// as the difference from `peak_over_capacity`.
     pub service_peak_over_capacity: f64,
+    /// The largest 100 ms bucket at or after `T` of the honoring clients'
+    /// calls, over `C / 10` (`peak_over_capacity` when every client honors).
+    pub honoring_peak_over_capacity: f64,
     /// The most calls the endpoint held open at once (0 without a hold).
     pub max_held: u64,
     /// Calls that reached the service itself per 100 ms bucket, from time 0.
@@ -338,7 +341,7 @@ pub fn run(
         seed,
         fleet_seed,
     };
-    let (out, honoring) = match kind.guard() {
+    let (out, honoring, honoring_arrivals) = match kind.guard() {
         Some(Guard::Pushback) => run.go(
             AdaptiveEndpoint::with_callers(
                 params.outage,
@@ -383,7 +386,13 @@ pub fn run(
             &mut guards,
         )?,
     };
-    Ok(figures(params, kind, &out, honoring))
+    Ok(figures(
+        params,
+        kind,
+        &out,
+        honoring,
+        honoring_arrivals.as_ref(),
+    ))
 }
 
 /// One fleet run over an endpoint, with the honoring clients counted apart.
@@ -403,11 +412,11 @@ impl Run<'_> {
         endpoint: E,
         strategy: &crate::strategy::Strategy,
         guards: &mut Guards,
-    ) -> Result<(FleetOutcome, HonorStats), SimError> {
+    ) -> Result<(FleetOutcome, HonorStats, Option<Histogram>), SimError> {
         let mut e = Honoring::new(endpoint, self.honor, self.seed, self.clients);
         let starts = first_calls(self.params, self.seed);
         let out = run_fleet_from(starts, &mut e, strategy, guards, self.fleet_seed)?;
-        Ok((out, e.stats()))
+        Ok((out, e.stats(), e.arrivals().cloned()))
     }
 }
 
@@ -416,12 +425,16 @@ fn figures(
     kind: StrategyKind,
     out: &FleetOutcome,
     honoring: HonorStats,
+    honoring_arrivals: Option<&Histogram>,
 ) -> OutageFigures {
     let n = f64::from(params.clients);
     let per_bucket = f64::from(params.capacity) * BUCKET.as_secs_f64();
     let from = first_bucket_at_or_after(params.outage);
     let peak = out.arrivals.max_bucket_from(from).map_or(0, |(_, c)| c);
     let service_peak = out.service_load.max_bucket_from(from).map_or(0, |(_, c)| c);
+    let honoring_peak = honoring_arrivals
+        .map_or(Some(peak), |h| h.max_bucket_from(from).map(|(_, c)| c))
+        .unwrap_or(0);
     let completion_s = out.last_done_ns as f64 / 1e9;
     let drained = out.gave_up == 0;
     let drain_s = drained.then_some(out.last_success_ns as f64 / 1e9);
@@ -449,6 +462,7 @@ fn figures(
         breaker_waits: out.breaker_waits,
         peak_over_capacity: f64::from(peak) / per_bucket,
         service_peak_over_capacity: f64::from(service_peak) / per_bucket,
+        honoring_peak_over_capacity: f64::from(honoring_peak) / per_bucket,
         max_held: out.max_held,
         service_per_100ms: out.service_load.counts().to_vec(),
         max_bucket_share: f64::from(out.retries.max_bucket().map_or(0, |(_, c)| c)) / n,

@@ -105,7 +105,9 @@ const LONG_ELAPSED: Duration = Duration::from_secs(300);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Goals {
-    /// The largest 100 ms bucket of arrivals after `T` over the true capacity.
+    /// The largest 100 ms bucket of the honoring clients' arrivals after `T`
+    /// over the true capacity (everyone's when all honor: the callers that
+    /// ignore Retry-After are held to plain full jitter's peak instead).
     pub peak: f64,
     /// The largest 100 ms bucket of calls that reached the service itself
     /// after `T` (its own refusals included) over the true capacity.
@@ -318,6 +320,8 @@ pub struct RobustnessCell {
     /// The largest 100 ms bucket of calls that reached the service after
     /// `T`, its own refusals included, over the true capacity.
     pub service_peak_over_capacity: f64,
+    /// The same for the honoring clients' arrivals alone.
+    pub honoring_peak_over_capacity: f64,
     /// The most calls held open at once (0 without a hold).
     pub max_held: u64,
     /// Each goal, met or not.
@@ -329,7 +333,7 @@ pub struct RobustnessCell {
 /// The verdicts of one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Checks {
-    /// Peak of arrivals after `T` within the goal.
+    /// Peak of the honoring clients' arrivals after `T` within the goal.
     pub peak: bool,
     /// Peak of the service's own load after `T` within the goal.
     pub service_peak: bool,
@@ -382,7 +386,7 @@ pub fn drain_goal(c: &CellSpec, g: &Goals) -> f64 {
 fn cell(c: &CellSpec, f: &OutageFigures, base: &OutageFigures, g: &Goals) -> RobustnessCell {
     let p = &c.params;
     let checks = Checks {
-        peak: f.peak_over_capacity <= g.peak,
+        peak: f.honoring_peak_over_capacity <= g.peak,
         service_peak: f.service_peak_over_capacity <= g.service_peak,
         drain: f.honoring_vs_limit.is_some_and(|x| x <= drain_goal(c, g)),
         calls: c.long || f.honoring_calls <= g.honoring_calls,
@@ -408,6 +412,7 @@ fn cell(c: &CellSpec, f: &OutageFigures, base: &OutageFigures, g: &Goals) -> Rob
         completion_s: f.completion_s,
         peak_over_capacity: f.peak_over_capacity,
         service_peak_over_capacity: f.service_peak_over_capacity,
+        honoring_peak_over_capacity: f.honoring_peak_over_capacity,
         max_held: f.max_held,
         passed: checks.all(),
         checks,

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::clients::Entry;
-use super::{AdaptiveAllocator, EARLY_TOLERANCE, HOLD_SHARE, Mode, RELEASE_START};
+use super::{AdaptiveAllocator, EARLY_TOLERANCE, HOLD_SHARE, Mode, OUTSIDE_SHARE, RELEASE_START};
 use crate::pushback::{Allotment, Ticket, slot_interval_ns};
 
 impl AdaptiveAllocator {
@@ -19,6 +19,11 @@ impl AdaptiveAllocator {
     /// conservatively a hold books the callers it cannot keep.
     pub(super) fn start_interval(&self) -> u64 {
         slot_interval_ns(self.estimate.capacity * RELEASE_START)
+    }
+
+    /// The slot interval at which a hold books the callers it cannot keep.
+    pub(super) fn outside_interval(&self) -> u64 {
+        slot_interval_ns(self.estimate.capacity * OUTSIDE_SHARE)
     }
 
     pub(super) fn tolerance(&self, interval: u64) -> u64 {
@@ -61,6 +66,10 @@ impl AdaptiveAllocator {
         let tolerance = self.tolerance(self.interval());
         self.schedule.empty_at(at, tolerance);
         self.estimate.restart(at);
+        if self.hold.is_some() {
+            // The first windows may be served from slack (module docs).
+            self.estimate.settle = super::SETTLE_WINDOWS;
+        }
     }
 
     pub(super) fn decide_key(&mut self, now: u64, key: Option<u64>) -> Allotment {
@@ -218,10 +227,14 @@ impl AdaptiveAllocator {
     ) -> Allotment {
         let i = match self.mode {
             // A hold books what it cannot keep conservatively: these are
-            // the only arrivals it cannot correct later.
-            Mode::Down { .. } if self.hold.is_some() => self.start_interval(),
-            // Generations of callers rebooked at different times overlap
-            // when they come back (each adds its own spread): keep a margin.
+            // the only arrivals it cannot correct later. Generations of
+            // callers rebooked at different times during an unknown outage
+            // overlap when they come back (each adds its own spread): keep
+            // a margin, with a hold or without.
+            Mode::Down { until: None, .. } if self.hold.is_some() => {
+                slot_interval_ns(self.estimate.capacity * OUTSIDE_SHARE * HOLD_SHARE)
+            }
+            Mode::Down { .. } if self.hold.is_some() => self.outside_interval(),
             Mode::Down { until: None, .. } => slot_interval_ns(self.estimate.capacity * HOLD_SHARE),
             _ if held_since.is_some() => slot_interval_ns(self.estimate.capacity * HOLD_SHARE),
             _ => self.interval(),
@@ -242,5 +255,38 @@ impl AdaptiveAllocator {
         Allotment::Reject {
             retry_after: Duration::from_nanos(slot.saturating_sub(now).max(1)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::pushback::AdaptiveAllocator;
+
+    /// The Retry-After gap between two callers the full hold turned away, in
+    /// seconds: their expected arrivals are one slot interval apart, and a
+    /// caller is expected 5 % after its slot (see `schedule.rs`).
+    fn gap_outside_the_hold(a: AdaptiveAllocator) -> f64 {
+        let mut a = a;
+        let t = Duration::from_millis(100);
+        let mut d = a.decide(t);
+        if d.is_admit() {
+            d = a.decide(t); // an unknown end's probe
+        }
+        assert!(d.is_hold());
+        let first = a.decide(t).retry_after().unwrap();
+        let second = a.decide(t).retry_after().unwrap();
+        (second - first).as_secs_f64() * 1.05
+    }
+
+    #[test]
+    fn callers_past_the_hold_are_booked_at_055_of_the_estimate_and_09_of_that_while_the_end_is_unknown()
+     {
+        let b = || AdaptiveAllocator::builder().estimate(1_000.0).hold_max(1);
+        let known = gap_outside_the_hold(b().build().unwrap().outage_until(Duration::from_secs(2)));
+        assert!((known - 1.0 / 550.0).abs() < 1e-8, "{known}");
+        let unknown = gap_outside_the_hold(b().build().unwrap().outage());
+        assert!((unknown - 1.0 / 495.0).abs() < 1e-8, "{unknown}");
     }
 }

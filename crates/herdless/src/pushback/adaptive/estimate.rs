@@ -23,6 +23,11 @@
 //!   it back to the served rate.
 //! * Otherwise (demand below the estimate) it stays: nothing was learned.
 //!
+//! After a recovery, an allocator with a hold lets the first windows of
+//! demand with no refusal pass without growth (`settle`): a service that
+//! came back unseen serves them from the slack it saved meanwhile. A
+//! saturated window ends the wait.
+//!
 //! This is the loss-based half of TCP's congestion control (multiplicative
 //! decrease on loss, slow start then additive increase) with the decrease
 //! target measured rather than guessed, as in BBR's delivery rate: when the
@@ -73,6 +78,9 @@ pub(crate) struct Estimate {
     /// `growth` below it and by [`PROBE_GROWTH`] above it. An allocator with
     /// a hold sets it at a recovery, to the estimate before the outage.
     pub(crate) ceiling: f64,
+    /// Windows of demand with no refusal to let pass before an unverified
+    /// estimate grows (set at a recovery with a hold; see `SETTLE_WINDOWS`).
+    pub(crate) settle: u32,
 }
 
 /// Growth per window of an unverified estimate above its ceiling: probing
@@ -102,6 +110,7 @@ impl Estimate {
             growth: 2.0,
             backlog: false,
             ceiling: 0.0,
+            settle: 0,
         }
     }
 
@@ -117,6 +126,7 @@ impl Estimate {
         self.growth_run = 0;
         self.verified = false;
         self.backlog = false;
+        self.settle = 0;
     }
 
     /// Ends the window if it is complete at `now` (or drops it when stale)
@@ -150,6 +160,7 @@ impl Estimate {
             self.refused > 0 && self.served > 0 && u64::from(self.refused) * 50 >= admitted;
         if saturated {
             self.growth_run = 0;
+            self.settle = 0;
             let delivered = f64::from(self.served) / span_s;
             if delivered <= self.capacity * 1.05 {
                 self.verified = true;
@@ -158,6 +169,8 @@ impl Estimate {
                 .max(self.capacity * 0.5)
                 .min(self.capacity)
                 .clamp(self.min, self.max);
+        } else if self.refused == 0 && (self.shed > 0 || self.backlog) && self.settle > 0 {
+            self.settle -= 1;
         } else if self.refused == 0 && (self.shed > 0 || self.backlog) {
             self.capacity = if self.verified {
                 self.capacity * 1.05
@@ -277,6 +290,34 @@ mod tests {
             (e.capacity - 10_000.0 * 1.05).abs() < 1e-6,
             "{}",
             e.capacity
+        );
+    }
+
+    #[test]
+    fn a_settling_estimate_keeps_its_rate_through_clean_windows_until_a_refusal() {
+        let mut e = Estimate::new(6_000.0, 1.0, 1e9, W);
+        e.growth = 1.25;
+        e.ceiling = 10_000.0;
+        e.settle = 3;
+        for k in 1..=3 {
+            e.served = 600;
+            e.backlog = true;
+            assert!(!e.roll(k * W), "window {k}: slack, not capacity");
+            assert_eq!(e.capacity, 6_000.0);
+        }
+        e.served = 600;
+        e.backlog = true;
+        assert!(e.roll(4 * W));
+        assert_eq!(e.capacity, 7_500.0, "then the slow start");
+        let mut e = Estimate::new(6_000.0, 1.0, 1e9, W);
+        e.settle = 3;
+        e.served = 500;
+        e.refused = 100;
+        e.roll(W);
+        assert_eq!(
+            (e.capacity, e.settle),
+            (5_000.0, 0),
+            "a refusal ends the wait"
         );
     }
 

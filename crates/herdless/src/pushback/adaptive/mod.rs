@@ -104,21 +104,31 @@
 //!   known end, or from the first probe the service serves (while it is down
 //!   with an unknown end the probe *is* the first held request, one per
 //!   `probe_interval`, so a hold with nobody arriving still probes). After
-//!   an outage the estimate restarts at 0.6 of what it was and grows by
-//!   25 % per window while the service refuses nothing (TCP's slow start,
-//!   gentler: the whole queue is behind it), and drops to what the service
-//!   served when it refuses (the rule above). A released request the service
+//!   an outage the estimate restarts at 0.6 of what it was, keeps that rate
+//!   for three windows, then grows by 25 % per window while the service
+//!   refuses nothing (TCP's slow start, gentler: the whole queue is behind
+//!   it), and drops to what the service served when it refuses (the rule
+//!   above; a refusal also ends the three windows' wait). The wait is for
+//!   the slack a service saves while it is back and nobody knows yet
+//!   (between two probes, or before a told end): that slack serves the
+//!   first windows without a refusal, so they say nothing about the rate.
+//!   At half the estimate the starting rate is a 20 % overrun, which one
+//!   probe interval's slack hides for up to 2.5 windows; growing meanwhile
+//!   would reach 1.5x the capacity before the first refusal. A released request the service
 //!   refused goes back to the front ([`refused_held`](AdaptiveAllocator::refused_held)):
 //!   its client sees nothing.
 //! * **At `hold_for`** a held request is answered with a slot: behind the
 //!   queue at the learned rate; before a known end, a slot that brings it
 //!   back shortly before the end, to be held again; during an unknown
 //!   outage, as the callers outside the hold.
-//! * **Past `hold_max`** callers get slots booked conservatively at 0.6 of
-//!   the estimate: from a known end (or, while the end is still more than
-//!   `hold_for / 2` away, shortly before it, as many as the hold will take
-//!   then); during an unknown outage, no sooner than `max(min_hold, age)`
-//!   but at most `hold_for / 2` later, so that however long the outage a
+//! * **Past `hold_max`** callers get slots booked conservatively at 0.55
+//!   of the estimate (an estimate twice the capacity brings them back at
+//!   1.1x it, with room for their own spread): from a known end (or, while
+//!   the end is still more than `hold_for / 2` away, shortly before it, as
+//!   many as the hold will take then); during an unknown outage at 0.9 of
+//!   that (callers rebooked at different times overlap when they come
+//!   back), no sooner than `max(min_hold, age)` but at most `hold_for / 2`
+//!   later, so that however long the outage a
 //!   caller outside the hold is back soon after the end (the callers inside
 //!   wait in the queue, not in an ever-longer Retry-After). These are the
 //!   only arrivals the allocator cannot correct.
@@ -198,12 +208,21 @@ const EARLY_TOLERANCE: u64 = 5_000_000;
 const HOLD_SHARE: f64 = 0.9;
 
 /// With a hold: the share of the estimate at which releases start after an
-/// outage, and at which the callers the hold cannot keep are booked.
+/// outage (and which sizes the default `hold_max`).
 pub(crate) const RELEASE_START: f64 = 0.6;
+
+/// With a hold: the share of the estimate at which the callers the hold
+/// cannot keep are booked.
+pub(crate) const OUTSIDE_SHARE: f64 = 0.55;
 
 /// With a hold: how fast an unverified estimate grows per window while the
 /// service refuses nothing (without a hold it doubles).
 pub(crate) const HOLD_GROWTH: f64 = 1.25;
+
+/// With a hold: windows the release keeps its starting rate after a recovery
+/// before it grows (unless the service refuses first): enough for the slack
+/// of one probe interval to run out at half the estimate (see "The hold").
+pub(crate) const SETTLE_WINDOWS: u32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
