@@ -20,9 +20,10 @@
 use crate::classify::Classify;
 use crate::engine::RetryError;
 use crate::engine::call::{Decision, Gate};
+use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::{BlockingClock, Run};
+use crate::engine::run::{BlockingClock, First, Run};
 use crate::timer::Sleep;
 
 impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
@@ -50,16 +51,36 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
     /// assert_eq!(out.unwrap(), "captured");
     /// assert_eq!(timer.sleeps().len(), 2);
     /// ```
-    pub fn call<F, R, E>(&self, op: F) -> Result<R, RetryError<E>>
+    pub fn call<F, R, E>(&self, mut op: F) -> Result<R, RetryError<E>>
     where
         F: FnMut(Attempt) -> Result<R, E>,
         C: Classify<E>,
     {
-        let run = Run::<'_, C, T, N, BlockingClock>::new(self);
         if self.throttle.is_some() {
-            return throttled(self, run, op);
+            return throttled(self, Run::new(self), op);
         }
-        attempts(self, run, op)
+        // The first attempt runs before the call's state exists: a first-try
+        // success builds only what it reads.
+        let first = First::start::<C, T, N, BlockingClock>(self);
+        match op(first.attempt(self)) {
+            Ok(value) => {
+                first.succeeded::<C, T, N, BlockingClock>(self, &self.context());
+                Ok(value)
+            }
+            // Unthrottled: the retrier's context is the run's, and only a
+            // breaker gates a due retry.
+            Err(error) => {
+                let gated = self.breaker.is_some();
+                retries(
+                    self,
+                    Run::after_first(self, first),
+                    &self.context(),
+                    gated,
+                    op,
+                    error,
+                )
+            }
+        }
     }
 }
 
@@ -75,24 +96,43 @@ where
     F: FnMut(Attempt) -> Result<R, E>,
     C: Classify<E>,
 {
-    let mut error = match op(run.begin()) {
+    match op(run.begin()) {
         Ok(value) => {
             run.succeeded(&run.context());
-            return Ok(value);
+            Ok(value)
         }
-        Err(error) => error,
-    };
-    let cx = run.context();
-    // Asked once: without a breaker or a throttle every due retry may start.
-    let gated = run.gated();
+        Err(error) => {
+            let cx = run.context();
+            let gated = run.gated();
+            retries(retry, run, &cx, gated, op, error)
+        }
+    }
+}
+
+/// The call's retries, after its first attempt failed with `error`;
+/// `gated`: whether a due retry asks a gate (a breaker or a throttle), asked
+/// once (without either every due retry may start).
+#[inline(always)]
+fn retries<C, T: Sleep, N: Notify, F, R, E>(
+    retry: &Retry<C, T, N>,
+    mut run: Run<'_, C, T, N, BlockingClock>,
+    cx: &Context<'_, N>,
+    gated: bool,
+    mut op: F,
+    mut error: E,
+) -> Result<R, RetryError<E>>
+where
+    F: FnMut(Attempt) -> Result<R, E>,
+    C: Classify<E>,
+{
     loop {
-        match run.failed(&cx, &error, false) {
+        match run.failed(cx, &error, false) {
             Decision::Retry { delay, .. } => retry.timer.sleep(delay),
             Decision::GiveUp(reason) => return Err(run.error(reason, error)),
         }
         if gated {
             loop {
-                match run.ready(&cx) {
+                match run.ready(cx) {
                     Gate::Go => break,
                     Gate::Wait(wait) => retry.timer.sleep(wait),
                     Gate::GiveUp(reason) => return Err(run.error(reason, error)),
@@ -101,7 +141,7 @@ where
         }
         match op(run.begin()) {
             Ok(value) => {
-                run.succeeded(&cx);
+                run.succeeded(cx);
                 return Ok(value);
             }
             Err(e) => error = e,

@@ -79,6 +79,75 @@ fn new_rng<C, T, N>(retry: &Retry<C, T, N>) -> Rng {
     }
 }
 
+/// The key of a call that starts now: the retrier's, or one derived from a
+/// fresh call id.
+#[inline]
+fn call_key<C, T, N>(retry: &Retry<C, T, N>) -> CallKey {
+    retry
+        .key
+        .map_or_else(|| CallKey::Derived(next_call_id()), CallKey::Explicit)
+}
+
+/// Attempt `number` of a call keyed `key`, starting `elapsed_ns` after its
+/// origin, with its deadline's terms (what [`Run::attempt_at`] builds; kept
+/// apart there, where sharing this changed the async executor's code).
+#[inline]
+fn attempt<C, T, N>(retry: &Retry<C, T, N>, number: u32, elapsed_ns: u64, key: CallKey) -> Attempt {
+    Attempt {
+        number,
+        elapsed_ns,
+        timeout_ns: retry.policy.attempt_timeout_ns,
+        limit_ns: match retry.urgent {
+            None => retry.policy.max_elapsed_ns,
+            Some(u) => nanos(max_elapsed(&retry.policy, Some(u))),
+        },
+        key,
+    }
+}
+
+/// A blocking call before its first attempt has ended: the clock origin and
+/// the key, all a first attempt reads. The engine's state ([`Run`]) is made
+/// only if that attempt fails ([`Run::after_first`]): a first-try success
+/// builds no more than it reads, and the attempt runs with no state of the
+/// call's to settle should it panic (a fresh call has none).
+pub(crate) struct First {
+    origin: u64,
+    key: CallKey,
+}
+
+impl First {
+    /// A call whose clock starts now, on `K`.
+    #[inline]
+    pub(crate) fn start<C, T: Clock, N, K: Reading<T>>(retry: &Retry<C, T, N>) -> Self {
+        First {
+            origin: K::now_ns(&retry.timer),
+            key: call_key(retry),
+        }
+    }
+
+    /// The first attempt (unthrottled: it starts at the origin).
+    #[inline]
+    pub(crate) fn attempt<C, T, N>(&self, retry: &Retry<C, T, N>) -> Attempt {
+        attempt(retry, 1, 0, self.key)
+    }
+
+    /// The first attempt succeeded: what a [`Run`]'s
+    /// [`succeeded`](Run::succeeded) does for a first attempt (`cx`: the
+    /// retrier's [context](Retry::context); an unthrottled call's is its
+    /// run's).
+    #[inline(always)]
+    pub(crate) fn succeeded<C, T: Clock, N: Notify, K: Reading<T>>(
+        &self,
+        retry: &Retry<C, T, N>,
+        cx: &Context<'_, N>,
+    ) {
+        let mut engine = Engine::new(Duration::ZERO);
+        engine.begin();
+        // Read only if the engine needs the time (a breaker).
+        engine.succeeded_ns(cx, || K::now_ns(&retry.timer).saturating_sub(self.origin));
+    }
+}
+
 /// One call in an executor: the engine's state plus what the executor owns
 /// (the clock origin, the generator, the key). Dropping it early (a cancelled
 /// future, a panic) settles the engine: an admitted retry is refunded, a held
@@ -144,6 +213,23 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
                 .key
                 .map_or_else(|| CallKey::Derived(next_call_id()), CallKey::Explicit),
         }
+    }
+
+    /// A call whose first attempt (`first`, begun on its own: see
+    /// [`First`]) has failed: the state a [`Run`] that began it would hold.
+    #[inline]
+    pub(crate) fn after_first(retry: &'r Retry<C, T, N>, first: First) -> Self {
+        let mut run = Run {
+            retry,
+            clock: PhantomData,
+            origin: Some(first.origin),
+            engine: Engine::new(Duration::ZERO),
+            rng: None,
+            last: 0,
+            key: first.key,
+        };
+        run.engine.begin();
+        run
     }
 
     /// Nanoseconds since the origin; the first reading of a deferred call is
