@@ -1,6 +1,6 @@
 //! The robustness figure: the matrix as three heat maps side by side — the
-//! honoring clients' drain against the physical limit, the peak after the
-//! outage against the capacity, and the honoring clients' calls — of the
+//! honoring clients' drain against the physical limit, their peak of
+//! arrivals after the outage against the capacity, and their calls — of the
 //! first strategy under test, at the base outage: one row per true capacity
 //! (over the told estimate) and outage end, one column per share of clients
 //! that honor Retry-After. A cell is green when it meets its goal and red when it
@@ -71,7 +71,7 @@ impl Figure for Robustness<'_> {
             ("sans-serif", 17),
         )?;
         let drain = |c: &RobustnessCell| c.honoring_vs_limit;
-        let peak = |c: &RobustnessCell| Some(c.peak_over_capacity);
+        let peak = |c: &RobustnessCell| Some(c.honoring_peak_over_capacity);
         let calls = |c: &RobustnessCell| Some(c.honoring_calls);
         let maps = [
             Map {
@@ -84,7 +84,7 @@ impl Figure for Robustness<'_> {
                 digits: 2,
             },
             Map {
-                title: format!("peak per 100 ms after T / capacity (goal <= {})", g.peak),
+                title: format!("honoring peak per 100 ms after T / C (goal <= {})", g.peak),
                 value: &peak,
                 goal: g.peak,
                 digits: 2,
