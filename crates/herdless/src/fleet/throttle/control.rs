@@ -92,6 +92,8 @@ pub(crate) struct State {
     /// A share in `[0.5, 1]` drawn at the last admission: the next probe
     /// interval's jitter (so the processes of a fleet do not probe in step).
     jitter: f64,
+    /// While probing: the rate before the probing began.
+    before: f64,
 }
 
 fn interval_ns(rate: f64) -> f64 {
@@ -118,6 +120,7 @@ impl State {
             ramp_at: 0,
             probe_at: 0,
             asks: 0.0,
+            before: 0.0,
             fresh: false,
             jitter: 1.0,
         }
@@ -258,9 +261,20 @@ impl State {
         self.ok = self.ok.saturating_add(1);
         self.run = 0;
         self.last_ok = Some(self.last_ok.map_or(now, |t| t.max(now)));
-        if let Phase::Probe { .. } = self.phase {
+        if let Phase::Probe { interval } = self.phase {
             self.phase = Phase::Ramp;
             self.ramp_at = now;
+            if interval <= s.probe_min {
+                // The first probe served: the endpoint refused a window of
+                // this process's calls but was never down (a busy moment,
+                // or a process with few calls left). Go on from where it
+                // was, cut as for a refusal while growing.
+                self.rate = (self.before * CUT).max(s.floor()).min(MAX_RATE);
+                self.phase = Phase::Steady;
+                self.calm = 0;
+                self.restart(now);
+                return;
+            }
             // Not from the last probe's rate: the interval grew with the
             // outage's length, not with the endpoint's capacity. From the
             // rate that serves the calls now waiting within
@@ -301,6 +315,7 @@ impl State {
         if !matches!(self.phase, Phase::Probe { .. }) {
             self.asks = 0.0;
             self.fresh = false;
+            self.before = self.rate;
         }
         self.phase = Phase::Probe { interval };
         self.rate = interval_ns(interval as f64);

@@ -15,7 +15,7 @@
 //! | phase | the rate | leaves when |
 //! |---|---|---|
 //! | start | `initial` calls per window (10 per 100 ms), doubling per window while calls wait and nothing is refused (TCP's slow start) | a refusal: ×0.7, steady; or "down": probe |
-//! | probe | one call per probe interval, the interval doubling from `probe_min` (500 ms) to `probe_max` (3 s) per refused probe, each jittered within its upper half | a call is served: ramp |
+//! | probe | one call per probe interval, the interval doubling from `probe_min` (500 ms) to `probe_max` (3 s) per refused probe, each jittered within its upper half | a call is served: ramp; the first probe served (the endpoint was never down: a busy moment, or a process with a few calls left, whose window held nothing served): 0.7 of the rate before, steady |
 //! | ramp | from the rate that would send every call the process has waiting within 40 s (its waiters counted by how often they ask while it probes), at least one call per `probe_min` (the first probe's rate: the interval grew with the outage, not with the endpoint), growing while calls wait and nothing is refused as `(1 + k / 28)³` over the `k` windows since it began: a cubic in time, fast far below and ever gentler (7 % per window 1.5 s in) | a refusal: ×0.7 (CUBIC's β), steady |
 //! | steady | ×1.1 per window while calls wait and nothing is refused; a window whose refusals reach 2 % sets it to what the endpoint served (at least half); after 3 windows without a refusal it ramps again | |
 //!
@@ -71,8 +71,11 @@
 //! let wait = t.acquire(now, &mut rng).unwrap_err(); // the next call waits for the probe
 //! assert!(wait <= Duration::from_millis(500));
 //! let later = Duration::from_millis(500);
-//! assert!(t.acquire(later, &mut rng).is_ok()); // the probe
-//! t.record_success(later);
+//! assert!(t.acquire(later, &mut rng).is_ok()); // the probe, refused
+//! t.record_failure(later);
+//! let again = later + Duration::from_secs(1);
+//! assert!(t.acquire(again, &mut rng).is_ok()); // the next, served
+//! t.record_success(again);
 //! assert!(!t.is_probing());
 //! assert_eq!(t.rate(), 2.0); // the ramp starts at one call per probe_min
 //! ```

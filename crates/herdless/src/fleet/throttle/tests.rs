@@ -125,19 +125,41 @@ fn a_refusal_after_recent_successes_is_not_an_outage() {
 }
 
 #[test]
+fn a_first_probe_served_goes_on_from_07_of_the_rate_before() {
+    // A window of refusals with nothing served looks like an outage; when
+    // the first probe is served the endpoint was never down (a busy moment,
+    // or a process with a few calls left): no ramp from the floor.
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::new();
+    let before = t.rate();
+    outage(&t, Duration::ZERO);
+    assert!(t.is_probing());
+    let wait = t.acquire(Duration::ZERO, &mut rng).unwrap_err();
+    assert!(t.acquire(wait, &mut rng).is_ok());
+    t.record_success(wait);
+    assert!(!t.is_probing());
+    assert!((t.rate() - 0.7 * before).abs() < 1e-9, "{}", t.rate());
+}
+
+#[test]
 fn a_served_probe_ramps_from_the_first_probe_rate_ever_gentler() {
     let mut rng = Rng::with_seed(7);
     let t = Throttle::new();
     outage(&t, Duration::ZERO);
     let wait = t.acquire(Duration::ZERO, &mut rng).unwrap_err();
     assert!(t.acquire(wait, &mut rng).is_ok());
-    t.record_success(wait);
+    t.record_failure(wait); // the first probe refused: down
+    let mut at = wait;
+    while let Err(w) = t.acquire(at, &mut rng) {
+        at += w; // until the next probe
+    }
+    t.record_success(at);
     assert!(!t.is_probing());
     let start = t.rate();
     assert_eq!(start, 2.0, "one call per probe_min (500 ms)");
     // Calls keep waiting and nothing is refused: the rate grows as
     // (1 + k / 28)^3 over the k windows since the ramp began, ever gentler.
-    let mut now = wait;
+    let mut now = at;
     let mut rates = vec![start];
     for _ in 0..40 {
         now += ms(100);
