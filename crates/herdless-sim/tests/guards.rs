@@ -276,9 +276,8 @@ fn a_closing_breaker_spreads_its_held_callers() {
 }
 
 /// The client-side throttle, no server help (the plain endpoint), default
-/// outage, seed 1: it drains (within 1.6x the limit: 1.49x at this seed,
-/// 1.47x to 1.59x over seeds 1 to 8, half of them within the goal of 1.5x,
-/// docs/fleet-protection.md; the fleet's ramp after the end sets it), arrivals after
+/// outage, seed 1: it drains within 1.5x the limit (1.41x at this seed,
+/// 1.41x to 1.43x over seeds 1 to 8, docs/fleet-protection.md), arrivals after
 /// the outage within 1.3x the capacity, at most 2 calls per client and nobody
 /// gives up; the AWS-adaptive CUBIC baseline peaks higher and calls more, and
 /// plain full jitter loses clients.
@@ -292,7 +291,7 @@ fn the_throttle_drains_without_server_help_ahead_of_cubic_and_full_jitter() {
     let (full, throttle, cubic) = (&r.strategies[0], &r.strategies[1], &r.strategies[2]);
     assert_eq!(throttle.strategy, "full+throttle");
     let x = throttle.drain_vs_limit.expect("the throttle drained");
-    assert!(x <= 1.6, "throttle drained at {x}x the limit");
+    assert!(x <= 1.5, "throttle drained at {x}x the limit");
     assert!(
         throttle.peak_over_capacity <= 1.3,
         "peak {}",

@@ -26,11 +26,13 @@ pub(crate) enum Phase {
 
 /// The ramp's growth in window `k` since it began is `1 + RAMP_POWER /
 /// (RAMP_SCALE + k)`: the rate follows `(1 + k / RAMP_SCALE)^RAMP_POWER`, a
-/// cubic in time (as CUBIC's window), fast while far below where it started
-/// and ever gentler (about 7 % per window 1.5 s in, 5 % 3 s in).
+/// cubic in time (as CUBIC's window), ever gentler in relative terms: 3.75 %
+/// per window at first, 2.5 % 4 s in. How much a fleet overshoots the
+/// capacity is set by that step where it crosses it (the endpoint's slack
+/// hides the overshoot until it is spent); see [`RAMP_CLEAR_S`].
 const RAMP_POWER: f64 = 3.0;
 /// See [`RAMP_POWER`].
-const RAMP_SCALE: f64 = 28.0;
+const RAMP_SCALE: f64 = 80.0;
 /// Growth per window once set to a measured rate.
 const STEADY_GROWTH: f64 = 1.1;
 /// Windows in `Steady` without a refusal before ramping again.
@@ -40,12 +42,15 @@ const CUT: f64 = 0.7;
 /// A served probe starts the ramp at the rate that would send every call the
 /// process has waiting within this many seconds (at least one call per
 /// `probe_min`). The sum over a fleet's processes is then the same share of
-/// the fleet's backlog however many processes hold it. 40 s: a fleet of 400
-/// processes starts at about the sum of their old floors (one call per
-/// `probe_min` each), so its peak stays at 1.22–1.26× the capacity (10 s
-/// and 20 s: 1.32–1.37×), while one process holding 2,000 callers starts
-/// at ~50/s instead of 2/s (docs/fleet-protection.md).
-const RAMP_CLEAR_S: f64 = 40.0;
+/// the fleet's backlog however many processes hold it: a tenth of it per
+/// second, so a fleet whose backlog is ten seconds of the capacity starts
+/// at the capacity, and a larger one below it. Together with the gentle
+/// cubic (`RAMP_SCALE` 80): the simulator's 400 processes drain a 5 s outage
+/// within 1.41–1.43× the limit with a peak of 1.08× the capacity, where 40 s
+/// with a cubic of scale 28 gave 1.47–1.59× and 1.24× (measured over seeds
+/// 1–8, docs/fleet-protection.md); one process holding 2,000 callers starts
+/// at ~200/s.
+const RAMP_CLEAR_S: f64 = 10.0;
 /// How fast the estimate of the waiting calls' re-asks follows each
 /// window's count while probing: the time constant, seconds.
 const ASKS_TAU_S: f64 = 1.0;

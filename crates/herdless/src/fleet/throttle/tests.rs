@@ -158,7 +158,7 @@ fn a_served_probe_ramps_from_the_first_probe_rate_ever_gentler() {
     let start = t.rate();
     assert_eq!(start, 2.0, "one call per probe_min (500 ms)");
     // Calls keep waiting and nothing is refused: the rate grows as
-    // (1 + k / 28)^3 over the k windows since the ramp began, ever gentler.
+    // (1 + k / 80)^3 over the k windows since the ramp began, ever gentler.
     let mut now = at;
     let mut rates = vec![start];
     for _ in 0..40 {
@@ -169,7 +169,7 @@ fn a_served_probe_ramps_from_the_first_probe_rate_ever_gentler() {
         rates.push(t.rate());
     }
     let grown = rates[10] / start;
-    assert!((2.0..=2.6).contains(&grown), "grew ×{grown} in 10 windows");
+    assert!((1.3..=1.55).contains(&grown), "grew ×{grown} in 10 windows"); // 1.42
     let early = rates[10] / rates[0];
     let late = rates[40] / rates[30];
     assert!(late < early && late > 1.0, "×{early} then ×{late}");
@@ -203,10 +203,10 @@ fn ramp_start(waiters: u64, end: Duration) -> f64 {
 }
 
 #[test]
-fn a_served_probe_starts_the_ramp_where_the_waiting_calls_would_go_within_40_s() {
-    // 2,000 waiters re-asking within max_wait (500 ms): ~50/s.
+fn a_served_probe_starts_the_ramp_where_the_waiting_calls_would_go_within_10_s() {
+    // 2,000 waiters re-asking within max_wait (500 ms): ~200/s.
     let rate = ramp_start(2_000, Duration::from_secs(3));
-    assert!((35.0..=65.0).contains(&rate), "ramp starts at {rate}/s");
+    assert!((140.0..=260.0).contains(&rate), "ramp starts at {rate}/s");
     // Twice the waiters, twice the start.
     let doubled = ramp_start(4_000, Duration::from_secs(3));
     assert!(
