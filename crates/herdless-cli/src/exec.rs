@@ -110,6 +110,25 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
+impl ExecArgs {
+    /// `exec -- CMD [ARGS]...`: every flag at its default (as clap sets it with
+    /// no `HERDLESS_*` variable), `command` as given.
+    pub(crate) fn plain(command: Vec<OsString>) -> Self {
+        ExecArgs {
+            policy: PolicyArgs::default(),
+            attempt: AttemptArgs {
+                retry_on: None,
+                terminal_on: None,
+                timeout: None,
+                kill_after: None,
+            },
+            stdin: StdinMode::Auto,
+            idempotency_key: None,
+            command,
+        }
+    }
+}
+
 /// Why an attempt failed.
 #[derive(Debug)]
 pub enum Failure {
