@@ -108,6 +108,9 @@ fn is_exec(args: &[OsString]) -> bool {
 /// Parses `args` (as the OS gave them: see [`input`]); `exec` with the parser
 /// that knows only `exec`. A variable that is set but empty counts as unset.
 fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    if let Some(cli) = plain_exec(args, input::any_herdless_var()) {
+        return Ok(cli);
+    }
     if !input::any_empty_var() {
         return if is_exec(args) {
             ExecCli::try_parse_from(args).map(Cli::from)
@@ -129,6 +132,25 @@ fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
 /// Prints a parse error (or `--help` / `--version`) and returns its exit code:
 /// clap's own (0 for help, 2 for usage errors), except that usage errors of
 /// `exec` exit 125 so they cannot be mistaken for the wrapped command's status.
+/// `herdless exec -- CMD [ARGS]...` with nothing between `exec` and `--`, and no
+/// `HERDLESS_*` variable set (`herdless_vars`): what clap would parse (every flag
+/// at its default, the command as given), without building the parser. Building
+/// it (every flag with its help and value parser) was about 35 of the 236 page
+/// faults of `exec -- true`. Any other command line, or any `HERDLESS_*` variable,
+/// takes clap's path (`None`).
+fn plain_exec(args: &[OsString], herdless_vars: bool) -> Option<Cli> {
+    match args {
+        [_, sub, dashes, command @ ..]
+            if sub == "exec" && dashes == "--" && !command.is_empty() && !herdless_vars =>
+        {
+            Some(Cli {
+                command: Command::Exec(exec::ExecArgs::plain(command.to_vec())),
+            })
+        }
+        _ => None,
+    }
+}
+
 fn parse_error(e: &clap::Error, args: &[OsString]) -> i32 {
     let _ = e.print();
     if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
@@ -228,5 +250,71 @@ mod tests {
         // The help is the real one, not an empty shell.
         let help = outcome(ExecCli::try_parse_from(["herdless", "exec", "--help"]).map(Cli::from));
         assert!(help.contains("--max-attempts"), "{help}");
+    }
+
+    /// Clap's parse of `argv` with no variable read, whatever the test's environment.
+    fn clap_without_env(argv: &[OsString]) -> String {
+        let cmd = ExecCli::command()
+            .mut_subcommand("exec", |s| s.mut_args(|a| a.env(None::<&'static str>)));
+        outcome(
+            cmd.try_get_matches_from(argv)
+                .and_then(|mut m| ExecCli::from_arg_matches_mut(&mut m))
+                .map(Cli::from),
+        )
+    }
+
+    #[test]
+    fn the_plain_exec_shortcut_parses_as_clap_does() {
+        use std::os::unix::ffi::OsStringExt;
+        let os = |argv: &[&str]| argv.iter().map(OsString::from).collect::<Vec<_>>();
+        let mut taken = vec![
+            os(&["herdless", "exec", "--", "true"]),
+            os(&["herdless", "exec", "--", "sh", "-c", "exit 1"]),
+            os(&["herdless", "exec", "--", "--", "x"]),
+            os(&["herdless", "exec", "--", "--help"]),
+            os(&["herdless", "exec", "--", "ls", "--max-attempts", "3", ""]),
+        ];
+        taken.push(vec![
+            "herdless".into(),
+            "exec".into(),
+            "--".into(),
+            OsString::from_vec(b"ca\xfft".to_vec()),
+            OsString::from_vec(vec![0xff, 0xfe]),
+        ]);
+        for argv in &taken {
+            let plain = plain_exec(argv, false).map(|cli| format!("{cli:?}"));
+            assert_eq!(plain, Some(clap_without_env(argv)), "{argv:?}");
+            // A HERDLESS_* variable may change the flags: clap decides then.
+            assert!(plain_exec(argv, true).is_none(), "{argv:?}");
+        }
+        let left_to_clap: &[&[&str]] = &[
+            &["herdless", "exec", "--"],
+            &["herdless", "exec"],
+            &["herdless", "exec", "true"],
+            &["herdless", "exec", "--quiet", "--", "true"],
+            &["herdless", "exec", "-q", "--", "true"],
+            &["herdless", "simulate", "--", "true"],
+            &["herdless", "--", "exec", "true"],
+            &["herdless"],
+        ];
+        for argv in left_to_clap {
+            assert!(plain_exec(&os(argv), false).is_none(), "{argv:?}");
+        }
+    }
+
+    /// The shortcut is taken only without `HERDLESS_*` variables, so it is right
+    /// only while every variable `exec` reads has that prefix.
+    #[test]
+    fn every_variable_exec_reads_is_a_herdless_one() {
+        let cmd = ExecCli::command();
+        let exec = cmd.find_subcommand("exec").expect("exec");
+        let vars: Vec<_> = exec.get_arguments().filter_map(|a| a.get_env()).collect();
+        assert!(vars.len() >= 10, "{vars:?}");
+        for var in vars {
+            assert!(
+                var.to_str().is_some_and(|v| v.starts_with("HERDLESS_")),
+                "{var:?}"
+            );
+        }
     }
 }

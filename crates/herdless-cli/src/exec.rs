@@ -110,6 +110,25 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
+impl ExecArgs {
+    /// `exec -- CMD [ARGS]...`: every flag at its default (as clap sets it with
+    /// no `HERDLESS_*` variable), `command` as given.
+    pub(crate) fn plain(command: Vec<OsString>) -> Self {
+        ExecArgs {
+            policy: PolicyArgs::default(),
+            attempt: AttemptArgs {
+                retry_on: None,
+                terminal_on: None,
+                timeout: None,
+                kill_after: None,
+            },
+            stdin: StdinMode::Auto,
+            idempotency_key: None,
+            command,
+        }
+    }
+}
+
 /// Why an attempt failed.
 #[derive(Debug)]
 pub enum Failure {
@@ -211,7 +230,14 @@ pub fn run(args: &ExecArgs) -> CliResult {
     let rt =
         crate::limits::build_runtime(tokio::runtime::Builder::new_current_thread().enable_all())
             .map_err(|e| usage(format!("cannot start the runtime: {e}")))?;
-    Ok(rt.block_on(execute(plan, stdin)))
+    let code = rt.block_on(execute(plan, stdin));
+    // The process exits next (the caller is `cli::run`, whose caller is `main`):
+    // the runtime's teardown (its epoll and event descriptors, the signal socket
+    // pair, the timer wheel) is left to the exit, about 0.05 ms of the 2.7 ms of
+    // `exec -- true`. Nothing runs on it past `block_on`: `execute` spawns no
+    // task and reaps every child it starts.
+    std::mem::forget(rt);
+    Ok(code)
 }
 
 /// Shared between the attempt future, the signal loop and the event hook.

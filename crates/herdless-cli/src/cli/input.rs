@@ -30,6 +30,12 @@ pub(super) fn any_empty_var() -> bool {
     })
 }
 
+/// Whether any `HERDLESS_*` variable is set, empty or not (then `exec` is
+/// parsed by clap: see `plain_exec`).
+pub(super) fn any_herdless_var() -> bool {
+    std::env::vars_os().any(|(k, _)| k.as_bytes().starts_with(b"HERDLESS_"))
+}
+
 /// `cmd` with the variable of every flag whose variable is set but empty
 /// taken away, in every subcommand: the flag is then as if unset.
 pub(super) fn without_empty_env(cmd: Command) -> Command {
