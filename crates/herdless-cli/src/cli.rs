@@ -129,9 +129,6 @@ fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     }
 }
 
-/// Prints a parse error (or `--help` / `--version`) and returns its exit code:
-/// clap's own (0 for help, 2 for usage errors), except that usage errors of
-/// `exec` exit 125 so they cannot be mistaken for the wrapped command's status.
 /// `herdless exec -- CMD [ARGS]...` with nothing between `exec` and `--`, and no
 /// `HERDLESS_*` variable set (`herdless_vars`): what clap would parse (every flag
 /// at its default, the command as given), without building the parser. Building
@@ -151,6 +148,9 @@ fn plain_exec(args: &[OsString], herdless_vars: bool) -> Option<Cli> {
     }
 }
 
+/// Prints a parse error (or `--help` / `--version`) and returns its exit code:
+/// clap's own (0 for help, 2 for usage errors), except that usage errors of
+/// `exec` exit 125 so they cannot be mistaken for the wrapped command's status.
 fn parse_error(e: &clap::Error, args: &[OsString]) -> i32 {
     let _ = e.print();
     if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
