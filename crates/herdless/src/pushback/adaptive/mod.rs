@@ -179,6 +179,7 @@
 
 mod builder;
 mod clients;
+mod counts;
 mod decide;
 mod estimate;
 mod hold;
@@ -188,6 +189,7 @@ mod schedule;
 pub use builder::{
     AdaptiveBuilder, DEFAULT_HOLD_FOR, MAX_CALLERS, MAX_CAPACITY, MAX_HOLD, MIN_CAPACITY,
 };
+pub use counts::AdaptiveCounts;
 
 use std::fmt;
 use std::time::Duration;
@@ -235,40 +237,6 @@ pub(crate) enum Mode {
         /// The next probe may go at or after this time.
         next_probe: u64,
     },
-}
-
-/// What the allocator has done so far.
-///
-/// ```
-/// let a = herdless::pushback::AdaptiveAllocator::builder().build()?;
-/// assert_eq!(a.counts(), herdless::pushback::adaptive::AdaptiveCounts::default());
-/// # Ok::<(), herdless::pushback::PushbackError>(())
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AdaptiveCounts {
-    /// Requests let through to the service (probes included).
-    pub admitted: u64,
-    /// Requests rejected with a slot (refusals not included).
-    pub rejected: u64,
-    /// Admitted requests the service served.
-    pub served: u64,
-    /// Admitted requests the service refused (each got a slot).
-    pub refused: u64,
-    /// Requests let through as probes while the service was down.
-    pub probes: u64,
-    /// Rejections of callers that came back before their slot (told their
-    /// slot again, no new booking).
-    pub early: u64,
-    /// Requests held (arrivals, and admitted requests the service refused).
-    pub held: u64,
-    /// Held requests let through to the service.
-    pub released: u64,
-    /// Released requests the service refused, back at the front of the queue.
-    pub requeued: u64,
-    /// Held requests answered with a slot when their `hold_for` ran out.
-    pub expired: u64,
-    /// Held requests whose caller went away.
-    pub cancelled: u64,
 }
 
 /// Admits up to a learned capacity and books rejected callers into the
