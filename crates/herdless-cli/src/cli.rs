@@ -4,12 +4,13 @@ use std::ffi::OsString;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::error::CliResult;
-use crate::{analyze, check, exec, exit, fleet, get, simulate, stub, tune, worker};
+use crate::cmd::{analyze, check, exec, fleet, get, simulate, stub, tune, worker};
+use crate::shared::checks::CheckArgs;
+use crate::shared::error::CliResult;
+use crate::shared::exit;
+use crate::shared::policy_args::{FlagsGiven, PolicyArgs};
 
 mod input;
-
-pub(crate) use input::on_command_line;
 
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
@@ -28,7 +29,7 @@ pub enum Command {
     /// Run a command, retrying failures with backoff and jitter (default jitter: equal).
     Exec(exec::ExecArgs),
     /// Show a policy's delay envelope and check it against the known failure modes.
-    Check(check::CheckArgs),
+    Check(CheckArgs),
     /// One logical GET with retries; the body on stdout.
     Get(get::GetArgs),
     /// A real HTTP stub controller on 127.0.0.1 (fail-first, outage, capacity).
@@ -62,6 +63,22 @@ enum ExecCommand {
     Exec(exec::ExecArgs),
 }
 
+impl Command {
+    /// The subcommand's policy flags, if it takes them.
+    fn policy_mut(&mut self) -> Option<&mut PolicyArgs> {
+        match self {
+            Command::Exec(a) => Some(&mut a.policy),
+            Command::Check(a) => Some(&mut a.policy),
+            Command::Get(a) => Some(&mut a.policy),
+            Command::Fleet(a) => Some(&mut a.policy),
+            Command::Worker(a) => Some(&mut a.policy),
+            Command::Simulate(_) | Command::Stub(_) | Command::Tune(_) | Command::Analyze(_) => {
+                None
+            }
+        }
+    }
+}
+
 impl From<ExecCli> for Cli {
     fn from(cli: ExecCli) -> Self {
         let ExecCommand::Exec(args) = cli.command;
@@ -74,10 +91,15 @@ impl From<ExecCli> for Cli {
 /// Parses the command line, runs the subcommand, returns the exit code.
 pub fn run() -> i32 {
     let args: Vec<OsString> = std::env::args_os().collect();
-    let cli = match parse(&args) {
+    let mut cli = match parse(&args) {
         Ok(cli) => cli,
         Err(e) => return parse_error(&e, &args),
     };
+    // Which flags came from the command line, read once: a policy error
+    // names the layer that set the culprit.
+    if let Some(policy) = cli.command.policy_mut() {
+        policy.given = FlagsGiven::from_args(&args);
+    }
     let (name, result): (&str, CliResult) = match cli.command {
         Command::Simulate(args) => ("simulate", simulate::run(&args)),
         Command::Exec(args) => ("exec", exec::run(&args)),
@@ -160,7 +182,7 @@ fn parse_error(e: &clap::Error, args: &[OsString]) -> i32 {
                  after -- may be any bytes)"
             );
         }
-    } else if let Some(var) = env_source(e) {
+    } else if let Some(var) = env_source(e, &FlagsGiven::from_args(args)) {
         eprintln!("herdless: (that value came from the environment variable {var})");
     }
     let code = e.exit_code();
@@ -173,7 +195,7 @@ fn parse_error(e: &clap::Error, args: &[OsString]) -> i32 {
 
 /// The `HERDLESS_*` variable an invalid value came from, when the flag it feeds
 /// was not on the command line (clap's message names only the flag).
-fn env_source(e: &clap::Error) -> Option<String> {
+fn env_source(e: &clap::Error, given: &FlagsGiven) -> Option<String> {
     let message = e.to_string();
     std::env::vars_os()
         .filter(|(_, v)| !v.is_empty())
@@ -184,7 +206,7 @@ fn env_source(e: &clap::Error) -> Option<String> {
             };
             let flag = format!("--{}", name.to_lowercase().replace('_', "-"));
             (message.contains(&format!("'{flag} ")) || message.contains(&format!("'{flag}'")))
-                && !on_command_line(&flag)
+                && !given.contains(&flag)
         })
 }
 

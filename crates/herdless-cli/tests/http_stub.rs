@@ -360,7 +360,7 @@ async fn a_lone_get_in_an_unknown_outage_succeeds_after_it_with_few_attempts() {
 /// memory stays bounded, while `total` still counts every arrival.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_stats_keep_the_last_arrivals_and_count_all() {
-    use herdless_cli::stub::{Stub, StubArgs, admission_from_args};
+    use herdless_cli::cmd::stub::{Stub, StubArgs, admission_from_args};
     let args = StubArgs {
         port: 0,
         fail_first: 0,
@@ -409,7 +409,11 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
         .map(|a| a["worker"].as_str().unwrap())
         .collect();
     assert_eq!(workers, ["3", "4", "5", "6", "7"], "the last 5, in order");
-    assert_eq!(herdless_cli::stub::ARRIVALS_KEPT, 100_000, "as documented");
+    assert_eq!(
+        herdless_cli::cmd::stub::ARRIVALS_KEPT,
+        100_000,
+        "as documented"
+    );
 }
 
 /// `--hold-for`: during an outage whose end the allocator is told, a request

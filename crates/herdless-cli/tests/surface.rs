@@ -6,8 +6,8 @@
 use clap::Parser;
 use herdless::Jitter;
 use herdless_cli::cli::{Cli, Command};
-use herdless_cli::config::{ConfigFile, keys};
-use herdless_cli::policy_args::PolicyArgs;
+use herdless_cli::shared::config::{ConfigFile, keys};
+use herdless_cli::shared::policy_args::PolicyArgs;
 use proptest::prelude::*;
 
 const FLAGS: &[&str] = &[

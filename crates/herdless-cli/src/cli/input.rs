@@ -54,19 +54,6 @@ pub(super) fn without_empty_env(cmd: Command) -> Command {
         .mut_subcommands(without_empty_env)
 }
 
-/// Whether `flag` (`--cap`) is on the command line before any `--`, alone
-/// or as `--cap=VALUE`.
-pub(crate) fn on_command_line(flag: &str) -> bool {
-    let joined = format!("{flag}=");
-    std::env::args_os()
-        .skip(1)
-        .take_while(|a| a != "--")
-        .any(|a| {
-            a.to_str()
-                .is_some_and(|a| a == flag || a.starts_with(&joined))
-        })
-}
-
 /// What held the bytes that are not UTF-8 behind clap's `InvalidUtf8`
 /// error, and the bytes: the value of a flag (`--task-id X`, `--task-id=X`),
 /// an argument by its place, or a variable a flag reads. `cmd` tells flags

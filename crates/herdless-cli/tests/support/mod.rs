@@ -9,7 +9,7 @@ use std::process::Output;
 
 use clap::Parser;
 use herdless_cli::cli::{Cli, Command};
-use herdless_cli::stub::{ArrivalRecord, Stub, admission_from_args};
+use herdless_cli::cmd::stub::{ArrivalRecord, Stub, admission_from_args};
 use herdless_sim::metrics::{BUCKET, Timeline};
 use serde_json::Value;
 

@@ -1,0 +1,201 @@
+//! Running the fleet: one tokio task per worker, each one logical GET through
+//! [`HttpRetry`] whose body is read to its end and discarded, and what each
+//! saw of its attempts.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use herdless::adapters::reqwest::{AttemptRecord, Discard, HttpRetry, SendError};
+use herdless::{GiveUp, Policy, Retry};
+
+use super::args::{FleetStrategy, GuardFlags};
+use super::events::FleetEvents;
+use super::report::{FleetReport, summarize};
+use crate::shared::events_out::EventFilter;
+use crate::shared::policy_args::PolicyArgs;
+
+/// A time since the fleet started in nanoseconds (saturating after ~584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// How one worker's call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A status below 400, possibly after retries.
+    Succeeded,
+    /// A terminal status or error.
+    Terminal,
+    /// The budget ran out.
+    Exhausted,
+    /// The fleet was interrupted (SIGINT or SIGTERM) before the call ended.
+    Interrupted,
+}
+
+/// One worker's end, as the fleet saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkerEnd {
+    /// How its call ended.
+    pub outcome: Outcome,
+    /// Why it gave up (`None` on success and when interrupted).
+    pub reason: Option<GiveUp>,
+    /// When its call returned (or was interrupted), nanoseconds since the
+    /// fleet started.
+    pub end_ns: u64,
+}
+
+/// One attempt, as the fleet saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttemptAt {
+    /// Start time, nanoseconds since the fleet started.
+    pub t_ns: u64,
+    /// 1-based attempt number within its worker's call.
+    pub number: u32,
+    /// The worker.
+    pub worker: u32,
+    /// Whether it ended by `--timeout` (before or while reading the body).
+    pub timed_out: bool,
+    /// Response body bytes it read (and discarded).
+    pub body_bytes: u64,
+}
+
+/// Runs the fleet against `url` and returns the report (the engine of
+/// `herdless fleet`, usable in-process).
+///
+/// When `interrupt` completes first, every call still running is stopped and
+/// counted as [`Outcome::Interrupted`] (its attempts so far are kept), and the
+/// report is marked `interrupted`: a partial report of what finished.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_fleet(
+    url: reqwest::Url,
+    workers: u32,
+    policy: Policy,
+    timeout: Duration,
+    args: &PolicyArgs,
+    guards: GuardFlags,
+    strategy: FleetStrategy,
+    progress: Option<indicatif::ProgressBar>,
+    interrupt: impl Future<Output = ()> + Send + 'static,
+) -> Result<FleetReport, String> {
+    crate::shared::http::install_tls();
+    let client = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| crate::shared::http::client_error(&e))?;
+    let format = args.log_format;
+    let filter = EventFilter::from_env(args.quiet);
+    let task_prefix: Arc<str> = Arc::from(args.task_id.clone().unwrap_or_else(|| "worker-".into()));
+    // Every worker watches `stop`; the watcher flips it when `interrupt` completes.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let watcher = tokio::spawn(async move {
+        interrupt.await;
+        let _ = stop_tx.send(true);
+    });
+    let start = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..workers {
+        let (client, url, prefix) = (client.clone(), url.clone(), task_prefix.clone());
+        let seed = args.seed;
+        let guards = guards.clone();
+        let mut stop = stop_rx.clone();
+        set.spawn(async move {
+            let last_status = Arc::new(AtomicU32::new(0));
+            let events = FleetEvents {
+                format,
+                filter,
+                last_status: last_status.clone(),
+            };
+            let mut retry = Retry::builder()
+                .policy(policy)
+                .classifier(guards.classifier)
+                .notify(events)
+                .task_id(format!("{prefix}{i}"));
+            if let Some(seed) = seed {
+                retry = retry.seed(seed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            }
+            if let Some(budget) = guards.budget {
+                retry = retry.budget(budget);
+            }
+            if let Some(breaker) = guards.breaker {
+                retry = retry.breaker(breaker);
+            }
+            if let Some(throttle) = guards.throttle {
+                retry = retry.throttle(throttle);
+            }
+            if let (Some(urgent), true) = (guards.urgent, i < guards.urgent_workers) {
+                retry = retry.urgent(urgent);
+            }
+            let http = HttpRetry::from_retry(retry.build());
+            let mut attempts: Vec<AttemptRecord> = Vec::with_capacity(4);
+            // Each attempt reads the body to its end (constant memory): a
+            // call succeeds when the whole response arrived, and a body that
+            // breaks off or stalls past --timeout is a failed attempt.
+            let mut body = Discard::default();
+            let request = client
+                .get(url)
+                .header("x-worker-id", i.to_string())
+                .timeout(timeout);
+            let outcome = tokio::select! {
+                o = http.send_to_observed(request, &mut body, |a| {
+                    last_status.store(a.status.map_or(0, u32::from), Ordering::Relaxed);
+                    attempts.push(*a);
+                }) => Some(o),
+                // Resolves once `stop` is true (an error: the fleet is ending anyway).
+                _ = stop.wait_for(|&s| s) => None,
+            };
+            let (outcome, reason) = match outcome {
+                None => (Outcome::Interrupted, None),
+                Some(Ok(_)) => (Outcome::Succeeded, None),
+                Some(Err(SendError::Retry(e))) if e.is_exhausted() => {
+                    (Outcome::Exhausted, Some(e.reason()))
+                }
+                Some(Err(_)) => (Outcome::Terminal, Some(GiveUp::Terminal)),
+            };
+            let end = WorkerEnd {
+                outcome,
+                reason,
+                end_ns: nanos(start.elapsed()),
+            };
+            (i, end, attempts)
+        });
+    }
+    let mut ends = Vec::with_capacity(workers as usize);
+    let mut attempts = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((worker, end, times)) => {
+                ends.push(end);
+                attempts.extend(times.into_iter().map(|a| AttemptAt {
+                    t_ns: nanos(a.started.saturating_duration_since(start)),
+                    number: a.number,
+                    worker,
+                    timed_out: a.timed_out,
+                    body_bytes: a.body_bytes,
+                }));
+            }
+            Err(e) => {
+                eprintln!("herdless fleet: a worker task died ({e}); counted as terminal");
+                ends.push(WorkerEnd {
+                    outcome: Outcome::Terminal,
+                    reason: Some(GiveUp::Terminal),
+                    end_ns: nanos(start.elapsed()),
+                });
+            }
+        }
+        if let Some(p) = &progress {
+            p.inc(1);
+        }
+    }
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    watcher.abort();
+    let interrupted = *stop_rx.borrow();
+    let duration = start.elapsed();
+    let tokens_left = guards.budget.as_ref().map(|b| b.tokens());
+    let mut report = summarize(&ends, &attempts, duration, strategy, tokens_left);
+    report.interrupted = interrupted;
+    Ok(report)
+}

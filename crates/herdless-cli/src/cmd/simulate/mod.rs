@@ -1,0 +1,416 @@
+//! `herdless simulate`: the fleet simulator (the README's main job).
+//!
+//! Runs a scenario of `herdless-sim` (spread, outage by default, contention,
+//! robustness, latency-tail),
+//! prints an aligned table with the strategies side by side (or one JSON
+//! object with `--json`) and writes SVG and PNG figures into `--out DIR`
+//! (default `./herdless-report/`), saying where. A progress bar is drawn on
+//! stderr for long runs, only when stderr is a terminal and not with `--json`.
+//!
+//! Flags that do not apply to the chosen scenario are refused (exit 2) rather
+//! than silently ignored. With `--json`, figures are written only when `--out`
+//! is given, so a script's working directory is not filled unasked.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use herdless::Policy;
+use herdless_sim::endpoint::OutageEnd;
+use herdless_sim::{
+    Config, ContentionParams, OutageParams, Progress, RobustnessParams, Scenario, Simulation,
+    SpreadParams, StrategyKind, TailParams,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::shared::error::{CliError, CliResult};
+use crate::shared::exit;
+use crate::shared::output::print;
+use crate::shared::values::parse_duration;
+
+/// The default directory of the figures.
+pub const DEFAULT_OUT: &str = "herdless-report";
+
+/// Flags of `herdless simulate`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SimulateArgs {
+    /// Scenario: spread, outage, contention, robustness (the outage with the
+    /// server told a fixed capacity E, cell by cell: true capacity E/2, E,
+    /// 2E x outage end x honor, plus 20 s and 60 s outages) or
+    /// latency-tail (hedged requests against a slow tail, then an overload).
+    #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
+    pub scenario: Scenario,
+    /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
+    /// decorrelated-window, fixed-1s, no-backoff, (outage) a jitter mode
+    /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
+    /// full+static-pushback, full+hold, full+throttle, full+cubic,
+    /// (latency-tail) hedge, hedge+budget [default: every jitter mode plus
+    /// the scenario's baseline; outage adds full+budget, full+breaker,
+    /// full+pushback; robustness tests full+hold, full+pushback and
+    /// full+throttle; latency-tail compares full, hedge, hedge+budget].
+    #[arg(long, value_delimiter = ',', value_parser = parse_strategy, value_name = "LIST")]
+    pub jitter: Vec<StrategyKind>,
+    /// Seed: the same seed gives the same output.
+    #[arg(long, default_value_t = Simulation::DEFAULT_SEED, value_name = "N")]
+    pub seed: u64,
+    /// Outage, robustness: number of clients [default: 40000]. Contention: the largest
+    /// number of clients; the sweep has 20 evenly spaced sizes up to it [default: 200].
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
+    /// Outage, robustness: how long the endpoint fails everything [default: 5s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub outage: Option<Duration>,
+    /// Outage: calls per second served after the outage. Robustness: the
+    /// capacity estimate E the server is told (each cell's true capacity is
+    /// a multiple of it) [default: 10000].
+    #[arg(long, value_name = "PER_S")]
+    pub capacity: Option<u32>,
+    /// Outage, robustness: the endpoint's token bucket size [default: capacity / 10].
+    #[arg(long, value_name = "N")]
+    pub burst: Option<u32>,
+    /// Outage, robustness: clients sharing one process's retry budget and breaker
+    /// (full+budget, full+breaker) [default: 100].
+    #[arg(long, value_name = "N")]
+    pub clients_per_process: Option<u32>,
+    /// Outage: the share of clients that honor Retry-After, 0 to 1; the rest
+    /// use their own backoff [default: 1].
+    #[arg(long, value_name = "FRACTION")]
+    pub honor: Option<f64>,
+    /// Outage: the pushback allocator's starting capacity estimate over the
+    /// true capacity, 0.01 to 100 [default: 1].
+    #[arg(long, value_name = "FACTOR")]
+    pub capacity_estimate: Option<f64>,
+    /// Outage: whether the pushback allocator is told when the outage ends:
+    /// known or unknown [default: unknown].
+    #[arg(long, value_parser = parse_outage_end, value_name = "known|unknown")]
+    pub outage_end: Option<OutageEnd>,
+    /// Spread: number of workers [default: 200].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// Spread: calls the controller fails per worker [default: 3].
+    #[arg(long, value_name = "K")]
+    pub failures: Option<u32>,
+    /// Contention: trials averaged per number of clients [default: 100].
+    #[arg(long, value_name = "N")]
+    pub trials: Option<u32>,
+    /// Latency-tail: calls made, 1000 per second [default: 20000].
+    #[arg(long, value_name = "N")]
+    pub calls: Option<u32>,
+    /// Base delay [default: 500ms spread, 1s outage, 5ms contention].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub base: Option<Duration>,
+    /// Growth factor per retry [default: 2].
+    #[arg(long, value_name = "X")]
+    pub multiplier: Option<f64>,
+    /// Cap on one delay [default: 30s; contention 2s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub cap: Option<Duration>,
+    /// Attempt limit, counting the first call: 1 to 4294967294, or
+    /// `unlimited` [default: 6; contention unlimited].
+    #[arg(long, value_parser = parse_max_attempts, value_name = "N")]
+    pub max_attempts: Option<u32>,
+    /// Elapsed-time budget per client [default: 120s; contention unlimited].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub max_elapsed: Option<Duration>,
+    /// Directory for the SVG and PNG figures [default: ./herdless-report/].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object instead of the table (figures only with --out).
+    #[arg(long)]
+    pub json: bool,
+    /// Do not write figures.
+    #[arg(long)]
+    pub no_plots: bool,
+    /// Worker threads [default: available cores]; the output does not depend on it.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+/// The simulator's "no attempt limit": `u32::MAX` attempts, reported as
+/// such (`null` in the JSON, "no attempt limit" in the table).
+pub const UNLIMITED_ATTEMPTS: u32 = u32::MAX;
+
+/// `--max-attempts`: 1 to `u32::MAX - 1`, or `unlimited` (which is
+/// `u32::MAX`: the simulator reports that count as no limit, so the number
+/// itself is refused rather than silently read as `unlimited`).
+///
+/// ```
+/// use herdless_cli::cmd::simulate::parse_max_attempts;
+/// assert_eq!(parse_max_attempts("6"), Ok(6));
+/// assert_eq!(parse_max_attempts("unlimited"), Ok(u32::MAX));
+/// assert!(parse_max_attempts("4294967295").unwrap_err().contains("1 to 4294967294"));
+/// ```
+///
+/// # Errors
+///
+/// Not a count in that range.
+pub fn parse_max_attempts(s: &str) -> Result<u32, String> {
+    if s.trim() == "unlimited" {
+        return Ok(UNLIMITED_ATTEMPTS);
+    }
+    s.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..UNLIMITED_ATTEMPTS).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "{s:?}: must be 1 to {}, or unlimited (the simulator's no-limit, which it \
+                 counts as {UNLIMITED_ATTEMPTS} attempts)",
+                UNLIMITED_ATTEMPTS - 1
+            )
+        })
+}
+
+fn parse_scenario(s: &str) -> Result<Scenario, String> {
+    s.parse()
+}
+
+fn parse_outage_end(s: &str) -> Result<OutageEnd, String> {
+    s.parse()
+}
+
+fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
+    s.parse::<StrategyKind>().map_err(|e| e.to_string())
+}
+
+impl SimulateArgs {
+    /// Builds the simulation the flags describe, or explains what is wrong.
+    pub fn simulation(&self) -> Result<Simulation, String> {
+        let scenario = self.scenario;
+        let refuse = |flag: &str, set: bool, wanted: &str| {
+            if set {
+                Err(format!(
+                    "{flag} applies to --scenario {wanted}, not {}",
+                    scenario.name()
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let not_outage = !matches!(scenario, Scenario::Outage | Scenario::Robustness);
+        let either = "outage or robustness";
+        refuse("--outage", not_outage && self.outage.is_some(), either)?;
+        refuse("--capacity", not_outage && self.capacity.is_some(), either)?;
+        refuse("--burst", not_outage && self.burst.is_some(), either)?;
+        refuse(
+            "--clients-per-process",
+            not_outage && self.clients_per_process.is_some(),
+            either,
+        )?;
+        // The robustness matrix varies these three itself.
+        let not_plain_outage = scenario != Scenario::Outage;
+        refuse(
+            "--honor",
+            not_plain_outage && self.honor.is_some(),
+            "outage",
+        )?;
+        refuse(
+            "--capacity-estimate",
+            not_plain_outage && self.capacity_estimate.is_some(),
+            "outage",
+        )?;
+        refuse(
+            "--outage-end",
+            not_plain_outage && self.outage_end.is_some(),
+            "outage",
+        )?;
+        let not_spread = scenario != Scenario::Spread;
+        refuse("--workers", not_spread && self.workers.is_some(), "spread")?;
+        refuse(
+            "--failures",
+            not_spread && self.failures.is_some(),
+            "spread",
+        )?;
+        let not_contention = scenario != Scenario::Contention;
+        refuse(
+            "--trials",
+            not_contention && self.trials.is_some(),
+            "contention",
+        )?;
+        refuse(
+            "--clients",
+            scenario == Scenario::Spread && self.clients.is_some(),
+            "outage or contention (spread has --workers)",
+        )?;
+        refuse(
+            "--clients",
+            scenario == Scenario::LatencyTail && self.clients.is_some(),
+            "outage or contention (latency-tail has --calls)",
+        )?;
+        refuse(
+            "--calls",
+            scenario != Scenario::LatencyTail && self.calls.is_some(),
+            "latency-tail",
+        )?;
+
+        let config = match scenario {
+            Scenario::Spread => {
+                let d = SpreadParams::default();
+                Config::Spread(SpreadParams {
+                    workers: self.workers.unwrap_or(d.workers),
+                    failures: self.failures.unwrap_or(d.failures),
+                    policy: self.policy(&d.policy)?,
+                })
+            }
+            Scenario::Outage => Config::Outage(self.outage_params()?),
+            Scenario::Robustness => Config::Robustness(RobustnessParams {
+                base: self.outage_params()?,
+                ..RobustnessParams::default()
+            }),
+            Scenario::LatencyTail => {
+                let d = TailParams::default();
+                Config::LatencyTail(TailParams {
+                    calls: self.calls.unwrap_or(d.calls),
+                    policy: self.policy(&d.policy)?,
+                    ..d
+                })
+            }
+            Scenario::Contention => {
+                let d = ContentionParams::default();
+                Config::Contention(ContentionParams {
+                    clients: self
+                        .clients
+                        .map_or(d.clients.clone(), ContentionParams::sweep),
+                    trials: self.trials.unwrap_or(d.trials),
+                    policy: self.policy(&d.policy)?,
+                    ..d
+                })
+            }
+        };
+        let mut sim = Simulation::new(config).seed(self.seed);
+        if !self.jitter.is_empty() {
+            sim = sim.strategies(self.jitter.clone());
+        }
+        if let Some(t) = self.threads {
+            if t == 0 {
+                return Err("--threads must be at least 1".into());
+            }
+            sim = sim.threads(t);
+        }
+        Ok(sim)
+    }
+
+    /// The outage parameters the flags describe (outage and robustness).
+    fn outage_params(&self) -> Result<OutageParams, String> {
+        let d = OutageParams::default();
+        let capacity = self.capacity.unwrap_or(d.capacity);
+        Ok(OutageParams {
+            clients: self.clients.unwrap_or(d.clients),
+            outage: self.outage.unwrap_or(d.outage),
+            capacity,
+            burst: self.burst.unwrap_or((capacity / 10).max(1)),
+            first_call_window: d.first_call_window,
+            policy: self.policy(&d.policy)?,
+            guards: herdless_sim::guard::GuardParams {
+                clients_per_process: self
+                    .clients_per_process
+                    .unwrap_or(d.guards.clients_per_process),
+                ..d.guards
+            },
+            honor: self.honor.unwrap_or(d.honor),
+            capacity_estimate: self.capacity_estimate.unwrap_or(d.capacity_estimate),
+            outage_end: self.outage_end.unwrap_or(d.outage_end),
+        })
+    }
+
+    /// The scenario's policy with the policy flags applied.
+    fn policy(&self, base: &Policy) -> Result<Policy, String> {
+        let mut b = base.to_builder();
+        if let Some(v) = self.base {
+            b = b.base(v);
+        }
+        if let Some(v) = self.multiplier {
+            b = b.multiplier(v);
+        }
+        if let Some(v) = self.cap {
+            b = b.cap(v);
+        }
+        if let Some(v) = self.max_attempts {
+            b = b.max_attempts(v);
+        }
+        if let Some(v) = self.max_elapsed {
+            b = b.max_elapsed(v);
+        }
+        b.build().map_err(|e| e.to_string())
+    }
+}
+
+/// A progress bar on stderr (indicatif).
+#[derive(Debug)]
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn start(&self, total: u64) {
+        self.0.set_length(total);
+    }
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+/// Whether a run is long enough to deserve a progress bar: every contention
+/// sweep, and outage runs of more than a few million simulated calls.
+fn is_long(sim: &Simulation) -> bool {
+    match sim.config() {
+        Config::Contention(_) | Config::Robustness(_) => true,
+        Config::Outage(p) => u64::from(p.clients) * sim.strategy_kinds().len() as u64 >= 500_000,
+        Config::Spread(p) => u64::from(p.workers) * sim.strategy_kinds().len() as u64 >= 5_000_000,
+        Config::LatencyTail(p) => {
+            u64::from(p.calls) * sim.strategy_kinds().len() as u64 >= 5_000_000
+        }
+    }
+}
+
+/// Runs `herdless simulate`.
+///
+/// # Errors
+///
+/// Out-of-range parameters (exit 2).
+pub fn run(args: &SimulateArgs) -> CliResult {
+    let sim = args
+        .simulation()
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let show_bar = !args.json && std::io::stderr().is_terminal() && is_long(&sim);
+    let result = if show_bar {
+        let bar = ProgressBar::new(sim.work_units());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} simulating {wide_bar} {pos}/{len} runs, {elapsed} (eta {eta})",
+        ) {
+            bar.set_style(style);
+        }
+        let r = sim.run_with_progress(&Bar(bar.clone()));
+        bar.finish_and_clear();
+        r
+    } else {
+        sim.run()
+    };
+    let report = result.map_err(|e| CliError::usage(e.to_string()))?;
+    if args.json {
+        print(&format!("{}\n", report.to_json()))?;
+    } else {
+        print(&report.table())?;
+    }
+    let out = match (&args.out, args.json, args.no_plots) {
+        (_, _, true) | (None, true, _) => return Ok(exit::SUCCESS),
+        (Some(dir), _, _) => dir.clone(),
+        (None, false, false) => PathBuf::from(DEFAULT_OUT),
+    };
+    match herdless_sim::plots::write_all(&report, &out) {
+        Ok(files) => {
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            let msg = if names.is_empty() {
+                "this scenario draws no figure".to_owned()
+            } else {
+                format!("figures written to {}: {}", out.display(), names.join(", "))
+            };
+            if args.json {
+                eprintln!("{msg}");
+            } else {
+                print(&format!("\n{msg}\n"))?;
+            }
+            Ok(exit::SUCCESS)
+        }
+        Err(e) => Err(CliError::new(exit::FIGURES_FAILED, e.to_string())),
+    }
+}

@@ -1,0 +1,239 @@
+//! Exit-status sets: `--retry-on` / `--terminal-on` values such as `75,111,200-210`.
+//!
+//! A [`CodeSet`] is a set of exit statuses `0..=255` written as a comma-separated
+//! list of numbers and inclusive ranges. It is a 256-bit bitmap, so membership is
+//! one shift and a mask, and parsing rejects everything that is not exactly such
+//! a list (empty items, reversed ranges, numbers above 255) with an error that
+//! quotes the offending item.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A set of exit statuses (`0..=255`).
+///
+/// ```
+/// use herdless_cli::shared::codes::CodeSet;
+/// let set: CodeSet = "75,111,200-210".parse()?;
+/// assert!(set.contains(75) && set.contains(205) && !set.contains(1));
+/// assert_eq!(set.to_string(), "75,111,200-210");
+/// # Ok::<(), herdless_cli::shared::codes::ParseCodesError>(())
+/// ```
+#[derive(Clone, Copy, Default)]
+pub struct CodeSet {
+    codes: [u64; 4],
+    /// The statuses written as a single item (`126`), not within a range
+    /// (`1-255`): a range may span statuses that a caller leaves out.
+    singles: [u64; 4],
+}
+
+/// Two sets are equal when they hold the same statuses, however written.
+impl PartialEq for CodeSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.codes == other.codes
+    }
+}
+
+impl Eq for CodeSet {}
+
+fn bit(code: u8) -> (usize, u64) {
+    (usize::from(code >> 6), 1 << (code & 63))
+}
+
+impl CodeSet {
+    /// The empty set.
+    pub const fn empty() -> Self {
+        CodeSet {
+            codes: [0; 4],
+            singles: [0; 4],
+        }
+    }
+
+    /// Adds `code`.
+    pub fn insert(&mut self, code: u8) {
+        let (i, b) = bit(code);
+        self.codes[i] |= b;
+    }
+
+    /// Whether `status` is in the set (statuses outside `0..=255` never are).
+    pub fn contains(&self, status: i32) -> bool {
+        match u8::try_from(status) {
+            Ok(code) => {
+                let (i, b) = bit(code);
+                self.codes[i] & b != 0
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.codes == [0; 4]
+    }
+
+    /// The statuses in both sets (those `self` listed alone stay so).
+    pub fn intersection(&self, other: &CodeSet) -> CodeSet {
+        let and = |a: [u64; 4], b: [u64; 4]| std::array::from_fn(|i| a[i] & b[i]);
+        CodeSet {
+            codes: and(self.codes, other.codes),
+            singles: and(self.singles, other.codes),
+        }
+    }
+
+    /// The statuses that were written as single items, not within a range.
+    ///
+    /// ```
+    /// let set: herdless_cli::shared::codes::CodeSet = "75,120-130".parse()?;
+    /// assert_eq!(set.listed_alone().to_string(), "75");
+    /// # Ok::<(), herdless_cli::shared::codes::ParseCodesError>(())
+    /// ```
+    pub fn listed_alone(&self) -> CodeSet {
+        CodeSet {
+            codes: self.singles,
+            singles: self.singles,
+        }
+    }
+
+    /// The statuses in the set, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..=255u8).filter(move |c| self.contains(i32::from(*c)))
+    }
+}
+
+impl fmt::Debug for CodeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CodeSet({self})")
+    }
+}
+
+/// Formats as the shortest list of numbers and ranges (`1-3,7`).
+impl fmt::Display for CodeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let codes: Vec<u8> = self.iter().collect();
+        let mut first = true;
+        let mut i = 0;
+        while i < codes.len() {
+            let start = codes[i];
+            let mut end = start;
+            while i + 1 < codes.len() && codes[i + 1] == end.wrapping_add(1) {
+                i += 1;
+                end = codes[i];
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if start == end {
+                write!(f, "{start}")?;
+            } else {
+                write!(f, "{start}-{end}")?;
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A malformed exit-status list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseCodesError(String);
+
+impl fmt::Display for ParseCodesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParseCodesError {}
+
+fn code(item: &str, whole: &str) -> Result<u8, ParseCodesError> {
+    let t = item.trim();
+    t.parse::<u8>().map_err(|_| {
+        ParseCodesError(format!(
+            "{t:?} in {whole:?} is not an exit status (a whole number from 0 to 255)"
+        ))
+    })
+}
+
+impl FromStr for CodeSet {
+    type Err = ParseCodesError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let whole: String = s.chars().take(80).collect();
+        if s.trim().is_empty() {
+            return Err(ParseCodesError(
+                "empty exit-status list (expected e.g. 75,111,200-210)".into(),
+            ));
+        }
+        let mut set = CodeSet::empty();
+        for item in s.split(',') {
+            if item.trim().is_empty() {
+                return Err(ParseCodesError(format!(
+                    "empty item in {whole:?} (expected e.g. 75,111,200-210)"
+                )));
+            }
+            match item.split_once('-') {
+                Some((lo, hi)) => {
+                    let (lo, hi) = (code(lo, &whole)?, code(hi, &whole)?);
+                    if lo > hi {
+                        return Err(ParseCodesError(format!(
+                            "range {lo}-{hi} in {whole:?} runs backwards"
+                        )));
+                    }
+                    for c in lo..=hi {
+                        set.insert(c);
+                    }
+                }
+                None => {
+                    let c = code(item, &whole)?;
+                    set.insert(c);
+                    let (i, b) = bit(c);
+                    set.singles[i] |= b;
+                }
+            }
+        }
+        Ok(set)
+    }
+}
+
+/// Parses a list for clap.
+pub fn parse_codes(s: &str) -> Result<CodeSet, String> {
+    s.parse::<CodeSet>().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_and_ranges() {
+        let s: CodeSet = "75, 111,200-210,0".parse().unwrap();
+        for c in [0, 75, 111, 200, 205, 210] {
+            assert!(s.contains(c), "{c}");
+        }
+        for c in [1, 74, 76, 199, 211, 255, -1, 256, 1000] {
+            assert!(!s.contains(c), "{c}");
+        }
+        assert_eq!(s.to_string(), "0,75,111,200-210");
+        assert_eq!(
+            "255".parse::<CodeSet>().unwrap().iter().collect::<Vec<_>>(),
+            [255]
+        );
+        assert_eq!("0-255".parse::<CodeSet>().unwrap().iter().count(), 256);
+    }
+
+    #[test]
+    fn malformed_lists_name_the_item() {
+        for (input, needle) in [
+            ("", "empty"),
+            ("1,,2", "empty item"),
+            ("256", "\"256\""),
+            ("-1", "\"\""),
+            ("9-3", "backwards"),
+            ("abc", "\"abc\""),
+            ("1-2-3", "\"2-3\""),
+        ] {
+            let err = input.parse::<CodeSet>().unwrap_err().to_string();
+            assert!(err.contains(needle), "{input:?}: {err}");
+        }
+    }
+}
