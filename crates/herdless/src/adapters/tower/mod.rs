@@ -133,7 +133,7 @@
 //! | [`RetryPolicy`], [`RetryWait`] | `retry.rs` |
 //! | [`RequestTimeout`], [`NoTimeout`] | `timeout.rs` |
 //! | [`HedgeLayer`], [`HedgeService`], [`Idempotent`] | `hedge.rs` |
-//! | [`CloneRequest`], [`Cloned`] | `clone.rs` |
+//! | [`CloneRequest`], [`Cloned`], [`NotCloned`] | `clone.rs` |
 //! | [`HttpClassifier`], [`CloneBody`] | `http.rs` |
 //! | [`GrpcClassifier`], [`GrpcTimeout`] (with `grpc`) | `grpc.rs` |
 //! | `Budget for RetryBudget` | [`budget`] |
@@ -149,7 +149,7 @@ pub mod pushback;
 mod retry;
 mod timeout;
 
-pub use clone::{CloneRequest, Cloned};
+pub use clone::{CloneRequest, Cloned, NotCloned};
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub use grpc::{GrpcClassifier, GrpcTimeout};
