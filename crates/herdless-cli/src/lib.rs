@@ -22,3 +22,4 @@
 pub mod cli;
 pub mod cmd;
 pub mod shared;
+pub mod testing;

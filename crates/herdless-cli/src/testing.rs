@@ -1,0 +1,102 @@
+//! What the integration tests in `tests/` drive in process; everything else
+//! in this crate is private to it. Not an API: it changes with the tests.
+
+use std::path::Path;
+
+use clap::Parser;
+use herdless::Jitter;
+
+use crate::cli::{Cli, Command};
+use crate::shared::config::{self, ConfigFile};
+use crate::shared::policy_args::PolicyArgs;
+
+pub use crate::cmd::stub::{
+    ARRIVALS_KEPT, ArrivalRecord, GRACE, HEADER_TIMEOUT, Options as StubOptions, Outcome, Stats,
+    Stub,
+};
+
+/// Starts `herdless stub FLAGS` in process on 127.0.0.1 port 0 (call it in
+/// a tokio runtime); it serves until the runtime ends.
+///
+/// # Errors
+///
+/// The flags' usage error.
+pub fn start_stub(flags: &[&str], options: StubOptions) -> Result<Stub, String> {
+    let argv = ["herdless", "stub"].iter().chain(flags);
+    let Command::Stub(args) = Cli::try_parse_from(argv)
+        .map_err(|e| e.to_string())?
+        .command
+    else {
+        unreachable!("parsed as stub")
+    };
+    let listener = Stub::bind(0).map_err(|e| e.to_string())?;
+    let (stub, _task) = Stub::start(listener, &args, std::future::pending(), options)?;
+    Ok(stub)
+}
+
+/// Parses `args` as the binary does and, when the subcommand takes policy
+/// flags, resolves its policy (defaults, file, environment, flags): `Ok`
+/// when it parses and resolves, the error's text otherwise. Never panics.
+///
+/// # Errors
+///
+/// The parse or resolve error.
+pub fn parse_and_resolve(args: &[String]) -> Result<(), String> {
+    let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+    let policy = match &cli.command {
+        Command::Check(a) => Some(&a.policy),
+        Command::Get(a) => Some(&a.policy),
+        Command::Fleet(a) => Some(&a.policy),
+        Command::Exec(a) => Some(&a.policy),
+        Command::Worker(a) => Some(&a.policy),
+        _ => None,
+    };
+    match policy {
+        Some(p) => p
+            .resolve_layered(Jitter::Full)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
+}
+
+/// The help text of `herdless SUB --help`.
+pub fn help(sub: &str) -> String {
+    match Cli::try_parse_from(["herdless", sub, "--help"]) {
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.to_string(),
+        other => panic!("{sub} --help: {other:?}"),
+    }
+}
+
+/// Every key a policy table may hold.
+pub fn policy_keys() -> Vec<&'static str> {
+    config::keys().collect()
+}
+
+/// Parses `text` as the policy file at `path`.
+///
+/// # Errors
+///
+/// The parse error.
+pub fn parse_policy_file(path: &Path, text: &str) -> Result<(), String> {
+    ConfigFile::parse(path, text)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Resolves the policy `name` of the file at `path` with `jitter` as the
+/// default.
+///
+/// # Errors
+///
+/// The resolve error.
+pub fn resolve_policy(path: &Path, name: &str, jitter: Jitter) -> Result<(), String> {
+    let args = PolicyArgs {
+        config: Some(path.to_owned()),
+        policy: Some(name.to_owned()),
+        ..PolicyArgs::default()
+    };
+    args.resolve_layered(jitter)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
