@@ -10,16 +10,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A set of exit statuses (`0..=255`).
-///
-/// ```
-/// use herdless_cli::shared::codes::CodeSet;
-/// let set: CodeSet = "75,111,200-210".parse()?;
-/// assert!(set.contains(75) && set.contains(205) && !set.contains(1));
-/// assert_eq!(set.to_string(), "75,111,200-210");
-/// # Ok::<(), herdless_cli::shared::codes::ParseCodesError>(())
-/// ```
 #[derive(Clone, Copy, Default)]
-pub struct CodeSet {
+pub(crate) struct CodeSet {
     codes: [u64; 4],
     /// The statuses written as a single item (`126`), not within a range
     /// (`1-255`): a range may span statuses that a caller leaves out.
@@ -41,7 +33,7 @@ fn bit(code: u8) -> (usize, u64) {
 
 impl CodeSet {
     /// The empty set.
-    pub const fn empty() -> Self {
+    pub(crate) const fn empty() -> Self {
         CodeSet {
             codes: [0; 4],
             singles: [0; 4],
@@ -49,13 +41,13 @@ impl CodeSet {
     }
 
     /// Adds `code`.
-    pub fn insert(&mut self, code: u8) {
+    pub(crate) fn insert(&mut self, code: u8) {
         let (i, b) = bit(code);
         self.codes[i] |= b;
     }
 
     /// Whether `status` is in the set (statuses outside `0..=255` never are).
-    pub fn contains(&self, status: i32) -> bool {
+    pub(crate) fn contains(&self, status: i32) -> bool {
         match u8::try_from(status) {
             Ok(code) => {
                 let (i, b) = bit(code);
@@ -66,12 +58,12 @@ impl CodeSet {
     }
 
     /// Whether the set is empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.codes == [0; 4]
     }
 
     /// The statuses in both sets (those `self` listed alone stay so).
-    pub fn intersection(&self, other: &CodeSet) -> CodeSet {
+    pub(crate) fn intersection(&self, other: &CodeSet) -> CodeSet {
         let and = |a: [u64; 4], b: [u64; 4]| std::array::from_fn(|i| a[i] & b[i]);
         CodeSet {
             codes: and(self.codes, other.codes),
@@ -80,13 +72,7 @@ impl CodeSet {
     }
 
     /// The statuses that were written as single items, not within a range.
-    ///
-    /// ```
-    /// let set: herdless_cli::shared::codes::CodeSet = "75,120-130".parse()?;
-    /// assert_eq!(set.listed_alone().to_string(), "75");
-    /// # Ok::<(), herdless_cli::shared::codes::ParseCodesError>(())
-    /// ```
-    pub fn listed_alone(&self) -> CodeSet {
+    pub(crate) fn listed_alone(&self) -> CodeSet {
         CodeSet {
             codes: self.singles,
             singles: self.singles,
@@ -94,7 +80,7 @@ impl CodeSet {
     }
 
     /// The statuses in the set, ascending.
-    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u8> + '_ {
         (0..=255u8).filter(move |c| self.contains(i32::from(*c)))
     }
 }
@@ -135,7 +121,7 @@ impl fmt::Display for CodeSet {
 
 /// A malformed exit-status list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseCodesError(String);
+pub(crate) struct ParseCodesError(String);
 
 impl fmt::Display for ParseCodesError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -196,7 +182,7 @@ impl FromStr for CodeSet {
 }
 
 /// Parses a list for clap.
-pub fn parse_codes(s: &str) -> Result<CodeSet, String> {
+pub(crate) fn parse_codes(s: &str) -> Result<CodeSet, String> {
     s.parse::<CodeSet>().map_err(|e| e.to_string())
 }
 
@@ -235,5 +221,29 @@ mod tests {
             let err = input.parse::<CodeSet>().unwrap_err().to_string();
             assert!(err.contains(needle), "{input:?}: {err}");
         }
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn codeset_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::codes::CodeSet;
+        let set: CodeSet = "75,111,200-210".parse()?;
+        assert!(set.contains(75) && set.contains(205) && !set.contains(1));
+        assert_eq!(set.to_string(), "75,111,200-210");
+        Ok(())
+    }
+
+    #[test]
+    fn listed_alone_example() -> Result<(), Box<dyn std::error::Error>> {
+        let set: crate::shared::codes::CodeSet = "75,120-130".parse()?;
+        assert_eq!(set.listed_alone().to_string(), "75");
+        Ok(())
     }
 }

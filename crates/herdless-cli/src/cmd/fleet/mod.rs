@@ -85,11 +85,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use herdless::Jitter;
 
-pub use args::{BudgetKind, FleetArgs, FleetStrategy, GuardFlags, MAX_WORKERS};
-pub use herdless_sim::metrics::BUCKET;
+pub use args::FleetArgs;
 pub use render::render_text;
-pub use report::{Bucket, FleetReport, GiveUps, PeakReport, summarize};
-pub use run::{AttemptAt, Outcome, WorkerEnd, run_fleet};
+pub use run::run_fleet;
 
 use crate::shared::error::{CliError, CliResult};
 use crate::shared::http::parse_url;

@@ -45,7 +45,7 @@ pub struct ArrivalRecord {
     /// Seconds since the stub started, at arrival.
     pub t_s: f64,
     /// The `X-Worker-Id` header, if any (none for one over
-    /// [`MAX_WORKER_ID`] bytes).
+    /// 256 bytes).
     pub worker: Option<String>,
     /// The status sent; `499` when the client left first.
     pub status: u16,

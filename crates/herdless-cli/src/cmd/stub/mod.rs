@@ -52,7 +52,7 @@ mod front;
 mod plan;
 mod server;
 
-pub use args::StubArgs;
+pub(crate) use args::StubArgs;
 pub use book::{ARRIVALS_KEPT, ArrivalRecord, Outcome, Stats};
 pub use server::{GRACE, HEADER_TIMEOUT, Options};
 
@@ -75,7 +75,7 @@ use plan::Plan;
 /// # Errors
 ///
 /// Usage errors (exit 2), a port or runtime it cannot get (exit 1).
-pub fn run(args: &StubArgs) -> CliResult {
+pub(crate) fn run(args: &StubArgs) -> CliResult {
     let plan = Plan::from_args(args).map_err(CliError::usage)?;
     descriptors::raise_nofile_limit();
     let rt = descriptors::build_runtime(tokio::runtime::Builder::new_multi_thread().enable_all())

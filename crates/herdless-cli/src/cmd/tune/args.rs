@@ -10,14 +10,6 @@ use crate::shared::values::{parse_duration, parse_jitter, parse_seed};
 
 /// An outage range, `5s..60s`, or one length, `45s`.
 ///
-/// ```
-/// use std::time::Duration;
-/// use herdless_cli::cmd::tune::args::parse_outage;
-/// assert_eq!(parse_outage("5s..60s"), Ok((Duration::from_secs(5), Duration::from_secs(60))));
-/// assert_eq!(parse_outage("45s"), Ok((Duration::from_secs(45), Duration::from_secs(45))));
-/// assert!(parse_outage("60s..5s").is_err());
-/// ```
-///
 /// # Errors
 ///
 /// Not a duration or a range of two, or a range that runs backwards.
@@ -197,4 +189,28 @@ pub struct TuneArgs {
     /// Say why the runner-up lost (and why better-ranked candidates were not recommended).
     #[arg(long)]
     pub explain: bool,
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn parse_outage_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::cmd::tune::args::parse_outage;
+        use std::time::Duration;
+        assert_eq!(
+            parse_outage("5s..60s"),
+            Ok((Duration::from_secs(5), Duration::from_secs(60)))
+        );
+        assert_eq!(
+            parse_outage("45s"),
+            Ok((Duration::from_secs(45), Duration::from_secs(45)))
+        );
+        assert!(parse_outage("60s..5s").is_err());
+        Ok(())
+    }
 }

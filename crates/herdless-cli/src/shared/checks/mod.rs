@@ -10,7 +10,7 @@
 //! | `max_retry_after` | warn | absent: a hostile or misconfigured Retry-After header could park a worker (the default 60 s clamp applies, undeclared) |
 //! | `recovery_time` | **error** | the whole chain's worst-case sleep (sum of the ceilings, bounded by `max_elapsed`) is below the declared recovery time: every call gives up before the resource is back; the message names the knob (more attempts, a larger base or multiplier, a larger `max_elapsed`) |
 //! | `recovery_time` | warn | the chain reaches past the recovery time but `cap` is below it: every worker's longest backoff still lands mid-recovery and the storm resumes |
-//! | `visibility_timeout` | **error** | the worst-case call — `max_elapsed`, plus the last attempt's own run time when a per-attempt `timeout` is declared (`timeout + kill_after`) — must be at most [`VISIBILITY_SHARE`] (80 %) of the broker's visibility timeout: the 20 % margin absorbs the last attempt's start-up, broker delivery latency and clock skew between broker and worker |
+//! | `visibility_timeout` | **error** | the worst-case call — `max_elapsed`, plus the last attempt's own run time when a per-attempt `timeout` is declared (`timeout + kill_after`) — must be at most [`VISIBILITY_SHARE`](rules::VISIBILITY_SHARE) (80 %) of the broker's visibility timeout: the 20 % margin absorbs the last attempt's start-up, broker delivery latency and clock skew between broker and worker |
 //! | `visibility_timeout` with `--redelivery` | **error** | retries are the broker's redeliveries (`herdless worker`), so the worker holds a task for one attempt only: the check applies to one attempt (`timeout + kill_after`), and says so; without a declared `timeout` it is a note (`herdless worker` keeps a longer attempt alive with in-progress acks) |
 //!
 //! A cap that covers one recovery is necessary, not sufficient: with the
@@ -39,7 +39,7 @@ pub mod args;
 pub mod rules;
 
 pub use args::{CheckArgs, ReportFormat};
-pub use rules::{Facts, Finding, Level, VISIBILITY_SHARE, checks};
+pub use rules::{Facts, Finding, Level, checks};
 
 /// Envelope rows printed at most (later retries are all at the cap for the
 /// exponential modes, and stationary for the decorrelated ones).
