@@ -103,7 +103,7 @@
 //! | `reqwest-middleware` | `adapters::reqwest::middleware`: a `reqwest_middleware::Middleware` driving the engine; implies `reqwest` | `reqwest-middleware` 0.5, `async-trait` |
 //! | `tonic` | `adapters::tonic`: `tonic::Status` is [`Retryable`] by the gRPC rules; implies `grpc` | `tonic` 0.13 (default features off) |
 //! | `nats` | `adapters::nats`: retries by redelivery from a NATS JetStream pull consumer (ack on success, NAK with the engine's delay, dead letters, in-progress acks); implies `tokio` | `async-nats` (JetStream), `futures-util`, `bytes`, `base64` and `serde` (both already async-nats's own) |
-//! | `metrics` | counters, a histogram and gauges through the `metrics` facade, recorded on the engine's event path (names in [`engine::metrics`]) | `metrics` |
+//! | `metrics` | counters, a histogram and gauges through the `metrics` facade, recorded on the engine's event path (names in [`events::metrics`]) | `metrics` |
 //! | `serde` | `Serialize`/`Deserialize` for [`Policy`] (through the builder's validation: an invalid value is an error naming the field), `PolicyConfig` (a partial policy for layering), [`RetryBudget`] and [`Breaker`] settings; human durations (`"500ms"`) | `serde`, `humantime` |
 
 #![forbid(unsafe_code)]
@@ -114,6 +114,7 @@ pub mod adapters;
 pub mod backoff;
 pub mod classify;
 pub mod engine;
+pub mod events;
 pub mod fleet;
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
@@ -125,15 +126,15 @@ pub mod http;
 pub mod policy;
 pub mod pushback;
 pub mod redelivery;
+pub mod retry;
 pub mod rng;
 pub mod timer;
 
 pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, RetryCause, Retryable};
-pub use engine::{
-    Attempt, GiveUp, Notify, Retry, RetryAsync, RetryBlocking, RetryBuilder, RetryError, RetryEvent,
-};
+pub use events::{GiveUp, Notify, RetryEvent};
 pub use fleet::{Breaker, RetryBudget, Urgent};
 pub use policy::{Jitter, Policy, PolicyBuilder, PolicyError};
+pub use retry::{Attempt, Retry, RetryAsync, RetryBlocking, RetryBuilder, RetryError};
 pub use rng::{IdempotencyKey, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 
@@ -148,6 +149,6 @@ pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 /// ```
 pub mod prelude {
     pub use crate::classify::{Classification, Classify, Retryable};
-    pub use crate::engine::{Retry, RetryAsync, RetryBlocking, RetryError};
     pub use crate::policy::{Jitter, Policy};
+    pub use crate::retry::{Retry, RetryAsync, RetryBlocking, RetryError};
 }

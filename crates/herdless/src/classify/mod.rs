@@ -15,12 +15,13 @@
 
 mod by_type;
 mod result;
+mod timed_out;
 mod timeout_as;
 
 pub use by_type::{ByTrait, Retryable};
+pub use timed_out::TimedOut;
 pub use timeout_as::TimeoutAs;
 
-use crate::engine::TimedOut;
 pub use result::{ByError, ClassifyResult};
 
 use std::time::Duration;
@@ -207,7 +208,7 @@ pub trait Classify<E: ?Sized> {
     /// ```
     /// use std::time::Duration;
     /// use herdless::{ByTrait, Classify};
-    /// use herdless::engine::TimedOut;
+    /// use herdless::classify::TimedOut;
     /// let cut = TimedOut::new(1, Duration::from_secs(2));
     /// let e: std::io::Error = ByTrait.timed_out(cut).unwrap();
     /// assert!(ByTrait.classify(&e).is_retryable());

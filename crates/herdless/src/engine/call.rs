@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use crate::classify::Classification;
 use crate::classify::RetryCause;
-use crate::engine::GiveUp;
 use crate::engine::context::Context;
-use crate::engine::events::{Notify, RetryEvent};
+use crate::events::GiveUp;
+use crate::events::{Notify, RetryEvent};
 use crate::policy::Schedule;
 use crate::rng::Rng;
 

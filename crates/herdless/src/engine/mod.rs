@@ -119,29 +119,28 @@
 //! [`Urgent`]: crate::Urgent
 //! [`Classification::ServerPushback`]: crate::Classification::ServerPushback
 
-mod async_mut;
-mod asynchronous;
-mod blocking;
-mod builder;
-mod call;
-mod context;
-pub(crate) mod emit;
-mod error;
-pub mod events;
-mod front;
-mod hedged;
-pub mod levels;
-pub mod metrics;
-mod retry;
-mod run;
-mod timed_out;
+pub(crate) mod call;
+pub(crate) mod context;
 
-pub use builder::RetryBuilder;
 pub use call::{CopyFailed, Decision, Engine, Gate, HedgeGate, HedgeStop, Hedging};
 pub use context::Context;
-pub use error::{GiveUp, RetryError};
-pub use events::{EventValue, NoNotify, Notify, RetryEvent};
-pub use front::{IntoRetry, RetryAsync, RetryBlocking};
-pub use levels::{EventLevels, UnknownEvent};
-pub use retry::{Attempt, Retry};
-pub use timed_out::TimedOut;
+
+// The paths of the executors, the events and `TimedOut` before they left
+// this module (`crate::retry`, `crate::events`, `crate::classify`): kept for
+// one release, hidden from the documentation (CHANGELOG, "Moves").
+#[doc(hidden)]
+pub use crate::classify::TimedOut;
+#[doc(hidden)]
+pub use crate::events::{
+    EventLevels, EventValue, GiveUp, NoNotify, Notify, RetryEvent, UnknownEvent, levels, metrics,
+};
+#[doc(hidden)]
+pub use crate::retry::{
+    Attempt, IntoRetry, Retry, RetryAsync, RetryBlocking, RetryBuilder, RetryError,
+};
+
+/// The events module's old path (`crate::events`), kept for one release.
+#[doc(hidden)]
+pub mod events {
+    pub use crate::events::*;
+}

@@ -20,6 +20,10 @@
 //! Every driver takes a shared guard as `impl Into<Arc<_>>` (the guard itself,
 //! or an `Arc` already shared with other drivers); the sans-IO
 //! [`Context`](crate::engine::Context) borrows it for one decision.
+//!
+//! Each guard's code is in its folder here; what the engine does with it is
+//! in the engine's core, one file per guard where it is more than a call:
+//! the throttle's gate before an attempt in `engine/call/throttle.rs`.
 
 pub mod breaker;
 pub mod budget;

@@ -15,7 +15,7 @@
 use std::io::Write;
 
 use clap::ValueEnum;
-use herdless::engine::{EventLevels, EventValue};
+use herdless::events::{EventLevels, EventValue};
 use herdless::{Notify, RetryEvent};
 use herdless_sim::report::units::seconds_value;
 use serde_json::{Map, Value};

@@ -106,7 +106,9 @@ mod site;
 
 use std::time::Duration;
 
-use crate::engine::{Context, EventLevels, NoNotify};
+use crate::engine::Context;
+
+use crate::events::{EventLevels, NoNotify};
 use crate::fleet::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
@@ -279,7 +281,7 @@ impl<C, N> Worker<C, N> {
     /// The `tracing` level of each event.
     ///
     /// ```
-    /// use herdless::engine::EventLevels;
+    /// use herdless::events::EventLevels;
     /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
     ///     .event_levels(EventLevels::default().retry_scheduled(tracing::Level::DEBUG));
     /// ```

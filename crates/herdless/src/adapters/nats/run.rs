@@ -18,7 +18,7 @@ use super::handle::{Abort, Outcome, Task};
 use super::{FETCH_WAIT, IDLE_FETCH_WAIT, NatsError, Site, Worker};
 use crate::backoff::Backoff;
 use crate::classify::Classify;
-use crate::engine::Notify;
+use crate::events::Notify;
 use crate::policy::Policy;
 
 /// What a [`Worker::run`] did, one count per message: each delivery, and

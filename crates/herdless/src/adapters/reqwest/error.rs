@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use reqwest::header::HeaderValue;
 use reqwest::{Method, Response, StatusCode};
 
-use crate::engine::RetryError;
 use crate::http::parse_retry_after;
+use crate::retry::RetryError;
 
 /// What went wrong in one attempt.
 pub(crate) enum Kind {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{Engine, LEVEL_SET, nanos};
 use crate::classify::Classification;
 use crate::engine::context::Context;
-use crate::engine::events::{Notify, RetryEvent};
+use crate::events::{Notify, RetryEvent};
 use crate::fleet::Spent;
 use crate::hedge::Hedge;
 use crate::rng::Rng;

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use crate::engine::GiveUp;
 use crate::engine::call::Engine;
 use crate::engine::context::Context;
-use crate::engine::events::Notify;
+use crate::events::GiveUp;
+use crate::events::Notify;
 use crate::fleet::Throttle;
 use crate::rng::Rng;
 

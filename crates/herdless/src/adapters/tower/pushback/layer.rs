@@ -121,7 +121,6 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     /// allocator without a hold never holds: this only costs the clones.
     ///
     /// ```
-    /// use std::time::Duration;
     /// use herdless::adapters::tower::PushbackLayer;
     /// use herdless::pushback::AdaptiveAllocator;
     /// // Requests without a body (unit bodies here) are sent again.

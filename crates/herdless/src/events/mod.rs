@@ -31,13 +31,13 @@
 //! `retry_not_clonable` (DEBUG, `task_id`), a request that cannot be copied
 //! (a streaming body) is sent once, never retried.
 //!
-//! The levels are configurable per event ([`EventLevels`](crate::engine::EventLevels), set with
+//! The levels are configurable per event ([`EventLevels`], set with
 //! [`Retry::event_levels`](crate::Retry::event_levels) or
 //! [`Context::event_levels`](crate::engine::Context::event_levels)). A terminal
 //! error on the first attempt defaults to WARN, not ERROR: nothing was retried,
 //! the endpoint answered "no" to the caller's request (a 404, a 401), and the
 //! caller gets that answer as its error; ERROR is kept for calls that spent
-//! retries and still failed. See [`levels`](crate::engine::levels).
+//! retries and still failed. See [`levels`].
 //!
 //! `attempt` is the 1-based number of the attempt that just ended (1 is the
 //! first call). `timed_out` says whether that attempt timed out: cut at its
@@ -51,10 +51,17 @@
 //! For users without `tracing`, [`Notify`] receives the same events as
 //! [`RetryEvent`] values (any `Fn(&RetryEvent<'_>)` closure is a `Notify`).
 
+pub(crate) mod emit;
+mod give_up;
+pub mod levels;
+pub mod metrics;
+
+pub use give_up::GiveUp;
+pub use levels::{EventLevels, UnknownEvent};
+
 use std::time::Duration;
 
 use crate::classify::Classification;
-use crate::engine::GiveUp;
 
 /// One retry decision, as passed to a [`Notify`] hook.
 ///
@@ -320,7 +327,7 @@ impl RetryEvent<'_> {
 /// One field value of a [`RetryEvent`], as passed to [`RetryEvent::visit`].
 ///
 /// ```
-/// use herdless::engine::EventValue;
+/// use herdless::events::EventValue;
 /// assert_eq!(EventValue::Seconds(std::time::Duration::from_millis(250)).to_string(), "0.25");
 /// assert_eq!(EventValue::Bool(true).to_string(), "true");
 /// ```
@@ -378,7 +385,7 @@ impl<F: Fn(&RetryEvent<'_>)> Notify for F {
 ///
 /// ```
 /// use herdless::{Notify, RetryEvent};
-/// use herdless::engine::NoNotify;
+/// use herdless::events::NoNotify;
 /// NoNotify.notify(&RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() });
 /// ```
 #[derive(Debug, Clone, Copy, Default)]

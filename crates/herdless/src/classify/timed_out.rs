@@ -12,7 +12,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use herdless::engine::TimedOut;
+/// use herdless::classify::TimedOut;
 /// let t = TimedOut::new(2, Duration::from_millis(1500));
 /// assert_eq!(t.to_string(), "attempt 2 timed out after 1.5 s");
 /// let io: std::io::Error = t.into();
@@ -28,7 +28,7 @@ impl TimedOut {
     /// Attempt `attempt` (1-based) was cut after running `after`.
     ///
     /// ```
-    /// let t = herdless::engine::TimedOut::new(1, std::time::Duration::from_secs(2));
+    /// let t = herdless::classify::TimedOut::new(1, std::time::Duration::from_secs(2));
     /// assert_eq!(t.attempt(), 1);
     /// ```
     pub fn new(attempt: u32, after: Duration) -> Self {
@@ -38,7 +38,7 @@ impl TimedOut {
     /// The attempt that was cut (1-based).
     ///
     /// ```
-    /// assert_eq!(herdless::engine::TimedOut::new(3, Default::default()).attempt(), 3);
+    /// assert_eq!(herdless::classify::TimedOut::new(3, Default::default()).attempt(), 3);
     /// ```
     pub fn attempt(&self) -> u32 {
         self.attempt
@@ -48,7 +48,7 @@ impl TimedOut {
     ///
     /// ```
     /// use std::time::Duration;
-    /// assert_eq!(herdless::engine::TimedOut::new(1, Duration::from_secs(4)).after(), Duration::from_secs(4));
+    /// assert_eq!(herdless::classify::TimedOut::new(1, Duration::from_secs(4)).after(), Duration::from_secs(4));
     /// ```
     pub fn after(&self) -> Duration {
         self.after

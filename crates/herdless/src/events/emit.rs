@@ -3,7 +3,7 @@
 
 use tracing::Level;
 
-use crate::engine::events::RetryEvent;
+use crate::events::RetryEvent;
 
 /// `tracing::event!` at a level known only at run time (the macro wants a
 /// constant): one callsite per level.

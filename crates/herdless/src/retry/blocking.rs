@@ -18,12 +18,12 @@
 //! late success is a success), and no retry starts past the limit.
 
 use crate::classify::Classify;
-use crate::engine::RetryError;
 use crate::engine::call::{Decision, Gate};
 use crate::engine::context::Context;
-use crate::engine::events::Notify;
-use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::{BlockingClock, First, Run};
+use crate::events::Notify;
+use crate::retry::RetryError;
+use crate::retry::run::{BlockingClock, First, Run};
+use crate::retry::{Attempt, Retry};
 use crate::timer::Sleep;
 
 impl<C, T: Sleep, N: Notify> Retry<C, T, N> {

@@ -36,10 +36,11 @@ use std::future::Future;
 use crate::classify::Classify;
 use crate::engine::call::{Decision, Gate};
 use crate::engine::context::Context;
-use crate::engine::events::Notify;
-use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::{Run, await_attempt};
-use crate::engine::{GiveUp, RetryError};
+use crate::events::GiveUp;
+use crate::events::Notify;
+use crate::retry::RetryError;
+use crate::retry::run::{Run, await_attempt};
+use crate::retry::{Attempt, Retry};
 use crate::timer::AsyncSleep;
 
 // `T: AsyncSleep` is on the method, not here, so that a timer without it

@@ -42,13 +42,13 @@ use std::borrow::Borrow;
 use std::future::Future;
 
 use crate::classify::{ByTrait, Classify};
-#[cfg(doc)]
-use crate::engine::Attempt;
-use crate::engine::RetryError;
-use crate::engine::builder::RetryBuilder;
-use crate::engine::events::Notify;
-use crate::engine::retry::Retry;
+use crate::events::Notify;
 use crate::policy::Policy;
+#[cfg(doc)]
+use crate::retry::Attempt;
+use crate::retry::Retry;
+use crate::retry::RetryError;
+use crate::retry::builder::RetryBuilder;
 use crate::timer::{AsyncSleep, Sleep, SystemTimer};
 
 /// What `.retry(...)` accepts: a [`Policy`], a [`RetryBuilder`], a [`Retry`]
@@ -66,7 +66,7 @@ pub trait IntoRetry {
     /// The retrier this value stands for.
     ///
     /// ```
-    /// use herdless::engine::IntoRetry;
+    /// use herdless::retry::IntoRetry;
     /// use std::borrow::Borrow;
     /// let retry = herdless::Policy::default().into_retry();
     /// assert_eq!(retry.borrow().policy().max_attempts(), 6);
@@ -77,7 +77,7 @@ pub trait IntoRetry {
 impl IntoRetry for Policy {
     type Classifier = ByTrait;
     type Timer = SystemTimer;
-    type Notify = crate::engine::NoNotify;
+    type Notify = crate::events::NoNotify;
     type Retry = Retry;
 
     fn into_retry(self) -> Retry {

@@ -12,11 +12,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::classify::{ByTrait, Classification};
-use crate::engine::EventLevels;
-use crate::engine::events::NoNotify;
-use crate::engine::retry::Retry;
+use crate::events::EventLevels;
+use crate::events::NoNotify;
 use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
+use crate::retry::Retry;
 use crate::rng::IdempotencyKey;
 use crate::timer::SystemTimer;
 
@@ -387,7 +387,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     }
 
     /// The `tracing` level of each event (default: [`EventLevels::DEFAULT`];
-    /// see [`levels`](crate::engine::levels)).
+    /// see [`levels`](crate::events::levels)).
     ///
     /// ```
     /// use herdless::{engine::EventLevels, Retry};

@@ -38,25 +38,25 @@ use std::fmt;
 /// direct `tracing` dependency.
 ///
 /// ```
-/// use herdless::engine::levels::Level;
+/// use herdless::events::levels::Level;
 /// assert!(Level::ERROR < Level::WARN); // more severe is smaller
 /// ```
 pub use tracing::Level;
 
-use crate::engine::events::RetryEvent;
+use crate::events::RetryEvent;
 
 /// The `tracing` level of each retry event (see the [module
 /// documentation](self) for the defaults and why).
 ///
 /// ```
-/// use herdless::engine::EventLevels;
+/// use herdless::events::EventLevels;
 /// use tracing::Level;
 /// let quiet = EventLevels::default()
 ///     .retry_scheduled(Level::DEBUG)
 ///     .set("retry_budget_exhausted", Level::WARN)?;
 /// assert_eq!(quiet.get("retry_scheduled"), Some(Level::DEBUG));
 /// assert_eq!(quiet.get("retry_budget_exhausted"), Some(Level::WARN));
-/// # Ok::<(), herdless::engine::UnknownEvent>(())
+/// # Ok::<(), herdless::events::UnknownEvent>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct EventLevels {
@@ -125,7 +125,7 @@ impl EventLevels {
     /// (`hedge_sent`), DEBUG (`hedge_won`).
     ///
     /// ```
-    /// use herdless::engine::EventLevels;
+    /// use herdless::events::EventLevels;
     /// assert_eq!(EventLevels::DEFAULT, EventLevels::default());
     /// assert_eq!(EventLevels::DEFAULT.get("retry_succeeded"), Some(tracing::Level::INFO));
     /// ```
@@ -143,7 +143,7 @@ impl EventLevels {
     /// The seven event names, in the order of the events table.
     ///
     /// ```
-    /// assert_eq!(herdless::engine::EventLevels::NAMES.len(), 7);
+    /// assert_eq!(herdless::events::EventLevels::NAMES.len(), 7);
     /// ```
     pub const NAMES: [&'static str; 7] = [
         "retry_scheduled",
@@ -158,7 +158,7 @@ impl EventLevels {
     /// The level of `retry_scheduled`.
     ///
     /// ```
-    /// let l = herdless::engine::EventLevels::default().retry_scheduled(tracing::Level::INFO);
+    /// let l = herdless::events::EventLevels::default().retry_scheduled(tracing::Level::INFO);
     /// assert_eq!(l.get("retry_scheduled"), Some(tracing::Level::INFO));
     /// ```
     pub const fn retry_scheduled(mut self, level: Level) -> Self {
@@ -169,7 +169,7 @@ impl EventLevels {
     /// The level of `retry_succeeded`.
     ///
     /// ```
-    /// let l = herdless::engine::EventLevels::default().retry_succeeded(tracing::Level::DEBUG);
+    /// let l = herdless::events::EventLevels::default().retry_succeeded(tracing::Level::DEBUG);
     /// assert_eq!(l.get("retry_succeeded"), Some(tracing::Level::DEBUG));
     /// ```
     pub const fn retry_succeeded(mut self, level: Level) -> Self {
@@ -181,7 +181,7 @@ impl EventLevels {
     /// (attempt ≥ 2).
     ///
     /// ```
-    /// let l = herdless::engine::EventLevels::default().retry_abandoned_terminal(tracing::Level::WARN);
+    /// let l = herdless::events::EventLevels::default().retry_abandoned_terminal(tracing::Level::WARN);
     /// assert_eq!(l.get("retry_abandoned_terminal"), Some(tracing::Level::WARN));
     /// ```
     pub const fn retry_abandoned_terminal(mut self, level: Level) -> Self {
@@ -195,7 +195,7 @@ impl EventLevels {
     /// ```
     /// use herdless::{Classification, RetryEvent};
     /// use tracing::Level;
-    /// let l = herdless::engine::EventLevels::default().first_attempt_terminal(Level::INFO);
+    /// let l = herdless::events::EventLevels::default().first_attempt_terminal(Level::INFO);
     /// let e = RetryEvent::AbandonedTerminal {
     ///     task_id: "", attempt: 1, classification: Classification::terminal(), timed_out: false,
     ///     elapsed: Default::default(),
@@ -210,7 +210,7 @@ impl EventLevels {
     /// The level of `retry_budget_exhausted`.
     ///
     /// ```
-    /// let l = herdless::engine::EventLevels::default().retry_budget_exhausted(tracing::Level::WARN);
+    /// let l = herdless::events::EventLevels::default().retry_budget_exhausted(tracing::Level::WARN);
     /// assert_eq!(l.get("retry_budget_exhausted"), Some(tracing::Level::WARN));
     /// ```
     pub const fn retry_budget_exhausted(mut self, level: Level) -> Self {
@@ -221,7 +221,7 @@ impl EventLevels {
     /// The level of `retry_state_invalid`.
     ///
     /// ```
-    /// let l = herdless::engine::EventLevels::default().retry_state_invalid(tracing::Level::ERROR);
+    /// let l = herdless::events::EventLevels::default().retry_state_invalid(tracing::Level::ERROR);
     /// assert_eq!(l.get("retry_state_invalid"), Some(tracing::Level::ERROR));
     /// ```
     pub const fn retry_state_invalid(mut self, level: Level) -> Self {
@@ -232,7 +232,7 @@ impl EventLevels {
     /// The level of `hedge_sent`.
     ///
     /// ```
-    /// let l = herdless::engine::EventLevels::default().hedge_sent(tracing::Level::INFO);
+    /// let l = herdless::events::EventLevels::default().hedge_sent(tracing::Level::INFO);
     /// assert_eq!(l.get("hedge_sent"), Some(tracing::Level::INFO));
     /// ```
     pub const fn hedge_sent(mut self, level: Level) -> Self {
@@ -243,7 +243,7 @@ impl EventLevels {
     /// The level of `hedge_won`.
     ///
     /// ```
-    /// let l = herdless::engine::EventLevels::default().hedge_won(tracing::Level::INFO);
+    /// let l = herdless::events::EventLevels::default().hedge_won(tracing::Level::INFO);
     /// assert_eq!(l.get("hedge_won"), Some(tracing::Level::INFO));
     /// ```
     pub const fn hedge_won(mut self, level: Level) -> Self {
@@ -256,7 +256,7 @@ impl EventLevels {
     /// after a retry).
     ///
     /// ```
-    /// use herdless::engine::EventLevels;
+    /// use herdless::events::EventLevels;
     /// assert!(EventLevels::default().set("retry_scheduled", tracing::Level::INFO).is_ok());
     /// let err = EventLevels::default().set("retry_sheduled", tracing::Level::INFO).unwrap_err();
     /// assert_eq!(err.to_string(), "unknown retry event \"retry_sheduled\" (expected one of retry_scheduled, retry_succeeded, retry_abandoned_terminal, retry_budget_exhausted, retry_state_invalid, hedge_sent, hedge_won)");
@@ -284,7 +284,7 @@ impl EventLevels {
     /// retry), or `None` for an unknown name.
     ///
     /// ```
-    /// let l = herdless::engine::EventLevels::default();
+    /// let l = herdless::events::EventLevels::default();
     /// assert_eq!(l.get("retry_abandoned_terminal"), Some(tracing::Level::ERROR));
     /// assert_eq!(l.get("nope"), None);
     /// ```
@@ -327,7 +327,7 @@ impl EventLevels {
 /// An event name [`EventLevels::set`] does not know.
 ///
 /// ```
-/// let e = herdless::engine::EventLevels::default().set("x", tracing::Level::INFO).unwrap_err();
+/// let e = herdless::events::EventLevels::default().set("x", tracing::Level::INFO).unwrap_err();
 /// assert_eq!(e.name(), "x");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,7 +337,7 @@ impl UnknownEvent {
     /// The name that was given.
     ///
     /// ```
-    /// let e = herdless::engine::EventLevels::default().set("y", tracing::Level::INFO).unwrap_err();
+    /// let e = herdless::events::EventLevels::default().set("y", tracing::Level::INFO).unwrap_err();
     /// assert_eq!(e.name(), "y");
     /// ```
     pub fn name(&self) -> &str {

@@ -9,13 +9,15 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::Duration;
 
+use crate::classify::TimedOut;
 use crate::classify::{Classification, Classify, RetryCause};
 use crate::engine::call::{CopyFailed, Decision, Engine, Gate, HedgeGate, Hedging, nanos};
 use crate::engine::context::{Context, max_elapsed};
-use crate::engine::events::Notify;
-use crate::engine::retry::{Attempt, CallKey, Retry};
-use crate::engine::{GiveUp, RetryError, TimedOut};
+use crate::events::GiveUp;
+use crate::events::Notify;
 use crate::hedge::Hedge;
+use crate::retry::RetryError;
+use crate::retry::{Attempt, CallKey, Retry};
 use crate::rng::{Rng, call_seed, next_call_id};
 use crate::timer::{AsyncSleep, Clock, Sleep};
 
@@ -63,7 +65,7 @@ macro_rules! await_attempt {
     ($run:expr, $attempt:expr, $fut:expr) => {{
         let attempt = $attempt;
         let mut fut = ::std::pin::pin!($fut);
-        let mut deadline = $crate::engine::run::Deadline::Unarmed;
+        let mut deadline = $crate::retry::run::Deadline::Unarmed;
         ::std::future::poll_fn(|cx| $run.poll_attempt(&attempt, fut.as_mut(), &mut deadline, cx))
             .await
     }};

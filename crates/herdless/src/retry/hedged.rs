@@ -10,13 +10,14 @@ use std::task::Poll;
 use std::time::Duration;
 
 use crate::classify::Classify;
-use crate::engine::asynchronous::back_off;
+use crate::classify::TimedOut;
 use crate::engine::call::{CopyFailed, Hedging};
-use crate::engine::events::Notify;
-use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::Run;
-use crate::engine::{RetryError, TimedOut};
+use crate::events::Notify;
 use crate::hedge::Hedge;
+use crate::retry::RetryError;
+use crate::retry::asynchronous::back_off;
+use crate::retry::run::Run;
+use crate::retry::{Attempt, Retry};
 use crate::timer::AsyncSleep;
 
 /// One copy in flight: its future, when it started, and its deadline wait.

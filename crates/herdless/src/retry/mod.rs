@@ -1,15 +1,37 @@
-//! [`Retry`]: a configured retrier, and [`Attempt`], what the operation sees.
+//! The executors: [`Retry`], a configured retrier built by [`RetryBuilder`],
+//! and [`Attempt`], what the operation sees; the blocking and async loops
+//! (`blocking.rs`, `asynchronous.rs`, `async_mut.rs`, `hedged.rs`, over the
+//! shared `run.rs`), the front door ([`IntoRetry`], [`RetryBlocking`],
+//! [`RetryAsync`]) and the error a call returns ([`RetryError`]).
+//!
+//! This layer drives the sans-IO [`engine`](crate::engine) (below it) and
+//! reports through [`events`](crate::events) (below that); neither imports
+//! it.
+//!
 //!
 //! [`Retry`] holds a [`Policy`], a classifier, a timer, a notify hook and the
 //! shared guards. Its [`call`](Retry::call) (blocking) and
 //! [`call_async`](Retry::call_async) are thin loops over the sans-IO
-//! [`Engine`]: this module only reads the clock, classifies the error, owns
+//! [`Engine`](crate::engine::Engine): this module only reads the clock, classifies the error, owns
 //! the call's generator and idempotency key, and sleeps where the engine says.
 //!
 //! The success path allocates nothing and draws no randomness: the idempotency
 //! key is derived on demand from a per-thread call id, and each call's generator
 //! is created lazily at its first failure, by [`Rng::fresh`](crate::Rng::fresh) (or from the
 //! explicit seed).
+
+mod async_mut;
+mod asynchronous;
+mod blocking;
+mod builder;
+mod error;
+mod front;
+mod hedged;
+pub(crate) mod run;
+
+pub use builder::RetryBuilder;
+pub use error::RetryError;
+pub use front::{IntoRetry, RetryAsync, RetryBlocking};
 
 use std::borrow::Cow;
 use std::fmt;
@@ -18,10 +40,9 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use crate::classify::ByTrait;
-use crate::engine::EventLevels;
-use crate::engine::builder::RetryBuilder;
 use crate::engine::context::Context;
-use crate::engine::events::NoNotify;
+use crate::events::EventLevels;
+use crate::events::NoNotify;
 use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 use crate::rng::IdempotencyKey;
@@ -153,7 +174,7 @@ impl Attempt {
     /// [`deadline`](Self::deadline) in nanoseconds since the call started.
     #[inline]
     pub(super) fn deadline_ns(&self) -> u64 {
-        super::call::deadline_ns(0, self.elapsed_ns, self.timeout_ns, self.limit_ns)
+        crate::engine::call::deadline_ns(0, self.elapsed_ns, self.timeout_ns, self.limit_ns)
     }
 
     /// The time this attempt may take, from when it started:
@@ -411,7 +432,7 @@ impl<C, T, N> Retry<C, T, N> {
     /// The event levels in force.
     ///
     /// ```
-    /// assert_eq!(herdless::Retry::default().event_levels(), herdless::engine::EventLevels::DEFAULT);
+    /// assert_eq!(herdless::Retry::default().event_levels(), herdless::events::EventLevels::DEFAULT);
     /// ```
     pub fn event_levels(&self) -> EventLevels {
         self.levels

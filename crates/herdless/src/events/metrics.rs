@@ -41,70 +41,70 @@
 /// Attempts that ended, successful or not (counter).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::ATTEMPTS, "herdless_attempts_total");
+/// assert_eq!(herdless::events::metrics::ATTEMPTS, "herdless_attempts_total");
 /// ```
 pub const ATTEMPTS: &str = "herdless_attempts_total";
 
 /// Retries scheduled (counter).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::RETRIES, "herdless_retries_total");
+/// assert_eq!(herdless::events::metrics::RETRIES, "herdless_retries_total");
 /// ```
 pub const RETRIES: &str = "herdless_retries_total";
 
 /// Calls that succeeded after at least one retry (counter).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::RETRY_SUCCESSES, "herdless_retry_successes_total");
+/// assert_eq!(herdless::events::metrics::RETRY_SUCCESSES, "herdless_retry_successes_total");
 /// ```
 pub const RETRY_SUCCESSES: &str = "herdless_retry_successes_total";
 
 /// Calls that gave up, labelled `reason` (counter).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::GIVE_UPS, "herdless_give_ups_total");
+/// assert_eq!(herdless::events::metrics::GIVE_UPS, "herdless_give_ups_total");
 /// ```
 pub const GIVE_UPS: &str = "herdless_give_ups_total";
 
 /// Hedges sent (counter).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::HEDGES, "herdless_hedges_total");
+/// assert_eq!(herdless::events::metrics::HEDGES, "herdless_hedges_total");
 /// ```
 pub const HEDGES: &str = "herdless_hedges_total";
 
 /// Calls won by a hedge (counter).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::HEDGE_WINS, "herdless_hedge_wins_total");
+/// assert_eq!(herdless::events::metrics::HEDGE_WINS, "herdless_hedge_wins_total");
 /// ```
 pub const HEDGE_WINS: &str = "herdless_hedge_wins_total";
 
 /// The sleep before each scheduled retry, in seconds (histogram).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::RETRY_SLEEP, "herdless_retry_sleep_seconds");
+/// assert_eq!(herdless::events::metrics::RETRY_SLEEP, "herdless_retry_sleep_seconds");
 /// ```
 pub const RETRY_SLEEP: &str = "herdless_retry_sleep_seconds";
 
 /// A shared retry budget's tokens (gauge).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::BUDGET_TOKENS, "herdless_retry_budget_tokens");
+/// assert_eq!(herdless::events::metrics::BUDGET_TOKENS, "herdless_retry_budget_tokens");
 /// ```
 pub const BUDGET_TOKENS: &str = "herdless_retry_budget_tokens";
 
 /// A shared breaker's state, 1 open and 0 closed (gauge).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::BREAKER_OPEN, "herdless_breaker_open");
+/// assert_eq!(herdless::events::metrics::BREAKER_OPEN, "herdless_breaker_open");
 /// ```
 pub const BREAKER_OPEN: &str = "herdless_breaker_open";
 
 /// The label of [`GIVE_UPS`]: its values are [`GiveUp::as_str`](crate::GiveUp::as_str).
 ///
 /// ```
-/// assert_eq!(herdless::engine::metrics::REASON, "reason");
+/// assert_eq!(herdless::events::metrics::REASON, "reason");
 /// ```
 pub const REASON: &str = "reason";
 
@@ -116,8 +116,8 @@ mod record {
     use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata};
 
     use super::*;
-    use crate::engine::GiveUp;
-    use crate::engine::events::RetryEvent;
+    use crate::events::GiveUp;
+    use crate::events::RetryEvent;
     use crate::fleet::{Breaker, RetryBudget};
 
     // Keys built at compile time, hashes included: `metrics::counter!(NAME)`

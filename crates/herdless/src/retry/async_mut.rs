@@ -8,11 +8,11 @@
 //! `Run`, the same sleep-then-gate wait; no decision of its own.
 
 use crate::classify::Classify;
-use crate::engine::RetryError;
-use crate::engine::asynchronous::back_off;
-use crate::engine::events::Notify;
-use crate::engine::retry::{Attempt, Retry};
-use crate::engine::run::{Run, await_attempt};
+use crate::events::Notify;
+use crate::retry::RetryError;
+use crate::retry::asynchronous::back_off;
+use crate::retry::run::{Run, await_attempt};
+use crate::retry::{Attempt, Retry};
 use crate::timer::AsyncSleep;
 
 // `T: AsyncSleep` is on the method, not here, so that a timer without it
