@@ -11,8 +11,8 @@ use crate::shared::config::{self, ConfigFile};
 use crate::shared::policy_args::PolicyArgs;
 
 pub use crate::cmd::stub::{
-    ARRIVALS_KEPT, ArrivalRecord, GRACE, HEADER_TIMEOUT, Options as StubOptions, Outcome, Stats,
-    Stub,
+    ARRIVALS_KEPT, ArrivalOutcome, ArrivalRecord, GRACE, HEADER_TIMEOUT, Stub, StubOptions,
+    StubStats,
 };
 
 /// Starts `herdless stub FLAGS` in process on 127.0.0.1 port 0 (call it in

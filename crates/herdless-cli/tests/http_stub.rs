@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use herdless_cli::testing::Outcome;
+use herdless_cli::testing::ArrivalOutcome;
 use herdless_sim::metrics::Timeline;
 use serde_json::Value;
 
@@ -445,10 +445,13 @@ async fn stub_hold_answers_a_held_request_when_the_outage_ends() {
     let a = &stats.arrivals;
     assert_eq!((stats.total, stats.abandoned), (2, 1), "{a:?}");
     assert_eq!(a[0].worker.as_deref(), Some("gone"));
-    assert_eq!((a[0].status, a[0].outcome), (499, Outcome::Abandoned));
+    assert_eq!(
+        (a[0].status, a[0].outcome),
+        (499, ArrivalOutcome::Abandoned)
+    );
     assert!(a[0].held_s.unwrap() < 1.5, "recorded when it left: {a:?}");
     assert_eq!(a[1].worker.as_deref(), Some("kept"));
-    assert_eq!((a[1].status, a[1].outcome), (200, Outcome::Answered));
+    assert_eq!((a[1].status, a[1].outcome), (200, ArrivalOutcome::Answered));
     let held = a[1].held_s.expect("it was held");
     assert!(a[1].t_s < 1.5 && a[1].t_s + held >= 1.5, "{a:?}");
     assert!(

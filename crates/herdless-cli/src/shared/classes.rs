@@ -7,14 +7,14 @@
 use herdless::Classification;
 use nix::sys::signal::Signal;
 
-use crate::shared::codes::CodeSet;
 use crate::shared::exit;
+use crate::shared::statuses::ExitStatuses;
 
 /// Which exit statuses are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Classes {
-    retry_on: Option<CodeSet>,
-    terminal_on: CodeSet,
+    retry_on: Option<ExitStatuses>,
+    terminal_on: ExitStatuses,
 }
 
 /// The status of a child killed by `SIGPIPE` (128 + 13), as a shell reports it:
@@ -22,8 +22,8 @@ pub(crate) struct Classes {
 pub(crate) const SIGPIPE_STATUS: i32 = exit::SIGNAL_BASE + Signal::SIGPIPE as i32;
 
 /// Statuses no retry can fix: 126 (not executable) and 127 (not found).
-fn never_retried() -> CodeSet {
-    let mut s = CodeSet::empty();
+fn never_retried() -> ExitStatuses {
+    let mut s = ExitStatuses::empty();
     s.insert(126);
     s.insert(127);
     s
@@ -36,9 +36,9 @@ pub(crate) enum ClassesError {
     /// `retry_on` lists 0, which is success.
     RetryOnZero,
     /// `retry_on` lists nothing but statuses that are never retried (126, 127).
-    NeverRetried(CodeSet),
+    NeverRetried(ExitStatuses),
     /// Both lists hold these statuses.
-    Both(CodeSet),
+    Both(ExitStatuses),
 }
 
 impl ClassesError {
@@ -59,8 +59,8 @@ impl Classes {
     /// [`validate`](Self::validate), the lists named by their flags.
     #[cfg(test)]
     pub(crate) fn new(
-        retry_on: Option<CodeSet>,
-        terminal_on: Option<CodeSet>,
+        retry_on: Option<ExitStatuses>,
+        terminal_on: Option<ExitStatuses>,
     ) -> Result<Self, String> {
         Self::validate(retry_on, terminal_on).map_err(|e| e.message("--retry-on", "--terminal-on"))
     }
@@ -75,8 +75,8 @@ impl Classes {
     ///
     /// The lists are refused: why.
     pub(crate) fn validate(
-        retry_on: Option<CodeSet>,
-        terminal_on: Option<CodeSet>,
+        retry_on: Option<ExitStatuses>,
+        terminal_on: Option<ExitStatuses>,
     ) -> Result<Self, ClassesError> {
         let terminal_on = terminal_on.unwrap_or_default();
         if let Some(r) = retry_on {
@@ -106,7 +106,7 @@ impl Classes {
 
     /// The statuses of `retry_on` that are never retried all the same (126,
     /// 127 within a range such as `1-255`), if any.
-    pub(crate) fn left_out(&self) -> Option<CodeSet> {
+    pub(crate) fn left_out(&self) -> Option<ExitStatuses> {
         let never = self.retry_on?.intersection(&never_retried());
         (!never.is_empty()).then_some(never)
     }

@@ -4,7 +4,6 @@
 #[allow(unreachable_pub)] // its items become pub(crate) in a commit of their own
 pub(crate) mod checks;
 pub(crate) mod classes;
-pub(crate) mod codes;
 pub(crate) mod config;
 pub(crate) mod descriptors;
 pub(crate) mod error;
@@ -14,4 +13,5 @@ pub(crate) mod http;
 pub(crate) mod output;
 pub(crate) mod policy_args;
 pub(crate) mod process;
+pub(crate) mod statuses;
 pub(crate) mod values;

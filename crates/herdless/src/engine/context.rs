@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::events::EventLevels;
 use crate::events::{NoNotify, Notify, RetryEvent};
-use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
+use crate::guard::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 
 /// What a decision reads besides the call's own state: the policy, the shared
@@ -173,7 +173,7 @@ impl<'a, N> Context<'a, N> {
     ///
     /// ```
     /// let p = herdless::Policy::default();
-    /// let t = herdless::fleet::Throttle::new();
+    /// let t = herdless::guard::Throttle::new();
     /// let _cx = herdless::engine::Context::new(&p).throttle(&t);
     /// ```
     #[inline]

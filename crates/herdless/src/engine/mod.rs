@@ -19,10 +19,10 @@
 //!    give up with [`GiveUp::Terminal`] after this attempt
 //!    (`retry_abandoned_terminal`). Neither the budget nor the breaker learns
 //!    anything: the endpoint answered.
-//! 2. **The breaker** learns the failure (a held probe is resolved).
-//!    **Server pushback.** A [`Classification::ServerPushback`] (the server
+//! 2. **The breaker** learns the failure (an outstanding probe is resolved).
+//!    **Server pushback.** A [`Classification::DoNotRetry`] (the server
 //!    asked not to be retried: gRPC's negative `grpc-retry-pushback-ms`) gives
-//!    up here with [`GiveUp::ServerPushback`] (`retry_budget_exhausted`,
+//!    up here with [`GiveUp::DoNotRetry`] (`retry_budget_exhausted`,
 //!    `reason = "server_pushback"`), charging the budget's failure cost like
 //!    steps 3 and 5: it is news about load, as gRPC's retry throttling counts it.
 //! 3. **Attempt limit.** `max_attempts` attempts made: [`GiveUp::MaxAttempts`]
@@ -117,7 +117,7 @@
 //! [`RetryBudget`]: crate::RetryBudget
 //! [`Breaker`]: crate::Breaker
 //! [`Urgent`]: crate::Urgent
-//! [`Classification::ServerPushback`]: crate::Classification::ServerPushback
+//! [`Classification::DoNotRetry`]: crate::Classification::DoNotRetry
 
 pub(crate) mod call;
 pub(crate) mod context;

@@ -22,21 +22,23 @@ pub enum GiveUp {
     /// A shared retry budget denied the retry.
     RetryBudget,
     /// The server asked not to be retried
-    /// ([`Classification::ServerPushback`](crate::Classification::ServerPushback):
+    /// ([`Classification::DoNotRetry`](crate::Classification::DoNotRetry):
     /// gRPC's negative or unparseable `grpc-retry-pushback-ms`). Counted as
     /// exhaustion, not as a terminal error: the server's capacity, not the
     /// request, ended the call.
     ///
     /// ```
-    /// assert_eq!(herdless::GiveUp::ServerPushback.as_str(), "server_pushback");
-    /// assert!(herdless::GiveUp::ServerPushback.is_exhausted());
+    /// assert_eq!(herdless::GiveUp::DoNotRetry.as_str(), "server_pushback");
+    /// assert!(herdless::GiveUp::DoNotRetry.is_exhausted());
     /// ```
-    ServerPushback,
+    DoNotRetry,
 }
 
 impl GiveUp {
     /// The reason's name as used in events and JSON: `terminal`, `max_attempts`,
-    /// `max_elapsed`, `retry_budget`, `server_pushback`.
+    /// `max_elapsed`, `retry_budget`, `server_pushback` (for
+    /// [`DoNotRetry`](Self::DoNotRetry): the name log pipelines match on, kept
+    /// when the variant was renamed).
     ///
     /// ```
     /// assert_eq!(herdless::GiveUp::MaxAttempts.as_str(), "max_attempts");
@@ -47,7 +49,7 @@ impl GiveUp {
             GiveUp::MaxAttempts => "max_attempts",
             GiveUp::MaxElapsed => "max_elapsed",
             GiveUp::RetryBudget => "retry_budget",
-            GiveUp::ServerPushback => "server_pushback",
+            GiveUp::DoNotRetry => "server_pushback",
         }
     }
 
@@ -61,6 +63,15 @@ impl GiveUp {
     pub const fn is_exhausted(self) -> bool {
         !matches!(self, GiveUp::Terminal)
     }
+
+    /// The old name of [`DoNotRetry`](Self::DoNotRetry): "pushback" now
+    /// means only the server's "come back later" ([`pushback`](crate::pushback)).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `GiveUp::DoNotRetry`; this name goes in the next release"
+    )]
+    #[allow(non_upper_case_globals)]
+    pub const ServerPushback: GiveUp = GiveUp::DoNotRetry;
 }
 
 impl fmt::Display for GiveUp {

@@ -118,7 +118,7 @@ mod record {
     use super::*;
     use crate::events::GiveUp;
     use crate::events::RetryEvent;
-    use crate::fleet::{Breaker, RetryBudget};
+    use crate::guard::{Breaker, RetryBudget};
 
     // Keys built at compile time, hashes included: `metrics::counter!(NAME)`
     // with a constant (not a literal) builds and hashes its key on every
@@ -149,7 +149,7 @@ mod record {
             GiveUp::MaxAttempts => give_up_key!("max_attempts"),
             GiveUp::MaxElapsed => give_up_key!("max_elapsed"),
             GiveUp::RetryBudget => give_up_key!("retry_budget"),
-            GiveUp::ServerPushback => give_up_key!("server_pushback"),
+            GiveUp::DoNotRetry => give_up_key!("server_pushback"),
         }
     }
 
@@ -228,7 +228,7 @@ mod record {
                 GiveUp::MaxAttempts,
                 GiveUp::MaxElapsed,
                 GiveUp::RetryBudget,
-                GiveUp::ServerPushback,
+                GiveUp::DoNotRetry,
             ] {
                 let key = give_up_key(reason);
                 assert_eq!(key.name(), GIVE_UPS);

@@ -128,7 +128,7 @@ pub enum RetryEvent<'a> {
         timed_out: bool,
         /// Time since the call started.
         elapsed: Duration,
-        /// Which budget (`ServerPushback`: the server's own, it asked not to be retried).
+        /// Which budget (`DoNotRetry`: the server's own, it asked not to be retried).
         reason: GiveUp,
     },
     /// A resumed call's travelling state was refused (see

@@ -15,7 +15,7 @@
 //! in this order):
 //!
 //! 1. a server that pushed back (a `Retry-After` or gRPC pushback answer,
-//!    [`Classification::ServerPushback`](crate::Classification::ServerPushback))
+//!    [`Classification::DoNotRetry`](crate::Classification::DoNotRetry))
 //!    stops hedging for the rest of the call;
 //! 2. at most [`max_hedges`](HedgeBuilder::max_hedges) extra copies per call,
 //!    and never more copies than `max_attempts` (hedges count as attempts);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::classify::{ByTrait, Classification};
 use crate::events::EventLevels;
 use crate::events::NoNotify;
-use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
+use crate::guard::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 use crate::retry::Retry;
 use crate::rng::IdempotencyKey;
@@ -295,7 +295,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// A [`RetryBudget`] shared with every other retrier holding the same
     /// one: each retry must be admitted by it, successes refund it. A denied
     /// retry ends the call with [`GiveUp::RetryBudget`](crate::GiveUp::RetryBudget).
-    /// See [`budget`](crate::fleet::budget).
+    /// See [`budget`](crate::guard::budget).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -309,7 +309,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// let err = retry.call(|_| Err::<(), _>("503")).unwrap_err();
     /// assert_eq!(err.reason(), GiveUp::RetryBudget);
     /// assert_eq!(err.attempts(), 3); // two retries at 5 tokens each, then 2 < 5
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn budget(mut self, budget: impl Into<Arc<RetryBudget>>) -> Self {
         self.retry.budget = Some(budget.into());
@@ -318,7 +318,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
 
     /// A half-open probe [`Breaker`] shared with every other retrier holding
     /// the same one: while it is open, retries wait (jittered) until they may
-    /// probe or it closes. See [`breaker`](crate::fleet::breaker).
+    /// probe or it closes. See [`breaker`](crate::guard::breaker).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -340,7 +340,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// A client-side adaptive [`Throttle`] shared with every other retrier
     /// holding the same one: every attempt, the first included, waits for
     /// its turn at the process's rate, which follows what the endpoint
-    /// answers. See [`throttle`](crate::fleet::throttle). Driven by the
+    /// answers. See [`throttle`](crate::guard::throttle). Driven by the
     /// blocking and async executors (`call`, `call_async`,
     /// `call_async_mut`), so by the reqwest adapter and middleware too. Not
     /// yet elsewhere: the hedging executor gates and records its retries
@@ -349,7 +349,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use herdless::fleet::Throttle;
+    /// use herdless::guard::Throttle;
     /// use herdless::{AlwaysRetry, ManualTimer, Retry};
     /// let throttle = Arc::new(Throttle::new());
     /// let retry = Retry::builder()
@@ -366,7 +366,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     }
 
     /// Marks the calls urgent: the escape lane. See
-    /// [`escape_lane`](crate::fleet::escape_lane).
+    /// [`urgent`](crate::guard::urgent).
     ///
     /// ```
     /// use std::time::Duration;

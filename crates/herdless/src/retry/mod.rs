@@ -43,7 +43,7 @@ use crate::classify::ByTrait;
 use crate::engine::context::Context;
 use crate::events::EventLevels;
 use crate::events::NoNotify;
-use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
+use crate::guard::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 use crate::rng::IdempotencyKey;
 use crate::timer::SystemTimer;

@@ -301,9 +301,9 @@ fn finish(result: Result<(), RetryError<Failure>>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::codes::CodeSet;
+    use crate::shared::statuses::ExitStatuses;
 
-    fn codes(s: &str) -> Option<CodeSet> {
+    fn codes(s: &str) -> Option<ExitStatuses> {
         Some(s.parse().unwrap())
     }
 

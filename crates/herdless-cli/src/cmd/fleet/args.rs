@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use herdless::adapters::reqwest::ReqwestClassifier;
-use herdless::fleet::Throttle;
+use herdless::guard::Throttle;
 use herdless::http::StatusClassifier;
 use herdless::{Breaker, RetryBudget, Urgent};
 use serde::Serialize;

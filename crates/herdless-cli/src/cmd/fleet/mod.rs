@@ -43,17 +43,17 @@
 //! The workers of one `fleet` process are one process's calls, so the
 //! library's fleet-level pieces are shared by all of them (one `Arc` each):
 //!
-//! * `--retry-budget grpc|aws`: one [`RetryBudget`](herdless::fleet::RetryBudget) — gRPC retry throttling
+//! * `--retry-budget grpc|aws`: one [`RetryBudget`](herdless::guard::RetryBudget) — gRPC retry throttling
 //!   (`--budget-tokens` tokens, default 100, a failure costs 1, a success
 //!   refunds 0.1, retries only while more than half remain) or the AWS SDK
 //!   quota (default 500 tokens, a retry costs 5, after a per-attempt timeout
 //!   10, refunded on success). A denied retry ends the call with
 //!   `retry_budget`.
-//! * `--breaker THRESHOLD`: one half-open probe [`Breaker`](herdless::fleet::Breaker): after THRESHOLD
+//! * `--breaker THRESHOLD`: one half-open probe [`Breaker`](herdless::guard::Breaker): after THRESHOLD
 //!   consecutive failures one retry at a time probes, the others wait
 //!   `--probe-wait` (jittered, default 1 s); with `--breaker-release DUR`,
 //!   when the probe succeeds the held calls come back spread over DUR.
-//! * `--urgent DUR`: the escape lane ([`Urgent`](herdless::fleet::Urgent)) for `--urgent-workers K`
+//! * `--urgent DUR`: the escape lane ([`Urgent`](herdless::guard::Urgent)) for `--urgent-workers K`
 //!   workers (default: all): their first `--urgent-quota` (default 2) retries
 //!   skip the budget and the breaker, and no sleep takes them past DUR.
 //!

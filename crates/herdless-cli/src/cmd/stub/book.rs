@@ -54,13 +54,13 @@ pub struct ArrivalRecord {
     /// request's record comes after those of later arrivals.
     pub held_s: Option<f64>,
     /// `answered`, or `abandoned` when the client left first.
-    pub outcome: Outcome,
+    pub outcome: ArrivalOutcome,
 }
 
 /// How an arrival ended.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum ArrivalOutcome {
     /// Answered with its status.
     Answered,
     /// The client left before its answer (status 499).
@@ -78,7 +78,7 @@ pub const ARRIVALS_KEPT: usize = 100_000;
 
 /// The `/stats` document.
 #[derive(Debug, Clone, Serialize)]
-pub struct Stats {
+pub struct StubStats {
     /// Arrivals since start, all of them (also those no longer kept), each
     /// once it is answered or abandoned.
     pub total: usize,
@@ -121,15 +121,15 @@ impl Book {
             ring.arrivals.pop_front();
         }
         ring.total += 1;
-        if record.outcome == Outcome::Abandoned {
+        if record.outcome == ArrivalOutcome::Abandoned {
             ring.abandoned += 1;
         }
         ring.arrivals.push_back(record);
     }
 
-    pub(crate) fn stats(&self, held: usize) -> Stats {
+    pub(crate) fn stats(&self, held: usize) -> StubStats {
         let ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-        Stats {
+        StubStats {
             total: ring.total,
             dropped: ring.total - ring.arrivals.len(),
             abandoned: ring.abandoned,
@@ -159,7 +159,7 @@ struct Pending<'a> {
 }
 
 impl Pending<'_> {
-    fn settle(&mut self, status: u16, outcome: Outcome) {
+    fn settle(&mut self, status: u16, outcome: ArrivalOutcome) {
         self.settled = true;
         let now = self.recorder.front.elapsed();
         let held = now.saturating_sub(self.arrived);
@@ -176,7 +176,7 @@ impl Pending<'_> {
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if !self.settled {
-            self.settle(ABANDONED, Outcome::Abandoned);
+            self.settle(ABANDONED, ArrivalOutcome::Abandoned);
         }
     }
 }
@@ -199,7 +199,7 @@ pub(crate) async fn record(
     let id = request.headers().get("x-worker-id");
     if id.is_some_and(|v| v.len() > MAX_WORKER_ID) {
         let mut p = pending(&recorder, arrived, None);
-        p.settle(431, Outcome::Answered);
+        p.settle(431, ArrivalOutcome::Answered);
         let text = format!("X-Worker-Id longer than {MAX_WORKER_ID} bytes\n");
         return (StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, text).into_response();
     }
@@ -225,7 +225,7 @@ pub(crate) async fn record(
             match waited {
                 Waited::Answered(r) => r,
                 Waited::PeerClosed => {
-                    p.settle(ABANDONED, Outcome::Abandoned);
+                    p.settle(ABANDONED, ArrivalOutcome::Abandoned);
                     let mut r = (StatusCode::SERVICE_UNAVAILABLE, "unavailable\n").into_response();
                     r.headers_mut()
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -238,7 +238,7 @@ pub(crate) async fn record(
                         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
                     r.headers_mut()
                         .insert(RETRY_AFTER_MS, HeaderValue::from_static("1000"));
-                    p.settle(503, Outcome::Answered);
+                    p.settle(503, ArrivalOutcome::Answered);
                     return r;
                 }
             }
@@ -249,7 +249,7 @@ pub(crate) async fn record(
         let now = recorder.front.elapsed();
         *response.status_mut() = recorder.front.outage_status(response.status(), now);
     }
-    p.settle(response.status().as_u16(), Outcome::Answered);
+    p.settle(response.status().as_u16(), ArrivalOutcome::Answered);
     response
 }
 
@@ -273,6 +273,6 @@ async fn peer_closed(peer: Option<Peer>) {
 }
 
 /// `GET /stats`.
-pub(crate) async fn stats(State(recorder): State<Arc<Recorder>>) -> axum::Json<Stats> {
+pub(crate) async fn stats(State(recorder): State<Arc<Recorder>>) -> axum::Json<StubStats> {
     axum::Json(recorder.book.stats(recorder.front.held()))
 }

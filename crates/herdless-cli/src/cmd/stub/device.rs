@@ -44,7 +44,7 @@ pub(crate) const WORKERS_KEPT: usize = 100_000;
 
 /// The device's answer to one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum DeviceAnswer {
     /// Served (200).
     Admit,
     /// Refused with `status`, and `Retry-After` when given.
@@ -64,15 +64,15 @@ pub(crate) struct Device {
     pub(crate) status: StatusCode,
     pub(crate) retry_after: Option<HeaderValue>,
     pub(crate) outage: Option<Duration>,
-    pub(crate) fail_first: Option<FailFirst>,
+    pub(crate) fail_first: Option<FailFirstByWorker>,
     pub(crate) fail_every: Option<FailEvery>,
     pub(crate) capacity: Option<Mutex<TokenBucket>>,
 }
 
 impl Device {
     /// The device's answer at `now` (since start) to a request of `worker`.
-    pub(crate) fn answer(&self, now: Duration, worker: Option<&str>) -> Verdict {
-        let refuse = |status| Verdict::Reject {
+    pub(crate) fn answer(&self, now: Duration, worker: Option<&str>) -> DeviceAnswer {
+        let refuse = |status| DeviceAnswer::Reject {
             status,
             retry_after: self.retry_after.clone(),
         };
@@ -95,7 +95,7 @@ impl Device {
                 return refuse(StatusCode::SERVICE_UNAVAILABLE);
             }
         }
-        Verdict::Admit
+        DeviceAnswer::Admit
     }
 }
 
@@ -112,7 +112,7 @@ pub(crate) fn bucket(per_second: u32, start: Duration) -> Mutex<TokenBucket> {
 
 /// Refuses each client's first `k` requests.
 #[derive(Debug)]
-pub(crate) struct FailFirst {
+pub(crate) struct FailFirstByWorker {
     k: u64,
     seen: Mutex<Seen>,
 }
@@ -125,9 +125,9 @@ struct Seen {
     order: VecDeque<Option<Box<str>>>,
 }
 
-impl FailFirst {
+impl FailFirstByWorker {
     pub(crate) fn new(k: u64) -> Self {
-        FailFirst {
+        FailFirstByWorker {
             k,
             seen: Mutex::new(Seen::default()),
         }
@@ -194,8 +194,8 @@ mod tests {
         }
     }
 
-    fn reject(s: u16) -> Verdict {
-        Verdict::Reject {
+    fn reject(s: u16) -> DeviceAnswer {
+        DeviceAnswer::Reject {
             status: StatusCode::from_u16(s).unwrap(),
             retry_after: Some(HeaderValue::from_static("7")),
         }
@@ -205,7 +205,7 @@ mod tests {
     fn outage_then_fail_first_then_capacity() {
         let d = Device {
             outage: Some(Duration::from_secs(1)),
-            fail_first: Some(FailFirst::new(1)),
+            fail_first: Some(FailFirstByWorker::new(1)),
             capacity: Some(bucket(2, Duration::from_secs(1))),
             ..device()
         };
@@ -214,10 +214,14 @@ mod tests {
         // The outage's refusal did not reach fail-first: `a`'s first is next.
         assert_eq!(d.answer(at(1_500), Some("a")), reject(502), "fail-first");
         // The capacity: 2/s, a burst of 1, empty at the outage's end (1 s).
-        assert_eq!(d.answer(at(1_500), Some("a")), Verdict::Admit);
+        assert_eq!(d.answer(at(1_500), Some("a")), DeviceAnswer::Admit);
         assert_eq!(d.answer(at(1_600), Some("a")), reject(503));
-        assert_eq!(d.answer(at(2_000), Some("a")), Verdict::Admit);
-        assert_eq!(d.answer(at(9_000), Some("a")), Verdict::Admit, "the burst");
+        assert_eq!(d.answer(at(2_000), Some("a")), DeviceAnswer::Admit);
+        assert_eq!(
+            d.answer(at(9_000), Some("a")),
+            DeviceAnswer::Admit,
+            "the burst"
+        );
         assert_eq!(d.answer(at(9_000), Some("a")), reject(503), "no more");
     }
 
@@ -228,7 +232,7 @@ mod tests {
             ..device()
         };
         let failed: Vec<bool> = (0..12)
-            .map(|_| d.answer(Duration::ZERO, None) != Verdict::Admit)
+            .map(|_| d.answer(Duration::ZERO, None) != DeviceAnswer::Admit)
             .collect();
         let every_4th: Vec<bool> = (1..=12).map(|n| n % 4 == 0).collect();
         assert_eq!(failed, every_4th);
@@ -243,7 +247,7 @@ mod tests {
         };
         let admitted = |ms: u64, n: usize| {
             (0..n)
-                .filter(|_| d.answer(Duration::from_millis(ms), None) == Verdict::Admit)
+                .filter(|_| d.answer(Duration::from_millis(ms), None) == DeviceAnswer::Admit)
                 .count()
         };
         assert_eq!(admitted(500, 5), 0, "nothing before its start");
@@ -257,7 +261,7 @@ mod tests {
     /// first seen is forgotten (and fails again as a new client).
     #[test]
     fn fail_first_remembers_a_bounded_number_of_clients() {
-        let f = FailFirst::new(1);
+        let f = FailFirstByWorker::new(1);
         assert!(f.fails(Some("first")));
         assert!(!f.fails(Some("first")), "its second request passes");
         for i in 0..WORKERS_KEPT {

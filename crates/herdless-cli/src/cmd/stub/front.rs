@@ -32,7 +32,7 @@ use herdless::pushback::{AdaptiveAllocator, Allocator, SlotAllocator};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, service_fn};
 
-use super::device::{Device, Verdict};
+use super::device::{Device, DeviceAnswer};
 
 /// The device's service, the pushback layer in front of it when there is
 /// one.
@@ -236,8 +236,8 @@ fn handler(
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let verdict = device.answer(front.elapsed(), worker.as_deref());
         let mut response = match verdict {
-            Verdict::Admit => (StatusCode::OK, "ok\n").into_response(),
-            Verdict::Reject {
+            DeviceAnswer::Admit => (StatusCode::OK, "ok\n").into_response(),
+            DeviceAnswer::Reject {
                 status,
                 retry_after,
             } => {

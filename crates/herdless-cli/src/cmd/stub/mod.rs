@@ -53,8 +53,8 @@ mod plan;
 mod server;
 
 pub(crate) use args::StubArgs;
-pub use book::{ARRIVALS_KEPT, ArrivalRecord, Outcome, Stats};
-pub use server::{GRACE, HEADER_TIMEOUT, Options};
+pub use book::{ARRIVALS_KEPT, ArrivalOutcome, ArrivalRecord, StubStats};
+pub use server::{GRACE, HEADER_TIMEOUT, StubOptions};
 
 use std::future::Future;
 use std::io;
@@ -88,7 +88,7 @@ pub(crate) fn run(args: &StubArgs) -> CliResult {
             listener,
             plan,
             server::shutdown_signal(),
-            Options::default(),
+            StubOptions::default(),
         )
         .map_err(|e| CliError::failure(e.to_string()))?;
         {
@@ -145,7 +145,7 @@ impl Stub {
         listener: tokio::net::TcpListener,
         args: &StubArgs,
         shutdown: impl Future<Output = ()> + Send + 'static,
-        options: Options,
+        options: StubOptions,
     ) -> Result<(Stub, tokio::task::JoinHandle<io::Result<()>>), String> {
         let plan = Plan::from_args(args)?;
         Stub::serve(listener, plan, shutdown, options).map_err(|e| e.to_string())
@@ -155,7 +155,7 @@ impl Stub {
         listener: tokio::net::TcpListener,
         plan: Plan,
         shutdown: impl Future<Output = ()> + Send + 'static,
-        options: Options,
+        options: StubOptions,
     ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
         let addr = listener.local_addr()?;
         let (stop, stopping) = watch::channel(false);
@@ -185,7 +185,7 @@ impl Stub {
     }
 
     /// The arrivals so far (what `/stats` returns).
-    pub fn stats(&self) -> Stats {
+    pub fn stats(&self) -> StubStats {
         self.recorder.book.stats(self.recorder.front.held())
     }
 }

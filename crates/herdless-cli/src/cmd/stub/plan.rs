@@ -8,7 +8,7 @@ use herdless::pushback::{AdaptiveAllocator, SlotAllocator};
 use herdless_sim::endpoint::{OutageEnd, TokenBucket};
 
 use super::args::{DEFAULT_HORIZON, PushbackMode, StubArgs, pushback_enabled};
-use super::device::{Device, FailEvery, FailFirst, bucket};
+use super::device::{Device, FailEvery, FailFirstByWorker, bucket};
 use super::front::Pushback;
 
 /// What `herdless stub` serves: the device, the pushback in front of it,
@@ -53,7 +53,8 @@ impl Plan {
             status,
             retry_after,
             outage: args.outage,
-            fail_first: (args.fail_first > 0).then(|| FailFirst::new(u64::from(args.fail_first))),
+            fail_first: (args.fail_first > 0)
+                .then(|| FailFirstByWorker::new(u64::from(args.fail_first))),
             fail_every: args.fail_every.map(|k| FailEvery::new(u64::from(k))),
             capacity: args
                 .capacity

@@ -5,7 +5,7 @@
 //! facing hostile or careless clients needs:
 //!
 //! * **slow headers time out**: a request head not complete within
-//!   [`Options::header_timeout`] (default [`HEADER_TIMEOUT`], 30 s) ends its
+//!   [`StubOptions::header_timeout`] (default [`HEADER_TIMEOUT`], 30 s) ends its
 //!   connection, so half-sent requests do not pile up;
 //! * **half-closed clients are answered**: a client that sends its request
 //!   and shuts down its sending side still gets the answer (hyper's
@@ -17,7 +17,7 @@
 //! * **shutdown is bounded**: on the shutdown signal the stub stops
 //!   accepting, held requests are answered `503` with `Retry-After` (the
 //!   recorder, `book.rs`), connections close once their request is answered,
-//!   and whatever is still open after [`Options::grace`] (default [`GRACE`],
+//!   and whatever is still open after [`StubOptions::grace`] (default [`GRACE`],
 //!   2 s: a half-sent request, a client reading slowly) is dropped.
 
 use std::future::Future;
@@ -48,7 +48,7 @@ pub const GRACE: Duration = Duration::from_secs(2);
 /// The server's limits (the defaults: [`HEADER_TIMEOUT`], [`GRACE`],
 /// `/stats` keeping [`ARRIVALS_KEPT`](super::book::ARRIVALS_KEPT)).
 #[derive(Debug, Clone, Copy)]
-pub struct Options {
+pub struct StubOptions {
     /// The longest a request head may take to arrive.
     pub header_timeout: Duration,
     /// The bound on a shutdown.
@@ -57,9 +57,9 @@ pub struct Options {
     pub keep: usize,
 }
 
-impl Default for Options {
+impl Default for StubOptions {
     fn default() -> Self {
-        Options {
+        StubOptions {
             header_timeout: HEADER_TIMEOUT,
             grace: GRACE,
             keep: super::book::ARRIVALS_KEPT,
@@ -104,7 +104,7 @@ pub(crate) async fn serve(
     app: Router,
     shutdown: impl Future<Output = ()>,
     stop: watch::Sender<bool>,
-    options: Options,
+    options: StubOptions,
 ) -> io::Result<()> {
     let mut connections = JoinSet::new();
     let mut shutdown = pin!(shutdown);
@@ -147,7 +147,7 @@ async fn connection(
     stream: TcpStream,
     app: Router,
     mut stop: watch::Receiver<bool>,
-    options: Options,
+    options: StubOptions,
 ) {
     let stream = Arc::new(stream);
     let io = TokioIo::new(Shared(Arc::clone(&stream)));

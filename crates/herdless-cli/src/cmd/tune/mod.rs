@@ -103,13 +103,13 @@ pub fn run(args: &TuneArgs) -> CliResult {
         },
         ..TuneParams::new(facts.clone(), space(args, &facts))
     };
-    let check_facts = check::Facts {
+    let check_facts = check::CheckFacts {
         recovery_time: Some(recovery_time),
         visibility_timeout: visibility,
         workers: Some(u64::from(workers)),
         jitter_declared: true,
         max_retry_after_declared: true,
-        ..check::Facts::default()
+        ..check::CheckFacts::default()
     };
     // `herdless check --strict`'s rules, on each candidate of the grid.
     let admit = move |p: &Policy| -> Result<(), Refusal> {

@@ -39,7 +39,7 @@ pub mod args;
 pub mod rules;
 
 pub use args::{CheckArgs, ReportFormat};
-pub use rules::{Facts, Finding, Level, checks};
+pub use rules::{CheckFacts, Finding, Level, checks};
 
 /// Envelope rows printed at most (later retries are all at the cap for the
 /// exponential modes, and stationary for the decorrelated ones).
@@ -108,7 +108,7 @@ pub fn first_failing(findings: &[Finding], strict: bool) -> Option<&Finding> {
 }
 
 /// The declared facts: flags over the policy file's.
-fn facts(args: &CheckArgs, r: &Resolved) -> Facts {
+fn facts(args: &CheckArgs, r: &Resolved) -> CheckFacts {
     let t = &r.table;
     let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
     let grace = t
@@ -116,7 +116,7 @@ fn facts(args: &CheckArgs, r: &Resolved) -> Facts {
         .as_ref()
         .map(|a| a.value)
         .unwrap_or(DEFAULT_KILL_AFTER);
-    Facts {
+    CheckFacts {
         recovery_time: args
             .recovery_time
             .or(t.recovery_time.as_ref().map(|a| a.value)),

@@ -53,7 +53,7 @@ use std::time::Duration;
 use herdless::Jitter;
 use herdless::policy::PolicyField;
 
-use crate::shared::codes::CodeSet;
+use crate::shared::statuses::ExitStatuses;
 
 mod lines;
 mod locate;
@@ -190,9 +190,9 @@ pub(crate) struct FilePolicy {
     /// Declared fact: how many retriers share the resource (1 = a lone job).
     pub(crate) workers: Option<At<u64>>,
     /// `exec`: statuses to retry (everything else terminal).
-    pub(crate) retry_on: Option<At<CodeSet>>,
+    pub(crate) retry_on: Option<At<ExitStatuses>>,
     /// `exec`: statuses never to retry.
-    pub(crate) terminal_on: Option<At<CodeSet>>,
+    pub(crate) terminal_on: Option<At<ExitStatuses>>,
     /// `exec`: per-attempt timeout.
     pub(crate) timeout: Option<At<Duration>>,
     /// `exec`: grace between TERM and KILL.

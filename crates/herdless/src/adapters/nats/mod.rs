@@ -109,7 +109,7 @@ use std::time::Duration;
 use crate::engine::Context;
 
 use crate::events::{EventLevels, NoNotify};
-use crate::fleet::{Breaker, RetryBudget};
+use crate::guard::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
 pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};

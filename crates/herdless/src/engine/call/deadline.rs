@@ -78,7 +78,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::Urgent;
+    use crate::guard::Urgent;
     use crate::policy::Policy;
 
     #[test]

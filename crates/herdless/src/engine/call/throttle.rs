@@ -1,6 +1,6 @@
 //! The adaptive throttle's part in a call's decisions: a gate before every
 //! attempt, the first included, and the outcome after each (see
-//! [`fleet::throttle`](crate::fleet::throttle)).
+//! [`fleet::throttle`](crate::guard::throttle)).
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use crate::engine::call::Engine;
 use crate::engine::context::Context;
 use crate::events::GiveUp;
 use crate::events::Notify;
-use crate::fleet::Throttle;
+use crate::guard::Throttle;
 use crate::rng::Rng;
 
 use super::Gate;

@@ -68,7 +68,7 @@
 //! (its ticket and a oneshot sender, 40 bytes plus the table's slack) and one
 //! oneshot channel (one allocation) in the layer, and the response future
 //! itself with the request and the service clone, which the server keeps
-//! anyway; over a socket the open connection dominates (about 16 KB each in
+//! anyway; over a socket the open connection dominates (what one costs in
 //! `herdless stub`, measured in `docs/fleet-protection.md`).
 //!
 //! ```

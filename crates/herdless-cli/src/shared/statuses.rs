@@ -1,6 +1,6 @@
 //! Exit-status sets: `--retry-on` / `--terminal-on` values such as `75,111,200-210`.
 //!
-//! A [`CodeSet`] is a set of exit statuses `0..=255` written as a comma-separated
+//! A [`ExitStatuses`] is a set of exit statuses `0..=255` written as a comma-separated
 //! list of numbers and inclusive ranges. It is a 256-bit bitmap, so membership is
 //! one shift and a mask, and parsing rejects everything that is not exactly such
 //! a list (empty items, reversed ranges, numbers above 255) with an error that
@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 /// A set of exit statuses (`0..=255`).
 #[derive(Clone, Copy, Default)]
-pub(crate) struct CodeSet {
+pub(crate) struct ExitStatuses {
     codes: [u64; 4],
     /// The statuses written as a single item (`126`), not within a range
     /// (`1-255`): a range may span statuses that a caller leaves out.
@@ -19,22 +19,22 @@ pub(crate) struct CodeSet {
 }
 
 /// Two sets are equal when they hold the same statuses, however written.
-impl PartialEq for CodeSet {
+impl PartialEq for ExitStatuses {
     fn eq(&self, other: &Self) -> bool {
         self.codes == other.codes
     }
 }
 
-impl Eq for CodeSet {}
+impl Eq for ExitStatuses {}
 
 fn bit(code: u8) -> (usize, u64) {
     (usize::from(code >> 6), 1 << (code & 63))
 }
 
-impl CodeSet {
+impl ExitStatuses {
     /// The empty set.
     pub(crate) const fn empty() -> Self {
-        CodeSet {
+        ExitStatuses {
             codes: [0; 4],
             singles: [0; 4],
         }
@@ -63,17 +63,17 @@ impl CodeSet {
     }
 
     /// The statuses in both sets (those `self` listed alone stay so).
-    pub(crate) fn intersection(&self, other: &CodeSet) -> CodeSet {
+    pub(crate) fn intersection(&self, other: &ExitStatuses) -> ExitStatuses {
         let and = |a: [u64; 4], b: [u64; 4]| std::array::from_fn(|i| a[i] & b[i]);
-        CodeSet {
+        ExitStatuses {
             codes: and(self.codes, other.codes),
             singles: and(self.singles, other.codes),
         }
     }
 
     /// The statuses that were written as single items, not within a range.
-    pub(crate) fn listed_alone(&self) -> CodeSet {
-        CodeSet {
+    pub(crate) fn listed_alone(&self) -> ExitStatuses {
+        ExitStatuses {
             codes: self.singles,
             singles: self.singles,
         }
@@ -85,14 +85,14 @@ impl CodeSet {
     }
 }
 
-impl fmt::Debug for CodeSet {
+impl fmt::Debug for ExitStatuses {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CodeSet({self})")
+        write!(f, "ExitStatuses({self})")
     }
 }
 
 /// Formats as the shortest list of numbers and ranges (`1-3,7`).
-impl fmt::Display for CodeSet {
+impl fmt::Display for ExitStatuses {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let codes: Vec<u8> = self.iter().collect();
         let mut first = true;
@@ -121,39 +121,39 @@ impl fmt::Display for CodeSet {
 
 /// A malformed exit-status list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ParseCodesError(String);
+pub(crate) struct ParseStatusesError(String);
 
-impl fmt::Display for ParseCodesError {
+impl fmt::Display for ParseStatusesError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for ParseCodesError {}
+impl std::error::Error for ParseStatusesError {}
 
-fn code(item: &str, whole: &str) -> Result<u8, ParseCodesError> {
+fn code(item: &str, whole: &str) -> Result<u8, ParseStatusesError> {
     let t = item.trim();
     t.parse::<u8>().map_err(|_| {
-        ParseCodesError(format!(
+        ParseStatusesError(format!(
             "{t:?} in {whole:?} is not an exit status (a whole number from 0 to 255)"
         ))
     })
 }
 
-impl FromStr for CodeSet {
-    type Err = ParseCodesError;
+impl FromStr for ExitStatuses {
+    type Err = ParseStatusesError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let whole: String = s.chars().take(80).collect();
         if s.trim().is_empty() {
-            return Err(ParseCodesError(
+            return Err(ParseStatusesError(
                 "empty exit-status list (expected e.g. 75,111,200-210)".into(),
             ));
         }
-        let mut set = CodeSet::empty();
+        let mut set = ExitStatuses::empty();
         for item in s.split(',') {
             if item.trim().is_empty() {
-                return Err(ParseCodesError(format!(
+                return Err(ParseStatusesError(format!(
                     "empty item in {whole:?} (expected e.g. 75,111,200-210)"
                 )));
             }
@@ -161,7 +161,7 @@ impl FromStr for CodeSet {
                 Some((lo, hi)) => {
                     let (lo, hi) = (code(lo, &whole)?, code(hi, &whole)?);
                     if lo > hi {
-                        return Err(ParseCodesError(format!(
+                        return Err(ParseStatusesError(format!(
                             "range {lo}-{hi} in {whole:?} runs backwards"
                         )));
                     }
@@ -182,8 +182,8 @@ impl FromStr for CodeSet {
 }
 
 /// Parses a list for clap.
-pub(crate) fn parse_codes(s: &str) -> Result<CodeSet, String> {
-    s.parse::<CodeSet>().map_err(|e| e.to_string())
+pub(crate) fn parse_statuses(s: &str) -> Result<ExitStatuses, String> {
+    s.parse::<ExitStatuses>().map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn lists_and_ranges() {
-        let s: CodeSet = "75, 111,200-210,0".parse().unwrap();
+        let s: ExitStatuses = "75, 111,200-210,0".parse().unwrap();
         for c in [0, 75, 111, 200, 205, 210] {
             assert!(s.contains(c), "{c}");
         }
@@ -201,10 +201,14 @@ mod tests {
         }
         assert_eq!(s.to_string(), "0,75,111,200-210");
         assert_eq!(
-            "255".parse::<CodeSet>().unwrap().iter().collect::<Vec<_>>(),
+            "255"
+                .parse::<ExitStatuses>()
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>(),
             [255]
         );
-        assert_eq!("0-255".parse::<CodeSet>().unwrap().iter().count(), 256);
+        assert_eq!("0-255".parse::<ExitStatuses>().unwrap().iter().count(), 256);
     }
 
     #[test]
@@ -218,7 +222,7 @@ mod tests {
             ("abc", "\"abc\""),
             ("1-2-3", "\"2-3\""),
         ] {
-            let err = input.parse::<CodeSet>().unwrap_err().to_string();
+            let err = input.parse::<ExitStatuses>().unwrap_err().to_string();
             assert!(err.contains(needle), "{input:?}: {err}");
         }
     }
@@ -233,8 +237,8 @@ mod examples {
 
     #[test]
     fn codeset_example() -> Result<(), Box<dyn std::error::Error>> {
-        use crate::shared::codes::CodeSet;
-        let set: CodeSet = "75,111,200-210".parse()?;
+        use crate::shared::statuses::ExitStatuses;
+        let set: ExitStatuses = "75,111,200-210".parse()?;
         assert!(set.contains(75) && set.contains(205) && !set.contains(1));
         assert_eq!(set.to_string(), "75,111,200-210");
         Ok(())
@@ -242,7 +246,7 @@ mod examples {
 
     #[test]
     fn listed_alone_example() -> Result<(), Box<dyn std::error::Error>> {
-        let set: crate::shared::codes::CodeSet = "75,120-130".parse()?;
+        let set: crate::shared::statuses::ExitStatuses = "75,120-130".parse()?;
         assert_eq!(set.listed_alone().to_string(), "75");
         Ok(())
     }

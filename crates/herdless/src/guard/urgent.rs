@@ -48,14 +48,14 @@
 //! let out = urgent.call(|_| { n += 1; if n < 3 { Err("503") } else { Ok("authorized") } });
 //! assert_eq!(out, Ok("authorized")); // two retries through the lane
 //! assert!(timer.elapsed() <= Duration::from_secs(2));
-//! # Ok::<(), herdless::fleet::RetryBudgetError>(())
+//! # Ok::<(), herdless::guard::RetryBudgetError>(())
 //! ```
 
 use std::time::Duration;
 
 /// Marks a retrier's calls as urgent: a per-call quota of retries that bypass
 /// the shared budget and breaker, and a deadline no sleep may pass. See the
-/// [module documentation](crate::fleet::escape_lane).
+/// [module documentation](crate::guard::urgent).
 ///
 /// ```
 /// use std::time::Duration;

@@ -25,7 +25,7 @@ use crate::pushback::GOLDEN;
 
 /// Admission state and the booking cursor.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Schedule {
+pub(crate) struct Booking {
     /// GCRA theoretical arrival time of the next admission.
     admit_tat: u64,
     /// The expected arrival of the last booking (0: none yet).
@@ -38,13 +38,13 @@ pub(crate) struct Schedule {
     last_overbooked: u64,
 }
 
-impl Schedule {
+impl Booking {
     /// A schedule for callers that come back up to `spread` (a share of the
     /// delay) after their slot.
     pub(crate) fn new(spread: f64) -> Self {
-        Schedule {
+        Booking {
             shift: spread / 2.0,
-            ..Schedule::default()
+            ..Booking::default()
         }
     }
 
@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn bookings_follow_the_interval_given_at_each_call() {
-        let mut s = Schedule::default();
+        let mut s = Booking::default();
         assert_eq!(s.book(0, 100, 10, 1_000), 100);
         assert_eq!(s.book(0, 100, 10, 1_000), 110);
         // The rate halves: the next booking is twice as far.
@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn expected_arrivals_are_spaced_whatever_the_delays() {
         // Callers come back up to 10 % late: expected 5 % of the delay after.
-        let mut s = Schedule::new(0.1);
+        let mut s = Booking::new(0.1);
         let a = s.book(0, 1_000_000, 1_000, u64::MAX / 4);
         assert_eq!(a, 1_000_000);
         // Booked later with a shorter delay: its slot is placed so that its
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn a_full_horizon_overbooks_within_it() {
-        let mut s = Schedule::default();
+        let mut s = Booking::default();
         for _ in 0..200 {
             let slot = s.book(0, 10, 10, 1_000);
             assert!((10..=1_000).contains(&slot), "{slot}");
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn an_emptied_bucket_admits_at_the_rate_only() {
-        let mut s = Schedule::default();
+        let mut s = Booking::default();
         s.empty_at(1_000, 50);
         assert!(s.try_admit(1_000, 10, 50));
         assert!(!s.try_admit(1_000, 10, 50), "no saved-up burst");

@@ -19,34 +19,14 @@ use crate::hedge::Hedge;
 use crate::retry::RetryError;
 use crate::retry::{Attempt, CallKey, Retry};
 use crate::rng::{Rng, call_seed, next_call_id};
-use crate::timer::{AsyncSleep, Clock, Sleep};
+use crate::timer::{AsyncSleep, Clock};
 
-/// Which of the timer's clocks a call reads (the one its sleep runs on), in
-/// nanoseconds: a call's times are `u64` nanoseconds since its origin, so
-/// measuring one is a subtraction, never `Instant` arithmetic.
-pub(crate) trait Reading<T> {
-    fn now_ns(timer: &T) -> u64;
-}
+mod first;
+mod hedge;
+mod reading;
 
-/// The async executors' clock: [`Clock::now_ns`].
-pub(crate) struct AsyncClock;
-
-impl<T: Clock> Reading<T> for AsyncClock {
-    #[inline]
-    fn now_ns(timer: &T) -> u64 {
-        timer.now_ns()
-    }
-}
-
-/// The blocking executor's clock: [`Sleep::now_blocking_ns`].
-pub(crate) struct BlockingClock;
-
-impl<T: Sleep> Reading<T> for BlockingClock {
-    #[inline]
-    fn now_ns(timer: &T) -> u64 {
-        timer.now_blocking_ns()
-    }
-}
+pub(crate) use first::First;
+pub(crate) use reading::{AsyncClock, BlockingClock, Reading};
 
 /// An attempt's deadline in an async executor ([`Run::poll_attempt`]).
 pub(crate) enum Deadline<S, E> {
@@ -104,49 +84,6 @@ fn attempt<C, T, N>(retry: &Retry<C, T, N>, number: u32, elapsed_ns: u64, key: C
             Some(u) => nanos(max_elapsed(&retry.policy, Some(u))),
         },
         key,
-    }
-}
-
-/// A blocking call before its first attempt has ended: the clock origin and
-/// the key, all a first attempt reads. The engine's state ([`Run`]) is made
-/// only if that attempt fails ([`Run::after_first`]): a first-try success
-/// builds no more than it reads, and the attempt runs with no state of the
-/// call's to settle should it panic (a fresh call has none).
-pub(crate) struct First {
-    origin: u64,
-    key: CallKey,
-}
-
-impl First {
-    /// A call whose clock starts now, on `K`.
-    #[inline]
-    pub(crate) fn start<C, T: Clock, N, K: Reading<T>>(retry: &Retry<C, T, N>) -> Self {
-        First {
-            origin: K::now_ns(&retry.timer),
-            key: call_key(retry),
-        }
-    }
-
-    /// The first attempt (unthrottled: it starts at the origin).
-    #[inline]
-    pub(crate) fn attempt<C, T, N>(&self, retry: &Retry<C, T, N>) -> Attempt {
-        attempt(retry, 1, 0, self.key)
-    }
-
-    /// The first attempt succeeded: what a [`Run`]'s
-    /// [`succeeded`](Run::succeeded) does for a first attempt (`cx`: the
-    /// retrier's [context](Retry::context); an unthrottled call's is its
-    /// run's).
-    #[inline(always)]
-    pub(crate) fn succeeded<C, T: Clock, N: Notify, K: Reading<T>>(
-        &self,
-        retry: &Retry<C, T, N>,
-        cx: &Context<'_, N>,
-    ) {
-        let mut engine = Engine::new(Duration::ZERO);
-        engine.begin();
-        // Read only if the engine needs the time (a breaker).
-        engine.succeeded_ns(cx, || K::now_ns(&retry.timer).saturating_sub(self.origin));
     }
 }
 
@@ -394,60 +331,6 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             },
             key: self.key,
         }
-    }
-
-    /// A hedged call's round: its first copy.
-    pub(crate) fn round(&mut self, hedging: &mut Hedging) -> Attempt {
-        let number = hedging.round(&mut self.engine);
-        self.attempt_numbered(number)
-    }
-
-    /// A hedge is due: the engine decides; the copy's attempt if it is sent.
-    pub(crate) fn hedge(
-        &mut self,
-        hedging: &mut Hedging,
-        cx: &Context<'_, N>,
-        hedge: &Hedge,
-        idempotent: bool,
-    ) -> Option<Attempt> {
-        let now = self.now();
-        let retry = self.retry;
-        let rng = self.rng.get_or_insert_with(|| new_rng(retry));
-        let at = Duration::from_nanos(now);
-        match hedging.send(&mut self.engine, cx, hedge, at, idempotent, rng) {
-            HedgeGate::Send { attempt } => Some(self.attempt_at(attempt, now)),
-            HedgeGate::Stop(_) => None,
-        }
-    }
-
-    /// A hedged call's copy failed: what the engine makes of it, and the
-    /// failure's cause (a cut copy is a timeout).
-    pub(crate) fn copy_failed<E>(
-        &mut self,
-        hedging: &mut Hedging,
-        cx: &Context<'_, N>,
-        error: &E,
-        timed_out: bool,
-    ) -> (CopyFailed, RetryCause)
-    where
-        C: Classify<E>,
-    {
-        let (classification, cause) = self.classify(error, timed_out);
-        let now = Duration::from_nanos(self.now());
-        (hedging.failed(cx, now, classification), cause)
-    }
-
-    /// A hedged call's copy `number`, started at `started`, won.
-    pub(crate) fn hedge_won(
-        &mut self,
-        hedging: &mut Hedging,
-        cx: &Context<'_, N>,
-        hedge: &Hedge,
-        number: u32,
-        started: Duration,
-    ) {
-        let now = Duration::from_nanos(self.now());
-        hedging.won(&mut self.engine, cx, hedge, now, number, started);
     }
 
     /// Records a success (`cx`: this call's [`context`](Self::context)).

@@ -1,5 +1,6 @@
-//! Fleet-level guards on the client side: what one process does so that a
-//! fleet of retrying callers does not become a storm.
+//! Client guards: what one process does so that a fleet of retrying
+//! callers does not become a storm. (This module was `fleet` until the name
+//! meant three things; `herdless::fleet` stays one release, deprecated.)
 //!
 //! Per-call backoff de-synchronizes a fleet; it does not bound it. These
 //! pieces are shared across calls and consulted by the [engine](crate::engine)
@@ -9,7 +10,7 @@
 //! |---|---|---|
 //! | shared retry budget (gRPC retry throttling, AWS retry quota) | a process's retry traffic | [`budget`] |
 //! | half-open probe breaker | probing of a dead endpoint: one probe at a time | [`breaker`] |
-//! | escape lane | starvation of urgent calls by the two above | [`escape_lane`] |
+//! | escape lane ([`Urgent`]) | starvation of urgent calls by the two above | [`urgent`] |
 //! | adaptive throttle | a process's call rate (first tries and retries), by what the endpoint answers | [`throttle`] |
 //!
 //! The server's side of the same problem, telling each rejected caller when
@@ -27,10 +28,10 @@
 
 pub mod breaker;
 pub mod budget;
-pub mod escape_lane;
 pub mod throttle;
+pub mod urgent;
 
 pub use breaker::{Admission, Breaker, BreakerBuilder, BreakerError, Probe};
 pub use budget::{Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, Spent};
-pub use escape_lane::Urgent;
 pub use throttle::{Throttle, ThrottleBuilder, ThrottleError};
+pub use urgent::Urgent;

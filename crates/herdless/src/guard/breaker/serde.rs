@@ -36,7 +36,7 @@ impl<'de> Deserialize<'de> for BreakerBuilder {
     /// only ([`BreakerBuilder::build`] checks the ranges).
     ///
     /// ```
-    /// use herdless::fleet::breaker::BreakerBuilder;
+    /// use herdless::guard::breaker::BreakerBuilder;
     /// let b: BreakerBuilder = toml::from_str("probe_wait = \"250ms\"")?;
     /// assert_eq!(b, BreakerBuilder::new().probe_wait(std::time::Duration::from_millis(250)));
     /// # Ok::<(), toml::de::Error>(())

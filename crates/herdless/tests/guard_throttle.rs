@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herdless::engine::{Context, Engine, Gate};
-use herdless::fleet::Throttle;
+use herdless::guard::Throttle;
 use herdless::{AlwaysRetry, GiveUp, Jitter, ManualTimer, Policy, Retry, Rng};
 
 fn policy(max_attempts: u32) -> Policy {

@@ -155,7 +155,7 @@ pub struct FleetOutcome {
 ///
 /// ```
 /// use herdless_sim::endpoint::FailFirst;
-/// use herdless_sim::fleet::run_fleet;
+/// use herdless_sim::event_loop::run_fleet;
 /// use herdless_sim::StrategyKind;
 /// let strategy = StrategyKind::Backoff(herdless::Jitter::None).resolve(&herdless::Policy::default());
 /// let out = run_fleet(&[0, 0, 0], &mut FailFirst::new(2), &strategy, 1)?;
@@ -177,7 +177,7 @@ pub fn run_fleet<E: Endpoint>(
 ///
 /// ```
 /// use herdless_sim::endpoint::FailFirst;
-/// use herdless_sim::fleet::run_fleet_with;
+/// use herdless_sim::event_loop::run_fleet_with;
 /// use herdless_sim::guard::{GuardParams, Guards};
 /// use herdless_sim::StrategyKind;
 /// let kind = "full+budget".parse::<StrategyKind>()?;
@@ -202,7 +202,7 @@ pub fn run_fleet_with<E: Endpoint>(
 ///
 /// ```
 /// use herdless_sim::endpoint::FailFirst;
-/// use herdless_sim::fleet::run_fleet_from;
+/// use herdless_sim::event_loop::run_fleet_from;
 /// use herdless_sim::guard::Guards;
 /// use herdless_sim::StrategyKind;
 /// let s = StrategyKind::Backoff(herdless::Jitter::None).resolve(&herdless::Policy::default());

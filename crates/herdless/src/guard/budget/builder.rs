@@ -20,7 +20,7 @@ use super::{Config, MAX_TOKENS, RetryBudget, SCALE};
 ///     .spread(0.0)        // AWS's exact cliff
 ///     .build()?;
 /// assert_eq!(b.max_tokens(), 50.0);
-/// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+/// # Ok::<(), herdless::guard::RetryBudgetError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct RetryBudgetBuilder {
@@ -51,7 +51,7 @@ impl RetryBudgetBuilder {
     /// The gRPC preset for 10 tokens and a 0.1 ratio.
     ///
     /// ```
-    /// assert!(herdless::fleet::RetryBudgetBuilder::new().build().is_ok());
+    /// assert!(herdless::guard::RetryBudgetBuilder::new().build().is_ok());
     /// ```
     pub fn new() -> Self {
         RetryBudgetBuilder {
@@ -74,7 +74,7 @@ impl RetryBudgetBuilder {
     /// ```
     /// let b = herdless::RetryBudget::builder().grpc(6.0, 0.2).spread(0.0).build()?;
     /// assert!(b.try_retry(herdless::RetryCause::Timeout, 0.0).is_ok()); // 5 > 3
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn grpc(self, max_tokens: f64, token_ratio: f64) -> Self {
         RetryBudgetBuilder {
@@ -97,7 +97,7 @@ impl RetryBudgetBuilder {
     /// ```
     /// let b = herdless::RetryBudget::builder().aws().build()?;
     /// assert_eq!(b.max_tokens(), 500.0);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn aws(self) -> Self {
         RetryBudgetBuilder {
@@ -119,7 +119,7 @@ impl RetryBudgetBuilder {
     /// ```
     /// let b = herdless::RetryBudget::builder().max_tokens(3.0).build()?;
     /// assert_eq!(b.tokens(), 3.0);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn max_tokens(mut self, max_tokens: f64) -> Self {
         self.max_tokens = max_tokens;
@@ -131,7 +131,7 @@ impl RetryBudgetBuilder {
     /// ```
     /// let b = herdless::RetryBudget::builder().initial_tokens(1.5).build()?;
     /// assert_eq!(b.tokens(), 1.5);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn initial_tokens(mut self, tokens: f64) -> Self {
         self.initial = Some(tokens);
@@ -144,7 +144,7 @@ impl RetryBudgetBuilder {
     /// let b = herdless::RetryBudget::builder().failure_cost(2.0).build()?;
     /// b.record_failure();
     /// assert_eq!(b.tokens(), 8.0);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn failure_cost(mut self, tokens: f64) -> Self {
         self.failure_cost = tokens;
@@ -156,7 +156,7 @@ impl RetryBudgetBuilder {
     /// ```
     /// let b = herdless::RetryBudget::builder().aws().retry_cost(2.0).build()?;
     /// assert_eq!(b.try_retry(herdless::RetryCause::Error, 0.0).unwrap().tokens(), 2.0);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn retry_cost(mut self, tokens: f64) -> Self {
         self.retry_cost = tokens;
@@ -168,7 +168,7 @@ impl RetryBudgetBuilder {
     /// ```
     /// let b = herdless::RetryBudget::builder().aws().timeout_cost(7.0).build()?;
     /// assert_eq!(b.try_retry(herdless::RetryCause::Timeout, 0.0).unwrap().tokens(), 7.0);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn timeout_cost(mut self, tokens: f64) -> Self {
         self.timeout_cost = tokens;
@@ -182,7 +182,7 @@ impl RetryBudgetBuilder {
     /// let b = herdless::RetryBudget::builder().initial_tokens(0.0).success_refund(0.25).build()?;
     /// b.record_success(None);
     /// assert_eq!(b.tokens(), 0.25);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn success_refund(mut self, tokens: f64) -> Self {
         self.success_refund = tokens;
@@ -198,7 +198,7 @@ impl RetryBudgetBuilder {
     /// let s = b.try_retry(herdless::RetryCause::Error, 0.0).unwrap();
     /// b.record_success(Some(s));
     /// assert_eq!(b.tokens(), 496.0); // 500 - 5 + 1
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn refund_retry_cost(mut self, yes: bool) -> Self {
         self.refund_retry_cost = yes;
@@ -212,7 +212,7 @@ impl RetryBudgetBuilder {
     /// ```
     /// let b = herdless::RetryBudget::builder().threshold(9.5).spread(0.0).build()?;
     /// assert!(b.try_retry(herdless::RetryCause::Error, 0.0).is_err()); // 9 ≤ 9.5
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn threshold(mut self, tokens: f64) -> Self {
         self.threshold = Threshold::Tokens(tokens);
@@ -223,14 +223,14 @@ impl RetryBudgetBuilder {
     /// drop out one by one (each call's threshold is `threshold + u · spread`
     /// for its own uniform `u`). Default: half of `max_tokens − threshold`;
     /// `0.0` gives the exact gRPC/AWS cliff. See the [module
-    /// documentation](crate::fleet::budget).
+    /// documentation](crate::guard::budget).
     ///
     /// ```
     /// let b = herdless::RetryBudget::builder().grpc(10.0, 0.1).spread(4.0).build()?;
     /// // the level after the failure is 9: u = 0.9 gives a threshold of 8.6, u = 1.0 of 9
     /// assert!(b.try_retry(herdless::RetryCause::Error, 0.9).is_ok());
     /// assert!(b.try_retry(herdless::RetryCause::Error, 1.0).is_err()); // 9 - 1 = 8 ≤ 9
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn spread(mut self, tokens: f64) -> Self {
         self.spread = Some(tokens);

@@ -22,7 +22,7 @@ use crate::policy::MAX_DURATION;
 /// assert_eq!((b.threshold(), b.probe_wait_time()), (3, Duration::from_millis(200)));
 /// let err = Breaker::builder().threshold(0).build().unwrap_err();
 /// assert_eq!(err.field(), "threshold");
-/// # Ok::<(), herdless::fleet::breaker::BreakerError>(())
+/// # Ok::<(), herdless::guard::breaker::BreakerError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerBuilder {
@@ -40,14 +40,14 @@ impl BreakerBuilder {
     /// The default threshold.
     ///
     /// ```
-    /// assert_eq!(herdless::fleet::breaker::BreakerBuilder::DEFAULT_THRESHOLD, 5);
+    /// assert_eq!(herdless::guard::breaker::BreakerBuilder::DEFAULT_THRESHOLD, 5);
     /// ```
     pub const DEFAULT_THRESHOLD: u32 = 5;
 
     /// The default probe wait.
     ///
     /// ```
-    /// use herdless::fleet::breaker::BreakerBuilder;
+    /// use herdless::guard::breaker::BreakerBuilder;
     /// assert_eq!(BreakerBuilder::DEFAULT_PROBE_WAIT, std::time::Duration::from_secs(1));
     /// ```
     pub const DEFAULT_PROBE_WAIT: Duration = Duration::from_secs(1);
@@ -55,9 +55,9 @@ impl BreakerBuilder {
     /// Threshold 5, probe wait 1 s.
     ///
     /// ```
-    /// let b = herdless::fleet::breaker::BreakerBuilder::new().build()?;
+    /// let b = herdless::guard::breaker::BreakerBuilder::new().build()?;
     /// assert_eq!(b.threshold(), 5);
-    /// # Ok::<(), herdless::fleet::breaker::BreakerError>(())
+    /// # Ok::<(), herdless::guard::breaker::BreakerError>(())
     /// ```
     pub fn new() -> Self {
         BreakerBuilder {
@@ -70,7 +70,7 @@ impl BreakerBuilder {
     ///
     /// ```
     /// assert_eq!(herdless::Breaker::builder().threshold(2).build()?.threshold(), 2);
-    /// # Ok::<(), herdless::fleet::breaker::BreakerError>(())
+    /// # Ok::<(), herdless::guard::breaker::BreakerError>(())
     /// ```
     pub fn threshold(mut self, threshold: u32) -> Self {
         self.threshold = threshold;
@@ -84,7 +84,7 @@ impl BreakerBuilder {
     /// use std::time::Duration;
     /// let b = herdless::Breaker::builder().probe_wait(Duration::from_millis(50)).build()?;
     /// assert_eq!(b.probe_wait_time(), Duration::from_millis(50));
-    /// # Ok::<(), herdless::fleet::breaker::BreakerError>(())
+    /// # Ok::<(), herdless::guard::breaker::BreakerError>(())
     /// ```
     pub fn probe_wait(mut self, wait: Duration) -> Self {
         self.probe_wait = wait;
@@ -133,7 +133,7 @@ impl From<&Breaker> for BreakerBuilder {
     /// ```
     /// use herdless::{fleet::breaker::BreakerBuilder, Breaker};
     /// assert_eq!(BreakerBuilder::from(&Breaker::new(4)).build()?.threshold(), 4);
-    /// # Ok::<(), herdless::fleet::breaker::BreakerError>(())
+    /// # Ok::<(), herdless::guard::breaker::BreakerError>(())
     /// ```
     fn from(b: &Breaker) -> Self {
         BreakerBuilder {

@@ -48,7 +48,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use herdless::fleet::breaker::{Admission, Breaker};
+//! use herdless::guard::breaker::{Admission, Breaker};
 //!
 //! let breaker = Arc::new(Breaker::new(2));
 //! breaker.record_failure();
@@ -72,7 +72,7 @@ use crate::rng::Rng;
 
 pub use builder::{BreakerBuilder, BreakerError};
 
-/// A shared half-open probe breaker. See the [module documentation](crate::fleet::breaker).
+/// A shared half-open probe breaker. See the [module documentation](crate::guard::breaker).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -107,7 +107,7 @@ impl fmt::Debug for Breaker {
 ///
 /// ```
 /// let b = std::sync::Arc::new(herdless::Breaker::new(1));
-/// assert!(matches!(b.admit(), herdless::fleet::breaker::Admission::Closed));
+/// assert!(matches!(b.admit(), herdless::guard::breaker::Admission::Closed));
 /// ```
 #[derive(Debug)]
 #[must_use = "a probe must be resolved, or dropped to release it"]
@@ -127,7 +127,7 @@ pub enum Admission {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use herdless::fleet::breaker::{Admission, Breaker};
+/// use herdless::guard::breaker::{Admission, Breaker};
 /// let b = Arc::new(Breaker::new(1));
 /// b.record_failure();
 /// if let Admission::Probe(p) = b.admit() { p.failed(); }
@@ -149,7 +149,7 @@ impl Probe {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use herdless::fleet::breaker::{Admission, Breaker};
+    /// use herdless::guard::breaker::{Admission, Breaker};
     /// let b = Arc::new(Breaker::new(1));
     /// b.record_failure();
     /// let Admission::Probe(p) = b.admit() else { unreachable!() };
@@ -165,7 +165,7 @@ impl Probe {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use herdless::fleet::breaker::{Admission, Breaker};
+    /// use herdless::guard::breaker::{Admission, Breaker};
     /// let b = Arc::new(Breaker::new(1));
     /// b.record_failure();
     /// let Admission::Probe(p) = b.admit() else { unreachable!() };
@@ -221,7 +221,7 @@ impl Breaker {
     /// ```
     /// let b = herdless::Breaker::builder().threshold(3).build()?;
     /// assert_eq!(b.threshold(), 3);
-    /// # Ok::<(), herdless::fleet::breaker::BreakerError>(())
+    /// # Ok::<(), herdless::guard::breaker::BreakerError>(())
     /// ```
     pub fn builder() -> BreakerBuilder {
         BreakerBuilder::new()
@@ -274,7 +274,7 @@ impl Breaker {
     /// How long callers wait behind a probe before asking again: each wait is
     /// uniform in `[wait / 2, wait]`. A `wait` below
     /// [`MIN_PROBE_WAIT`](Self::MIN_PROBE_WAIT) (1 ms, zero included) is raised
-    /// to it: a zero wait would make every caller behind a held probe spin.
+    /// to it: a zero wait would make every caller behind an outstanding probe spin.
     ///
     /// ```
     /// use std::time::Duration;
@@ -334,7 +334,7 @@ impl Breaker {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use herdless::fleet::breaker::{Admission, Breaker};
+    /// use herdless::guard::breaker::{Admission, Breaker};
     /// let b = Arc::new(Breaker::new(1));
     /// b.record_failure();
     /// let first = b.admit();

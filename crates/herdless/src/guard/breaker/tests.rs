@@ -25,7 +25,7 @@ fn opens_at_threshold_and_closes_on_probe_success() {
 }
 
 /// A zero (or sub-millisecond) probe wait is raised to the 1 ms floor, so
-/// every wait behind a held probe is at least 0.5 ms: no spinning.
+/// every wait behind an outstanding probe is at least 0.5 ms: no spinning.
 #[test]
 fn a_zero_probe_wait_is_raised_to_the_floor() {
     let mut rng = Rng::with_seed(3);

@@ -325,7 +325,7 @@ fn an_admitted_retry_that_never_runs_is_refunded() {
     let held = breaker.admit();
     assert!(matches!(
         held,
-        herdless::fleet::breaker::Admission::Probe(_)
+        herdless::guard::breaker::Admission::Probe(_)
     ));
     let err = Retry::builder()
         .policy(
@@ -433,7 +433,7 @@ mod model {
                 .build()
                 .unwrap();
             let mut level = initial;
-            let mut last: Option<(herdless::fleet::Spent, u64)> = None;
+            let mut last: Option<(herdless::guard::Spent, u64)> = None;
             for op in ops {
                 match op {
                     Op::Retry { timeout, level: u } => {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use herdless::fleet::breaker::Admission;
+use herdless::guard::breaker::Admission;
 use herdless::{AlwaysRetry, AsyncSleep, Breaker, Clock, GiveUp, ManualTimer, Policy, Retry};
 
 #[test]

@@ -57,7 +57,7 @@ impl<'de> Deserialize<'de> for RetryBudgetBuilder {
     /// ([`RetryBudgetBuilder::build`] checks the ranges).
     ///
     /// ```
-    /// use herdless::fleet::RetryBudgetBuilder;
+    /// use herdless::guard::RetryBudgetBuilder;
     /// let b: RetryBudgetBuilder = toml::from_str("max_tokens = 100\npreset = \"aws\"")?;
     /// assert_eq!(b.build().unwrap().max_tokens(), 100.0); // the AWS quota, resized
     /// # Ok::<(), toml::de::Error>(())

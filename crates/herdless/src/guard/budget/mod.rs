@@ -33,7 +33,7 @@
 //! compare-and-swap loop: every admission is a single atomic read-decide-write,
 //! so two calls can never both spend the last tokens (no overdraw) and a
 //! refund is never overwritten by a concurrent withdrawal (no lost refunds).
-//! There is no lock; `tests/fleet_budget.rs` hammers one bucket from many
+//! There is no lock; `tests/guard_budget.rs` hammers one bucket from many
 //! threads and checks both properties exactly.
 //!
 //! ## Avoiding a synchronized give-up
@@ -82,7 +82,7 @@
 //! assert_eq!(err.reason(), GiveUp::RetryBudget);
 //! assert_eq!(err.attempts(), 2); // 4 → 3 admitted, 3 → 2 denied
 //! assert_eq!(budget.tokens(), 2.0);
-//! # Ok::<(), herdless::fleet::RetryBudgetError>(())
+//! # Ok::<(), herdless::guard::RetryBudgetError>(())
 //! ```
 
 mod builder;
@@ -122,7 +122,7 @@ impl Spent {
     /// The amount, in tokens.
     ///
     /// ```
-    /// assert_eq!(herdless::fleet::Spent::default().tokens(), 0.0);
+    /// assert_eq!(herdless::guard::Spent::default().tokens(), 0.0);
     /// ```
     pub fn tokens(self) -> f64 {
         self.0 as f64 / SCALE
@@ -134,8 +134,8 @@ impl Spent {
 /// ```
 /// let b = herdless::RetryBudget::builder().aws().max_tokens(5.0).spread(0.0).build()?;
 /// assert!(b.try_retry(herdless::RetryCause::Error, 0.0).is_ok());
-/// assert_eq!(b.try_retry(herdless::RetryCause::Error, 0.0), Err(herdless::fleet::Denied));
-/// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+/// assert_eq!(b.try_retry(herdless::RetryCause::Error, 0.0), Err(herdless::guard::Denied));
+/// # Ok::<(), herdless::guard::RetryBudgetError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Denied;
@@ -149,7 +149,7 @@ impl fmt::Display for Denied {
 impl std::error::Error for Denied {}
 
 /// A token bucket shared (through `Arc`) by every call of a process. See the
-/// [module documentation](crate::fleet::budget).
+/// [module documentation](crate::guard::budget).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -195,7 +195,7 @@ impl RetryBudget {
     /// ```
     /// let b = herdless::RetryBudget::builder().build()?;
     /// assert_eq!(b.max_tokens(), 10.0);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn builder() -> RetryBudgetBuilder {
         RetryBudgetBuilder::new()
@@ -214,7 +214,7 @@ impl RetryBudget {
     /// let b = herdless::RetryBudget::grpc(100.0, 0.1)?;
     /// assert_eq!(b.tokens(), 100.0);
     /// assert!(herdless::RetryBudget::grpc(-1.0, 0.1).is_err());
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn grpc(max_tokens: f64, token_ratio: f64) -> Result<Self, RetryBudgetError> {
         RetryBudgetBuilder::new()
@@ -287,7 +287,7 @@ impl RetryBudget {
     /// let b = RetryBudget::builder().grpc(10.0, 0.1).spread(0.0).build()?;
     /// let admitted = (0..10).filter(|_| b.try_retry(RetryCause::Error, 0.0).is_ok()).count();
     /// assert_eq!(admitted, 4); // 9, 8, 7, 6 are above half; 5 is not
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn try_retry(&self, cause: RetryCause, level: f64) -> Result<Spent, Denied> {
         let c = &self.cfg;
@@ -328,9 +328,9 @@ impl RetryBudget {
     /// let b = herdless::RetryBudget::builder().aws().max_tokens(12.0).spread(0.0).build()?;
     /// assert!(b.try_hedge(0.0).is_ok()); // 12 → 7
     /// assert!(b.try_hedge(0.0).is_ok()); // 7 → 2
-    /// assert_eq!(b.try_hedge(0.0), Err(herdless::fleet::Denied));
+    /// assert_eq!(b.try_hedge(0.0), Err(herdless::guard::Denied));
     /// assert_eq!(b.tokens(), 2.0);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn try_hedge(&self, level: f64) -> Result<Spent, Denied> {
         let c = &self.cfg;
@@ -362,7 +362,7 @@ impl RetryBudget {
     /// let b = herdless::RetryBudget::grpc(10.0, 0.1)?;
     /// b.record_failure();
     /// assert_eq!(b.tokens(), 9.0);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn record_failure(&self) {
         let cost = self.cfg.failure_cost;
@@ -389,7 +389,7 @@ impl RetryBudget {
     /// b.record_success(None);
     /// b.record_success(None);
     /// assert_eq!(b.tokens(), 10.0); // capped
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     pub fn record_success(&self, last_retry: Option<Spent>) {
         let amount = match last_retry {

@@ -57,7 +57,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use herdless::fleet::Throttle;
+//! use herdless::guard::Throttle;
 //! use herdless::Rng;
 //!
 //! let t = Throttle::new();
@@ -138,7 +138,7 @@ impl Throttle {
     /// A throttle with the default settings.
     ///
     /// ```
-    /// assert_eq!(herdless::fleet::Throttle::new().rate(), 100.0); // 10 per 100 ms
+    /// assert_eq!(herdless::guard::Throttle::new().rate(), 100.0); // 10 per 100 ms
     /// ```
     pub fn new() -> Self {
         ThrottleBuilder::default().build_unchecked()
@@ -148,9 +148,9 @@ impl Throttle {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let t = herdless::fleet::Throttle::builder().probe_max(Duration::from_secs(5)).build()?;
+    /// let t = herdless::guard::Throttle::builder().probe_max(Duration::from_secs(5)).build()?;
     /// # let _ = t;
-    /// # Ok::<(), herdless::fleet::ThrottleError>(())
+    /// # Ok::<(), herdless::guard::ThrottleError>(())
     /// ```
     pub fn builder() -> ThrottleBuilder {
         ThrottleBuilder::default()
@@ -167,12 +167,12 @@ impl Throttle {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let t = herdless::fleet::Throttle::builder().initial(1).build()?;
+    /// let t = herdless::guard::Throttle::builder().initial(1).build()?;
     /// let mut rng = herdless::Rng::with_seed(1);
     /// assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
     /// // 10/s: the next token in 100 ms
     /// assert_eq!(t.acquire(Duration::ZERO, &mut rng), Err(Duration::from_millis(100)));
-    /// # Ok::<(), herdless::fleet::ThrottleError>(())
+    /// # Ok::<(), herdless::guard::ThrottleError>(())
     /// ```
     pub fn acquire(&self, now: Duration, rng: &mut Rng) -> Result<(), Duration> {
         self.acquire_ns(ns(now), rng, false)
@@ -195,7 +195,7 @@ impl Throttle {
     /// A call that went was served (any answer that is not a refusal).
     ///
     /// ```
-    /// let t = herdless::fleet::Throttle::new();
+    /// let t = herdless::guard::Throttle::new();
     /// t.record_success(std::time::Duration::ZERO);
     /// ```
     pub fn record_success(&self, now: Duration) {
@@ -211,7 +211,7 @@ impl Throttle {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let t = herdless::fleet::Throttle::new();
+    /// let t = herdless::guard::Throttle::new();
     /// t.record_success(Duration::ZERO);
     /// t.record_failure(Duration::from_millis(10));
     /// assert!(!t.is_probing()); // served 10 ms ago: not an outage
@@ -330,7 +330,7 @@ impl ThrottleBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let e = herdless::fleet::Throttle::builder().probe_min(Duration::from_secs(9)).build().unwrap_err();
+    /// let e = herdless::guard::Throttle::builder().probe_min(Duration::from_secs(9)).build().unwrap_err();
     /// assert!(e.to_string().contains("probe_min"));
     /// ```
     pub fn build(self) -> Result<Throttle, ThrottleError> {

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herdless::fleet::breaker::Admission;
+use herdless::guard::breaker::Admission;
 use herdless::{
     AlwaysRetry, Breaker, Classification, GiveUp, ManualTimer, Policy, Retry, RetryBudget,
     RetryCause, RetryEvent, Urgent,
