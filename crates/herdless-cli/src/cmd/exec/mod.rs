@@ -22,7 +22,7 @@
 //!   terminal), recommended when the command documents its codes (sysexits'
 //!   `EX_TEMPFAIL` 75, qmail's 111); `--terminal-on` is a denylist.
 //! * **One attempt = one process group**, ended as a whole on timeout or
-//!   interrupt (see `exec/child.rs`).
+//!   interrupt (see `shared/process/child.rs`, shared with `worker`).
 //! * **The engine is the library's** [`Retry::call_async`] on a current-thread
 //!   tokio runtime: the same budget, jitter and events as every executor. Signals
 //!   are handled beside it in one `select!`: while a child runs they are
