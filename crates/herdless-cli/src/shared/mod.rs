@@ -1,7 +1,6 @@
 //! What several subcommands share. Nothing here imports a subcommand or
 //! [`crate::cli`].
 
-#[allow(unreachable_pub)] // its items become pub(crate) in a commit of their own
 pub(crate) mod checks;
 pub(crate) mod classes;
 pub(crate) mod config;

@@ -12,7 +12,7 @@
 //! is `None`, never a panic.
 
 /// Nanoseconds since the Unix epoch of an RFC 3339 timestamp (see the module).
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
+pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() < 19 {
         return None;
@@ -78,13 +78,13 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
 }
 
 /// Nanoseconds since the epoch of a number of seconds since the epoch.
-pub fn from_epoch_seconds(s: f64) -> Option<i64> {
+pub(crate) fn from_epoch_seconds(s: f64) -> Option<i64> {
     let ns = s * 1e9;
     (ns.is_finite() && ns.abs() < 9.2e18).then_some(ns as i64)
 }
 
 /// An instant (nanoseconds since the epoch) as RFC 3339 in UTC, milliseconds.
-pub fn format(ns: i64) -> String {
+pub(crate) fn format(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
     let ms = ns.rem_euclid(1_000_000_000) / 1_000_000;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));

@@ -20,31 +20,31 @@ use super::stats::{BUCKET_NS, Stats};
 
 /// The thresholds.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Thresholds {
+pub(crate) struct Thresholds {
     /// `spread`: the largest bucket's share of the retrying tasks.
-    pub max_bucket_share: f64,
+    pub(crate) max_bucket_share: f64,
     /// `lockstep`: a spike's share of the retrying tasks.
-    pub spike_share: f64,
+    pub(crate) spike_share: f64,
     /// `lockstep`: spikes at a fixed period that make a lockstep.
-    pub lockstep_spikes: u32,
+    pub(crate) lockstep_spikes: u32,
     /// `give_up_sync`: the largest bucket's share of the give-ups.
-    pub max_give_up_share: f64,
+    pub(crate) max_give_up_share: f64,
     /// `terminal_retried`: retries of a terminal status allowed.
-    pub max_terminal_retries: u64,
+    pub(crate) max_terminal_retries: u64,
     /// `amplification`: attempts per task (none: a note).
-    pub max_amplification: Option<f64>,
+    pub(crate) max_amplification: Option<f64>,
     /// `give_ups`: the share of the tasks that gave up.
-    pub max_give_up_rate: f64,
+    pub(crate) max_give_up_rate: f64,
     /// `retry_after`: the honored share's floor (none: a note).
-    pub min_honored_share: Option<f64>,
+    pub(crate) min_honored_share: Option<f64>,
     /// Fewest retrying tasks (or give-ups) for a share to be judged.
-    pub min_tasks: u64,
+    pub(crate) min_tasks: u64,
 }
 
 /// `pass`, `fail` or `note`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Within the threshold.
     Pass,
     /// Past it.
@@ -55,44 +55,44 @@ pub enum Verdict {
 
 /// One check's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     /// The check's name.
-    pub check: &'static str,
+    pub(crate) check: &'static str,
     /// Its verdict.
-    pub verdict: Verdict,
+    pub(crate) verdict: Verdict,
     /// The value measured (`null` when there is none).
-    pub value: Option<f64>,
+    pub(crate) value: Option<f64>,
     /// The threshold.
-    pub limit: Option<f64>,
+    pub(crate) limit: Option<f64>,
     /// Why, with the numbers.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// Spikes recurring at a fixed period.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Lockstep {
+pub(crate) struct Lockstep {
     /// Whether a fixed-period train of at least `--lockstep-spikes` spikes was found.
-    pub detected: bool,
+    pub(crate) detected: bool,
     /// Its period, seconds.
-    pub period_s: Option<f64>,
+    pub(crate) period_s: Option<f64>,
     /// Spikes in the longest train.
-    pub train: usize,
+    pub(crate) train: usize,
     /// Every spike's start, ns since the epoch (at most 1,000, largest first in time order).
-    pub spikes_ns: Vec<i64>,
+    pub(crate) spikes_ns: Vec<i64>,
 }
 
 /// How many times the mean of its neighbourhood a spike holds at least.
-pub const SPIKE_OVER_NEIGHBOURS: f64 = 3.0;
+pub(crate) const SPIKE_OVER_NEIGHBOURS: f64 = 3.0;
 
 /// Buckets on each side of a bucket that make its neighbourhood (1 s).
-pub const NEIGHBOURS: i64 = 10;
+pub(crate) const NEIGHBOURS: i64 = 10;
 
 /// Finds spikes and the longest train of them whose gaps are equal within
 /// one bucket. A spike is a bucket of grid A holding at least `share` of the
 /// retrying tasks and at least [`SPIKE_OVER_NEIGHBOURS`] times the mean of
 /// the [`NEIGHBOURS`] buckets on each side: a smear of full jitter, where
 /// every bucket holds a similar share, has no spike however dense it is.
-pub fn lockstep(stats: &Stats, share: f64, min_train: u32) -> Lockstep {
+pub(crate) fn lockstep(stats: &Stats, share: f64, min_train: u32) -> Lockstep {
     let floor = (share * stats.retrying_tasks as f64).max(2.0);
     let a = &stats.retries.a;
     let around = |i: i64| {
@@ -165,7 +165,7 @@ fn share_check(
 }
 
 /// Every check, in report order.
-pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
+pub(crate) fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
     let mut out = Vec::new();
     let largest = s.retries.largest();
     let share = largest

@@ -74,7 +74,7 @@
 //! would re-synchronize the fleet).
 
 mod args;
-pub mod events;
+pub(crate) mod events;
 mod render;
 mod report;
 mod run;
@@ -85,9 +85,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use herdless::Jitter;
 
-pub use args::FleetArgs;
-pub use render::render_text;
-pub use run::run_fleet;
+pub(crate) use args::FleetArgs;
+pub(crate) use render::render_text;
+pub(crate) use run::run_fleet;
 
 use crate::shared::error::{CliError, CliResult};
 use crate::shared::http::parse_url;
@@ -124,7 +124,7 @@ fn interrupt_signal(
 ///
 /// Usage errors (exit 2), a runtime that cannot start or a stdout that cannot
 /// be written (exit 1).
-pub fn run(args: &FleetArgs) -> CliResult {
+pub(crate) fn run(args: &FleetArgs) -> CliResult {
     let (policy, policy_args) = args
         .policy
         .resolve_with_args(Jitter::Full)

@@ -21,24 +21,25 @@ use crate::shared::exit;
 use crate::shared::output::print;
 use crate::shared::policy_args::{PolicyArgs, Resolved};
 
-pub mod args;
-pub mod explain;
-pub mod render;
+pub(crate) mod args;
+pub(crate) mod explain;
+pub(crate) mod render;
 
-pub use args::TuneArgs;
+pub(crate) use args::TuneArgs;
 
 /// Workers when neither the flag nor the policy file says.
-pub const DEFAULT_WORKERS: u32 = 40_000;
+pub(crate) const DEFAULT_WORKERS: u32 = 40_000;
 
 /// The outage range when neither `--outage` nor a recovery time is given.
-pub const DEFAULT_OUTAGE: (Duration, Duration) = (Duration::from_secs(5), Duration::from_secs(60));
+pub(crate) const DEFAULT_OUTAGE: (Duration, Duration) =
+    (Duration::from_secs(5), Duration::from_secs(60));
 
 /// Runs `herdless tune`: 0 with a recommendation, 1 when nothing fits.
 ///
 /// # Errors
 ///
 /// Usage and policy-file errors (exit 2), figures or stdout that cannot be written.
-pub fn run(args: &TuneArgs) -> CliResult {
+pub(crate) fn run(args: &TuneArgs) -> CliResult {
     let current = current_policy(args)?;
     let table = current
         .as_ref()

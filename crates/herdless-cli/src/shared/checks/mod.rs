@@ -35,36 +35,36 @@ use crate::shared::error::CliError;
 use crate::shared::policy_args::Resolved;
 use crate::shared::process::{DEFAULT_JITTER, DEFAULT_KILL_AFTER};
 
-pub mod args;
-pub mod rules;
+pub(crate) mod args;
+pub(crate) mod rules;
 
-pub use args::{CheckArgs, ReportFormat};
-pub use rules::{CheckFacts, Finding, Level, checks};
+pub(crate) use args::{CheckArgs, ReportFormat};
+pub(crate) use rules::{CheckFacts, Finding, Level, checks};
 
 /// Envelope rows printed at most (later retries are all at the cap for the
 /// exponential modes, and stationary for the decorrelated ones).
-pub const MAX_ROWS: u32 = 30;
+pub(crate) const MAX_ROWS: u32 = 30;
 
 /// Formats a duration for people: `1 ns`, `250 ms`, `1.5 s`, `2m 30s`,
 /// `more than 584 years` for a saturated sum. The one rule of every herdless
 /// report ([`herdless_sim::report::units`]), shared with the simulator's
 /// tables and the text retry events.
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     units::duration(d)
 }
 
 /// What `herdless check` found: the policy, its envelope, the findings and
 /// the verdict (`herdless tune` checks its own output with it).
 #[derive(Debug, Clone)]
-pub struct Evaluation {
+pub(crate) struct Evaluation {
     /// The policy checked.
-    pub resolved: Resolved,
+    pub(crate) resolved: Resolved,
     /// Its envelope.
-    pub envelope: herdless::policy::Envelope,
+    pub(crate) envelope: herdless::policy::Envelope,
     /// Every check's finding.
-    pub findings: Vec<Finding>,
+    pub(crate) findings: Vec<Finding>,
     /// Whether a check failed (an error, or a warning under `--strict`).
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 /// Resolves the policy and the facts of `args` and runs the checks: what
@@ -73,7 +73,7 @@ pub struct Evaluation {
 /// # Errors
 ///
 /// Usage and policy-file errors (exit 2).
-pub fn evaluate(args: &CheckArgs) -> Result<Evaluation, CliError> {
+pub(crate) fn evaluate(args: &CheckArgs) -> Result<Evaluation, CliError> {
     let default_jitter = if args.exec {
         DEFAULT_JITTER
     } else {
@@ -101,7 +101,7 @@ pub fn evaluate(args: &CheckArgs) -> Result<Evaluation, CliError> {
 
 /// The first finding that fails the check: an error, or a warning when
 /// `strict` (`--strict`).
-pub fn first_failing(findings: &[Finding], strict: bool) -> Option<&Finding> {
+pub(crate) fn first_failing(findings: &[Finding], strict: bool) -> Option<&Finding> {
     findings
         .iter()
         .find(|f| f.level == Level::Error || (strict && f.level == Level::Warn))

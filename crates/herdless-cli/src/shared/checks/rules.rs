@@ -12,11 +12,11 @@ use super::human;
 
 /// The share of the visibility timeout a call may use at worst (the rest is
 /// the margin).
-pub const VISIBILITY_SHARE: f64 = 0.8;
+pub(crate) const VISIBILITY_SHARE: f64 = 0.8;
 
 /// A check's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
+pub(crate) enum Level {
     /// Nothing to check (a fact was not declared).
     Note,
     /// Passed.
@@ -29,7 +29,7 @@ pub enum Level {
 
 impl Level {
     /// The level's name in reports (`note`, `ok`, `warn`, `error`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Level::Note => "note",
             Level::Ok => "ok",
@@ -47,37 +47,37 @@ impl fmt::Display for Level {
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The check's name (`visibility_timeout`, …).
-    pub check: &'static str,
+    pub(crate) check: &'static str,
     /// Its verdict.
-    pub level: Level,
+    pub(crate) level: Level,
     /// Why, with the numbers.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// What the checks know beyond the policy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CheckFacts {
+pub(crate) struct CheckFacts {
     /// The slowest shared resource's worst-case recovery time.
-    pub recovery_time: Option<Duration>,
+    pub(crate) recovery_time: Option<Duration>,
     /// The task broker's visibility timeout.
-    pub visibility_timeout: Option<Duration>,
+    pub(crate) visibility_timeout: Option<Duration>,
     /// How many retriers share the resource.
-    pub workers: Option<u64>,
+    pub(crate) workers: Option<u64>,
     /// The per-attempt timeout and the TERM→KILL grace after it.
-    pub attempt_limit: Option<(Duration, Duration)>,
+    pub(crate) attempt_limit: Option<(Duration, Duration)>,
     /// Retries are the broker's redeliveries: a worker holds a task for one
     /// attempt, not the chain.
-    pub redelivery: bool,
+    pub(crate) redelivery: bool,
     /// Whether `jitter` was declared rather than defaulted.
-    pub jitter_declared: bool,
+    pub(crate) jitter_declared: bool,
     /// Whether `max_retry_after` was declared rather than defaulted.
-    pub max_retry_after_declared: bool,
+    pub(crate) max_retry_after_declared: bool,
 }
 
 /// Runs every check, in report order.
-pub fn checks(envelope: &Envelope, facts: &CheckFacts) -> Vec<Finding> {
+pub(crate) fn checks(envelope: &Envelope, facts: &CheckFacts) -> Vec<Finding> {
     vec![
         bounded(envelope, facts),
         jitter(envelope, facts),
