@@ -71,7 +71,7 @@ impl On {
             }
             return Ok(On::Types(on.clone().unbind()));
         }
-        if on.is_callable() {
+        if on.is_callable() && !on.is_instance_of::<PyType>() {
             return Ok(On::Callable(on.clone().unbind()));
         }
         Err(PyTypeError::new_err(format!(

@@ -55,7 +55,7 @@ pub(crate) fn from_secs(field: &str, secs: f64) -> PyResult<Duration> {
     match Duration::try_from_secs_f64(secs) {
         Ok(d) if d <= MAX_DURATION => Ok(d),
         _ => Err(PyValueError::new_err(format!(
-            "{field}: {secs} s is beyond the largest duration (2^64 ns, about 584 years)"
+            "{field}: {secs:e} s is beyond the largest duration (2^64 ns, about 584 years)"
         ))),
     }
 }
