@@ -81,7 +81,7 @@ pub(crate) fn simulate(py: Python<'_>, flags: Option<&Bound<'_, PyDict>>) -> PyR
         let key: String = key.extract()?;
         if !FLAGS.contains(&key.as_str()) {
             return Err(PyTypeError::new_err(format!(
-                "simulate() got an unexpected keyword argument {key:?} (expected: {})",
+                "simulate() got an unexpected keyword argument '{key}' (expected: {})",
                 FLAGS.join(", ")
             )));
         }
