@@ -162,12 +162,12 @@ impl PyPolicy {
              max_retry_after={}, jitter={:?}, retry_after_spread={})",
             secs(p.base()),
             secs(p.cap()),
-            p.multiplier(),
+            format!("{:?}", p.multiplier()),
             p.max_attempts(),
             secs(p.max_elapsed()),
             secs(p.max_retry_after()),
             p.jitter().name(),
-            p.retry_after_spread(),
+            format!("{:?}", p.retry_after_spread()),
         )
     }
 }

@@ -65,6 +65,10 @@ __all__ = [
     "simulate",
 ]
 
+# A library's logger: records reach the application's handlers (propagation),
+# never Python's last-resort stderr handler when none is configured.
+logging.getLogger("herdless").addHandler(logging.NullHandler())
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: What ``on=`` takes: exception types, or a callable answering per exception.
@@ -132,8 +136,10 @@ def _wrap_async(
         try:
             while True:
                 step = attempts.advance()
-                if step.__class__ is float:
-                    await asyncio.sleep(step)
+                if not isinstance(step, Attempt):
+                    if step is None:  # over: never here, the loop returns or raises first
+                        raise RuntimeError("herdless: the call is over")
+                    await asyncio.sleep(step)  # the engine's wait
                     continue
                 try:
                     result = await fn(*args, **kwargs)
@@ -187,10 +193,10 @@ class _AsyncAttempts:
                 step = self._attempts.advance()
                 if step is None:
                     raise StopAsyncIteration
-                if step.__class__ is float:
-                    await asyncio.sleep(step)  # type: ignore[arg-type]
+                if not isinstance(step, Attempt):
+                    await asyncio.sleep(step)  # the engine's wait
                     continue
-                return step  # type: ignore[return-value]
+                return step
         except BaseException:
             self._attempts.cancel()
             raise
