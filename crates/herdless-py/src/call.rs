@@ -118,9 +118,7 @@ impl Call {
             TaskId::Fixed(s) => s.as_str(),
             _ => task.as_deref().unwrap_or(""),
         };
-        let logger = setup.logger.bind(py);
-        let hook = setup.hook.as_ref().map(|h| h.bind(py));
-        let notify = PyNotify { py, logger, hook };
+        let notify = PyNotify::new(py, setup);
         let cx = setup.context(policy).task_id(task_id).notify(&notify);
         let rng = rng.get_or_insert_with(Rng::fresh);
         f(engine, &cx, rng, now)

@@ -47,8 +47,37 @@ pub(crate) struct Setup {
     pub(crate) throttle: Option<Py<PyThrottle>>,
     pub(crate) task: TaskId,
     pub(crate) hook: Option<Py<PyAny>>,
-    /// `logging.getLogger("herdless")`.
+    /// `logging.getLogger("herdless")`, its name, and whether its class
+    /// makes records as `logging.Logger` does (no `makeRecord` of its own).
     pub(crate) logger: Py<PyAny>,
+    pub(crate) logger_name: Py<PyAny>,
+    pub(crate) plain_logger: bool,
+    /// `logging.getLogRecordFactory`.
+    pub(crate) record_factory: Py<PyAny>,
+    /// The decorated function's code (the events' caller), once bound.
+    pub(crate) site: Option<Site>,
+}
+
+/// Where a decorated function is: its file, first line and name, the
+/// caller its events' records name (a block's records find theirs on the
+/// stack).
+#[derive(Debug)]
+pub(crate) struct Site {
+    pub(crate) file: Py<PyAny>,
+    pub(crate) line: Py<PyAny>,
+    pub(crate) func: Py<PyAny>,
+}
+
+impl Site {
+    /// `f`'s site, if it has Python code (`__code__`).
+    fn of(f: &Bound<'_, PyAny>) -> Option<Site> {
+        let code = f.getattr("__code__").ok()?;
+        Some(Site {
+            file: code.getattr("co_filename").ok()?.unbind(),
+            line: code.getattr("co_firstlineno").ok()?.unbind(),
+            func: code.getattr("co_name").ok()?.unbind(),
+        })
+    }
 }
 
 impl Setup {
@@ -147,10 +176,15 @@ impl Retrier {
             Some(h) if h.is_callable() => Some(h.clone().unbind()),
             Some(h) => return Err(wrong("hook", "a callable (name, fields)", h)),
         };
-        let logger = py
-            .import("logging")?
-            .call_method1("getLogger", ("herdless",))?
-            .unbind();
+        let logging = py.import("logging")?;
+        let logger = logging.call_method1("getLogger", ("herdless",))?;
+        let plain_logger = logger
+            .get_type()
+            .getattr("makeRecord")?
+            .is(&logging.getattr("Logger")?.getattr("makeRecord")?);
+        let logger_name = logger.getattr("name")?.unbind();
+        let record_factory = logging.getattr("getLogRecordFactory")?.unbind();
+        let logger = logger.unbind();
         Ok(Retrier {
             setup: Setup {
                 policy,
@@ -161,8 +195,44 @@ impl Retrier {
                 task,
                 hook,
                 logger,
+                logger_name,
+                plain_logger,
+                record_factory,
+                site: None,
             },
         })
+    }
+
+    /// This retrier for the decorated function `f`: the same settings and
+    /// shared guards, with `f` as its events' caller.
+    fn bind(&self, py: Python<'_>, f: &Bound<'_, PyAny>) -> Self {
+        let s = &self.setup;
+        let on = match &s.on {
+            On::Types(t) => On::Types(t.clone_ref(py)),
+            On::Callable(c) => On::Callable(c.clone_ref(py)),
+        };
+        let task = match &s.task {
+            TaskId::Fresh => TaskId::Fresh,
+            TaskId::Fixed(id) => TaskId::Fixed(id.clone()),
+            TaskId::PerCall(c) => TaskId::PerCall(c.clone_ref(py)),
+        };
+        let copy = |o: &Option<Py<PyAny>>| o.as_ref().map(|o| o.clone_ref(py));
+        Retrier {
+            setup: Setup {
+                policy: s.policy,
+                on,
+                budget: s.budget.as_ref().map(|b| b.clone_ref(py)),
+                breaker: s.breaker.as_ref().map(|b| b.clone_ref(py)),
+                throttle: s.throttle.as_ref().map(|t| t.clone_ref(py)),
+                task,
+                hook: copy(&s.hook),
+                logger: s.logger.clone_ref(py),
+                logger_name: s.logger_name.clone_ref(py),
+                plain_logger: s.plain_logger,
+                record_factory: s.record_factory.clone_ref(py),
+                site: Site::of(f),
+            },
+        }
     }
 
     /// Calls `f(*args, **kwargs)` until it succeeds or the engine gives up;

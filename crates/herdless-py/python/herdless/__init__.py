@@ -114,9 +114,10 @@ def retry(
     )
 
     def decorate(fn: F) -> F:
+        bound = retrier.bind(fn)  # the function's own: its events name it
         if inspect.iscoroutinefunction(fn):
-            return _wrap_async(retrier, fn)  # type: ignore[return-value]
-        call = retrier.call
+            return _wrap_async(bound, fn)  # type: ignore[return-value]
+        call = bound.call
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -177,3 +177,53 @@ def test_sleeping_releases_the_gil():
     t.join()
     assert n == 2
     assert spins > 10_000
+
+
+def test_records_name_the_retried_function_as_their_caller(events, no_sleep):
+    n = 0
+
+    @herdless.retry(on=OSError)
+    def read_block():
+        nonlocal n
+        n += 1
+        if n < 2:
+            raise OSError("x")
+
+    read_block()
+    (r,) = [r for r in events.records() if r.getMessage() == "retry_scheduled"]
+    assert r.funcName == "read_block"
+    assert r.pathname == __file__
+    assert r.lineno == read_block.__wrapped__.__code__.co_firstlineno
+
+    for attempt in herdless.retry_context(on=KeyError):
+        with attempt:
+            if attempt.number < 2:
+                raise KeyError("x")
+    r = [r for r in events.records() if r.getMessage() == "retry_scheduled"][-1]
+    # A block has no function of its own: the record's caller is the block's frame.
+    assert r.funcName == "test_records_name_the_retried_function_as_their_caller"
+    assert r.pathname == __file__
+
+
+def test_a_logger_class_with_its_own_make_record_makes_the_records(events, no_sleep, monkeypatch):
+    made = []
+
+    class Recording(logging.Logger):
+        def makeRecord(self, *args, **kwargs):  # noqa: N802
+            record = super().makeRecord(*args, **kwargs)
+            made.append(record.getMessage())
+            return record
+
+    monkeypatch.setattr(logging.getLogger("herdless"), "__class__", Recording)
+    n = 0
+
+    @herdless.retry(on=OSError)
+    def f():
+        nonlocal n
+        n += 1
+        if n < 2:
+            raise OSError("x")
+
+    f()
+    assert made == ["retry_scheduled", "retry_succeeded"]
+    assert events.names() == ["retry_scheduled", "retry_succeeded"]
