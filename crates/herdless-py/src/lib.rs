@@ -9,13 +9,13 @@
 //! | who | what |
 //! |---|---|
 //! | the library ([`herdless::engine::Engine`] and its [`Context`](herdless::engine::Context)) | every decision: limits, delays, the Retry-After clamp and spread, the shared budget, the breaker, the throttle, the events |
-//! | this crate | turns the user's `on=` into a [`Classification`](herdless::Classification), reads the clock, builds the context, forwards events to `logging` ([`events`]), sleeps with `time.sleep` (GIL released) |
+//! | this crate | turns the user's `on=` into a [`Classification`](herdless::Classification), reads the clock, builds the context, forwards events to `logging` (`events.rs`), sleeps with `time.sleep` (GIL released) |
 //! | `herdless/__init__.py` | the decorator and `retry_context`, and the `asyncio` driver, which only awaits `asyncio.sleep` and the user's coroutine |
 //!
 //! Why a loop in Rust for blocking calls: a decorated call is one call into
 //! the extension, its per-call cost a few hundred nanoseconds above calling
 //! the function (docs/performance.md, "Python"). Coroutines step through
-//! [`attempts::Attempts`] because only Python can await.
+//! `attempts.rs` because only Python can await.
 //!
 //! The wheel is abi3 (CPython 3.9 and later), built by maturin
 //! (`pyproject.toml`), which sets `PYO3_BUILD_EXTENSION_MODULE`; `cargo test`

@@ -158,16 +158,16 @@ impl PyPolicy {
     fn __repr__(&self) -> String {
         let p = &self.inner;
         format!(
-            "Policy(base={}, cap={}, multiplier={}, max_attempts={}, max_elapsed={}, \
-             max_retry_after={}, jitter={:?}, retry_after_spread={})",
+            "Policy(base={}, cap={}, multiplier={:?}, max_attempts={}, max_elapsed={}, \
+             max_retry_after={}, jitter={:?}, retry_after_spread={:?})",
             secs(p.base()),
             secs(p.cap()),
-            format!("{:?}", p.multiplier()),
+            p.multiplier(),
             p.max_attempts(),
             secs(p.max_elapsed()),
             secs(p.max_retry_after()),
             p.jitter().name(),
-            format!("{:?}", p.retry_after_spread()),
+            p.retry_after_spread(),
         )
     }
 }

@@ -10,7 +10,7 @@
 //! each sleep, so a test that patches `time.sleep` patches herdless too)
 //! and ask the engine whether the retry may start. Coroutines and
 //! `retry_context` blocks are driven step by step through
-//! [`Attempts`](crate::attempts::Attempts).
+//! [`Attempts`].
 
 use herdless::Policy;
 use herdless::engine::Context;

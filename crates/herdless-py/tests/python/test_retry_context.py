@@ -79,3 +79,48 @@ def test_an_ended_attempt_cannot_end_twice(no_sleep):
             pass
     with pytest.raises(RuntimeError, match="already ended"):
         attempt.__exit__(None, None, None)
+
+
+def test_an_interrupt_during_the_wait_ends_the_call_and_refunds(monkeypatch):
+    budget = herdless.Budget.aws()
+
+    def interrupted(seconds):
+        assert budget.tokens == 495  # the retry was admitted before the wait
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("time.sleep", interrupted)
+    calls = 0
+
+    @herdless.retry(on=OSError, budget=budget)
+    def f():
+        nonlocal calls
+        calls += 1
+        raise OSError("busy")
+
+    with pytest.raises(KeyboardInterrupt):
+        f()
+    assert calls == 1
+    assert budget.tokens == 500
+
+
+def test_methods_are_bound(no_sleep):
+    import asyncio
+
+    class Scanner:
+        def __init__(self):
+            self.calls = 0
+
+        @herdless.retry(on=OSError)
+        def scan(self, page):
+            self.calls += 1
+            if self.calls < 2:
+                raise OSError("busy")
+            return (self, page)
+
+        @herdless.retry(on=OSError)
+        async def scan_async(self, page):
+            return (self, page)
+
+    s = Scanner()
+    assert s.scan(3) == (s, 3)
+    assert asyncio.run(s.scan_async(4)) == (s, 4)
