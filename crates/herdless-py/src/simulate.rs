@@ -71,13 +71,137 @@ fn applies(flag: &str, s: Scenario) -> Result<(), String> {
     }
 }
 
+/// The keyword arguments, read flag by flag (`None` counts as absent).
+struct Flags<'a, 'py>(&'a Bound<'py, PyDict>);
+
+impl<'py> Flags<'_, 'py> {
+    fn get(&self, k: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(self.0.get_item(k)?.filter(|v| !v.is_none()))
+    }
+
+    fn name(&self, k: &str) -> PyResult<Option<String>> {
+        self.get(k)?
+            .map(|v| {
+                v.cast::<PyString>()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .map_err(|_| {
+                        PyTypeError::new_err(format!("{k}: expected a str, got {}", type_name(&v)))
+                    })
+            })
+            .transpose()
+    }
+
+    fn count(&self, k: &str, min: u64) -> PyResult<Option<u32>> {
+        self.get(k)?
+            .map(|v| whole(k, &v, min, u64::from(u32::MAX)).map(|n| n as u32))
+            .transpose()
+    }
+
+    fn duration(&self, k: &str) -> PyResult<Option<std::time::Duration>> {
+        self.get(k)?.map(|v| duration(k, &v)).transpose()
+    }
+
+    fn number(&self, k: &str) -> PyResult<Option<f64>> {
+        self.get(k)?.map(|v| number(k, &v)).transpose()
+    }
+
+    /// The scenario's default policy with the policy flags applied.
+    fn policy(&self, default: &Policy) -> PyResult<Policy> {
+        let mut b = default.to_builder();
+        if let Some(v) = self.duration("base")? {
+            b = b.base(v);
+        }
+        if let Some(v) = self.number("multiplier")? {
+            b = b.multiplier(v);
+        }
+        if let Some(v) = self.duration("cap")? {
+            b = b.cap(v);
+        }
+        if let Some(v) = self.count("max_attempts", 1)? {
+            b = b.max_attempts(v);
+        }
+        if let Some(v) = self.duration("max_elapsed")? {
+            b = b.max_elapsed(v);
+        }
+        b.build().map_err(crate::policy::policy_error)
+    }
+
+    /// The outage parameters (outage and robustness), as the CLI builds them.
+    fn outage(&self) -> PyResult<OutageParams> {
+        let d = OutageParams::default();
+        let capacity = self.count("capacity", 1)?.unwrap_or(d.capacity);
+        Ok(OutageParams {
+            clients: self.count("clients", 1)?.unwrap_or(d.clients),
+            outage: self.duration("outage")?.unwrap_or(d.outage),
+            capacity,
+            burst: self.count("burst", 1)?.unwrap_or((capacity / 10).max(1)),
+            first_call_window: d.first_call_window,
+            policy: self.policy(&d.policy)?,
+            guards: GuardParams {
+                clients_per_process: self
+                    .count("clients_per_process", 1)?
+                    .unwrap_or(d.guards.clients_per_process),
+                ..d.guards
+            },
+            honor: self.number("honor")?.unwrap_or(d.honor),
+            capacity_estimate: self
+                .number("capacity_estimate")?
+                .unwrap_or(d.capacity_estimate),
+            outage_end: match self.name("outage_end")? {
+                None => d.outage_end,
+                Some(v) => v
+                    .parse()
+                    .map_err(|e: String| PyValueError::new_err(format!("outage_end: {e}")))?,
+            },
+        })
+    }
+
+    /// The scenario's configuration.
+    fn config(&self, scenario: Scenario) -> PyResult<Config> {
+        Ok(match scenario {
+            Scenario::Spread => {
+                let d = SpreadParams::default();
+                Config::Spread(SpreadParams {
+                    workers: self.count("workers", 1)?.unwrap_or(d.workers),
+                    failures: self.count("failures", 0)?.unwrap_or(d.failures),
+                    policy: self.policy(&d.policy)?,
+                })
+            }
+            Scenario::Outage => Config::Outage(self.outage()?),
+            Scenario::Robustness => Config::Robustness(RobustnessParams {
+                base: self.outage()?,
+                ..RobustnessParams::default()
+            }),
+            Scenario::LatencyTail => {
+                let d = TailParams::default();
+                Config::LatencyTail(TailParams {
+                    calls: self.count("calls", 1)?.unwrap_or(d.calls),
+                    policy: self.policy(&d.policy)?,
+                    ..d
+                })
+            }
+            Scenario::Contention => {
+                let d = ContentionParams::default();
+                Config::Contention(ContentionParams {
+                    clients: self
+                        .count("clients", 1)?
+                        .map_or(d.clients.clone(), ContentionParams::sweep),
+                    trials: self.count("trials", 1)?.unwrap_or(d.trials),
+                    policy: self.policy(&d.policy)?,
+                    ..d
+                })
+            }
+        })
+    }
+}
+
 /// Runs the simulator; the report as a dict.
 #[pyfunction]
 #[pyo3(signature = (**flags))]
 pub(crate) fn simulate(py: Python<'_>, flags: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
     let empty = PyDict::new(py);
-    let flags = flags.unwrap_or(&empty);
-    for key in flags.keys() {
+    let flags = Flags(flags.unwrap_or(&empty));
+    for key in flags.0.keys() {
         let key: String = key.extract()?;
         if !FLAGS.contains(&key.as_str()) {
             return Err(PyTypeError::new_err(format!(
@@ -86,119 +210,26 @@ pub(crate) fn simulate(py: Python<'_>, flags: Option<&Bound<'_, PyDict>>) -> PyR
             )));
         }
     }
-    let get = |k: &str| flags.get_item(k).map(|v| v.filter(|v| !v.is_none()));
-    let named = |k: &str, v: &Bound<'_, PyAny>| -> PyResult<String> {
-        v.cast::<PyString>()
-            .map(|s| s.to_string_lossy().into_owned())
-            .map_err(|_| PyTypeError::new_err(format!("{k}: expected a str, got {}", type_name(v))))
-    };
-    let scenario: Scenario = match get("scenario")? {
+    let scenario: Scenario = match flags.name("scenario")? {
         None => Scenario::Outage,
-        Some(v) => named("scenario", &v)?
+        Some(v) => v
             .parse()
             .map_err(|e: String| PyValueError::new_err(format!("scenario: {e}")))?,
     };
-    for key in flags.keys() {
+    for key in flags.0.keys() {
         let key: String = key.extract()?;
-        if get(&key)?.is_some() {
+        if flags.get(&key)?.is_some() {
             applies(&key, scenario).map_err(PyValueError::new_err)?;
         }
     }
-    let u32_flag = |k: &str, min: u64| -> PyResult<Option<u32>> {
-        get(k)?
-            .map(|v| whole(k, &v, min, u64::from(u32::MAX)).map(|n| n as u32))
-            .transpose()
-    };
-    let dur_flag = |k: &str| get(k)?.map(|v| duration(k, &v)).transpose();
-    let f64_flag = |k: &str| get(k)?.map(|v| number(k, &v)).transpose();
-
-    // The scenario's policy with the policy flags applied.
-    let (base, multiplier, cap) = (dur_flag("base")?, f64_flag("multiplier")?, dur_flag("cap")?);
-    let (max_attempts, max_elapsed) = (u32_flag("max_attempts", 1)?, dur_flag("max_elapsed")?);
-    let policy = |default: &Policy| -> PyResult<Policy> {
-        let mut b = default.to_builder();
-        if let Some(v) = base {
-            b = b.base(v);
-        }
-        if let Some(v) = multiplier {
-            b = b.multiplier(v);
-        }
-        if let Some(v) = cap {
-            b = b.cap(v);
-        }
-        if let Some(v) = max_attempts {
-            b = b.max_attempts(v);
-        }
-        if let Some(v) = max_elapsed {
-            b = b.max_elapsed(v);
-        }
-        b.build().map_err(crate::policy::policy_error)
-    };
-    let outage_params = || -> PyResult<OutageParams> {
-        let d = OutageParams::default();
-        let capacity = u32_flag("capacity", 1)?.unwrap_or(d.capacity);
-        Ok(OutageParams {
-            clients: u32_flag("clients", 1)?.unwrap_or(d.clients),
-            outage: dur_flag("outage")?.unwrap_or(d.outage),
-            capacity,
-            burst: u32_flag("burst", 1)?.unwrap_or((capacity / 10).max(1)),
-            first_call_window: d.first_call_window,
-            policy: policy(&d.policy)?,
-            guards: GuardParams {
-                clients_per_process: u32_flag("clients_per_process", 1)?
-                    .unwrap_or(d.guards.clients_per_process),
-                ..d.guards
-            },
-            honor: f64_flag("honor")?.unwrap_or(d.honor),
-            capacity_estimate: f64_flag("capacity_estimate")?.unwrap_or(d.capacity_estimate),
-            outage_end: match get("outage_end")? {
-                None => d.outage_end,
-                Some(v) => named("outage_end", &v)?
-                    .parse()
-                    .map_err(|e: String| PyValueError::new_err(format!("outage_end: {e}")))?,
-            },
-        })
-    };
-    let config = match scenario {
-        Scenario::Spread => {
-            let d = SpreadParams::default();
-            Config::Spread(SpreadParams {
-                workers: u32_flag("workers", 1)?.unwrap_or(d.workers),
-                failures: u32_flag("failures", 0)?.unwrap_or(d.failures),
-                policy: policy(&d.policy)?,
-            })
-        }
-        Scenario::Outage => Config::Outage(outage_params()?),
-        Scenario::Robustness => Config::Robustness(RobustnessParams {
-            base: outage_params()?,
-            ..RobustnessParams::default()
-        }),
-        Scenario::LatencyTail => {
-            let d = TailParams::default();
-            Config::LatencyTail(TailParams {
-                calls: u32_flag("calls", 1)?.unwrap_or(d.calls),
-                policy: policy(&d.policy)?,
-                ..d
-            })
-        }
-        Scenario::Contention => {
-            let d = ContentionParams::default();
-            Config::Contention(ContentionParams {
-                clients: u32_flag("clients", 1)?.map_or(d.clients.clone(), ContentionParams::sweep),
-                trials: u32_flag("trials", 1)?.unwrap_or(d.trials),
-                policy: policy(&d.policy)?,
-                ..d
-            })
-        }
-    };
-    let mut sim = Simulation::new(config);
-    if let Some(v) = get("seed")? {
+    let mut sim = Simulation::new(flags.config(scenario)?);
+    if let Some(v) = flags.get("seed")? {
         sim = sim.seed(whole("seed", &v, 0, u64::MAX)?);
     }
-    if let Some(v) = get("jitter")? {
+    if let Some(v) = flags.get("jitter")? {
         sim = sim.strategies(strategies(&v)?);
     }
-    if let Some(v) = get("threads")? {
+    if let Some(v) = flags.get("threads")? {
         sim = sim.threads(whole("threads", &v, 1, 1024)? as usize);
     }
     let report = py
