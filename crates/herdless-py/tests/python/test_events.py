@@ -157,7 +157,8 @@ def test_a_failing_hook_does_not_change_the_call(no_sleep):
 
 
 def test_sleeping_releases_the_gil():
-    policy = herdless.Policy(base=0.3, cap=0.3, jitter="none")
+    policy = herdless.Policy(base=0.5, cap=0.5, jitter="none")
+    failing = threading.Event()
     n = 0
 
     @herdless.retry(on=OSError, policy=policy)
@@ -165,18 +166,23 @@ def test_sleeping_releases_the_gil():
         nonlocal n
         n += 1
         if n < 2:
+            failing.set()
             raise OSError("x")
 
     t = threading.Thread(target=f)
+    start = time.monotonic()
     t.start()
-    # While the other thread waits its 300 ms, this one runs Python code.
-    spins = 0
-    deadline = time.monotonic() + 0.25
-    while time.monotonic() < deadline:
-        spins += 1
+    # The other thread fails, then waits 500 ms. This one wakes, naps 50 ms
+    # and runs Python again: each step needs the GIL, which a wait that held
+    # it would give back only at its end, 500 ms in.
+    assert failing.wait(5)
+    time.sleep(0.05)
+    sum(range(1000))
+    took = time.monotonic() - start
     t.join()
     assert n == 2
-    assert spins > 10_000
+    assert time.monotonic() - start >= 0.5
+    assert took < 0.3
 
 
 def test_records_name_the_retried_function_as_their_caller(events, no_sleep):
