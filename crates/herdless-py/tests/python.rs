@@ -6,7 +6,8 @@
 //!
 //! The environment is made with `python3 -m venv --system-site-packages`
 //! (or `$PYTHON`): pytest comes from the interpreter's own packages (`.ci/run`
-//! installs it with pip), so the test needs no network. The end-to-end test
+//! installs it with pip, and then the test needs no network) or, when they
+//! lack it, is installed into the throwaway environment. The end-to-end test
 //! of `herdless analyze` gets the CLI binary cargo built beside this one
 //! (`cargo test --workspace` builds it), as `HERDLESS_BIN`.
 
@@ -103,10 +104,26 @@ fn pytest_passes_against_the_built_extension() {
     std::fs::copy(&module, package.join(format!("_herdless.{suffix}")))
         .expect("install the extension module");
 
-    run(
-        Command::new(&venv_python).args(["-c", "import pytest"]),
-        "pytest is needed in the interpreter's packages (pip install pytest; .ci/run does)",
-    );
+    // pytest from the interpreter's packages when it has it (`.ci/run` installs
+    // it), else into the throwaway environment from the package registry, so a
+    // fresh clone's `cargo test --workspace` needs nothing installed by hand.
+    let has_pytest = Command::new(&venv_python)
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_pytest {
+        run(
+            Command::new(&venv_python).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "pytest",
+            ]),
+            "installing pytest into the test's virtual environment (pip install pytest)",
+        );
+    }
 
     let mut pytest = Command::new(&venv_python);
     pytest
