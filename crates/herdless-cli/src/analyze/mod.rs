@@ -5,9 +5,10 @@
 //! RFC 3339 timestamps in place), tallies them ([`stats`]: memory bounded by
 //! the open tasks and the 100 ms buckets of the log's span), judges them
 //! ([`verdict`]: one verdict per check, thresholds as flags) and renders
-//! ([`render`]: text, JSON, the timeline figure). `--follow` ([`follow`])
-//! tails a growing file and prints a line when a storm forms in a rolling
-//! window. See docs/cli.md for every flag and field.
+//! ([`render`]: text, JSON, the timeline figure). `--follow` ([`follow`],
+//! reading with [`tail`]) follows a file by name, or a stream, and prints a
+//! line when a storm forms in a rolling window. See docs/cli.md for every
+//! flag and field.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -24,6 +25,7 @@ pub mod parse;
 pub mod render;
 pub mod spread;
 pub mod stats;
+pub mod tail;
 pub mod time;
 pub mod verdict;
 

@@ -70,6 +70,14 @@ pub const ALIGN_SLACK: u64 = 3;
 /// One bin of [`Sleeps`] is this much wider than the one before (1 %).
 const BIN_RATIO: f64 = 1.01;
 
+/// The 1 % bin of a sleep of `sleep_ns` (positive): bin `k` holds
+/// `[1.01^k, 1.01^(k+1))` µs, sleeps below 1 µs in bin 0 (zero, in
+/// [`Sleeps`], counts apart; here it shares bin 0).
+pub fn sleep_bin(sleep_ns: i64) -> u16 {
+    let us = (sleep_ns as f64 / 1e3).max(1.0);
+    (us.ln() / BIN_RATIO.ln()).floor().min(f64::from(u16::MAX)) as u16
+}
+
 /// A histogram of sleeps in 1 % steps from 1 µs (sleeps below it share the
 /// first bin; zero has its own count).
 #[derive(Debug, Clone, Default)]
@@ -87,9 +95,7 @@ impl Sleeps {
             self.zero += 1;
             return;
         }
-        let us = (sleep_ns as f64 / 1e3).max(1.0);
-        let bin = (us.ln() / BIN_RATIO.ln()).floor().min(f64::from(u16::MAX));
-        *self.bins.entry(bin as u16).or_default() += 1;
+        *self.bins.entry(sleep_bin(sleep_ns)).or_default() += 1;
     }
 
     /// The sleep at quantile `q` (0..=1), seconds: its bin's lower edge.
