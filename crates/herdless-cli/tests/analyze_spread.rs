@@ -264,3 +264,29 @@ fn failed(lines: &[String]) -> String {
             .collect::<Vec<_>>()
     )
 }
+
+/// Waves of `--min-tasks` (10) retries and a few more: a few full-jitter
+/// draws within 2 % of one another are chance, not lockstep, while every
+/// retry of a wave without jitter sleeping the same is.
+#[test]
+fn the_smallest_judged_waves_are_judged_right_over_many_seeds() {
+    for workers in [10, 12, 15] {
+        for base in BASES {
+            for seed in 1..=40 {
+                let full = fleet_log(workers, base, Jitter::Full, 100, seed);
+                let (v, _, m) = judge(&full, &[]);
+                assert_eq!(
+                    v,
+                    Verdict::Pass,
+                    "full, {workers} workers, base {base}, seed {seed}: {m}"
+                );
+            }
+            let none = fleet_log(workers, base, Jitter::None, 100, 1);
+            assert_eq!(
+                judge(&none, &[]).0,
+                Verdict::Fail,
+                "none, {workers} workers, base {base}"
+            );
+        }
+    }
+}

@@ -19,8 +19,9 @@
 //! aside: the server chose their time (the `retry_after` check covers them).
 //! A wave of at least `--min-tasks` retries is in **lockstep** when
 //!
-//! * more than `--max-bucket-share` of it slept the same (within 2 %: two
-//!   neighbouring 1 % bins of the sleeps): no jitter, for them. Without
+//! * more than `--max-bucket-share` of it, and at least `--min-tasks`
+//!   retries, slept the same (within 2 %: two neighbouring 1 % bins of the
+//!   sleeps): no jitter, for them. Without
 //!   jitter every retry of a wave sleeps the same at any base, so it goes
 //!   out as bunched as its failures came (an outage ends them together),
 //!   and a fleet that happened to fail apart is one outage away from it.
@@ -118,8 +119,12 @@ impl Sleeps {
     }
 
     /// The largest share of the sleeps within 2 % of one another (two
-    /// neighbouring bins; zero sleeps on their own).
+    /// neighbouring bins; zero sleeps on their own), and how many they are.
     pub fn same_share(&self) -> Option<f64> {
+        self.same().map(|(_, share)| share)
+    }
+
+    fn same(&self) -> Option<(u64, f64)> {
         if self.n == 0 {
             return None;
         }
@@ -132,7 +137,7 @@ impl Sleeps {
                 .unwrap_or(0);
             most = most.max(c + next);
         }
-        Some(most as f64 / self.n as f64)
+        Some((most, most as f64 / self.n as f64))
     }
 
     /// `(q90 − q10) / median`, informative: full jitter 1.6, equal 0.53;
@@ -242,6 +247,7 @@ pub fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
                 .map(|(_, c)| (u64::from(c), f64::from(c) / w.retries as f64))
         };
         let (sent, fail) = (share(&w.sent), share(&w.failed));
+        let same_n = w.sleeps.same().map_or(0, |(n, _)| n);
         let same = w.sleeps.same_share();
         let mut r = WaveReport {
             attempt,
@@ -258,7 +264,10 @@ pub fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
             .then_some(())
             .and(sent.zip(fail).zip(same));
         if let Some((((sent_n, sent_share), (fail_n, _)), same)) = judged {
-            let unspread = same > t.max_bucket_share;
+            // At least --min-tasks of them: a few equal draws of a small
+            // wave are chance (3 of 10 within 2 %), a wave without jitter
+            // is all of it.
+            let unspread = same > t.max_bucket_share && same_n >= t.min_tasks;
             let lined_up =
                 sent_share > t.max_bucket_share && sent_n > ALIGN_FACTOR * fail_n + ALIGN_SLACK;
             r.verdict = if unspread || lined_up {
@@ -316,8 +325,12 @@ pub fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
             verdict: Verdict::Note,
             value: None,
             limit,
-            message: if waves.waves.iter().all(|w| w.retries == 0) {
+            message: if waves.waves.iter().all(|w| w.retries == 0 && w.honored == 0) {
                 "nothing to judge: no retry".into()
+            } else if waves.waves.iter().all(|w| w.retries == 0) {
+                "nothing to judge: every retry honored a server's delay (the server chose its \
+                 time: see retry_after)"
+                    .into()
             } else {
                 format!(
                     "too few to judge: no wave of retries (those after one attempt number) holds {} \
