@@ -61,7 +61,8 @@ pub struct Window {
 pub struct Storm {
     /// The bucket's start, ns since the epoch.
     pub bucket_ns: i64,
-    /// Retries going out in it.
+    /// Retries going out in it that slept the same (within 2 %; without a
+    /// sleep field, all of them).
     pub retries: u32,
     /// Tasks that retried within the window.
     pub tasks: usize,
@@ -158,8 +159,8 @@ fn say(storm: &Storm, args: &AnalyzeArgs) {
         }))
     } else {
         format!(
-            "herdless analyze: storm forming: {} retries go out in the 100 ms from {} = {:.0}% of the {} tasks \
-             retrying in the last {} (limit {:.0}%)",
+            "herdless analyze: storm forming: {} retries that slept the same go out in the 100 ms from {} = \
+             {:.0}% of the {} tasks retrying in the last {} (limit {:.0}%)",
             storm.retries,
             format(storm.bucket_ns),
             share * 100.0,

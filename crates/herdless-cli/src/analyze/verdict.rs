@@ -2,7 +2,7 @@
 //!
 //! | check | fails when | flag (default) |
 //! |---|---|---|
-//! | `spread` | more than the share of a wave of retries (those after one attempt number) slept the same (no jitter), or went out in one 100 ms bucket lined up by their sleeps (see [`spread`](super::spread)) | `--max-bucket-share` (0.25) |
+//! | `spread` | more than the share of a wave of retries (those after one attempt number) slept the same (no jitter), or went out in one 100 ms bucket lined up by their sleeps (see [`super::spread`]) | `--max-bucket-share` (0.25) |
 //! | `lockstep` | spikes (buckets holding at least `--spike-share` of the retrying tasks, and 3 times the mean of the second around them) recur at a fixed period, `--lockstep-spikes` times or more | `--spike-share` (0.1), `--lockstep-spikes` (3) |
 //! | `give_up_sync` | the largest 100 ms bucket of give-ups holds more than the share of all give-ups | `--max-give-up-share` (0.5) |
 //! | `terminal_retried` | more retries than allowed followed a status the library calls terminal (a wrong classifier) | `--max-terminal-retries` (0) |
