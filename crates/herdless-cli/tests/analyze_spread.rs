@@ -13,9 +13,9 @@
 
 use clap::Parser;
 use herdless::Rng;
-use herdless_cli::analyze::verdict::{self, Outcome, Verdict};
-use herdless_cli::analyze::{AnalyzeArgs, Analyzer};
 use herdless_cli::cli::{Cli, Command};
+use herdless_cli::cmd::analyze::verdict::{self, Outcome, Verdict};
+use herdless_cli::cmd::analyze::{AnalyzeArgs, Analyzer};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Jitter {

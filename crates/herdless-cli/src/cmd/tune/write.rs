@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use herdless::Policy;
 
-use crate::config::{ConfigFile, MAX_FILE_BYTES};
-use crate::error::CliError;
+use crate::shared::config::{ConfigFile, MAX_FILE_BYTES};
+use crate::shared::error::CliError;
 
 /// What `--write` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
