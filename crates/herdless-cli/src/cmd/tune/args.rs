@@ -47,7 +47,7 @@ pub fn parse_outage(s: &str) -> Result<(Duration, Duration), String> {
 /// bare TOML key, as `--policy` names it).
 ///
 /// ```
-/// use herdless_cli::tune::args::parse_table_name;
+/// use herdless_cli::cmd::tune::args::parse_table_name;
 /// assert_eq!(parse_table_name("ingest-v2"), Ok("ingest-v2".to_owned()));
 /// assert!(parse_table_name("x.y").is_err());
 /// assert!(parse_table_name("").is_err());

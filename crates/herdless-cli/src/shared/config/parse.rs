@@ -175,7 +175,7 @@ impl ConfigFile {
     /// ten of them, how many and the five closest (by edit distance).
     ///
     /// ```
-    /// use herdless_cli::config::ConfigFile;
+    /// use herdless_cli::shared::config::ConfigFile;
     /// let text: String = (0..20_000).map(|i| format!("[policy.p{i}]\n")).collect();
     /// let file = ConfigFile::parse("h.toml".as_ref(), &text).unwrap();
     /// let e = file.policy("p1234x").unwrap_err().to_string();
