@@ -7,6 +7,7 @@ use clap::Parser;
 use herdless::Jitter;
 
 use crate::cli::{Cli, Command};
+use crate::cmd::analyze::{Analyzer, verdict};
 use crate::shared::config::{self, ConfigFile};
 use crate::shared::policy_args::PolicyArgs;
 
@@ -99,4 +100,56 @@ pub fn resolve_policy(path: &Path, name: &str, jitter: Jitter) -> Result<(), Str
     args.resolve_layered(jitter)
         .map(|_| ())
         .map_err(|e| e.to_string())
+}
+
+/// What `herdless analyze FLAGS` judges of some log lines, in process.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// The `spread` check's verdict: `Pass`, `Fail` or `Note`.
+    pub spread: String,
+    /// The run's outcome: `Passed`, `Failed` or `NotJudged`.
+    pub outcome: String,
+    /// The `spread` check's message.
+    pub message: String,
+    /// The checks that failed, as their debug text.
+    pub failed: String,
+    /// The largest 100 ms bucket of retries over the retrying tasks.
+    pub largest_share: f64,
+}
+
+/// Runs `herdless analyze FLAGS` on `lines` in process (the flags as the
+/// command line gives them, after `analyze`).
+///
+/// # Panics
+///
+/// When the flags do not parse, or no check named `spread` ran.
+pub fn analyze(lines: &[String], flags: &[&str]) -> Analysis {
+    let argv = ["herdless", "analyze"].iter().chain(flags);
+    let Command::Analyze(args) = Cli::try_parse_from(argv).unwrap().command else {
+        unreachable!("parsed as analyze")
+    };
+    let mut a = Analyzer::new(&args);
+    for l in lines {
+        a.line(Some(l.as_bytes()));
+    }
+    a.stats.flush();
+    let t = args.thresholds();
+    let lock = verdict::lockstep(&a.stats, t.spike_share, t.lockstep_spikes);
+    let checks = verdict::checks(&a.stats, &t, &lock);
+    let spread = checks.iter().find(|c| c.check == "spread").unwrap();
+    let (outcome, _) = verdict::outcome(&a.stats, &checks);
+    let largest = a.stats.retries.largest().map_or(0, |(_, c)| c);
+    Analysis {
+        spread: format!("{:?}", spread.verdict),
+        outcome: format!("{outcome:?}"),
+        message: spread.message.clone(),
+        failed: format!(
+            "{:?}",
+            checks
+                .iter()
+                .filter(|c| c.verdict == verdict::Verdict::Fail)
+                .collect::<Vec<_>>()
+        ),
+        largest_share: f64::from(largest) / a.stats.retrying_tasks as f64,
+    }
 }

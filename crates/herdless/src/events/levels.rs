@@ -304,7 +304,7 @@ impl EventLevels {
     /// The level this event is emitted at.
     ///
     /// ```
-    /// use herdless::{engine::EventLevels, RetryEvent};
+    /// use herdless::{events::EventLevels, RetryEvent};
     /// let e = RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() };
     /// assert_eq!(EventLevels::default().level(&e), tracing::Level::INFO);
     /// ```

@@ -390,7 +390,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// see [`levels`](crate::events::levels)).
     ///
     /// ```
-    /// use herdless::{engine::EventLevels, Retry};
+    /// use herdless::{events::EventLevels, Retry};
     /// use tracing::Level;
     /// let retry = Retry::builder()
     ///     .event_levels(EventLevels::default().retry_scheduled(Level::DEBUG))

@@ -35,6 +35,39 @@ pub(crate) fn parse_outage(s: &str) -> Result<(Duration, Duration), String> {
     Ok((a, b))
 }
 
+/// A policy table's name for the block: letters, digits, `-` and `_` (a
+/// bare TOML key, as `--policy` names it).
+///
+/// # Errors
+///
+/// Any other character, or an empty or overlong name.
+pub(crate) fn parse_table_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?}: a table name is 1 to 128 letters, digits, '-' and '_'"
+        ))
+    }
+}
+
+/// What `tune` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TuneFormat {
+    /// The report.
+    Text,
+    /// The report as one JSON object (as `--json`).
+    Json,
+    /// The recommended `[policy.NAME]` block alone: valid TOML, for a
+    /// policy file (nothing when no policy fits; the report then goes to
+    /// stderr).
+    Toml,
+}
+
 /// A guard tune may add: `budget` or `breaker`.
 ///
 /// # Errors
@@ -145,8 +178,17 @@ pub(crate) struct TuneArgs {
     #[arg(long, env = "HERDLESS_CONFIG", value_name = "PATH")]
     pub(crate) config: Option<PathBuf>,
     /// The name of the recommended policy's table in the printed block.
-    #[arg(long, value_name = "NAME", default_value = "tuned")]
+    #[arg(long, value_name = "NAME", default_value = "tuned", value_parser = parse_table_name)]
     pub(crate) name: String,
+    /// Add the recommended [policy.NAME] table to this policy file, or replace the table of that name (created if missing; everything else kept byte for byte).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) write: Option<PathBuf>,
+    /// With --write: replace a [policy.NAME] table that reads differently.
+    #[arg(long, requires = "write")]
+    pub(crate) force: bool,
+    /// What stdout gets: text, json (as --json) or toml (the block alone).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub(crate) format: Option<TuneFormat>,
     /// Grid: jitter modes (comma-separated) [default: all five].
     #[arg(long, value_parser = parse_jitter, value_delimiter = ',', value_name = "MODES")]
     pub(crate) jitters: Vec<Jitter>,
@@ -180,7 +222,7 @@ pub(crate) struct TuneArgs {
     /// Threads [default: every core].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(crate) threads: Option<u32>,
-    /// One JSON object on stdout instead of the text report.
+    /// One JSON object on stdout instead of the text report (--format json).
     #[arg(long)]
     pub(crate) json: bool,
     /// Write the figure (SVG and PNG) into DIR.
@@ -189,6 +231,17 @@ pub(crate) struct TuneArgs {
     /// Say why the runner-up lost (and why better-ranked candidates were not recommended).
     #[arg(long)]
     pub(crate) explain: bool,
+}
+
+impl TuneArgs {
+    /// What stdout gets (`--json` is `--format json`).
+    pub(crate) fn format(&self) -> TuneFormat {
+        match (self.format, self.json) {
+            (Some(f), _) => f,
+            (None, true) => TuneFormat::Json,
+            (None, false) => TuneFormat::Text,
+        }
+    }
 }
 
 /// The examples that were this file's doc tests (its items are private to
@@ -211,6 +264,15 @@ mod examples {
             Ok((Duration::from_secs(45), Duration::from_secs(45)))
         );
         assert!(parse_outage("60s..5s").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn parse_table_name_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::cmd::tune::args::parse_table_name;
+        assert_eq!(parse_table_name("ingest-v2"), Ok("ingest-v2".to_owned()));
+        assert!(parse_table_name("x.y").is_err());
+        assert!(parse_table_name("").is_err());
         Ok(())
     }
 }

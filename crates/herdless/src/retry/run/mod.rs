@@ -105,6 +105,9 @@ pub(crate) struct Run<'r, C, T, N, K = AsyncClock> {
     /// (nanoseconds since the origin): the elapsed time a give-up reports and
     /// a retry's attempt carries.
     last: u64,
+    /// A throttled call's origin on the throttle's clock
+    /// ([`Reading::throttle_origin`]); 0 without a throttle.
+    throttle_origin: u64,
 }
 
 impl<C, T, N, K> Drop for Run<'_, C, T, N, K> {
@@ -141,6 +144,10 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
 
     #[inline]
     fn starting(retry: &'r Retry<C, T, N>, origin: Option<u64>) -> Self {
+        let throttle_origin = match (&retry.throttle, origin) {
+            (Some(_), Some(origin)) => K::throttle_origin(&retry.timer, origin),
+            _ => 0,
+        };
         Run {
             retry,
             clock: PhantomData,
@@ -148,6 +155,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             engine: Engine::new(Duration::ZERO),
             rng: None,
             last: 0,
+            throttle_origin,
             key: retry
                 .key
                 .map_or_else(|| CallKey::Derived(next_call_id()), CallKey::Explicit),
@@ -165,6 +173,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             engine: Engine::new(Duration::ZERO),
             rng: None,
             last: 0,
+            throttle_origin: 0,
             key: first.key,
         };
         run.engine.begin();
@@ -288,8 +297,9 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     }
 
     /// The engine's view of this call: the retrier's
-    /// [context](Retry::context), with its throttle on the timer's clock
-    /// (the call's times count from its origin). Built once per call and
+    /// [context](Retry::context), with its throttle on the timer's
+    /// [`Clock::now_ns`] (the call's times count from its origin; see
+    /// [`Reading::throttle_origin`]). Built once per call and
     /// passed to every decision as it is: one context whether or not there
     /// is a throttle, so each decision is one call into the engine (two,
     /// one per kind of context, would keep the engine's `failed` out of
@@ -301,20 +311,43 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         let retry: &'r Retry<C, T, N> = self.retry;
         let cx = retry.context();
         match &retry.throttle {
-            Some(t) => cx.throttle_at(t, self.origin.unwrap_or(0)),
+            Some(t) => cx.throttle_at(t, self.throttle_origin),
             None => cx,
         }
     }
 
     /// A throttled call's first attempt waits for its turn (nothing without
-    /// a throttle): `Some(wait)` to sleep, then ask again; `None` to go.
+    /// a throttle): `Ok(Some(wait))` to sleep, then ask again; `Ok(None)` to
+    /// go; `Err(error)` when the call's time ran out before its turn: it
+    /// ends as exhausted (`max_elapsed`) after 0 attempts, with the
+    /// classifier's [`unstarted`](Classify::unstarted) error (a classifier
+    /// with none lets the attempt go, with no time left).
     #[inline]
-    pub(crate) fn first_gate(&mut self, cx: &Context<'_, N>) -> Option<Duration> {
-        self.retry.throttle.as_ref()?;
-        match self.ready(cx) {
-            Gate::Wait(wait) => Some(wait),
-            // A first attempt never gives up at the gate.
-            Gate::Go | Gate::GiveUp(_) => None,
+    pub(crate) fn first_gate<E>(
+        &mut self,
+        cx: &Context<'_, N>,
+    ) -> Result<Option<Duration>, RetryError<E>>
+    where
+        C: Classify<E>,
+    {
+        if self.retry.throttle.is_none() {
+            return Ok(None);
+        }
+        self.last = self.now();
+        // The gate may come before any failure made the call's generator:
+        // make it from the seed, as a failure would.
+        let retry = self.retry;
+        let rng = self.rng.get_or_insert_with(|| new_rng(retry));
+        match self.engine.first_gate_ns(cx, self.last, rng) {
+            Gate::Wait(wait) => Ok(Some(wait)),
+            Gate::Go => Ok(None),
+            Gate::GiveUp(reason) => match retry.classifier.unstarted(TimedOut::unstarted(1)) {
+                Some(error) => {
+                    self.engine.unstarted(cx, self.last);
+                    Err(self.error(reason, error))
+                }
+                None => Ok(None),
+            },
         }
     }
 

@@ -1,0 +1,268 @@
+//! `herdless.simulate(**flags)`: the fleet simulator (`herdless-sim`, its
+//! library API) with the flags of `herdless simulate` as keyword arguments
+//! (`--clients-per-process` is `clients_per_process=`; durations as seconds,
+//! timedeltas or strings; `jitter=` a list of strategy names or one
+//! comma-separated string). Returns the report the CLI prints with
+//! `--json`, as a dict. As the CLI, a flag that does not apply to the
+//! chosen scenario is refused rather than ignored. The run releases the GIL.
+
+use herdless::Policy;
+use herdless_sim::guard::GuardParams;
+use herdless_sim::{
+    Config, ContentionParams, OutageParams, RobustnessParams, Scenario, Simulation, SpreadParams,
+    StrategyKind, TailParams,
+};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use crate::seconds::{duration, number, type_name, whole};
+
+/// The flags `simulate` takes, in the CLI's order.
+const FLAGS: &[&str] = &[
+    "scenario",
+    "jitter",
+    "seed",
+    "clients",
+    "outage",
+    "capacity",
+    "burst",
+    "clients_per_process",
+    "honor",
+    "capacity_estimate",
+    "outage_end",
+    "workers",
+    "failures",
+    "trials",
+    "calls",
+    "base",
+    "multiplier",
+    "cap",
+    "max_attempts",
+    "max_elapsed",
+    "threads",
+];
+
+/// Scenarios each flag applies to (none listed: every scenario).
+fn applies(flag: &str, s: Scenario) -> Result<(), String> {
+    use Scenario as S;
+    let (ok, wanted) = match flag {
+        "outage" | "capacity" | "burst" | "clients_per_process" => (
+            matches!(s, S::Outage | S::Robustness),
+            "outage or robustness",
+        ),
+        "honor" | "capacity_estimate" | "outage_end" => (s == S::Outage, "outage"),
+        "workers" | "failures" => (s == S::Spread, "spread"),
+        "trials" => (s == S::Contention, "contention"),
+        "calls" => (s == S::LatencyTail, "latency-tail"),
+        "clients" => (
+            matches!(s, S::Outage | S::Robustness | S::Contention),
+            "outage, robustness or contention",
+        ),
+        _ => (true, ""),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{flag} applies to scenario {wanted}, not {}",
+            s.name()
+        ))
+    }
+}
+
+/// The keyword arguments, read flag by flag (`None` counts as absent).
+struct Flags<'a, 'py>(&'a Bound<'py, PyDict>);
+
+impl<'py> Flags<'_, 'py> {
+    fn get(&self, k: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(self.0.get_item(k)?.filter(|v| !v.is_none()))
+    }
+
+    fn name(&self, k: &str) -> PyResult<Option<String>> {
+        self.get(k)?
+            .map(|v| {
+                v.cast::<PyString>()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .map_err(|_| {
+                        PyTypeError::new_err(format!("{k}: expected a str, got {}", type_name(&v)))
+                    })
+            })
+            .transpose()
+    }
+
+    fn count(&self, k: &str, min: u64) -> PyResult<Option<u32>> {
+        self.get(k)?
+            .map(|v| whole(k, &v, min, u64::from(u32::MAX)).map(|n| n as u32))
+            .transpose()
+    }
+
+    fn duration(&self, k: &str) -> PyResult<Option<std::time::Duration>> {
+        self.get(k)?.map(|v| duration(k, &v)).transpose()
+    }
+
+    fn number(&self, k: &str) -> PyResult<Option<f64>> {
+        self.get(k)?.map(|v| number(k, &v)).transpose()
+    }
+
+    /// The scenario's default policy with the policy flags applied.
+    fn policy(&self, default: &Policy) -> PyResult<Policy> {
+        let mut b = default.to_builder();
+        if let Some(v) = self.duration("base")? {
+            b = b.base(v);
+        }
+        if let Some(v) = self.number("multiplier")? {
+            b = b.multiplier(v);
+        }
+        if let Some(v) = self.duration("cap")? {
+            b = b.cap(v);
+        }
+        if let Some(v) = self.count("max_attempts", 1)? {
+            b = b.max_attempts(v);
+        }
+        if let Some(v) = self.duration("max_elapsed")? {
+            b = b.max_elapsed(v);
+        }
+        b.build().map_err(crate::policy::policy_error)
+    }
+
+    /// The outage parameters (outage and robustness), as the CLI builds them.
+    fn outage(&self) -> PyResult<OutageParams> {
+        let d = OutageParams::default();
+        let capacity = self.count("capacity", 1)?.unwrap_or(d.capacity);
+        Ok(OutageParams {
+            clients: self.count("clients", 1)?.unwrap_or(d.clients),
+            outage: self.duration("outage")?.unwrap_or(d.outage),
+            capacity,
+            burst: self.count("burst", 1)?.unwrap_or((capacity / 10).max(1)),
+            first_call_window: d.first_call_window,
+            policy: self.policy(&d.policy)?,
+            guards: GuardParams {
+                clients_per_process: self
+                    .count("clients_per_process", 1)?
+                    .unwrap_or(d.guards.clients_per_process),
+                ..d.guards
+            },
+            honor: self.number("honor")?.unwrap_or(d.honor),
+            capacity_estimate: self
+                .number("capacity_estimate")?
+                .unwrap_or(d.capacity_estimate),
+            outage_end: match self.name("outage_end")? {
+                None => d.outage_end,
+                Some(v) => v
+                    .parse()
+                    .map_err(|e: String| PyValueError::new_err(format!("outage_end: {e}")))?,
+            },
+        })
+    }
+
+    /// The scenario's configuration.
+    fn config(&self, scenario: Scenario) -> PyResult<Config> {
+        Ok(match scenario {
+            Scenario::Spread => {
+                let d = SpreadParams::default();
+                Config::Spread(SpreadParams {
+                    workers: self.count("workers", 1)?.unwrap_or(d.workers),
+                    failures: self.count("failures", 0)?.unwrap_or(d.failures),
+                    policy: self.policy(&d.policy)?,
+                })
+            }
+            Scenario::Outage => Config::Outage(self.outage()?),
+            Scenario::Robustness => Config::Robustness(RobustnessParams {
+                base: self.outage()?,
+                ..RobustnessParams::default()
+            }),
+            Scenario::LatencyTail => {
+                let d = TailParams::default();
+                Config::LatencyTail(TailParams {
+                    calls: self.count("calls", 1)?.unwrap_or(d.calls),
+                    policy: self.policy(&d.policy)?,
+                    ..d
+                })
+            }
+            Scenario::Contention => {
+                let d = ContentionParams::default();
+                Config::Contention(ContentionParams {
+                    clients: self
+                        .count("clients", 1)?
+                        .map_or(d.clients.clone(), ContentionParams::sweep),
+                    trials: self.count("trials", 1)?.unwrap_or(d.trials),
+                    policy: self.policy(&d.policy)?,
+                    ..d
+                })
+            }
+        })
+    }
+}
+
+/// Runs the simulator; the report as a dict.
+#[pyfunction]
+#[pyo3(signature = (**flags))]
+pub(crate) fn simulate(py: Python<'_>, flags: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+    let empty = PyDict::new(py);
+    let flags = Flags(flags.unwrap_or(&empty));
+    for key in flags.0.keys() {
+        let key: String = key.extract()?;
+        if !FLAGS.contains(&key.as_str()) {
+            return Err(PyTypeError::new_err(format!(
+                "simulate() got an unexpected keyword argument '{key}' (expected: {})",
+                FLAGS.join(", ")
+            )));
+        }
+    }
+    let scenario: Scenario = match flags.name("scenario")? {
+        None => Scenario::Outage,
+        Some(v) => v
+            .parse()
+            .map_err(|e: String| PyValueError::new_err(format!("scenario: {e}")))?,
+    };
+    for key in flags.0.keys() {
+        let key: String = key.extract()?;
+        if flags.get(&key)?.is_some() {
+            applies(&key, scenario).map_err(PyValueError::new_err)?;
+        }
+    }
+    let mut sim = Simulation::new(flags.config(scenario)?);
+    if let Some(v) = flags.get("seed")? {
+        sim = sim.seed(whole("seed", &v, 0, u64::MAX)?);
+    }
+    if let Some(v) = flags.get("jitter")? {
+        sim = sim.strategies(strategies(&v)?);
+    }
+    if let Some(v) = flags.get("threads")? {
+        sim = sim.threads(whole("threads", &v, 1, 1024)? as usize);
+    }
+    let report = py
+        .detach(|| sim.run())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?
+        .call_method1("loads", (report.to_json(),))
+        .map(Bound::unbind)
+}
+
+/// `jitter=`: strategy names, as a list or one comma-separated string.
+fn strategies(v: &Bound<'_, PyAny>) -> PyResult<Vec<StrategyKind>> {
+    let names: Vec<String> = match v.cast::<PyString>() {
+        Ok(s) => s
+            .to_string_lossy()
+            .split(',')
+            .map(|n| n.trim().to_owned())
+            .collect(),
+        Err(_) => v.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "jitter: expected strategy names (a list of str or \"full,none\"), got {}",
+                type_name(v)
+            ))
+        })?,
+    };
+    if names.is_empty() {
+        return Err(PyValueError::new_err("jitter: no strategy named"));
+    }
+    names
+        .iter()
+        .map(|n| {
+            n.parse::<StrategyKind>()
+                .map_err(|e| PyValueError::new_err(format!("jitter: {e}")))
+        })
+        .collect()
+}

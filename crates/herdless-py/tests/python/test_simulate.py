@@ -1,0 +1,36 @@
+"""`herdless.simulate(**flags)`: the simulator's JSON report as a dict."""
+
+import pytest
+
+import herdless
+
+
+def test_simulate_returns_the_report():
+    r = herdless.simulate(scenario="spread", workers=50, failures=2, jitter=["none", "full"], seed=3)
+    assert r["scenario"] == "spread"
+    names = [s["strategy"] for s in r["strategies"]]
+    assert names == ["none", "full"]
+    assert r == herdless.simulate(scenario="spread", workers=50, failures=2, jitter="none,full", seed=3)
+
+
+def test_simulate_takes_durations_in_every_form():
+    r = herdless.simulate(scenario="outage", clients=500, capacity=200, outage="2s", base=0.5, cap=5, jitter="full")
+    assert r["scenario"] == "outage"
+
+
+@pytest.mark.parametrize(
+    "flags, error, words",
+    [
+        ({"bogus": 1}, TypeError, "unexpected keyword argument 'bogus'"),
+        ({"scenario": "nope"}, ValueError, "scenario"),
+        ({"scenario": "spread", "clients": 5}, ValueError, "clients applies to scenario"),
+        ({"scenario": "spread", "workers": -1}, ValueError, "workers"),
+        ({"scenario": "spread", "base": float("nan")}, ValueError, "base"),
+        ({"scenario": "spread", "jitter": "warp"}, ValueError, "jitter"),
+        ({"scenario": "spread", "jitter": 3}, TypeError, "jitter"),
+        ({"scenario": "spread", "base": 10, "cap": 1}, ValueError, "invalid cap"),
+    ],
+)
+def test_simulate_refuses_bad_flags(flags, error, words):
+    with pytest.raises(error, match=words):
+        herdless.simulate(**flags)
