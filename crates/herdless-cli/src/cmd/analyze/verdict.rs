@@ -258,38 +258,61 @@ pub(crate) fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
             c
         }
     };
-    let mut out = Vec::new();
-    out.push(bound(spread::judge(&s.waves, t).0, s.without_attempt > 0));
-    out.push(bound(if s.retrying_tasks < t.min_tasks {
-        Check { check: "lockstep", verdict: Verdict::Note, value: None, limit: Some(f64::from(t.lockstep_spikes)),
-            message: format!("too few to judge: {} retrying tasks", s.retrying_tasks) }
-    } else {
-        let v = lock.train as f64;
-        Check {
+    vec![
+        bound(spread::judge(&s.waves, t).0, s.without_attempt > 0),
+        bound(lockstep_check(s, t, lock), true),
+        give_up_sync_check(s, t),
+        terminal_check(s, t),
+        bound(amplification_check(s, t), true),
+        bound(give_ups_check(s, t), true),
+        retry_after_check(s, t),
+    ]
+}
+
+/// `lockstep`: a train of spikes at a fixed period.
+fn lockstep_check(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Check {
+    if s.retrying_tasks < t.min_tasks {
+        return Check {
             check: "lockstep",
-            verdict: if lock.detected { Verdict::Fail } else { Verdict::Pass },
-            value: Some(v),
+            verdict: Verdict::Note,
+            value: None,
             limit: Some(f64::from(t.lockstep_spikes)),
-            message: match lock.period_s {
-                Some(p) => format!(
-                    "{} spikes of at least {:.0}% of the retrying tasks recur every {p:.1} s: the fleet retries in lockstep",
-                    lock.train,
-                    t.spike_share * 100.0
-                ),
-                None => format!(
-                    "{} spike(s) of at least {:.0}% of the retrying tasks, no train of {} at a fixed period",
-                    lock.spikes_ns.len(),
-                    t.spike_share * 100.0,
-                    t.lockstep_spikes
-                ),
-            },
-        }
-    }, true));
+            message: format!("too few to judge: {} retrying tasks", s.retrying_tasks),
+        };
+    }
+    let v = lock.train as f64;
+    Check {
+        check: "lockstep",
+        verdict: if lock.detected {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        },
+        value: Some(v),
+        limit: Some(f64::from(t.lockstep_spikes)),
+        message: match lock.period_s {
+            Some(p) => format!(
+                "{} spikes of at least {:.0}% of the retrying tasks recur every {p:.1} s: the fleet retries in lockstep",
+                lock.train,
+                t.spike_share * 100.0
+            ),
+            None => format!(
+                "{} spike(s) of at least {:.0}% of the retrying tasks, no train of {} at a fixed period",
+                lock.spikes_ns.len(),
+                t.spike_share * 100.0,
+                t.lockstep_spikes
+            ),
+        },
+    }
+}
+
+/// `give_up_sync`: the give-ups bunched in one 100 ms bucket.
+fn give_up_sync_check(s: &Stats, t: &Thresholds) -> Check {
     let gl = s.give_ups.largest();
     let gshare = gl
         .filter(|_| s.give_ups.total > 0)
         .map(|(_, c)| f64::from(c) / s.give_ups.total as f64);
-    out.push(share_check(
+    share_check(
         "give_up_sync",
         gshare,
         t.max_give_up_share,
@@ -303,51 +326,75 @@ pub(crate) fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
             ),
             None => "no give-up".into(),
         },
-    ));
-    out.push(if s.with_status == 0 {
-        Check { check: "terminal_retried", verdict: Verdict::Note, value: None, limit: Some(t.max_terminal_retries as f64),
-            message: "no retry_scheduled event carries a status field".into() }
-    } else {
-        let statuses: Vec<String> = s.terminal_statuses.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-        Check {
+    )
+}
+
+/// `terminal_retried`: retries after a status the library calls terminal.
+fn terminal_check(s: &Stats, t: &Thresholds) -> Check {
+    if s.with_status == 0 {
+        return Check {
             check: "terminal_retried",
-            verdict: if s.terminal_retries > t.max_terminal_retries { Verdict::Fail } else { Verdict::Pass },
-            value: Some(s.terminal_retries as f64),
+            verdict: Verdict::Note,
+            value: None,
             limit: Some(t.max_terminal_retries as f64),
-            message: if s.terminal_retries == 0 {
-                format!("none of the {} retries with a status followed a terminal status", s.with_status)
-            } else {
-                format!(
-                    "{} retries ({} tasks) followed a status the library calls terminal ({}): a classifier retries \
-                     what cannot succeed",
-                    s.terminal_retries,
-                    s.terminal_retried_tasks,
-                    statuses.join(", ")
-                )
-            },
-        }
-    });
-    let amp = (s.tasks > 0).then(|| s.attempts as f64 / s.tasks as f64);
-    out.push(bound(
-        Check {
-            check: "amplification",
-            verdict: match (amp, t.max_amplification) {
-                (Some(a), Some(max)) if a > max => Verdict::Fail,
-                (Some(_), Some(_)) => Verdict::Pass,
-                _ => Verdict::Note,
-            },
-            value: amp,
-            limit: t.max_amplification,
-            message: match amp {
-                Some(a) => format!(
-                    "{} attempts for {} tasks = {a:.2} per task",
-                    s.attempts, s.tasks
-                ),
-                None => "no task".into(),
-            },
+            message: "no retry_scheduled event carries a status field".into(),
+        };
+    }
+    let statuses: Vec<String> = s
+        .terminal_statuses
+        .iter()
+        .map(|(k, v)| format!("{k} x{v}"))
+        .collect();
+    Check {
+        check: "terminal_retried",
+        verdict: if s.terminal_retries > t.max_terminal_retries {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
         },
-        true,
-    ));
+        value: Some(s.terminal_retries as f64),
+        limit: Some(t.max_terminal_retries as f64),
+        message: if s.terminal_retries == 0 {
+            format!(
+                "none of the {} retries with a status followed a terminal status",
+                s.with_status
+            )
+        } else {
+            format!(
+                "{} retries ({} tasks) followed a status the library calls terminal ({}): a classifier retries \
+                 what cannot succeed",
+                s.terminal_retries,
+                s.terminal_retried_tasks,
+                statuses.join(", ")
+            )
+        },
+    }
+}
+
+/// `amplification`: attempts per task.
+fn amplification_check(s: &Stats, t: &Thresholds) -> Check {
+    let amp = (s.tasks > 0).then(|| s.attempts as f64 / s.tasks as f64);
+    Check {
+        check: "amplification",
+        verdict: match (amp, t.max_amplification) {
+            (Some(a), Some(max)) if a > max => Verdict::Fail,
+            (Some(_), Some(_)) => Verdict::Pass,
+            _ => Verdict::Note,
+        },
+        value: amp,
+        limit: t.max_amplification,
+        message: match amp {
+            Some(a) => format!(
+                "{} attempts for {} tasks = {a:.2} per task",
+                s.attempts, s.tasks
+            ),
+            None => "no task".into(),
+        },
+    }
+}
+
+/// `give_ups`: the share of tasks that exhausted their budget.
+fn give_ups_check(s: &Stats, t: &Thresholds) -> Check {
     let rate = (s.tasks > 0).then(|| s.give_ups.total as f64 / s.tasks as f64);
     let reasons: Vec<String> = s.reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let mut g = share_check(
@@ -369,9 +416,13 @@ pub(crate) fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
     if rate.is_none() {
         g.message = "no task".into();
     }
-    out.push(bound(g, true));
+    g
+}
+
+/// `retry_after`: the share of scheduled retries that honored a server's delay.
+fn retry_after_check(s: &Stats, t: &Thresholds) -> Check {
     let honored = (s.honored_known > 0).then(|| s.honored as f64 / s.honored_known as f64);
-    out.push(Check {
+    Check {
         check: "retry_after",
         verdict: match (honored, t.min_honored_share) {
             (Some(h), Some(min)) if h < min => Verdict::Fail,
@@ -389,6 +440,5 @@ pub(crate) fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
             ),
             None => "no retry_scheduled event carries honored_retry_after".into(),
         },
-    });
-    out
+    }
 }
