@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use herdless::fleet::breaker::Admission;
+use herdless::guard::breaker::Admission;
 use herdless::pushback::SlotAllocator;
 use herdless::{AlwaysRetry, Breaker, ManualTimer, Policy, Retry, RetryBudget, RetryCause};
 

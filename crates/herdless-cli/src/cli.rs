@@ -15,15 +15,15 @@ mod input;
 /// Retries without the thundering herd.
 #[derive(Debug, Parser)]
 #[command(name = "herdless", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The subcommand.
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// Every subcommand.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Simulate a fleet's retries in virtual time: see the storm and its cure.
     Simulate(simulate::SimulateArgs),
     /// Run a command, retrying failures with backoff and jitter (default jitter: equal).

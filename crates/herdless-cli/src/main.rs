@@ -3,5 +3,5 @@
 #![forbid(unsafe_code)]
 
 fn main() {
-    std::process::exit(herdless_cli::cli::run());
+    std::process::exit(herdless_cli::run());
 }

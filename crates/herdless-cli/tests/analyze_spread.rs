@@ -11,11 +11,8 @@
 //! retrying tasks) failed every full-jitter fleet below a base of about
 //! 400 ms, and passed a no-jitter fleet whose failures were spread.
 
-use clap::Parser;
 use herdless::Rng;
-use herdless_cli::cli::{Cli, Command};
-use herdless_cli::cmd::analyze::verdict::{self, Outcome, Verdict};
-use herdless_cli::cmd::analyze::{AnalyzeArgs, Analyzer};
+use herdless_cli::testing::analyze;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Jitter {
@@ -67,10 +64,9 @@ fn ts(line: &str) -> f64 {
     rest[..rest.find(',').unwrap()].parse().unwrap()
 }
 
-fn args(extra: &[&str]) -> AnalyzeArgs {
-    let base = [
-        "herdless",
-        "analyze",
+/// The flags naming another producer's fields, then `extra`.
+fn flags<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut f = vec![
         "--time-field",
         "ts",
         "--event-field",
@@ -82,44 +78,21 @@ fn args(extra: &[&str]) -> AnalyzeArgs {
         "--sleep-field",
         "wait",
     ];
-    let argv = base.iter().chain(extra);
-    match Cli::try_parse_from(argv).unwrap().command {
-        Command::Analyze(a) => a,
-        _ => unreachable!(),
-    }
+    f.extend_from_slice(extra);
+    f
 }
 
-/// The `spread` verdict and the outcome of `lines`.
-fn judge(lines: &[String], extra: &[&str]) -> (Verdict, Outcome, String) {
-    let args = args(extra);
-    let mut a = Analyzer::new(&args);
-    for l in lines {
-        a.line(Some(l.as_bytes()));
-    }
-    a.stats.flush();
-    judged(&args, &a)
+/// The `spread` verdict (`Pass`, `Fail`), the outcome (`Passed`, …) and the
+/// check's message of `lines`.
+fn judge(lines: &[String], extra: &[&str]) -> (String, String, String) {
+    let a = analyze(lines, &flags(extra));
+    (a.spread, a.outcome, a.message)
 }
 
 /// Whether the old rule (the largest 100 ms bucket of retries at most 25 %
 /// of the retrying tasks) failed `lines`.
 fn old_rule_failed(lines: &[String]) -> bool {
-    let args = args(&[]);
-    let mut a = Analyzer::new(&args);
-    for l in lines {
-        a.line(Some(l.as_bytes()));
-    }
-    a.stats.flush();
-    let (_, c) = a.stats.retries.largest().unwrap();
-    f64::from(c) / a.stats.retrying_tasks as f64 > 0.25
-}
-
-fn judged(args: &AnalyzeArgs, a: &Analyzer) -> (Verdict, Outcome, String) {
-    let t = args.thresholds();
-    let lock = verdict::lockstep(&a.stats, t.spike_share, t.lockstep_spikes);
-    let checks = verdict::checks(&a.stats, &t, &lock);
-    let spread = checks.iter().find(|c| c.check == "spread").unwrap();
-    let (outcome, _) = verdict::outcome(&a.stats, &checks);
-    (spread.verdict, outcome, spread.message.clone())
+    analyze(lines, &flags(&[])).largest_share > 0.25
 }
 
 const BASES: [f64; 5] = [0.01, 0.1, 0.3, 1.0, 10.0];
@@ -131,22 +104,17 @@ fn no_jitter_fails_and_full_jitter_passes_at_every_base_and_size() {
             for seed in 1..=3 {
                 let none = fleet_log(workers, base, Jitter::None, 100, seed);
                 let (v, o, m) = judge(&none, &[]);
-                assert_eq!(
-                    v,
-                    Verdict::Fail,
-                    "none, {workers} workers, base {base}: {m}"
-                );
-                assert_eq!(o, Outcome::Failed);
+                assert_eq!(v, "Fail", "none, {workers} workers, base {base}: {m}");
+                assert_eq!(o, "Failed");
                 let full = fleet_log(workers, base, Jitter::Full, 100, seed);
                 let (v, o, m) = judge(&full, &[]);
                 assert_eq!(
-                    v,
-                    Verdict::Pass,
+                    v, "Pass",
                     "full, {workers} workers, base {base}, seed {seed}: {m}"
                 );
                 assert_eq!(
                     o,
-                    Outcome::Passed,
+                    "Passed",
                     "full, {workers} workers, base {base}, seed {seed}: {}",
                     failed(&full)
                 );
@@ -163,7 +131,7 @@ fn the_old_rule_failed_full_jitter_below_400_ms() {
         for workers in [20, 2_000] {
             let full = fleet_log(workers, base, Jitter::Full, 100, 1);
             assert!(old_rule_failed(&full), "{workers} workers, base {base}");
-            assert_eq!(judge(&full, &[]).0, Verdict::Pass);
+            assert_eq!(judge(&full, &[]).0, "Pass");
         }
     }
     let spread_failures = fleet_log(500, 1.0, Jitter::None, 10_000, 7);
@@ -174,10 +142,10 @@ fn the_old_rule_failed_full_jitter_below_400_ms() {
 fn a_hundred_thousand_workers_are_judged_the_same() {
     for (base, seed) in [(0.01, 1), (0.3, 2), (10.0, 3)] {
         let none = fleet_log(100_000, base, Jitter::None, 100, seed);
-        assert_eq!(judge(&none, &[]).0, Verdict::Fail, "none, base {base}");
+        assert_eq!(judge(&none, &[]).0, "Fail", "none, base {base}");
         let full = fleet_log(100_000, base, Jitter::Full, 100, seed);
         let (v, _, m) = judge(&full, &[]);
-        assert_eq!(v, Verdict::Pass, "full, base {base}: {m}");
+        assert_eq!(v, "Pass", "full, base {base}: {m}");
     }
 }
 
@@ -187,13 +155,13 @@ fn equal_and_decorrelated_jitter_pass_and_spread_failures_do_not_hide_no_jitter(
         for jitter in [Jitter::Equal, Jitter::Decorrelated] {
             let log = fleet_log(500, base, jitter, 100, 7);
             let (v, _, m) = judge(&log, &[]);
-            assert_eq!(v, Verdict::Pass, "{jitter:?}, base {base}: {m}");
+            assert_eq!(v, "Pass", "{jitter:?}, base {base}: {m}");
         }
         // Failures spread over 10 s: the old check passed this fleet.
         let log = fleet_log(500, base, Jitter::None, 10_000, 7);
         assert_eq!(
             judge(&log, &[]).0,
-            Verdict::Fail,
+            "Fail",
             "none, spread failures, base {base}"
         );
     }
@@ -219,7 +187,7 @@ fn sleeps_that_line_the_retries_up_fail() {
     }
     lines.sort_by(|a, b| ts(a).total_cmp(&ts(b)));
     let (v, _, m) = judge(&lines, &[]);
-    assert_eq!(v, Verdict::Fail, "{m}");
+    assert_eq!(v, "Fail", "{m}");
     assert!(m.contains("lined"), "{m}");
 }
 
@@ -236,33 +204,18 @@ fn without_a_sleep_field_the_gaps_are_judged() {
             .iter()
             .map(strip)
             .collect();
-        assert_eq!(judge(&none, &[]).0, Verdict::Fail, "none, base {base}");
+        assert_eq!(judge(&none, &[]).0, "Fail", "none, base {base}");
         let full: Vec<String> = fleet_log(500, base, Jitter::Full, 100, 4)
             .iter()
             .map(strip)
             .collect();
         let (v, _, m) = judge(&full, &[]);
-        assert_eq!(v, Verdict::Pass, "full, base {base}: {m}");
+        assert_eq!(v, "Pass", "full, base {base}: {m}");
     }
 }
 
 fn failed(lines: &[String]) -> String {
-    let args = args(&[]);
-    let mut a = Analyzer::new(&args);
-    for l in lines {
-        a.line(Some(l.as_bytes()));
-    }
-    a.stats.flush();
-    let t = args.thresholds();
-    let lock = verdict::lockstep(&a.stats, t.spike_share, t.lockstep_spikes);
-    let checks = verdict::checks(&a.stats, &t, &lock);
-    format!(
-        "{:?}",
-        checks
-            .iter()
-            .filter(|c| c.verdict == Verdict::Fail)
-            .collect::<Vec<_>>()
-    )
+    analyze(lines, &flags(&[])).failed
 }
 
 /// Waves of `--min-tasks` (10) retries and a few more: a few full-jitter
@@ -276,15 +229,14 @@ fn the_smallest_judged_waves_are_judged_right_over_many_seeds() {
                 let full = fleet_log(workers, base, Jitter::Full, 100, seed);
                 let (v, _, m) = judge(&full, &[]);
                 assert_eq!(
-                    v,
-                    Verdict::Pass,
+                    v, "Pass",
                     "full, {workers} workers, base {base}, seed {seed}: {m}"
                 );
             }
             let none = fleet_log(workers, base, Jitter::None, 100, 1);
             assert_eq!(
                 judge(&none, &[]).0,
-                Verdict::Fail,
+                "Fail",
                 "none, {workers} workers, base {base}"
             );
         }

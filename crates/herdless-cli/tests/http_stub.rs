@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use herdless_cli::testing::ArrivalOutcome;
 use herdless_sim::metrics::Timeline;
 use serde_json::Value;
 
@@ -360,26 +361,12 @@ async fn a_lone_get_in_an_unknown_outage_succeeds_after_it_with_few_attempts() {
 /// memory stays bounded, while `total` still counts every arrival.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_stats_keep_the_last_arrivals_and_count_all() {
-    use herdless_cli::cmd::stub::{Stub, StubArgs, admission_from_args};
-    let args = StubArgs {
-        port: 0,
-        fail_first: 0,
-        fail_every: None,
-        outage: None,
-        capacity: None,
-        pushback: None,
-        capacity_estimate: None,
-        outage_end: None,
-        horizon: None,
-        hold_max: None,
-        hold_for: None,
-        retry_after: None,
-        fail_status: 503,
+    use herdless_cli::testing::{StubOptions, start_stub};
+    let options = StubOptions {
+        keep: 5,
+        ..StubOptions::default()
     };
-    let admission = admission_from_args(&args).unwrap();
-    let listener = Stub::bind(0).unwrap();
-    let (stub, _task) =
-        Stub::start_keeping(listener, admission, std::future::pending(), 5).unwrap();
+    let stub = start_stub(&[], options).unwrap();
     let base = format!("http://{}", stub.addr());
     let client = http_client();
     for i in 0..8 {
@@ -410,7 +397,7 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
         .collect();
     assert_eq!(workers, ["3", "4", "5", "6", "7"], "the last 5, in order");
     assert_eq!(
-        herdless_cli::cmd::stub::ARRIVALS_KEPT,
+        herdless_cli::testing::ARRIVALS_KEPT,
         100_000,
         "as documented"
     );
@@ -419,8 +406,8 @@ async fn stub_stats_keep_the_last_arrivals_and_count_all() {
 /// `--hold-for`: during an outage whose end the allocator is told, a request
 /// is held open instead of answered, and let through when the outage ends:
 /// its client sees one `200`, no `503` and no `Retry-After`. A client that
-/// hangs up while held leaves the hold (the stub's `/stats` counts what is
-/// held now).
+/// hangs up while held leaves the hold, and `/stats` records it once, as
+/// abandoned (status 499), beside the one that was answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stub_hold_answers_a_held_request_when_the_outage_ends() {
     let (stub, url) = start_stub(&[
@@ -452,15 +439,21 @@ async fn stub_hold_answers_a_held_request_when_the_outage_ends() {
     assert!(!kept.headers().contains_key("retry-after"));
     let stats = stub.stats();
     assert_eq!(stats.held, 0, "nothing is held after the end");
-    // The kept request was answered once, at or after the outage's end (its
-    // record, made when it is answered, says how long it was held); the one
-    // that hung up never was.
+    // Both arrivals recorded once: the one that hung up as abandoned (when
+    // it left, after about 200 ms), the kept one when it was answered, at
+    // or after the outage's end (its record says how long it was held).
     let a = &stats.arrivals;
-    assert_eq!(a.len(), 1, "{a:?}");
-    assert_eq!(a[0].worker.as_deref(), Some("kept"));
-    assert_eq!(a[0].status, 200);
-    let held = a[0].held_s.expect("it was held");
-    assert!(a[0].t_s < 1.5 && a[0].t_s + held >= 1.5, "{a:?}");
+    assert_eq!((stats.total, stats.abandoned), (2, 1), "{a:?}");
+    assert_eq!(a[0].worker.as_deref(), Some("gone"));
+    assert_eq!(
+        (a[0].status, a[0].outcome),
+        (499, ArrivalOutcome::Abandoned)
+    );
+    assert!(a[0].held_s.unwrap() < 1.5, "recorded when it left: {a:?}");
+    assert_eq!(a[1].worker.as_deref(), Some("kept"));
+    assert_eq!((a[1].status, a[1].outcome), (200, ArrivalOutcome::Answered));
+    let held = a[1].held_s.expect("it was held");
+    assert!(a[1].t_s < 1.5 && a[1].t_s + held >= 1.5, "{a:?}");
     assert!(
         start.elapsed() < Duration::from_secs(8),
         "released at the end, not at the hold's limit"

@@ -3,11 +3,10 @@
 //! thousands of cases run in seconds), and each either resolves to a valid
 //! policy or is refused with an error. A panic fails the property.
 
-use clap::Parser;
 use herdless::Jitter;
-use herdless_cli::cli::{Cli, Command};
-use herdless_cli::shared::config::{ConfigFile, keys};
-use herdless_cli::shared::policy_args::PolicyArgs;
+use herdless_cli::testing::{
+    help, parse_and_resolve, parse_policy_file, policy_keys, resolve_policy,
+};
 use proptest::prelude::*;
 
 const FLAGS: &[&str] = &[
@@ -111,7 +110,12 @@ fn argv() -> impl Strategy<Value = Vec<String>> {
 fn policy_file() -> impl Strategy<Value = String> {
     let entry = (
         // Every key a policy table may hold, and one misspelt.
-        prop::sample::select(keys().chain(["capp"]).collect::<Vec<_>>()),
+        prop::sample::select(
+            policy_keys()
+                .into_iter()
+                .chain(["capp"])
+                .collect::<Vec<_>>(),
+        ),
         value(),
         prop_oneof![Just('"'), Just(' ')],
     )
@@ -142,19 +146,7 @@ proptest! {
     #[test]
     fn no_command_line_panics(args in argv()) {
         // Parsing never panics; a parsed command's policy resolves or is refused.
-        if let Ok(cli) = Cli::try_parse_from(&args) {
-            let policy = match &cli.command {
-                Command::Check(a) => Some(&a.policy),
-                Command::Get(a) => Some(&a.policy),
-                Command::Fleet(a) => Some(&a.policy),
-                Command::Exec(a) => Some(&a.policy),
-                Command::Worker(a) => Some(&a.policy),
-                _ => None,
-            };
-            if let Some(p) = policy {
-                let _ = p.resolve_layered(Jitter::Full);
-            }
-        }
+        let _ = parse_and_resolve(&args);
     }
 
     #[test]
@@ -162,16 +154,11 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         for body in [&text, &raw] {
             let path = dir.path().join("herdless.toml");
-            let _ = ConfigFile::parse(&path, body);
+            let _ = parse_policy_file(&path, body);
             std::fs::write(&path, body).unwrap();
             for name in ["a", "default", "missing"] {
-                let args = PolicyArgs {
-                    config: Some(path.clone()),
-                    policy: Some(name.to_owned()),
-                    ..PolicyArgs::default()
-                };
-                let _ = args.resolve_layered(Jitter::Full);
-                let _ = args.resolve_layered(Jitter::Equal);
+                let _ = resolve_policy(&path, name, Jitter::Full);
+                let _ = resolve_policy(&path, name, Jitter::Equal);
             }
         }
     }
@@ -181,9 +168,7 @@ proptest! {
 #[test]
 fn jitter_help_shows_its_default() {
     for sub in ["get", "fleet", "check", "exec", "worker"] {
-        let err = Cli::try_parse_from(["herdless", sub, "--help"]).unwrap_err();
-        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
-        let help = err.to_string();
+        let help = help(sub);
         assert!(
             help.contains("[default: full; exec: equal]"),
             "{sub} --help:\n{help}"

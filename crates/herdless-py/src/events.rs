@@ -19,7 +19,7 @@
 //! or a handler is reported through `sys.unraisablehook` and the call goes
 //! on: observing a retry never changes it.
 
-use herdless::engine::{EventLevels, EventValue};
+use herdless::events::{EventLevels, EventValue};
 use herdless::{Notify, RetryEvent};
 use pyo3::intern;
 use pyo3::prelude::*;

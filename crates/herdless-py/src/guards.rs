@@ -5,7 +5,7 @@
 //! operations (the throttle), so they are safe across threads and event
 //! loops, and no Python lock is taken to consult them.
 
-use herdless::fleet::{RetryBudgetBuilder, Throttle};
+use herdless::guard::{RetryBudgetBuilder, Throttle};
 use herdless::{Breaker, RetryBudget};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -21,7 +21,7 @@ pub struct PyBudget {
     pub(crate) inner: RetryBudget,
 }
 
-fn budget_error(e: herdless::fleet::RetryBudgetError) -> PyErr {
+fn budget_error(e: herdless::guard::RetryBudgetError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 

@@ -1,6 +1,6 @@
 //! The `full+cubic` baseline: an AWS-SDK-adaptive-style client rate limiter,
 //! written here as a baseline to compare the library's
-//! [`Throttle`](herdless::fleet::Throttle) with (it is not a library guard).
+//! [`Throttle`](herdless::guard::Throttle) with (it is not a library guard).
 //!
 //! What the AWS SDKs' `adaptive` retry mode does (botocore's
 //! `ClientRateLimiter`, the other SDKs alike), per process:

@@ -94,7 +94,7 @@ use std::fmt;
 use std::time::Duration;
 
 use herdless::engine::Context;
-use herdless::fleet::Throttle;
+use herdless::guard::Throttle;
 use herdless::{Breaker, Policy, RetryBudget};
 
 use crate::cubic::CubicLimiter;
@@ -272,7 +272,7 @@ impl GuardParams {
         Ok(())
     }
 
-    fn new_budget(&self) -> Result<RetryBudget, herdless::fleet::RetryBudgetError> {
+    fn new_budget(&self) -> Result<RetryBudget, herdless::guard::RetryBudgetError> {
         let b = RetryBudget::builder().grpc(self.budget_tokens, self.budget_token_ratio);
         match self.budget_spread {
             Some(spread) => b.spread(spread),

@@ -32,7 +32,7 @@
 //! | retry strategies, built on `herdless::Policy` | [`strategy`] |
 //! | fleet-level guards: shared budget, breaker, pushback (the library's types) | [`guard`] |
 //! | simulated endpoints (stub controller, outage + capacity, pushback allocators, clients ignoring Retry-After) | [`endpoint`] |
-//! | the event loop of independent clients | [`fleet`] |
+//! | the event loop of independent clients | [`event_loop`] |
 //! | the scenarios: spread, outage, contention, robustness, latency-tail | [`scenario`] |
 //! | histograms in 100 ms buckets | [`metrics`] |
 //! | the report: JSON and the terminal table | [`report`] |
@@ -54,7 +54,16 @@
 pub mod cubic;
 pub mod endpoint;
 pub mod error;
-pub mod fleet;
+pub mod event_loop;
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `herdless_sim::event_loop`; this path goes in the next release"
+)]
+#[doc(hidden)]
+pub mod fleet {
+    //! The old path of [`event_loop`](crate::event_loop).
+    pub use crate::event_loop::*;
+}
 pub mod guard;
 pub mod metrics;
 pub mod parallel;

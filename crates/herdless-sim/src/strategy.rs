@@ -8,7 +8,7 @@
 //!
 //! The simulator does not re-implement a retry decision. Each simulated client
 //! carries the library's own per-call state, [`herdless::engine::Engine`], and
-//! the event loop ([`fleet`](crate::fleet)) reports every outcome to it exactly
+//! the event loop ([`event_loop`](crate::event_loop)) reports every outcome to it exactly
 //! as `herdless::Retry`'s executors do: classification, attempt limit, the
 //! jitter draw, the server's delay (clamped and spread), the elapsed limit,
 //! the shared budget and the breaker are all decided there, in that order.

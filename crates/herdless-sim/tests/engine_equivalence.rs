@@ -9,7 +9,7 @@ use std::time::Duration;
 use herdless::rng::call_seed;
 use herdless::{Classification, GiveUp, Jitter, ManualTimer, Policy, Retry};
 use herdless_sim::endpoint::Endpoint;
-use herdless_sim::fleet::{FleetOutcome, run_fleet};
+use herdless_sim::event_loop::{FleetOutcome, run_fleet};
 use herdless_sim::{Reply, StrategyKind};
 
 /// The answers one client gets, in order (`None` once the script runs out:

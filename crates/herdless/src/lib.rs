@@ -74,9 +74,11 @@
 //! | concept | module |
 //! |---|---|
 //! | policy, validating builder, jitter math, server delays (clamp and spread), the delay envelope | [`policy`] |
-//! | the sans-IO decision engine, [`Retry`] and its executors, the front door, errors, events, metrics | [`engine`] |
+//! | the sans-IO decision engine: every decision, time passed in (the core) | [`engine`] |
+//! | [`Retry`], its builder and executors, the front door, the call's error | [`retry`] |
+//! | structured events, their levels, the notify hook, metrics | [`events`] |
 //! | retryable / terminal classification, by closure or by the error's type | [`classify`] |
-//! | client-side fleet guards: shared retry budget, breaker, escape lane | [`fleet`] |
+//! | client guards: shared retry budget, breaker, escape lane, throttle | [`guard`] |
 //! | hedged requests (the latency tail), bounded by the budget and the breaker | [`hedge`] |
 //! | server-side load shedding: pushback slot allocators, static and adaptive | [`pushback`] |
 //! | HTTP and gRPC protocol knowledge: statuses, `Retry-After`, `grpc-retry-pushback-ms` | `http`, `grpc` |
@@ -97,13 +99,13 @@
 //! |---|---|---|
 //! | `tokio` | the default [`SystemTimer`] reads tokio's clock and sleeps with `tokio::time::sleep` in the async executors (so `tokio::time::pause` makes async tests instant). Without it, async calls need a timer of your own (`RetryBuilder::timer`); with the default `SystemTimer` they do not compile, and the error names this feature | `tokio` (`time`) |
 //! | `http` | `http`: status classifier (retryable and terminal sets that fail closed), a hostile-input-safe `Retry-After` parser, `Retry-After-Ms`; `http::StatusCode` is [`Retryable`] | `http`, `httpdate` |
-//! | `grpc` | `grpc`: status-code classifier (`UNAVAILABLE` plus configured codes; unknown codes fail closed), `grpc-retry-pushback-ms` under the gRPC retry design (negative or unparseable: [`GiveUp::ServerPushback`]) | nothing |
+//! | `grpc` | `grpc`: status-code classifier (`UNAVAILABLE` plus configured codes; unknown codes fail closed), `grpc-retry-pushback-ms` under the gRPC retry design (negative or unparseable: [`GiveUp::DoNotRetry`]) | nothing |
 //! | `tower` | `adapters::tower`: client-side retry as a `tower::retry::Policy` driving the engine, [`RetryBudget`] as tower's `Budget`, response classifiers for `http::Response` (and `grpc-status` with `grpc`), the budgeted hedging `Layer`, request timeouts from the attempt's deadline (`grpc-timeout` with `grpc`), the pushback `Layer` for axum and hyper; implies `http` and `tokio` | `tower` (`retry`), `pin-project-lite` |
 //! | `reqwest` | `adapters::reqwest`: a retrying `reqwest` sender (idempotent methods only by default, refuses bodies it cannot clone, optional `Idempotency-Key`); `reqwest::Error` is [`Retryable`]; with `tower`, `reqwest::Client` in a `RetryLayer`. reqwest's default features are off: no TLS backend is forced, enable one on your own `reqwest` dependency; implies `http` and `tokio` | `reqwest` 0.13, `bytes` |
 //! | `reqwest-middleware` | `adapters::reqwest::middleware`: a `reqwest_middleware::Middleware` driving the engine; implies `reqwest` | `reqwest-middleware` 0.5, `async-trait` |
 //! | `tonic` | `adapters::tonic`: `tonic::Status` is [`Retryable`] by the gRPC rules; implies `grpc` | `tonic` 0.13 (default features off) |
 //! | `nats` | `adapters::nats`: retries by redelivery from a NATS JetStream pull consumer (ack on success, NAK with the engine's delay, dead letters, in-progress acks); implies `tokio` | `async-nats` (JetStream), `futures-util`, `bytes`, `base64` and `serde` (both already async-nats's own) |
-//! | `metrics` | counters, a histogram and gauges through the `metrics` facade, recorded on the engine's event path (names in [`engine::metrics`]) | `metrics` |
+//! | `metrics` | counters, a histogram and gauges through the `metrics` facade, recorded on the engine's event path (names in [`events::metrics`]) | `metrics` |
 //! | `serde` | `Serialize`/`Deserialize` for [`Policy`] (through the builder's validation: an invalid value is an error naming the field), `PolicyConfig` (a partial policy for layering), [`RetryBudget`] and [`Breaker`] settings; human durations (`"500ms"`) | `serde`, `humantime` |
 
 #![forbid(unsafe_code)]
@@ -114,10 +116,25 @@ pub mod adapters;
 pub mod backoff;
 pub mod classify;
 pub mod engine;
-pub mod fleet;
+pub mod events;
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `herdless::guard` (the client guards); this path goes in the next release"
+)]
+#[doc(hidden)]
+pub mod fleet {
+    //! The old path of [`guard`](crate::guard).
+    pub use crate::guard::*;
+
+    /// The old path of [`guard::urgent`](crate::guard::urgent).
+    pub mod escape_lane {
+        pub use crate::guard::urgent::*;
+    }
+}
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub mod grpc;
+pub mod guard;
 pub mod hedge;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
@@ -125,15 +142,15 @@ pub mod http;
 pub mod policy;
 pub mod pushback;
 pub mod redelivery;
+pub mod retry;
 pub mod rng;
 pub mod timer;
 
 pub use classify::{AlwaysRetry, ByTrait, Classification, Classify, RetryCause, Retryable};
-pub use engine::{
-    Attempt, GiveUp, Notify, Retry, RetryAsync, RetryBlocking, RetryBuilder, RetryError, RetryEvent,
-};
-pub use fleet::{Breaker, RetryBudget, Urgent};
+pub use events::{GiveUp, Notify, RetryEvent};
+pub use guard::{Breaker, RetryBudget, Urgent};
 pub use policy::{Jitter, Policy, PolicyBuilder, PolicyError};
+pub use retry::{Attempt, Retry, RetryAsync, RetryBlocking, RetryBuilder, RetryError};
 pub use rng::{IdempotencyKey, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 
@@ -149,9 +166,9 @@ pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 /// ```
 pub mod prelude {
     pub use crate::classify::{Classification, Classify, Retryable};
-    pub use crate::engine::{Retry, RetryAsync, RetryBlocking, RetryError};
-    pub use crate::fleet::RetryBudget;
+    pub use crate::guard::RetryBudget;
     pub use crate::policy::{Jitter, Policy};
+    pub use crate::retry::{Retry, RetryAsync, RetryBlocking, RetryError};
 }
 
 /// The repository's README: its Rust examples compile as written.

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herdless::engine::TimedOut;
+use herdless::classify::TimedOut;
 use herdless::{
     ByTrait, Classification, GiveUp, Jitter, ManualTimer, Policy, Retry, RetryBudget, RetryEvent,
 };

@@ -8,7 +8,8 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use herdless::adapters::tower::RetryPolicy;
-use herdless::engine::{Context, Decision, Engine, EventLevels};
+use herdless::engine::{Context, Decision, Engine};
+use herdless::events::EventLevels;
 use herdless::{
     AlwaysRetry, Classification, ManualTimer, Policy, Retry, RetryBudget, RetryCause, Rng,
 };

@@ -274,7 +274,7 @@ async fn negative_pushback_stops_with_the_reason() {
             .call_async(|_| ping(channel.clone()))
             .await
             .unwrap_err();
-        assert_eq!(err.reason(), GiveUp::ServerPushback, "{refusal}");
+        assert_eq!(err.reason(), GiveUp::DoNotRetry, "{refusal}");
         assert!(err.is_exhausted() && !err.is_terminal());
         assert_eq!(err.attempts(), 1);
         assert_eq!(err.last_error().code(), Code::Unavailable);

@@ -26,7 +26,7 @@ fn classify(e: &&'static str) -> Classification {
     match *e {
         "busy" => Classification::retryable(),
         "busy-for-1s" => Classification::retry_after(Duration::from_secs(1)),
-        "refused" => Classification::ServerPushback,
+        "refused" => Classification::DoNotRetry,
         _ => Classification::terminal(),
     }
 }
@@ -188,7 +188,7 @@ async fn a_refusal_or_a_terminal_answer_ends_the_call_at_once() {
         &[Answer::Ok(300), Answer::Refused(2)],
     )
     .await;
-    assert_eq!(out, Err((GiveUp::ServerPushback, "refused")));
+    assert_eq!(out, Err((GiveUp::DoNotRetry, "refused")));
     assert_eq!((copies, took), (vec![1, 2], MS(12)));
     let (out, _, took) = call(&retry, &hedge(10, 2), &[Answer::Ok(300), Answer::Denied(2)]).await;
     assert_eq!((out, took), (Err((GiveUp::Terminal, "denied")), MS(12)));
@@ -246,7 +246,7 @@ fn throttled() -> (
     Log,
 ) {
     let log: Log = Arc::default();
-    let throttle = herdless::fleet::Throttle::builder()
+    let throttle = herdless::guard::Throttle::builder()
         .initial(1)
         .build()
         .unwrap();

@@ -151,6 +151,93 @@ async fn a_released_request_the_service_refuses_is_answered_with_a_slot() {
     );
 }
 
+/// A service that refuses (503) its first `refusals` calls, then serves.
+fn refusing_first(
+    refusals: usize,
+) -> (
+    Calls,
+    impl Service<Request<()>, Response = Response<String>, Error = Infallible, Future = Ready<Answer>>
+    + Clone,
+) {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&calls);
+    let svc = tower::service_fn(move |_req: Request<()>| {
+        let mut seen = seen.lock().unwrap();
+        seen.push(Instant::now());
+        let status = if seen.len() <= refusals {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::OK
+        };
+        let mut r = Response::new(String::from("body"));
+        *r.status_mut() = status;
+        std::future::ready(Ok(r))
+    });
+    (calls, svc)
+}
+
+/// With a cloner, a released request the service refuses waits in the hold
+/// again (its clone), and its caller sees only the later answer; so does an
+/// admitted one the service refuses.
+#[tokio::test(start_paused = true)]
+async fn with_clones_a_refused_request_is_held_again_and_served_later() {
+    let alloc = held_until(100.0, 1);
+    let layer = PushbackLayer::new(alloc).clone_requests(|r: &Request<()>| Some(r.clone()));
+    let (calls, inner) = refusing_first(2);
+    let svc = layer.layer(inner);
+    let start = Instant::now();
+    let response = svc.clone().oneshot(Request::new(())).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK, "served in the end");
+    assert!(!response.headers().contains_key("retry-after-ms"));
+    let calls_now = calls.lock().unwrap().clone();
+    assert_eq!(calls_now.len(), 3, "refused twice, then served");
+    assert!(calls_now[0].duration_since(start) >= Duration::from_secs(1));
+    assert!(calls_now.windows(2).all(|w| w[1] > w[0]), "each later");
+    let counts = layer.inspect(|a| a.counts());
+    assert_eq!(counts.requeued, 2, "{counts:?}");
+    assert_eq!(layer.inspect(|a| a.held()), 0);
+    // A request the allocator admits at once: the service's refusal holds it.
+    let (calls, inner) = refusing_first(1);
+    let alloc = AdaptiveAllocator::builder()
+        .estimate(100.0)
+        .hold()
+        .build()
+        .unwrap();
+    let layer = PushbackLayer::new(alloc).clone_requests(|r: &Request<()>| Some(r.clone()));
+    let response = layer.layer(inner).oneshot(Request::new(())).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(calls.lock().unwrap().len(), 2);
+    assert_eq!(layer.inspect(|a| a.counts().held), 1);
+}
+
+/// A request the cloner declines (a streamed body) is answered with a slot,
+/// as without a cloner.
+#[tokio::test(start_paused = true)]
+async fn a_request_the_cloner_declines_is_answered_with_a_slot() {
+    let alloc = held_until(100.0, 1);
+    let layer = PushbackLayer::new(alloc).clone_requests(|_: &Request<()>| None);
+    let (calls, inner) = refusing_first(1);
+    let response = layer.layer(inner).oneshot(Request::new(())).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().contains_key("retry-after-ms"));
+    assert_eq!(calls.lock().unwrap().len(), 1);
+    assert_eq!(layer.inspect(|a| a.held()), 0);
+}
+
+/// A caller that hangs up while its clone is held again leaves the queue.
+#[tokio::test(start_paused = true)]
+async fn a_caller_that_hangs_up_while_held_again_leaves_the_queue() {
+    let alloc = held_until(100.0, 1);
+    let layer = PushbackLayer::new(alloc).clone_requests(|r: &Request<()>| Some(r.clone()));
+    let (calls, inner) = refusing_first(usize::MAX);
+    let svc = layer.layer(inner);
+    let gone = tokio::time::timeout(Duration::from_millis(1_500), svc.oneshot(Request::new(())));
+    assert!(gone.await.is_err(), "still held after its first refusal");
+    assert!(!calls.lock().unwrap().is_empty(), "it reached the service");
+    assert_eq!(layer.inspect(|a| a.held()), 0, "out of the queue");
+    assert_eq!(layer.inspect(|a| a.counts().cancelled), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_caller_that_hangs_up_while_held_leaves_the_queue() {
     let alloc = held_until(100.0, 5);

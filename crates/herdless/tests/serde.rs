@@ -186,8 +186,8 @@ proptest! {
 
 // The shared budget's and the breaker's settings.
 
-use herdless::fleet::RetryBudgetBuilder;
-use herdless::fleet::breaker::BreakerBuilder;
+use herdless::guard::RetryBudgetBuilder;
+use herdless::guard::breaker::BreakerBuilder;
 use herdless::{Breaker, RetryBudget};
 
 /// A budget's settings as JSON (a `RetryBudget` has no `PartialEq`: its level

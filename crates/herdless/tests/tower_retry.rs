@@ -222,7 +222,7 @@ async fn service_fn_with_paused_time_and_a_budget() {
 /// beyond its backoff; the first attempt itself is tower's to send.
 #[tokio::test]
 async fn a_throttled_policy_paces_its_retries_and_learns_from_every_answer() {
-    use herdless::fleet::Throttle;
+    use herdless::guard::Throttle;
     use herdless::{Classification, Jitter};
     let policy = Policy::builder()
         .base(Duration::from_millis(10))

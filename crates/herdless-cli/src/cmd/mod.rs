@@ -1,12 +1,12 @@
 //! One folder per subcommand; only [`crate::cli`] imports them, and none
 //! imports another (what two of them share is in [`crate::shared`]).
 
-pub mod analyze;
-pub mod check;
-pub mod exec;
-pub mod fleet;
-pub mod get;
-pub mod simulate;
-pub mod stub;
-pub mod tune;
-pub mod worker;
+pub(crate) mod analyze;
+pub(crate) mod check;
+pub(crate) mod exec;
+pub(crate) mod fleet;
+pub(crate) mod get;
+pub(crate) mod simulate;
+pub(crate) mod stub;
+pub(crate) mod tune;
+pub(crate) mod worker;

@@ -7,33 +7,23 @@
 use herdless::Classification;
 use nix::sys::signal::Signal;
 
-use crate::shared::codes::CodeSet;
 use crate::shared::exit;
+use crate::shared::statuses::ExitStatuses;
 
 /// Which exit statuses are retried.
-///
-/// ```
-/// use herdless_cli::shared::classes::Classes;
-/// let default = Classes::new(None, None)?;
-/// assert!(default.classify(1).is_retryable());
-/// assert!(!default.classify(127).is_retryable()); // never retried
-/// let allow = Classes::new(Some("75,111".parse()?), None)?;
-/// assert!(allow.classify(75).is_retryable() && !allow.classify(1).is_retryable());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Classes {
-    retry_on: Option<CodeSet>,
-    terminal_on: CodeSet,
+pub(crate) struct Classes {
+    retry_on: Option<ExitStatuses>,
+    terminal_on: ExitStatuses,
 }
 
 /// The status of a child killed by `SIGPIPE` (128 + 13), as a shell reports it:
 /// terminal unless `--retry-on` lists it.
-pub const SIGPIPE_STATUS: i32 = exit::SIGNAL_BASE + Signal::SIGPIPE as i32;
+pub(crate) const SIGPIPE_STATUS: i32 = exit::SIGNAL_BASE + Signal::SIGPIPE as i32;
 
 /// Statuses no retry can fix: 126 (not executable) and 127 (not found).
-fn never_retried() -> CodeSet {
-    let mut s = CodeSet::empty();
+fn never_retried() -> ExitStatuses {
+    let mut s = ExitStatuses::empty();
     s.insert(126);
     s.insert(127);
     s
@@ -42,19 +32,19 @@ fn never_retried() -> CodeSet {
 /// Why a pair of `retry_on` / `terminal_on` lists was refused; each caller
 /// names where the lists came from (flags, a policy file's line and key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClassesError {
+pub(crate) enum ClassesError {
     /// `retry_on` lists 0, which is success.
     RetryOnZero,
     /// `retry_on` lists nothing but statuses that are never retried (126, 127).
-    NeverRetried(CodeSet),
+    NeverRetried(ExitStatuses),
     /// Both lists hold these statuses.
-    Both(CodeSet),
+    Both(ExitStatuses),
 }
 
 impl ClassesError {
     /// The message, naming `retry_on` as `retry` and `terminal_on` as `terminal`
     /// (e.g. `--retry-on`, `herdless.toml:3 (policy.a.terminal_on)`).
-    pub fn message(&self, retry: &str, terminal: &str) -> String {
+    pub(crate) fn message(&self, retry: &str, terminal: &str) -> String {
         match self {
             ClassesError::RetryOnZero => format!("{retry}: 0 is success, not a failure to retry"),
             ClassesError::NeverRetried(never) => format!(
@@ -66,27 +56,27 @@ impl ClassesError {
 }
 
 impl Classes {
-    /// Validates the lists: `retry_on` may not hold 0, nor list 126 or 127
-    /// (never retried) as items of their own (a range that spans them, such as
-    /// `1-255`, is kept without them, as [`left_out`](Self::left_out)
-    /// reports), and the lists may not overlap.
-    ///
-    /// # Errors
-    ///
-    /// A message naming the offending statuses.
-    pub fn new(retry_on: Option<CodeSet>, terminal_on: Option<CodeSet>) -> Result<Self, String> {
+    /// [`validate`](Self::validate), the lists named by their flags.
+    #[cfg(test)]
+    pub(crate) fn new(
+        retry_on: Option<ExitStatuses>,
+        terminal_on: Option<ExitStatuses>,
+    ) -> Result<Self, String> {
         Self::validate(retry_on, terminal_on).map_err(|e| e.message("--retry-on", "--terminal-on"))
     }
 
-    /// [`new`](Self::new) with the reason as a value, for callers that name
-    /// the lists' sources themselves.
+    /// Validates the lists: `retry_on` may not hold 0, nor list 126 or 127
+    /// (never retried) as items of their own (a range that spans them, such as
+    /// `1-255`, is kept without them, as [`left_out`](Self::left_out)
+    /// reports), and the lists may not overlap. Each caller names the lists'
+    /// sources itself ([`ClassesError::message`]).
     ///
     /// # Errors
     ///
-    /// The lists are refused.
-    pub fn validate(
-        retry_on: Option<CodeSet>,
-        terminal_on: Option<CodeSet>,
+    /// The lists are refused: why.
+    pub(crate) fn validate(
+        retry_on: Option<ExitStatuses>,
+        terminal_on: Option<ExitStatuses>,
     ) -> Result<Self, ClassesError> {
         let terminal_on = terminal_on.unwrap_or_default();
         if let Some(r) = retry_on {
@@ -116,13 +106,13 @@ impl Classes {
 
     /// The statuses of `retry_on` that are never retried all the same (126,
     /// 127 within a range such as `1-255`), if any.
-    pub fn left_out(&self) -> Option<CodeSet> {
+    pub(crate) fn left_out(&self) -> Option<ExitStatuses> {
         let never = self.retry_on?.intersection(&never_retried());
         (!never.is_empty()).then_some(never)
     }
 
     /// The verdict on a non-zero shell status.
-    pub fn classify(&self, status: i32) -> Classification {
+    pub(crate) fn classify(&self, status: i32) -> Classification {
         if never_retried().contains(status) || self.terminal_on.contains(status) {
             return Classification::terminal();
         }
@@ -134,5 +124,24 @@ impl Classes {
             None if status == SIGPIPE_STATUS => Classification::terminal(),
             None => Classification::retryable(),
         }
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn classes_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::classes::Classes;
+        let default = Classes::new(None, None)?;
+        assert!(default.classify(1).is_retryable());
+        assert!(!default.classify(127).is_retryable()); // never retried
+        let allow = Classes::new(Some("75,111".parse()?), None)?;
+        assert!(allow.classify(75).is_retryable() && !allow.classify(1).is_retryable());
+        Ok(())
     }
 }

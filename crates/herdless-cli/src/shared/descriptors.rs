@@ -24,12 +24,12 @@ use tokio::runtime::{Builder, Runtime};
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the soft limit in
 /// force afterwards, or `None` where it cannot be read.
-pub fn raise_nofile_limit() -> Option<u64> {
+pub(crate) fn raise_nofile_limit() -> Option<u64> {
     rlimit::increase_nofile_limit(u64::MAX).ok()
 }
 
 /// The soft open-file limit in force, where it can be read.
-pub fn nofile_limit() -> Option<u64> {
+pub(crate) fn nofile_limit() -> Option<u64> {
     rlimit::getrlimit(rlimit::Resource::NOFILE)
         .ok()
         .map(|(soft, _)| soft)
@@ -37,13 +37,7 @@ pub fn nofile_limit() -> Option<u64> {
 
 /// Whether `error` is `EMFILE` (this process is out of file descriptors) or
 /// `ENFILE` (the system is).
-///
-/// ```
-/// use herdless_cli::shared::descriptors::is_out_of_descriptors;
-/// assert!(is_out_of_descriptors(&std::io::Error::from_raw_os_error(24)));
-/// assert!(!is_out_of_descriptors(&std::io::Error::from(std::io::ErrorKind::NotFound)));
-/// ```
-pub fn is_out_of_descriptors(error: &io::Error) -> bool {
+pub(crate) fn is_out_of_descriptors(error: &io::Error) -> bool {
     use nix::errno::Errno;
     error
         .raw_os_error()
@@ -60,15 +54,7 @@ pub fn is_out_of_descriptors(error: &io::Error) -> bool {
 /// # Errors
 ///
 /// The runtime could not be built.
-///
-/// ```
-/// let rt = herdless_cli::shared::descriptors::build_runtime(
-///     tokio::runtime::Builder::new_current_thread().enable_all(),
-/// )?;
-/// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub fn build_runtime(builder: &mut Builder) -> io::Result<Runtime> {
+pub(crate) fn build_runtime(builder: &mut Builder) -> io::Result<Runtime> {
     // Silence the default hook for the duration: the panic becomes an error.
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
@@ -164,5 +150,34 @@ mod tests {
         );
         assert!(text.contains("ulimit -n"), "{text}");
         assert_eq!(from_panic("boom").to_string(), "boom");
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn is_out_of_descriptors_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::descriptors::is_out_of_descriptors;
+        assert!(is_out_of_descriptors(&std::io::Error::from_raw_os_error(
+            24
+        )));
+        assert!(!is_out_of_descriptors(&std::io::Error::from(
+            std::io::ErrorKind::NotFound
+        )));
+        Ok(())
+    }
+
+    #[test]
+    fn build_runtime_example() -> Result<(), Box<dyn std::error::Error>> {
+        let rt = crate::shared::descriptors::build_runtime(
+            tokio::runtime::Builder::new_current_thread().enable_all(),
+        )?;
+        assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+        Ok(())
     }
 }

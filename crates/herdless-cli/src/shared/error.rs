@@ -14,30 +14,18 @@ use std::fmt;
 use crate::shared::exit;
 
 /// What a subcommand returns: its exit code, or why it could not run.
-pub type CliResult = Result<i32, CliError>;
+pub(crate) type CliResult = Result<i32, CliError>;
 
 /// Why a subcommand could not run: the message and the exit code.
-///
-/// ```
-/// use herdless_cli::shared::error::CliError;
-/// let e = CliError::usage("--workers must be at least 1");
-/// assert_eq!(e.code(), 2);
-/// assert_eq!(e.to_string(), "--workers must be at least 1");
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CliError {
+pub(crate) struct CliError {
     code: i32,
     message: String,
 }
 
 impl CliError {
     /// An error with an explicit exit code.
-    ///
-    /// ```
-    /// let e = herdless_cli::shared::error::CliError::new(125, "bad policy file");
-    /// assert_eq!(e.code(), 125);
-    /// ```
-    pub fn new(code: i32, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i32, message: impl Into<String>) -> Self {
         CliError {
             code,
             message: message.into(),
@@ -45,38 +33,22 @@ impl CliError {
     }
 
     /// Bad command-line input or configuration: exit 2.
-    ///
-    /// ```
-    /// assert_eq!(herdless_cli::shared::error::CliError::usage("x").code(), 2);
-    /// ```
-    pub fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self::new(exit::USAGE, message)
     }
 
     /// A failure outside the retry outcome (runtime, port, stdout): exit 1.
-    ///
-    /// ```
-    /// assert_eq!(herdless_cli::shared::error::CliError::failure("x").code(), 1);
-    /// ```
-    pub fn failure(message: impl Into<String>) -> Self {
+    pub(crate) fn failure(message: impl Into<String>) -> Self {
         Self::new(exit::FAILURE, message)
     }
 
     /// The exit code.
-    ///
-    /// ```
-    /// assert_eq!(herdless_cli::shared::error::CliError::failure("x").code(), 1);
-    /// ```
-    pub fn code(&self) -> i32 {
+    pub(crate) fn code(&self) -> i32 {
         self.code
     }
 
     /// The message (without the `herdless <subcommand>:` prefix).
-    ///
-    /// ```
-    /// assert_eq!(herdless_cli::shared::error::CliError::failure("no port").message(), "no port");
-    /// ```
-    pub fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         &self.message
     }
 }
@@ -88,3 +60,54 @@ impl fmt::Display for CliError {
 }
 
 impl std::error::Error for CliError {}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn clierror_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::error::CliError;
+        let e = CliError::usage("--workers must be at least 1");
+        assert_eq!(e.code(), 2);
+        assert_eq!(e.to_string(), "--workers must be at least 1");
+        Ok(())
+    }
+
+    #[test]
+    fn new_example() -> Result<(), Box<dyn std::error::Error>> {
+        let e = crate::shared::error::CliError::new(125, "bad policy file");
+        assert_eq!(e.code(), 125);
+        Ok(())
+    }
+
+    #[test]
+    fn usage_example() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(crate::shared::error::CliError::usage("x").code(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn failure_example() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(crate::shared::error::CliError::failure("x").code(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn code_example() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(crate::shared::error::CliError::failure("x").code(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn message_example() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(
+            crate::shared::error::CliError::failure("no port").message(),
+            "no port"
+        );
+        Ok(())
+    }
+}

@@ -7,29 +7,29 @@
 //! use for their own usage errors.
 
 /// The operation succeeded.
-pub const SUCCESS: i32 = 0;
+pub(crate) const SUCCESS: i32 = 0;
 /// `check`: a check failed (an error, or a warning under `--strict`).
-pub const CHECK_FAILED: i32 = 1;
+pub(crate) const CHECK_FAILED: i32 = 1;
 /// A failure outside the retry outcome: cannot bind a port, cannot start the
 /// runtime, cannot write stdout.
-pub const FAILURE: i32 = 1;
+pub(crate) const FAILURE: i32 = 1;
 /// A terminal (or unclassified) error ended the call after one attempt.
-pub const TERMINAL: i32 = 3;
+pub(crate) const TERMINAL: i32 = 3;
 /// The retry budget (attempts, elapsed time or shared budget) ran out.
-pub const EXHAUSTED: i32 = 4;
+pub(crate) const EXHAUSTED: i32 = 4;
 /// Bad command-line input or configuration (clap itself also exits 2).
-pub const USAGE: i32 = 2;
+pub(crate) const USAGE: i32 = 2;
 /// `exec`: the last attempt was ended by `--timeout` (as `timeout(1)`).
-pub const EXEC_TIMED_OUT: i32 = 124;
+pub(crate) const EXEC_TIMED_OUT: i32 = 124;
 /// `exec`: bad command-line input or policy file, or herdless itself failed
 /// (as `timeout(1)` and `env(1)`).
-pub const EXEC_USAGE: i32 = 125;
+pub(crate) const EXEC_USAGE: i32 = 125;
 /// `simulate` and `tune`: the figures could not be written (the table or
 /// JSON was printed before).
-pub const FIGURES_FAILED: i32 = 1;
+pub(crate) const FIGURES_FAILED: i32 = 1;
 /// `exec`: the command was found but could not be executed (as the shell).
-pub const EXEC_NOT_EXECUTABLE: i32 = 126;
+pub(crate) const EXEC_NOT_EXECUTABLE: i32 = 126;
 /// `exec`: the command was not found (as the shell).
-pub const EXEC_NOT_FOUND: i32 = 127;
+pub(crate) const EXEC_NOT_FOUND: i32 = 127;
 /// `exec`: 128 + the signal number when herdless was interrupted (as the shell).
-pub const SIGNAL_BASE: i32 = 128;
+pub(crate) const SIGNAL_BASE: i32 = 128;

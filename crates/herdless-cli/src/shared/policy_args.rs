@@ -11,8 +11,7 @@
 //!
 //! Layers 3 and 4 are clap's own (`#[arg(env = ...)]`: a flag beats its variable,
 //! and `--help` lists the variable next to the flag); [`PolicyArgs::resolve_layered`]
-//! puts them over the file. [`PolicyArgs::resolve`] is the flags-and-environment
-//! resolver without a file, kept for callers that want no file.
+//! puts them over the file.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -30,11 +29,11 @@ use crate::shared::values::{parse_duration, parse_jitter, parse_seed};
 /// [`crate::cli`] and handed down in [`PolicyArgs::given`], so that a policy
 /// error can name the layer that set the culprit.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FlagsGiven(Vec<String>);
+pub(crate) struct FlagsGiven(Vec<String>);
 
 impl FlagsGiven {
     /// The flags of `args` (the whole command line, program name first).
-    pub fn from_args(args: &[OsString]) -> Self {
+    pub(crate) fn from_args(args: &[OsString]) -> Self {
         FlagsGiven(
             args.iter()
                 .skip(1)
@@ -47,55 +46,55 @@ impl FlagsGiven {
     }
 
     /// Whether `flag` (`--cap`) was given.
-    pub fn contains(&self, flag: &str) -> bool {
+    pub(crate) fn contains(&self, flag: &str) -> bool {
         self.0.iter().any(|f| f == flag)
     }
 }
 
 /// Retry policy flags.
 #[derive(Debug, Clone, Default, Args)]
-pub struct PolicyArgs {
+pub(crate) struct PolicyArgs {
     /// Jitter mode: none, full, equal, decorrelated, decorrelated-window
     /// [default: full; exec: equal].
     #[arg(long, env = "HERDLESS_JITTER", value_parser = parse_jitter, value_name = "MODE")]
-    pub jitter: Option<Jitter>,
+    pub(crate) jitter: Option<Jitter>,
     /// Base delay: the first retry's ceiling [default: 500ms].
     #[arg(long, env = "HERDLESS_BASE", value_parser = parse_duration, value_name = "DUR")]
-    pub base: Option<Duration>,
+    pub(crate) base: Option<Duration>,
     /// Growth factor of the ceiling per retry [default: 2].
     #[arg(long, env = "HERDLESS_MULTIPLIER", value_name = "X")]
-    pub multiplier: Option<f64>,
+    pub(crate) multiplier: Option<f64>,
     /// Cap on any single computed delay [default: 30s].
     #[arg(long, env = "HERDLESS_CAP", value_parser = parse_duration, value_name = "DUR")]
-    pub cap: Option<Duration>,
+    pub(crate) cap: Option<Duration>,
     /// Maximum attempts, counting the first [default: 6].
     #[arg(long, env = "HERDLESS_MAX_ATTEMPTS", value_name = "N")]
-    pub max_attempts: Option<u32>,
+    pub(crate) max_attempts: Option<u32>,
     /// Total time budget across attempts [default: 120s].
     #[arg(long, env = "HERDLESS_MAX_ELAPSED", value_parser = parse_duration, value_name = "DUR")]
-    pub max_elapsed: Option<Duration>,
+    pub(crate) max_elapsed: Option<Duration>,
     /// Clamp on server-supplied delays (Retry-After) [default: 60s].
     #[arg(long, env = "HERDLESS_MAX_RETRY_AFTER", value_parser = parse_duration, value_name = "DUR")]
-    pub max_retry_after: Option<Duration>,
+    pub(crate) max_retry_after: Option<Duration>,
     /// Seed for reproducible delays (default: OS entropy per retrier).
     #[arg(long, env = "HERDLESS_SEED", value_parser = parse_seed, value_name = "N")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// Task id carried by every retry event.
     #[arg(long, env = "HERDLESS_TASK_ID", value_name = "ID")]
-    pub task_id: Option<String>,
+    pub(crate) task_id: Option<String>,
     /// Retry event format on stderr.
     #[arg(long, env = "HERDLESS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    pub(crate) log_format: LogFormat,
     /// No retry events on stderr (results and errors are still printed).
     /// Without it, `RUST_LOG` filters them by level (e.g. `RUST_LOG=off`,
     /// `RUST_LOG=herdless=error`). HERDLESS_QUIET: true/false, yes/no,
     /// on/off, 1/0; empty is unset.
     #[arg(long, short = 'q', env = "HERDLESS_QUIET",
           value_parser = clap::builder::BoolishValueParser::new())]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Named policy from the policy file (default: its [policy.default], if any).
     #[arg(long, env = "HERDLESS_POLICY", value_name = "NAME")]
-    pub policy: Option<String>,
+    pub(crate) policy: Option<String>,
     /// Policy file (`--help` names where it is looked for).
     #[arg(
         long,
@@ -103,24 +102,14 @@ pub struct PolicyArgs {
         value_name = "PATH",
         help = "Policy file [default: ./herdless.toml, then <config dir>/herdless/herdless.toml]"
     )]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// The flags given on the command line (set by [`crate::cli`]; empty
     /// for flags built in code).
     #[arg(skip)]
-    pub given: FlagsGiven,
+    pub(crate) given: FlagsGiven,
 }
 
 impl PolicyArgs {
-    /// The policy from the full stack (defaults, policy file, `HERDLESS_*`
-    /// variables, flags): [`resolve_layered`](Self::resolve_layered)'s policy.
-    ///
-    /// # Errors
-    ///
-    /// As [`resolve_layered`](Self::resolve_layered).
-    pub fn resolve(&self, default_jitter: Jitter) -> Result<Policy, ConfigError> {
-        self.resolve_layered(default_jitter).map(|r| r.policy)
-    }
-
     /// The layered policy together with these flags completed by the layers
     /// (seed and task id may come from the policy file or the environment):
     /// what a retrying subcommand needs to start.
@@ -128,7 +117,7 @@ impl PolicyArgs {
     /// # Errors
     ///
     /// As [`resolve_layered`](Self::resolve_layered).
-    pub fn resolve_with_args(
+    pub(crate) fn resolve_with_args(
         &self,
         default_jitter: Jitter,
     ) -> Result<(Policy, PolicyArgs), ConfigError> {
@@ -138,7 +127,7 @@ impl PolicyArgs {
 
     /// These flags with the seed and task id that the layers resolved (a policy
     /// file may set them), for subcommands that read them from `PolicyArgs`.
-    pub fn with_resolved(&self, resolved: &Resolved) -> PolicyArgs {
+    pub(crate) fn with_resolved(&self, resolved: &Resolved) -> PolicyArgs {
         PolicyArgs {
             seed: resolved.seed,
             task_id: resolved.task_id.clone(),
@@ -154,7 +143,7 @@ impl PolicyArgs {
     /// The policy file cannot be found, read or parsed, the named policy does not
     /// exist, or the layered values do not make a valid policy; each error names
     /// the file, line and key (or the flag) responsible.
-    pub fn resolve_layered(&self, default_jitter: Jitter) -> Result<Resolved, ConfigError> {
+    pub(crate) fn resolve_layered(&self, default_jitter: Jitter) -> Result<Resolved, ConfigError> {
         let path = config::locate(self.config.as_deref())?;
         let file = path
             .as_deref()
@@ -184,7 +173,7 @@ impl PolicyArgs {
     /// # Errors
     ///
     /// The layered values do not make a valid policy.
-    pub fn layer(
+    pub(crate) fn layer(
         &self,
         default_jitter: Jitter,
         file: Option<PathBuf>,
@@ -367,23 +356,23 @@ impl Source {
 /// A policy resolved from defaults, file, environment and flags, with what the
 /// file declared beside it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// The validated policy.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// The policy table's name, when one was used.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// The policy file, when one was read.
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// Whether the jitter mode was set (file, env or flag) rather than defaulted.
-    pub jitter_declared: bool,
+    pub(crate) jitter_declared: bool,
     /// Whether `max_retry_after` was set rather than defaulted.
-    pub max_retry_after_declared: bool,
+    pub(crate) max_retry_after_declared: bool,
     /// The seed (file, env or flag).
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// The task id (file, env or flag).
-    pub task_id: Option<String>,
+    pub(crate) task_id: Option<String>,
     /// The file's table (empty when none): declared facts and `exec` keys.
-    pub table: FilePolicy,
+    pub(crate) table: FilePolicy,
 }
 
 #[cfg(test)]
@@ -479,7 +468,7 @@ mod tests {
             cap: Some(Duration::from_secs(5)),
             ..Default::default()
         };
-        let p = args.resolve(Jitter::Equal).unwrap();
+        let p = args.resolve_layered(Jitter::Equal).unwrap().policy;
         assert_eq!(p.cap(), Duration::from_secs(5));
         assert_eq!(p.jitter(), Jitter::Equal);
         let bad = PolicyArgs {
@@ -487,7 +476,7 @@ mod tests {
             ..Default::default()
         };
         assert!(
-            bad.resolve(Jitter::Full)
+            bad.resolve_layered(Jitter::Full)
                 .unwrap_err()
                 .to_string()
                 .contains("multiplier")

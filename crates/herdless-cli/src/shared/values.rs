@@ -10,16 +10,7 @@ use herdless::Jitter;
 /// The library's syntax ([`herdless::policy::serde::parse_duration`]), shared
 /// with the policy file, and one range for every duration flag and key:
 /// [`duration_in_range`].
-///
-/// ```
-/// use herdless_cli::shared::values::parse_duration;
-/// assert_eq!(parse_duration("1ns"), Ok(std::time::Duration::from_nanos(1)));
-/// assert_eq!(
-///     parse_duration("600y").unwrap_err(),
-///     "\"600y\" is too large (at most 18446744073 s: u64 nanoseconds, about 584 years)"
-/// );
-/// ```
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = herdless::policy::serde::parse_duration(s).map_err(|e| e.to_string())?;
     duration_in_range(d).map_err(|e| format!("{:?} {e}", s.trim()))
 }
@@ -33,7 +24,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// # Errors
 ///
 /// `d` is past the range; the message gives it.
-pub fn duration_in_range(d: Duration) -> Result<Duration, String> {
+pub(crate) fn duration_in_range(d: Duration) -> Result<Duration, String> {
     if d > herdless::policy::MAX_DURATION {
         Err(format!(
             "is too large (at most {} s: u64 nanoseconds, about 584 years)",
@@ -48,17 +39,10 @@ pub fn duration_in_range(d: Duration) -> Result<Duration, String> {
 /// (`18446744073709551615`, `0xffffffffffffffff`), for `--seed`,
 /// `HERDLESS_SEED` and the policy file's `seed` alike.
 ///
-/// ```
-/// use herdless_cli::shared::values::parse_seed;
-/// assert_eq!(parse_seed("42"), Ok(42));
-/// assert_eq!(parse_seed("0xFFFFFFFFFFFFFFFF"), Ok(u64::MAX));
-/// assert!(parse_seed("-1").unwrap_err().contains("0 to 18446744073709551615"));
-/// ```
-///
 /// # Errors
 ///
 /// Not such a number; the message gives the range.
-pub fn parse_seed(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_seed(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16),
@@ -70,7 +54,7 @@ pub fn parse_seed(s: &str) -> Result<u64, String> {
 }
 
 /// Parses a jitter mode name for clap.
-pub fn parse_jitter(s: &str) -> Result<Jitter, String> {
+pub(crate) fn parse_jitter(s: &str) -> Result<Jitter, String> {
     s.parse::<Jitter>().map_err(|e| e.to_string())
 }
 
@@ -103,5 +87,40 @@ mod tests {
                 "{past}: {e}"
             );
         }
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn parse_duration_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::values::parse_duration;
+        assert_eq!(
+            parse_duration("1ns"),
+            Ok(std::time::Duration::from_nanos(1))
+        );
+        assert_eq!(
+            parse_duration("600y").unwrap_err(),
+            "\"600y\" is too large (at most 18446744073 s: u64 nanoseconds, about 584 years)"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn parse_seed_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::values::parse_seed;
+        assert_eq!(parse_seed("42"), Ok(42));
+        assert_eq!(parse_seed("0xFFFFFFFFFFFFFFFF"), Ok(u64::MAX));
+        assert!(
+            parse_seed("-1")
+                .unwrap_err()
+                .contains("0 to 18446744073709551615")
+        );
+        Ok(())
     }
 }

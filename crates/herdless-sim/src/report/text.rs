@@ -100,6 +100,32 @@ pub(super) fn spread_table(r: &SpreadReport) -> String {
 }
 
 pub(super) fn outage_table(r: &OutageReport) -> String {
+    let s = &r.strategies;
+    let mut out = outage_header(r);
+    let h = header(
+        "",
+        s.iter()
+            .map(|f| f.strategy.clone())
+            .chain(["physical limit".to_owned()]),
+    );
+    let mut rows = outage_rows(r);
+    if r.parameters.honor < 1.0 {
+        rows.extend(honoring_rows(r));
+    }
+    out.push_str(&grid(&h, &rows));
+    if s.iter().any(|f| !f.drained) {
+        out.push_str(
+            "\n-: clients gave up, so the fleet did not drain (no completion to compare \
+             with the physical limit)\n",
+        );
+    }
+    out
+}
+
+/// The outage table's first lines: the scenario, the policy, the physical
+/// limit, the guards' settings when a guard runs, the share honoring
+/// Retry-After when not all do; then a blank line.
+fn outage_header(r: &OutageReport) -> String {
     let p = &r.parameters;
     let s = &r.strategies;
     let mut out = format!(
@@ -148,13 +174,13 @@ pub(super) fn outage_table(r: &OutageReport) -> String {
         );
     }
     out.push('\n');
-    let h = header(
-        "",
-        s.iter()
-            .map(|f| f.strategy.clone())
-            .chain(["physical limit".to_owned()]),
-    );
-    let rows = vec![
+    out
+}
+
+/// The outage table's rows for every client, the physical limit's column last.
+fn outage_rows(r: &OutageReport) -> Vec<Vec<String>> {
+    let s = &r.strategies;
+    vec![
         row(
             "calls per client",
             s.iter()
@@ -214,41 +240,35 @@ pub(super) fn outage_table(r: &OutageReport) -> String {
                 .map(|f| format!("{:.3}", f.max_bucket_share))
                 .chain(["-".to_owned()]),
         ),
-    ];
-    let mut rows = rows;
-    if p.honor < 1.0 {
-        rows.extend([
-            row(
-                "honoring clients: calls per client",
-                s.iter()
-                    .map(|f| format!("{:.2}", f.honoring_calls))
-                    .chain([format!("{:.2}", r.min_calls_per_client)]),
-            ),
-            row(
-                "  completion x physical limit",
-                s.iter()
-                    .map(|f| {
-                        f.honoring_vs_limit
-                            .map_or("-".to_owned(), |x| format!("{x:.2}"))
-                    })
-                    .chain(["1.00".to_owned()]),
-            ),
-            row(
-                "  gave up",
-                s.iter()
-                    .map(|f| f.honoring_gave_up.to_string())
-                    .chain(["0".to_owned()]),
-            ),
-        ]);
-    }
-    out.push_str(&grid(&h, &rows));
-    if s.iter().any(|f| !f.drained) {
-        out.push_str(
-            "\n-: clients gave up, so the fleet did not drain (no completion to compare \
-             with the physical limit)\n",
-        );
-    }
-    out
+    ]
+}
+
+/// The rows of the clients that honor Retry-After (when not all do).
+fn honoring_rows(r: &OutageReport) -> Vec<Vec<String>> {
+    let s = &r.strategies;
+    vec![
+        row(
+            "honoring clients: calls per client",
+            s.iter()
+                .map(|f| format!("{:.2}", f.honoring_calls))
+                .chain([format!("{:.2}", r.min_calls_per_client)]),
+        ),
+        row(
+            "  completion x physical limit",
+            s.iter()
+                .map(|f| {
+                    f.honoring_vs_limit
+                        .map_or("-".to_owned(), |x| format!("{x:.2}"))
+                })
+                .chain(["1.00".to_owned()]),
+        ),
+        row(
+            "  gave up",
+            s.iter()
+                .map(|f| f.honoring_gave_up.to_string())
+                .chain(["0".to_owned()]),
+        ),
+    ]
 }
 
 pub(super) fn contention_table(r: &ContentionReport) -> String {

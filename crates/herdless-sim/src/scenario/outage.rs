@@ -60,7 +60,7 @@ use crate::endpoint::{
     PushbackEndpoint,
 };
 use crate::error::SimError;
-use crate::fleet::{FleetOutcome, run_fleet_from};
+use crate::event_loop::{FleetOutcome, run_fleet_from};
 use crate::guard::{Guard, GuardParams, Guards};
 use crate::metrics::{BUCKET, Histogram, first_bucket_at_or_after};
 use crate::report::units;

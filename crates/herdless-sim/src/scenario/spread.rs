@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::endpoint::FailFirst;
 use crate::error::SimError;
-use crate::fleet::run_fleet;
+use crate::event_loop::run_fleet;
 use crate::metrics::BUCKET;
 use crate::strategy::StrategyKind;
 

@@ -45,9 +45,67 @@ pub fn run(
         return Err(SimError::Invalid("tune keeps 1 to 100 finalists".into()));
     }
     let (search_seeds, verify_seeds) = params.seeds();
-    let outages = facts.outages.len();
-
     // 1. Prune.
+    let (pruned, admitted) = prune(params, admit);
+    let variants = params.space.guard_variants(&facts.guards);
+    let guarded_n = admitted.len().min(GUARDED_POLICIES) * variants.len();
+    let mut search = Search {
+        params,
+        progress,
+        outages: facts.outages.len(),
+        search_seeds,
+        verify_seeds,
+        runs: 0,
+        total: 0,
+    };
+    search.start(admitted.len() + guarded_n);
+    // 2. Screen, 3. guards.
+    let (scored, ties) = untie(search.screen(&admitted, &variants)?);
+    let mut scored = scored;
+    // 4. Finalists on every search seed.
+    let finalists_n = search.finalists(&mut scored)?;
+    // 5. Verify in rank order until one holds on fresh seeds.
+    let mut verification = search.verify(&scored, finalists_n)?;
+    let baselines = search.baselines(admit, &mut verification)?;
+    let Verification {
+        recommended,
+        runner_up,
+        failed,
+        figure_runs,
+    } = verification;
+    let unsatisfied = if recommended.is_some() {
+        None
+    } else {
+        Some(unsat::why(facts, &pruned, &scored, &failed))
+    };
+    let figure = search.figure(figure_runs);
+    progress.advance(search.total.saturating_sub(search.runs) as u64);
+    Ok(TuneReport {
+        facts: FactsReport::from(facts),
+        search: SearchReport {
+            grid: params.space.len(),
+            pruned: pruned.into_values().collect(),
+            candidates: admitted.len() + guarded_n,
+            guard_candidates: guarded_n,
+            finalists: finalists_n,
+            ties,
+            runs: search.runs,
+            search_seeds: search.search_seeds,
+            verify_seeds: search.verify_seeds,
+        },
+        recommended,
+        runner_up,
+        failed_verification: failed,
+        baselines,
+        pareto: front(&scored[..scored.len() - ties], facts, FRONT_ROWS),
+        unsatisfied,
+        figure,
+    })
+}
+
+/// Step 1: the grid's valid policies that `admit` lets through, and the
+/// others counted by the check that refused them (with one example each).
+fn prune(params: &TuneParams, admit: &Admit<'_>) -> (BTreeMap<String, Pruned>, Vec<Candidate>) {
     let mut pruned: BTreeMap<String, Pruned> = BTreeMap::new();
     let mut admitted = Vec::new();
     for p in params.space.policies() {
@@ -75,66 +133,14 @@ pub fn run(
                 .count += 1;
         }
     }
-    let variants = params.space.guard_variants(&facts.guards);
-    let guarded_n = admitted.len().min(GUARDED_POLICIES) * variants.len();
-    let finalists_n = params.finalists.min(admitted.len() + guarded_n);
-    let baselines_n = 1 + params.baselines.len();
-    let mut total = (admitted.len() + guarded_n) * outages
-        + finalists_n * outages * (search_seeds.len() - 1)
-        + (finalists_n + baselines_n) * outages * verify_seeds.len();
-    progress.start(total as u64);
-    let mut runs = 0usize;
-    let mut sim = |cands: &[Candidate], seeds: &[u64]| -> Result<Vec<Vec<RunFigures>>, SimError> {
-        let tasks: Vec<(usize, usize, u64)> = (0..cands.len())
-            .flat_map(|c| (0..outages).flat_map(move |o| seeds.iter().map(move |&s| (c, o, s))))
-            .collect();
-        runs += tasks.len();
-        let out = par_map(&tasks, params.threads, |&(c, o, s)| {
-            let r = simulate(facts, &cands[c], facts.outages[o], s)
-                .map(|f| RunFigures::new(facts, facts.outages[o], s, &f));
-            progress.advance(1);
-            r
-        });
-        let mut per: Vec<Vec<RunFigures>> = vec![Vec::new(); cands.len()];
-        for ((c, _, _), r) in tasks.iter().zip(out) {
-            per[*c].push(r?);
-        }
-        Ok(per)
-    };
+    (pruned, admitted)
+}
 
-    // 2. Screen, 3. guards.
-    let mut scored: Vec<(Candidate, Score)> = Vec::new();
-    let screen = sim(&admitted, &search_seeds[..1])?;
-    scored.extend(
-        admitted
-            .iter()
-            .copied()
-            .zip(screen.into_iter().map(|r| Score::new(facts, r))),
-    );
-    scored.sort_by(ranked);
-    if !variants.is_empty() {
-        let guarded: Vec<Candidate> = scored
-            .iter()
-            .take(GUARDED_POLICIES)
-            .flat_map(|(c, _)| {
-                variants.iter().map(|&g| Candidate {
-                    guard: Some(g),
-                    ..*c
-                })
-            })
-            .collect();
-        let screen = sim(&guarded, &search_seeds[..1])?;
-        scored.extend(
-            guarded
-                .into_iter()
-                .zip(screen.into_iter().map(|r| Score::new(facts, r))),
-        );
-        scored.sort_by(ranked);
-    }
-
-    // Candidates that tie with a better-ranked one on every figure differ
-    // only where the simulation never reaches (a budget no simulated worker
-    // runs into): they go to the end, so finalists and the runner-up differ.
+/// Candidates that tie with a better-ranked one on every figure differ only
+/// where the simulation never reaches (a budget no simulated worker runs
+/// into): they go to the end, so finalists and the runner-up differ.
+/// Returns the candidates and how many tied.
+fn untie(scored: Vec<Scored>) -> (Vec<Scored>, usize) {
     let mut ties = 0usize;
     let (mut uniq, mut dups): (Vec<Scored>, Vec<Scored>) = (Vec::new(), Vec::new());
     for x in scored {
@@ -149,146 +155,259 @@ pub fn run(
         }
     }
     uniq.extend(dups);
-    let mut scored = uniq;
+    (uniq, ties)
+}
 
-    // 4. Finalists on every search seed: rounds of `finalists` candidates,
-    // until one meets the facts on every seed (or none that met them on the
-    // first is left, or MAX_ROUNDS rounds were run).
-    let mut done = 0usize;
-    for round in 0..MAX_ROUNDS {
-        let end = (done + params.finalists).min(scored.len());
-        if end == done {
-            break;
+/// What step 5 found: the recommended policy and the runner-up (if any),
+/// the finalists that failed on fresh seeds, and the runs drawn in the
+/// figure.
+struct Verification {
+    recommended: Option<Verified>,
+    runner_up: Option<Verified>,
+    failed: Vec<Verified>,
+    figure_runs: Vec<OutageFigures>,
+}
+
+/// One search: what every step reads, and the runs made so far (the
+/// progress bar's count).
+struct Search<'a> {
+    params: &'a TuneParams,
+    progress: &'a dyn Progress,
+    outages: usize,
+    search_seeds: Vec<u64>,
+    verify_seeds: Vec<u64>,
+    runs: usize,
+    total: usize,
+}
+
+impl Search<'_> {
+    /// The runs the search will make with `candidates` screened (more if
+    /// step 4 needs more rounds), told to the progress bar.
+    fn start(&mut self, candidates: usize) {
+        let p = self.params;
+        let finalists_n = p.finalists.min(candidates);
+        let baselines_n = 1 + p.baselines.len();
+        self.total = candidates * self.outages
+            + finalists_n * self.outages * (self.search_seeds.len() - 1)
+            + (finalists_n + baselines_n) * self.outages * self.verify_seeds.len();
+        self.progress.start(self.total as u64);
+    }
+
+    /// Simulates every candidate on every outage and seed (in parallel);
+    /// each candidate's runs, in order.
+    fn sim(
+        &mut self,
+        cands: &[Candidate],
+        seeds: &[u64],
+    ) -> Result<Vec<Vec<RunFigures>>, SimError> {
+        let (facts, outages, progress) = (&self.params.facts, self.outages, self.progress);
+        let tasks: Vec<(usize, usize, u64)> = (0..cands.len())
+            .flat_map(|c| (0..outages).flat_map(move |o| seeds.iter().map(move |&s| (c, o, s))))
+            .collect();
+        self.runs += tasks.len();
+        let out = par_map(&tasks, self.params.threads, |&(c, o, s)| {
+            let r = simulate(facts, &cands[c], facts.outages[o], s)
+                .map(|f| RunFigures::new(facts, facts.outages[o], s, &f));
+            progress.advance(1);
+            r
+        });
+        let mut per: Vec<Vec<RunFigures>> = vec![Vec::new(); cands.len()];
+        for ((c, _, _), r) in tasks.iter().zip(out) {
+            per[*c].push(r?);
         }
-        if round > 0 {
-            total += (end - done) * outages * (search_seeds.len() - 1 + verify_seeds.len());
-            progress.start(total as u64);
+        Ok(per)
+    }
+
+    /// Steps 2 and 3: every admitted policy on the first search seed, then
+    /// the best [`GUARDED_POLICIES`] with each guard variant; ranked.
+    fn screen(
+        &mut self,
+        admitted: &[Candidate],
+        variants: &[super::grid::GuardChoice],
+    ) -> Result<Vec<Scored>, SimError> {
+        let facts = &self.params.facts;
+        let first = self.search_seeds[..1].to_vec();
+        let mut scored: Vec<(Candidate, Score)> = Vec::new();
+        let screen = self.sim(admitted, &first)?;
+        scored.extend(
+            admitted
+                .iter()
+                .copied()
+                .zip(screen.into_iter().map(|r| Score::new(facts, r))),
+        );
+        scored.sort_by(ranked);
+        if !variants.is_empty() {
+            let guarded: Vec<Candidate> = scored
+                .iter()
+                .take(GUARDED_POLICIES)
+                .flat_map(|(c, _)| {
+                    variants.iter().map(|&g| Candidate {
+                        guard: Some(g),
+                        ..*c
+                    })
+                })
+                .collect();
+            let screen = self.sim(&guarded, &first)?;
+            scored.extend(
+                guarded
+                    .into_iter()
+                    .zip(screen.into_iter().map(|r| Score::new(facts, r))),
+            );
+            scored.sort_by(ranked);
         }
-        if search_seeds.len() > 1 {
-            let batch: Vec<Candidate> = scored[done..end].iter().map(|(c, _)| *c).collect();
-            let more = sim(&batch, &search_seeds[1..])?;
-            for (i, extra) in more.into_iter().enumerate() {
-                let mut all = scored[done + i].1.runs.clone();
-                all.extend(extra);
-                scored[done + i].1 = Score::new(facts, all);
+        Ok(scored)
+    }
+
+    /// Step 4: rounds of `finalists` candidates on every search seed, until
+    /// one meets the facts on every seed (or none that met them on the first
+    /// is left, or [`MAX_ROUNDS`] rounds were run). Returns how many
+    /// candidates became finalists (ranked first in `scored`).
+    fn finalists(&mut self, scored: &mut [Scored]) -> Result<usize, SimError> {
+        let facts = &self.params.facts;
+        let mut done = 0usize;
+        for round in 0..MAX_ROUNDS {
+            let end = (done + self.params.finalists).min(scored.len());
+            if end == done {
+                break;
+            }
+            if round > 0 {
+                self.total += (end - done)
+                    * self.outages
+                    * (self.search_seeds.len() - 1 + self.verify_seeds.len());
+                self.progress.start(self.total as u64);
+            }
+            if self.search_seeds.len() > 1 {
+                let batch: Vec<Candidate> = scored[done..end].iter().map(|(c, _)| *c).collect();
+                let rest = self.search_seeds[1..].to_vec();
+                let more = self.sim(&batch, &rest)?;
+                for (i, extra) in more.into_iter().enumerate() {
+                    let mut all = scored[done + i].1.runs.clone();
+                    all.extend(extra);
+                    scored[done + i].1 = Score::new(facts, all);
+                }
+            }
+            done = end;
+            scored[..done].sort_by(ranked);
+            if scored[..done].iter().any(|(_, s)| s.feasible())
+                || !scored[done..].iter().any(|(_, s)| s.feasible())
+            {
+                break;
             }
         }
-        done = end;
-        scored[..done].sort_by(ranked);
-        if scored[..done].iter().any(|(_, s)| s.feasible())
-            || !scored[done..].iter().any(|(_, s)| s.feasible())
-        {
-            break;
-        }
+        Ok(done)
     }
-    let finalists_n = done;
 
-    // 5. Verify in rank order until one holds on fresh seeds.
-    let mut figure_runs: Vec<OutageFigures> = Vec::new();
-    let longest = facts.outages.iter().copied().max().unwrap_or_default();
-    let mut verify_one = |c: &Candidate, label: &str, keep: bool, figs: &mut Vec<OutageFigures>| {
-        let r = sim(std::slice::from_ref(c), &verify_seeds)?;
+    /// One candidate on the verification seeds; with `keep`, its run at the
+    /// longest outage joins the figure, labelled `label`.
+    fn verify_one(
+        &mut self,
+        c: &Candidate,
+        label: &str,
+        keep: bool,
+        figs: &mut Vec<OutageFigures>,
+    ) -> Result<Score, SimError> {
+        let facts = &self.params.facts;
+        let seeds = self.verify_seeds.clone();
+        let r = self.sim(std::slice::from_ref(c), &seeds)?;
         if keep {
-            let mut f = simulate(facts, c, longest, verify_seeds[0])?;
+            let mut f = simulate(facts, c, longest(facts), seeds[0])?;
             f.strategy = label.to_string();
             figs.push(f);
         }
-        Ok::<_, SimError>(Score::new(facts, r.into_iter().next().unwrap_or_default()))
-    };
-    let (mut recommended, mut runner_up, mut failed) = (None, None, Vec::new());
-    for (c, s) in scored
-        .iter()
-        .take(finalists_n)
-        .filter(|(_, s)| s.feasible())
-    {
-        // A runner-up that ties on every figure differs only where the
-        // simulation never reaches (a budget no client runs into): skip it.
-        if recommended.as_ref().is_some_and(|r| rec_ties(r, s)) {
-            continue;
+        Ok(Score::new(facts, r.into_iter().next().unwrap_or_default()))
+    }
+
+    /// Step 5: the feasible finalists in rank order on fresh seeds, until
+    /// one holds (the recommended policy), then the next that does not tie
+    /// with it (the runner-up).
+    fn verify(&mut self, scored: &[Scored], finalists_n: usize) -> Result<Verification, SimError> {
+        let mut figure_runs: Vec<OutageFigures> = Vec::new();
+        let (mut recommended, mut runner_up, mut failed) = (None, None, Vec::new());
+        for (c, s) in scored
+            .iter()
+            .take(finalists_n)
+            .filter(|(_, s)| s.feasible())
+        {
+            // A runner-up that ties on every figure differs only where the
+            // simulation never reaches (a budget no client runs into): skip it.
+            if recommended.as_ref().is_some_and(|r| rec_ties(r, s)) {
+                continue;
+            }
+            let label = if recommended.is_none() {
+                "recommended"
+            } else {
+                "runner-up"
+            };
+            let score = self.verify_one(c, label, recommended.is_none(), &mut figure_runs)?;
+            let v = verified(label, c, None, Some(s.clone()), score);
+            if recommended.is_some() {
+                runner_up = Some(v);
+                break;
+            }
+            if v.verify.feasible() {
+                recommended = Some(v);
+            } else {
+                figure_runs.clear();
+                failed.push(v);
+            }
         }
-        let label = if recommended.is_none() {
-            "recommended"
-        } else {
-            "runner-up"
-        };
-        let v = verified(
-            label,
-            c,
-            None,
-            Some(s.clone()),
-            verify_one(c, label, recommended.is_none(), &mut figure_runs)?,
-        );
-        if recommended.is_some() {
-            runner_up = Some(v);
-            break;
-        }
-        if v.verify.feasible() {
-            recommended = Some(v);
-        } else {
+        if recommended.is_none() {
             figure_runs.clear();
-            failed.push(v);
         }
-    }
-    if recommended.is_none() {
-        figure_runs.clear();
-    }
-    let mut baselines = Vec::new();
-    let defaults = ("full jitter, defaults".to_string(), Policy::default());
-    for (label, p) in std::iter::once(&defaults).chain(&params.baselines) {
-        let c = Candidate {
-            policy: *p,
-            guard: None,
-        };
-        let check = admit(p)
-            .err()
-            .map(|r| format!("{}: {}", r.check, r.message));
-        let keep = recommended.is_some();
-        baselines.push(verified(
-            label,
-            &c,
-            check,
-            None,
-            verify_one(&c, label, keep, &mut figure_runs)?,
-        ));
-    }
-    let unsatisfied = if recommended.is_some() {
-        None
-    } else {
-        Some(unsat::why(facts, &pruned, &scored, &failed))
-    };
-    let figure = (!figure_runs.is_empty()).then(|| {
-        let c = Candidate {
-            policy: Policy::default(),
-            guard: None,
-        };
-        OutageReport::new(
-            &super::eval::params(facts, &c, longest),
-            verify_seeds[0],
+        Ok(Verification {
+            recommended,
+            runner_up,
+            failed,
             figure_runs,
-        )
-    });
-    progress.advance(total.saturating_sub(runs) as u64);
-    Ok(TuneReport {
-        facts: FactsReport::from(facts),
-        search: SearchReport {
-            grid: params.space.len(),
-            pruned: pruned.into_values().collect(),
-            candidates: admitted.len() + guarded_n,
-            guard_candidates: guarded_n,
-            finalists: finalists_n,
-            ties,
-            runs,
-            search_seeds,
-            verify_seeds,
-        },
-        recommended,
-        runner_up,
-        failed_verification: failed,
-        baselines,
-        pareto: front(&scored[..scored.len() - ties], facts, FRONT_ROWS),
-        unsatisfied,
-        figure,
-    })
+        })
+    }
+
+    /// The baselines (the defaults with full jitter, then the caller's) on
+    /// the verification seeds, each with what `admit` says of it; drawn in
+    /// the figure when a policy was recommended.
+    fn baselines(
+        &mut self,
+        admit: &Admit<'_>,
+        v: &mut Verification,
+    ) -> Result<Vec<Verified>, SimError> {
+        let mut baselines = Vec::new();
+        let defaults = ("full jitter, defaults".to_string(), Policy::default());
+        let params = self.params;
+        for (label, p) in std::iter::once(&defaults).chain(&params.baselines) {
+            let c = Candidate {
+                policy: *p,
+                guard: None,
+            };
+            let check = admit(p)
+                .err()
+                .map(|r| format!("{}: {}", r.check, r.message));
+            let keep = v.recommended.is_some();
+            let score = self.verify_one(&c, label, keep, &mut v.figure_runs)?;
+            baselines.push(verified(label, &c, check, None, score));
+        }
+        Ok(baselines)
+    }
+
+    /// The figure of the longest outage, when any run was kept for it.
+    fn figure(&self, figure_runs: Vec<OutageFigures>) -> Option<OutageReport> {
+        (!figure_runs.is_empty()).then(|| {
+            let c = Candidate {
+                policy: Policy::default(),
+                guard: None,
+            };
+            let facts = &self.params.facts;
+            OutageReport::new(
+                &super::eval::params(facts, &c, longest(facts)),
+                self.verify_seeds[0],
+                figure_runs,
+            )
+        })
+    }
+}
+
+/// The longest outage of the facts (the one the figure draws).
+fn longest(facts: &super::Facts) -> std::time::Duration {
+    facts.outages.iter().copied().max().unwrap_or_default()
 }
 
 /// The ranking: by score; among equal figures the larger elapsed budget

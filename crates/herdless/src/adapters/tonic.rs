@@ -5,7 +5,7 @@
 //! [`CodeClassifier`] (`UNAVAILABLE` retryable, every other code terminal) and
 //! its `grpc-retry-pushback-ms` metadata: a valid pushback is the server's
 //! delay (clamped and spread by the policy), a negative or unparseable one
-//! stops the call ([`GiveUp::ServerPushback`](crate::GiveUp::ServerPushback)).
+//! stops the call ([`GiveUp::DoNotRetry`](crate::GiveUp::DoNotRetry)).
 //! `DEADLINE_EXCEEDED` is terminal by default (the gRPC design: a retry cannot
 //! meet a deadline that has passed) and is the timeout a shared budget may
 //! charge more for. To retry other codes, classify with
@@ -18,7 +18,7 @@
 //! assert!(!tonic::Status::permission_denied("no").classification().is_retryable());
 //! let mut stop = tonic::Status::unavailable("overloaded");
 //! stop.metadata_mut().insert("grpc-retry-pushback-ms", "-1".parse().unwrap());
-//! assert_eq!(stop.classification(), herdless::Classification::ServerPushback);
+//! assert_eq!(stop.classification(), herdless::Classification::DoNotRetry);
 //! ```
 
 use crate::classify::{Classification, Retryable};

@@ -9,7 +9,7 @@
 
 use super::Classification;
 use super::Classify;
-use crate::engine::TimedOut;
+use crate::classify::TimedOut;
 
 /// An error type that knows whether it is transient. Use with [`ByTrait`].
 ///
@@ -56,7 +56,7 @@ pub trait Retryable {
     ///
     /// ```
     /// use herdless::Retryable;
-    /// let cut = herdless::engine::TimedOut::new(1, std::time::Duration::from_secs(1));
+    /// let cut = herdless::classify::TimedOut::new(1, std::time::Duration::from_secs(1));
     /// assert!(<std::io::Error as Retryable>::timed_out(cut).unwrap().is_timeout());
     /// ```
     fn timed_out(timed_out: TimedOut) -> Option<Self>

@@ -15,12 +15,13 @@
 
 mod by_type;
 mod result;
+mod timed_out;
 mod timeout_as;
 
 pub use by_type::{ByTrait, Retryable};
+pub use timed_out::TimedOut;
 pub use timeout_as::TimeoutAs;
 
-use crate::engine::TimedOut;
 pub use result::{ByError, ClassifyResult};
 
 use std::time::Duration;
@@ -55,7 +56,7 @@ pub enum Classification {
     /// The server asked not to be retried at all: gRPC's negative or
     /// unparseable `grpc-retry-pushback-ms` on a retryable status (see
     /// `herdless::grpc`, feature `grpc`). Never retried: the call gives up
-    /// with [`GiveUp::ServerPushback`](crate::GiveUp::ServerPushback)
+    /// with [`GiveUp::DoNotRetry`](crate::GiveUp::DoNotRetry)
     /// (`retry_budget_exhausted`, `reason = "server_pushback"`). Unlike
     /// [`Terminal`](Self::Terminal) it is news about load, not about the
     /// request: the breaker and the shared budget count it as a failure, as
@@ -65,15 +66,15 @@ pub enum Classification {
     /// use herdless::{Classification, GiveUp, ManualTimer, Policy, Retry};
     /// let err = Retry::builder()
     ///     .policy(Policy::default())
-    ///     .classifier(|_: &&str| Classification::ServerPushback)
+    ///     .classifier(|_: &&str| Classification::DoNotRetry)
     ///     .timer(ManualTimer::new())
     ///     .build()
     ///     .call(|_| Err::<(), _>("UNAVAILABLE, pushback -1"))
     ///     .unwrap_err();
-    /// assert_eq!(err.reason(), GiveUp::ServerPushback);
+    /// assert_eq!(err.reason(), GiveUp::DoNotRetry);
     /// assert_eq!(err.attempts(), 1);
     /// ```
-    ServerPushback,
+    DoNotRetry,
 }
 
 impl Classification {
@@ -147,7 +148,9 @@ impl Classification {
         }
     }
 
-    /// A short name: `retryable`, `terminal`, `unknown` or `server_pushback`.
+    /// A short name: `retryable`, `terminal`, `unknown` or `server_pushback`
+    /// (the name [`DoNotRetry`](Self::DoNotRetry) had before it was renamed,
+    /// kept where it is written down: events, metrics, headers).
     ///
     /// ```
     /// assert_eq!(herdless::Classification::Unknown.as_str(), "unknown");
@@ -157,9 +160,18 @@ impl Classification {
             Classification::Retryable { .. } => "retryable",
             Classification::Terminal => "terminal",
             Classification::Unknown => "unknown",
-            Classification::ServerPushback => "server_pushback",
+            Classification::DoNotRetry => "server_pushback",
         }
     }
+
+    /// The old name of [`DoNotRetry`](Self::DoNotRetry): "pushback" now
+    /// means only the server's "come back later" ([`pushback`](crate::pushback)).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `Classification::DoNotRetry`; this name goes in the next release"
+    )]
+    #[allow(non_upper_case_globals)]
+    pub const ServerPushback: Classification = Classification::DoNotRetry;
 }
 
 /// Classifies an operation's errors.
@@ -207,7 +219,7 @@ pub trait Classify<E: ?Sized> {
     /// ```
     /// use std::time::Duration;
     /// use herdless::{ByTrait, Classify};
-    /// use herdless::engine::TimedOut;
+    /// use herdless::classify::TimedOut;
     /// let cut = TimedOut::new(1, Duration::from_secs(2));
     /// let e: std::io::Error = ByTrait.timed_out(cut).unwrap();
     /// assert!(ByTrait.classify(&e).is_retryable());
@@ -223,7 +235,7 @@ pub trait Classify<E: ?Sized> {
     }
 
     /// The error a call ends with when its time ran out before its first
-    /// attempt could start: a call sharing a [`Throttle`](crate::fleet::Throttle)
+    /// attempt could start: a call sharing a [`Throttle`](crate::guard::Throttle)
     /// that waited for its turn until `max_elapsed`. Such a call makes no
     /// attempt (one with no time left would only count as sent) and ends as
     /// exhausted ([`GiveUp::MaxElapsed`](crate::GiveUp::MaxElapsed)) after
@@ -239,7 +251,7 @@ pub trait Classify<E: ?Sized> {
     ///
     /// ```
     /// use herdless::{ByTrait, Classify};
-    /// use herdless::engine::TimedOut;
+    /// use herdless::classify::TimedOut;
     /// let e: std::io::Error = ByTrait.unstarted(TimedOut::unstarted(1)).unwrap();
     /// assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
     /// ```
@@ -284,11 +296,11 @@ pub trait Classify<E: ?Sized> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum RetryCause {
     /// Any retryable error except a timeout: costs
-    /// [`RetryBudgetBuilder::retry_cost`](crate::fleet::RetryBudgetBuilder::retry_cost).
+    /// [`RetryBudgetBuilder::retry_cost`](crate::guard::RetryBudgetBuilder::retry_cost).
     #[default]
     Error,
     /// A timeout: costs
-    /// [`RetryBudgetBuilder::timeout_cost`](crate::fleet::RetryBudgetBuilder::timeout_cost).
+    /// [`RetryBudgetBuilder::timeout_cost`](crate::guard::RetryBudgetBuilder::timeout_cost).
     Timeout,
 }
 

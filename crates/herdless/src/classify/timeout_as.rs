@@ -2,7 +2,7 @@
 //! becomes.
 
 use super::{Classification, Classify};
-use crate::engine::TimedOut;
+use crate::classify::TimedOut;
 
 /// A classifier plus `make`, the error an attempt cut at its deadline ends
 /// with ([`Classify::timed_out`]): what lets the async executors drop a
@@ -16,7 +16,7 @@ use crate::engine::TimedOut;
 /// ```
 /// use std::time::Duration;
 /// use herdless::classify::TimeoutAs;
-/// use herdless::engine::TimedOut;
+/// use herdless::classify::TimedOut;
 /// use herdless::{Classification, Classify};
 ///
 /// #[derive(Debug, PartialEq)]
@@ -40,7 +40,7 @@ impl<C, F> TimeoutAs<C, F> {
     /// `make(timed_out)`.
     ///
     /// ```
-    /// use herdless::engine::TimedOut;
+    /// use herdless::classify::TimedOut;
     /// let _ = herdless::classify::TimeoutAs::new(herdless::AlwaysRetry, |_: TimedOut| "timed out");
     /// ```
     pub fn new(classifier: C, make: F) -> Self {

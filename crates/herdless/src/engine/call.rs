@@ -4,15 +4,17 @@ use std::time::Duration;
 
 use crate::classify::Classification;
 use crate::classify::RetryCause;
-use crate::engine::GiveUp;
 use crate::engine::context::Context;
-use crate::engine::events::{Notify, RetryEvent};
+use crate::events::GiveUp;
+use crate::events::{Notify, RetryEvent};
 use crate::policy::Schedule;
 use crate::rng::Rng;
 
 mod deadline;
+mod failed;
 mod hedge;
 mod resume;
+mod settle;
 mod throttle;
 
 pub(crate) use deadline::deadline_ns;
@@ -34,7 +36,7 @@ pub enum Decision {
 }
 
 /// Whether a retry that is due may start now (asked after the backoff wait),
-/// or, with a [throttle](crate::fleet::Throttle), whether any attempt may.
+/// or, with a [throttle](crate::guard::Throttle), whether any attempt may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
     /// Start the attempt.
@@ -52,9 +54,9 @@ const PENDING_TIMEOUT: u8 = 1 << 2;
 const SPENT: u8 = 1 << 3;
 const SPENT_TIMEOUT: u8 = 1 << 4;
 const PROBE: u8 = 1 << 5;
-/// The retry was held behind an open breaker's probe (its release may be
+/// The retry waited behind an open breaker's probe (its release may be
 /// spread when the breaker closes).
-const HELD: u8 = 1 << 6;
+const BEHIND_PROBE: u8 = 1 << 6;
 
 /// One call's retry state, and the one place where every retry decision is
 /// made. Sans-IO: it never reads a clock, never sleeps and owns no generator;
@@ -207,7 +209,7 @@ impl Engine {
     /// call.begin();
     /// call.succeeded(&Context::new(&p).budget(&budget), Duration::ZERO);
     /// assert_eq!(budget.tokens(), 9.5);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     #[inline]
     pub fn succeeded<N: Notify>(&mut self, cx: &Context<'_, N>, now: Duration) {
@@ -257,140 +259,8 @@ impl Engine {
         }
     }
 
-    /// The current attempt failed at `now`: decides whether and when to retry.
-    ///
-    /// In order: a terminal (or unknown) classification gives up
-    /// (`retry_abandoned_terminal`); the breaker learns the failure; a
-    /// [`ServerPushback`](Classification::ServerPushback) gives up
-    /// ([`GiveUp::ServerPushback`]); `max_attempts` is checked; the delay is drawn (advancing the schedule)
-    /// and replaced by the server's delay, clamped and spread, when the
-    /// classification carries one; `elapsed + delay` is checked against the
-    /// elapsed limit; the shared budget is asked (unless the escape lane
-    /// covers this retry). A give-up for any reason but the shared budget
-    /// still charges the budget's failure cost. Emits `retry_scheduled` or
-    /// `retry_budget_exhausted`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use herdless::engine::{Context, Decision, Engine};
-    /// use herdless::{Classification, GiveUp, Policy, RetryCause, Rng};
-    /// let p = Policy::default();
-    /// let cx = Context::new(&p);
-    /// let mut call = Engine::new(Duration::ZERO);
-    /// call.begin();
-    /// let d = call.failed(&cx, Duration::ZERO, Classification::terminal(), RetryCause::Error, &mut Rng::with_seed(1));
-    /// assert_eq!(d, Decision::GiveUp(GiveUp::Terminal));
-    /// ```
-    pub fn failed<N: Notify>(
-        &mut self,
-        cx: &Context<'_, N>,
-        now: Duration,
-        classification: Classification,
-        cause: RetryCause,
-        rng: &mut Rng,
-    ) -> Decision {
-        self.failed_ns(cx, nanos(now), classification, cause, rng)
-    }
-
-    /// [`failed`](Self::failed) with `now` in nanoseconds: what the executors
-    /// call (their clocks read nanoseconds, so no `Duration` round trip).
-    #[inline]
-    pub(crate) fn failed_ns<N: Notify>(
-        &mut self,
-        cx: &Context<'_, N>,
-        now_ns: u64,
-        classification: Classification,
-        cause: RetryCause,
-        rng: &mut Rng,
-    ) -> Decision {
-        let elapsed_ns = now_ns.saturating_sub(self.start_ns);
-        let elapsed = || Duration::from_nanos(elapsed_ns);
-        let timed_out = cause == RetryCause::Timeout;
-        let pushback = classification == Classification::ServerPushback;
-        if !classification.is_retryable() && !pushback {
-            // The endpoint answered: neither a breaker failure nor a success;
-            // for the throttle, an answer (it served the call).
-            self.throttle_record(cx, now_ns, true);
-            self.release_probe(cx);
-            cx.emit_with(true, || RetryEvent::AbandonedTerminal {
-                task_id: cx.task_id,
-                attempt: self.attempts,
-                classification,
-                timed_out,
-                elapsed: elapsed(),
-            });
-            return Decision::GiveUp(GiveUp::Terminal);
-        }
-        if let Some(breaker) = cx.breaker {
-            breaker.record_failure();
-        }
-        self.throttle_record(cx, now_ns, false);
-        self.release_probe(cx);
-        if pushback {
-            // The server asked not to be retried: a failure about load.
-            return self.denied(cx, GiveUp::ServerPushback, elapsed(), timed_out);
-        }
-        let policy = cx.policy;
-        if self.attempts >= policy.max_attempts {
-            return self.denied(cx, GiveUp::MaxAttempts, elapsed(), timed_out);
-        }
-        let mut schedule = Schedule {
-            retry: self.attempts.saturating_sub(1),
-            prev_ns: self.prev_ns,
-        };
-        let computed_ns = policy.next_delay_ns(&mut schedule, rng);
-        self.prev_ns = schedule.prev_ns;
-        let (delay_ns, honored) = match classification {
-            Classification::Retryable { after: Some(d) } if !d.is_zero() => {
-                (policy.server_delay_ns(d, rng), true)
-            }
-            _ => (computed_ns, false),
-        };
-        if cx.budget.is_some() && self.flags & LEVEL_SET == 0 {
-            self.level = (rng.next_u64() >> 48) as u16;
-            self.flags |= LEVEL_SET;
-        }
-        // `elapsed + delay > max_elapsed`, in nanoseconds (exact: a sum past
-        // `u64::MAX` is past every limit). With an attempt timeout the
-        // retry's attempt would be cut at the limit: one due exactly at the
-        // limit would have no time, so it is not scheduled either.
-        let limit = cx.max_elapsed_ns();
-        if elapsed_ns
-            .checked_add(delay_ns)
-            .is_none_or(|due| due > limit || (due == limit && policy.attempt_timeout_ns != 0))
-        {
-            return self.denied(cx, GiveUp::MaxElapsed, elapsed(), timed_out);
-        }
-        let delay = Duration::from_nanos(delay_ns);
-        if let (Some(budget), false) = (cx.budget, self.bypasses(cx)) {
-            let level = f64::from(self.level) / 65_536.0;
-            if budget.try_retry(cause, level).is_err() {
-                return self.exhausted(cx, GiveUp::RetryBudget, elapsed(), true, timed_out);
-            }
-            let cause_bits = match cause {
-                RetryCause::Timeout => PENDING_TIMEOUT | SPENT_TIMEOUT,
-                RetryCause::Error => 0,
-            };
-            self.flags &= !(SPENT_TIMEOUT | PENDING_TIMEOUT);
-            self.flags |= SPENT | PENDING | cause_bits;
-        }
-        cx.emit_with(true, || RetryEvent::Scheduled {
-            task_id: cx.task_id,
-            attempt: self.attempts,
-            computed_jitter: Duration::from_nanos(computed_ns),
-            sleep: delay,
-            honored_retry_after: honored,
-            timed_out,
-            elapsed: elapsed(),
-        });
-        Decision::Retry {
-            delay,
-            honored_retry_after: honored,
-        }
-    }
-
     /// A retry is due at `now` (its delay has passed), or, with a
-    /// [throttle](crate::fleet::Throttle), any attempt is about to start: may
+    /// [throttle](crate::guard::Throttle), any attempt is about to start: may
     /// it start? The throttle is asked first: until the process's turn
     /// comes, [`Gate::Wait`]; an attempt that would have no time left (the
     /// limit reached, or its turn at or past it) is not made:
@@ -400,7 +270,7 @@ impl Engine {
     /// [`Gate::Go`]. While it is open, the one caller that takes the probe
     /// goes; the others [`Gate::Wait`] a jittered probe wait, or give up when
     /// that wait would pass the elapsed limit (the admitted retry is then
-    /// refunded). A retry that was held behind the probe and finds the
+    /// refunded). A retry that waited behind the probe and finds the
     /// breaker closed within its [release
     /// window](crate::Breaker::release_window) waits once more, a uniform
     /// share of the rest of the window (same elapsed rule), then goes.
@@ -448,13 +318,13 @@ impl Engine {
         }
         let wait = if breaker.is_open() {
             if breaker.try_take_probe() {
-                self.flags = (self.flags | PROBE) & !HELD;
+                self.flags = (self.flags | PROBE) & !BEHIND_PROBE;
                 return Gate::Go;
             }
-            self.flags |= HELD;
+            self.flags |= BEHIND_PROBE;
             breaker.wait_for(rng)
-        } else if self.flags & HELD != 0 {
-            self.flags &= !HELD;
+        } else if self.flags & BEHIND_PROBE != 0 {
+            self.flags &= !BEHIND_PROBE;
             match breaker.release_wait(now_ns, rng) {
                 Some(wait) => wait,
                 None => return Gate::Go,
@@ -479,115 +349,5 @@ impl Engine {
     ) -> Gate {
         self.throttle_gate(cx, now_ns, rng, false)
             .unwrap_or(Gate::Go)
-    }
-
-    /// Whether [`cancel`](Self::cancel) has anything to settle: an admitted
-    /// retry not yet begun, or a held probe.
-    #[inline]
-    pub(crate) fn is_unsettled(&self) -> bool {
-        self.flags & (PENDING | PROBE) != 0
-    }
-
-    /// The driver drops the call early (a cancelled future, a shutdown): an
-    /// admitted retry that never started is refunded to the budget and a held
-    /// probe is released. Harmless to call on a finished call.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use herdless::engine::{Context, Engine};
-    /// use herdless::{Classification, Policy, RetryBudget, RetryCause, Rng};
-    /// let p = Policy::default();
-    /// let budget = RetryBudget::aws();
-    /// let cx = Context::new(&p).budget(&budget);
-    /// let mut call = Engine::new(Duration::ZERO);
-    /// call.begin();
-    /// call.failed(&cx, Duration::ZERO, Classification::retryable(), RetryCause::Error, &mut Rng::with_seed(1));
-    /// assert_eq!(budget.tokens(), 495.0);
-    /// call.cancel(&cx);
-    /// assert_eq!(budget.tokens(), 500.0);
-    /// ```
-    #[inline]
-    pub fn cancel<N>(&mut self, cx: &Context<'_, N>) {
-        self.refund(cx);
-        self.release_probe(cx);
-    }
-
-    /// Whether the retry being decided goes through the escape lane: the first
-    /// `quota` retries of an urgent call (the `k`-th retry follows attempt `k`).
-    fn bypasses<N>(&self, cx: &Context<'_, N>) -> bool {
-        cx.urgent.is_some_and(|u| self.attempts <= u.retry_quota())
-    }
-
-    fn spent_cause(&self) -> RetryCause {
-        if self.flags & SPENT_TIMEOUT != 0 {
-            RetryCause::Timeout
-        } else {
-            RetryCause::Error
-        }
-    }
-
-    #[inline]
-    fn refund<N>(&mut self, cx: &Context<'_, N>) {
-        if self.flags & PENDING == 0 {
-            return;
-        }
-        let cause = if self.flags & PENDING_TIMEOUT != 0 {
-            RetryCause::Timeout
-        } else {
-            RetryCause::Error
-        };
-        self.flags &= !(PENDING | PENDING_TIMEOUT);
-        if let Some(budget) = cx.budget {
-            budget.refund(budget.cost(cause));
-        }
-    }
-
-    #[inline]
-    fn release_probe<N>(&mut self, cx: &Context<'_, N>) {
-        if self.flags & PROBE != 0 {
-            self.flags &= !PROBE;
-            if let Some(breaker) = cx.breaker {
-                breaker.release_probe();
-            }
-        }
-    }
-
-    /// Gives up for a reason other than the shared budget: the failure still
-    /// charges the budget's failure cost (it is news about the endpoint).
-    fn denied<N: Notify>(
-        &mut self,
-        cx: &Context<'_, N>,
-        reason: GiveUp,
-        elapsed: Duration,
-        timed_out: bool,
-    ) -> Decision {
-        if let Some(budget) = cx.budget {
-            budget.record_failure();
-        }
-        self.exhausted(cx, reason, elapsed, true, timed_out)
-    }
-
-    /// `attempt_ended` is false for a give-up while waiting on the breaker
-    /// (no attempt ran since the last event); `timed_out`: the attempt that
-    /// ended was a timeout.
-    fn exhausted<N: Notify>(
-        &self,
-        cx: &Context<'_, N>,
-        reason: GiveUp,
-        elapsed: Duration,
-        attempt_ended: bool,
-        timed_out: bool,
-    ) -> Decision {
-        cx.emit(
-            RetryEvent::BudgetExhausted {
-                task_id: cx.task_id,
-                attempt: self.attempts,
-                timed_out,
-                elapsed,
-                reason,
-            },
-            attempt_ended,
-        );
-        Decision::GiveUp(reason)
     }
 }

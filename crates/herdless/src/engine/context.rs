@@ -3,9 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::engine::EventLevels;
-use crate::engine::events::{NoNotify, Notify, RetryEvent};
-use crate::fleet::{Breaker, RetryBudget, Throttle, Urgent};
+use crate::events::EventLevels;
+use crate::events::{NoNotify, Notify, RetryEvent};
+use crate::guard::{Breaker, RetryBudget, Throttle, Urgent};
 use crate::policy::Policy;
 
 /// What a decision reads besides the call's own state: the policy, the shared
@@ -173,7 +173,7 @@ impl<'a, N> Context<'a, N> {
     ///
     /// ```
     /// let p = herdless::Policy::default();
-    /// let t = herdless::fleet::Throttle::new();
+    /// let t = herdless::guard::Throttle::new();
     /// let _cx = herdless::engine::Context::new(&p).throttle(&t);
     /// ```
     #[inline]
@@ -219,7 +219,7 @@ impl<'a, N> Context<'a, N> {
         self
     }
 
-    /// Whether the engine records [metrics](crate::engine::metrics) (default:
+    /// Whether the engine records [metrics](crate::events::metrics) (default:
     /// yes; they exist only with the `metrics` feature). The fleet simulator
     /// turns them off with tracing, so its virtual clients stay out of a real
     /// process's metrics.
@@ -253,7 +253,7 @@ impl<'a, N> Context<'a, N> {
     /// ```
     /// let p = herdless::Policy::default();
     /// let cx = herdless::engine::Context::new(&p);
-    /// assert_eq!(cx.levels(), herdless::engine::EventLevels::DEFAULT);
+    /// assert_eq!(cx.levels(), herdless::events::EventLevels::DEFAULT);
     /// ```
     pub fn levels(&self) -> EventLevels {
         self.levels
@@ -332,12 +332,12 @@ impl<N: Notify> Context<'_, N> {
             // What `tracing::event!` checks first, before the per-level
             // dispatch: with no subscriber (or a quieter one) nothing else runs.
             if tracing::level_enabled!(level) {
-                crate::engine::emit::trace(&event, level);
+                crate::events::emit::trace(&event, level);
             }
         }
         #[cfg(feature = "metrics")]
         if self.metrics {
-            crate::engine::metrics::event(&event, attempt_ended, self.budget, self.breaker);
+            crate::events::metrics::event(&event, attempt_ended, self.budget, self.breaker);
         }
         let _ = attempt_ended;
         self.notify.notify(&event);
@@ -348,7 +348,7 @@ impl<N: Notify> Context<'_, N> {
     pub(super) fn copy_failed(&self) {
         #[cfg(feature = "metrics")]
         if self.metrics {
-            crate::engine::metrics::copy_failed();
+            crate::events::metrics::copy_failed();
         }
     }
 
@@ -357,7 +357,7 @@ impl<N: Notify> Context<'_, N> {
     pub(super) fn first_success(&self) {
         #[cfg(feature = "metrics")]
         if self.metrics {
-            crate::engine::metrics::first_success(self.budget, self.breaker);
+            crate::events::metrics::first_success(self.budget, self.breaker);
         }
     }
 }

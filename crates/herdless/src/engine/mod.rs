@@ -19,10 +19,10 @@
 //!    give up with [`GiveUp::Terminal`] after this attempt
 //!    (`retry_abandoned_terminal`). Neither the budget nor the breaker learns
 //!    anything: the endpoint answered.
-//! 2. **The breaker** learns the failure (a held probe is resolved).
-//!    **Server pushback.** A [`Classification::ServerPushback`] (the server
+//! 2. **The breaker** learns the failure (an outstanding probe is resolved).
+//!    **Server pushback.** A [`Classification::DoNotRetry`] (the server
 //!    asked not to be retried: gRPC's negative `grpc-retry-pushback-ms`) gives
-//!    up here with [`GiveUp::ServerPushback`] (`retry_budget_exhausted`,
+//!    up here with [`GiveUp::DoNotRetry`] (`retry_budget_exhausted`,
 //!    `reason = "server_pushback"`), charging the budget's failure cost like
 //!    steps 3 and 5: it is news about load, as gRPC's retry throttling counts it.
 //! 3. **Attempt limit.** `max_attempts` attempts made: [`GiveUp::MaxAttempts`]
@@ -117,31 +117,30 @@
 //! [`RetryBudget`]: crate::RetryBudget
 //! [`Breaker`]: crate::Breaker
 //! [`Urgent`]: crate::Urgent
-//! [`Classification::ServerPushback`]: crate::Classification::ServerPushback
+//! [`Classification::DoNotRetry`]: crate::Classification::DoNotRetry
 
-mod async_mut;
-mod asynchronous;
-mod blocking;
-mod builder;
-mod call;
-mod context;
-pub(crate) mod emit;
-mod error;
-pub mod events;
-mod front;
-mod hedged;
-pub mod levels;
-pub mod metrics;
-mod retry;
-mod run;
-mod timed_out;
+pub(crate) mod call;
+pub(crate) mod context;
 
-pub use builder::RetryBuilder;
 pub use call::{CopyFailed, Decision, Engine, Gate, HedgeGate, HedgeStop, Hedging};
 pub use context::Context;
-pub use error::{GiveUp, RetryError};
-pub use events::{EventValue, NoNotify, Notify, RetryEvent};
-pub use front::{IntoRetry, RetryAsync, RetryBlocking};
-pub use levels::{EventLevels, UnknownEvent};
-pub use retry::{Attempt, Retry};
-pub use timed_out::TimedOut;
+
+// The paths of the executors, the events and `TimedOut` before they left
+// this module (`crate::retry`, `crate::events`, `crate::classify`): kept for
+// one release, hidden from the documentation (CHANGELOG, "Moves").
+#[doc(hidden)]
+pub use crate::classify::TimedOut;
+#[doc(hidden)]
+pub use crate::events::{
+    EventLevels, EventValue, GiveUp, NoNotify, Notify, RetryEvent, UnknownEvent, levels, metrics,
+};
+#[doc(hidden)]
+pub use crate::retry::{
+    Attempt, IntoRetry, Retry, RetryAsync, RetryBlocking, RetryBuilder, RetryError,
+};
+
+/// The events module's old path (`crate::events`), kept for one release.
+#[doc(hidden)]
+pub mod events {
+    pub use crate::events::*;
+}

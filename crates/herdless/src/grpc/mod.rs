@@ -17,8 +17,8 @@
 //! A valid pushback on a retryable code becomes a server delay
 //! ([`Classification::retry_after`]), which the engine clamps to
 //! `max_retry_after` and spreads like any `Retry-After`. A negative or
-//! unparseable one becomes [`Classification::ServerPushback`]: the engine
-//! gives up after this attempt with [`GiveUp::ServerPushback`](crate::GiveUp)
+//! unparseable one becomes [`Classification::DoNotRetry`]: the engine
+//! gives up after this attempt with [`GiveUp::DoNotRetry`](crate::GiveUp)
 //! (`retry_budget_exhausted`, `reason = "server_pushback"`), counting the
 //! failure against a shared budget and breaker. Pushback on a code that is
 //! not retried anyway is ignored.
@@ -44,7 +44,7 @@
 //! busy.metadata_mut().insert(PUSHBACK_HEADER, "750".parse().unwrap());
 //! assert_eq!(classify.classify(&busy), Classification::retry_after(Duration::from_millis(750)));
 //! busy.metadata_mut().insert(PUSHBACK_HEADER, "-1".parse().unwrap());
-//! assert_eq!(classify.classify(&busy), Classification::ServerPushback);
+//! assert_eq!(classify.classify(&busy), Classification::DoNotRetry);
 //! assert_eq!(classify.classify(&tonic::Status::not_found("no such scan")), Classification::Terminal);
 //!
 //! let _retry = Retry::new(Policy::default(), classify);
@@ -77,7 +77,7 @@
 //! assert!(slept >= Duration::from_millis(300) && slept <= Duration::from_millis(330)); // spread ≤ 10 %
 //!
 //! let err = retry.call(|_| Err::<(), _>(Status { code: 14, pushback: Some("-1") })).unwrap_err();
-//! assert_eq!((err.reason(), err.attempts()), (GiveUp::ServerPushback, 1));
+//! assert_eq!((err.reason(), err.attempts()), (GiveUp::DoNotRetry, 1));
 //! ```
 
 use crate::classify::Classification;
@@ -97,7 +97,7 @@ pub use timeout::{TIMEOUT_HEADER, format_timeout, parse_timeout};
 /// |---|---|---|
 /// | retryable | none | [`retryable()`](Classification::retryable): the computed jitter |
 /// | retryable | valid (`0` … `u64::MAX` ms) | [`retry_after`](Classification::retry_after) that delay (clamped, spread; zero falls back to the jitter) |
-/// | retryable | negative or unparseable | [`ServerPushback`](Classification::ServerPushback): not retried |
+/// | retryable | negative or unparseable | [`DoNotRetry`](Classification::DoNotRetry): not retried |
 /// | terminal (1 to 16) | ignored | [`Terminal`](Classification::Terminal) |
 /// | not a gRPC code | ignored | [`Unknown`](Classification::Unknown) (fails closed) |
 ///
@@ -112,8 +112,8 @@ pub use timeout::{TIMEOUT_HEADER, format_timeout, parse_timeout};
 ///     classify_status(&c, 14, Some(b"1200")),
 ///     Some(Classification::retry_after(Duration::from_millis(1200))),
 /// );
-/// assert_eq!(classify_status(&c, 14, Some(b"-1")), Some(Classification::ServerPushback));
-/// assert_eq!(classify_status(&c, 14, Some(b"soon")), Some(Classification::ServerPushback));
+/// assert_eq!(classify_status(&c, 14, Some(b"-1")), Some(Classification::DoNotRetry));
+/// assert_eq!(classify_status(&c, 14, Some(b"soon")), Some(Classification::DoNotRetry));
 /// assert_eq!(classify_status(&c, 3, Some(b"10")), Some(Classification::Terminal));
 /// assert_eq!(classify_status(&c, 42, None), Some(Classification::Unknown));
 /// ```
@@ -129,7 +129,7 @@ pub fn classify_status(
         CodeClass::Retryable => match pushback.map(parse_pushback) {
             None => Classification::retryable(),
             Some(Ok(delay)) => Classification::retry_after(delay),
-            Some(Err(_)) => Classification::ServerPushback,
+            Some(Err(_)) => Classification::DoNotRetry,
         },
     })
 }
@@ -174,7 +174,7 @@ mod tests {
             RetryCause::Error,
             &mut Rng::with_seed(1),
         );
-        assert_eq!(d, Decision::GiveUp(GiveUp::ServerPushback));
+        assert_eq!(d, Decision::GiveUp(GiveUp::DoNotRetry));
         assert_eq!(budget.tokens(), 9.0);
         assert!(breaker.is_open());
         assert_eq!(
@@ -196,7 +196,7 @@ mod tests {
                     got,
                     Some(match parse_pushback(&value) {
                         Ok(d) => Classification::retry_after(d),
-                        Err(_) => Classification::ServerPushback,
+                        Err(_) => Classification::DoNotRetry,
                     })
                 ),
                 _ => prop_assert_eq!(got, plain),

@@ -16,7 +16,7 @@
 //! | `250`, `0007`, ` 250 ` (spaces or tabs around) | `Ok(250 ms)`, `Ok(7 ms)` | honors it, clamped to the policy's `max_retry_after` and spread |
 //! | `18446744073709551615` (`u64::MAX`) | `Ok(u64::MAX ms)` | clamps it to `max_retry_after` |
 //! | `0` | `Ok(0)` | falls back to the computed jitter (a fleet told "now" returns as one wave) |
-//! | `-1`, `-0` | `Err(Negative)` | does not retry: [`GiveUp::ServerPushback`](crate::GiveUp::ServerPushback) |
+//! | `-1`, `-0` | `Err(Negative)` | does not retry: [`GiveUp::DoNotRetry`](crate::GiveUp::DoNotRetry) |
 //! | `+5`, `1e3`, `1.5`, `soon`, non-ASCII | `Err(Malformed)` | does not retry |
 //! | more than `u64::MAX` milliseconds | `Err(TooLarge)` | does not retry |
 //! | empty or only spaces and tabs | `Err(Empty)` | does not retry |

@@ -15,7 +15,7 @@
 //! in this order):
 //!
 //! 1. a server that pushed back (a `Retry-After` or gRPC pushback answer,
-//!    [`Classification::ServerPushback`](crate::Classification::ServerPushback))
+//!    [`Classification::DoNotRetry`](crate::Classification::DoNotRetry))
 //!    stops hedging for the rest of the call;
 //! 2. at most [`max_hedges`](HedgeBuilder::max_hedges) extra copies per call,
 //!    and never more copies than `max_attempts` (hedges count as attempts);
@@ -39,8 +39,16 @@
 //! operation) and the tower [`HedgeLayer`](crate::adapters::tower::HedgeLayer)
 //! (feature `tower`); the fleet simulator's `latency-tail` scenario drives the
 //! same decisions. Events: `hedge_sent` and `hedge_won` (see
-//! [`events`](crate::engine::events)); metrics: `herdless_hedges_total`,
+//! [`events`](crate::events)); metrics: `herdless_hedges_total`,
 //! `herdless_hedge_wins_total`.
+//!
+//! Where hedging lives, one file per layer: this folder, the policy
+//! ([`Hedge`], its builder, the latency window); `engine/call/hedge.rs`, the
+//! engine's decisions ([`Hedging`](crate::engine::Hedging) and its gates,
+//! sans-IO like every decision); `retry/hedged.rs`, the async executor
+//! ([`Retry::hedge_async`](crate::Retry::hedge_async)); and, with the
+//! `tower` feature, `adapters/tower/hedge.rs`
+//! ([`HedgeLayer`](crate::adapters::tower::HedgeLayer)).
 //!
 //! ```
 //! use std::time::Duration;

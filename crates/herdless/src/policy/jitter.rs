@@ -29,29 +29,12 @@
 //! *window* instead: `uniform[base, min(cap, 3 · prev)]`. Below the cap it is the
 //! AWS form exactly (same state, same growth); near the cap the draw is uniform
 //! over `[base, cap]`, so the probability of any single value, the cap included,
-//! is zero. Its distribution, measured over 100,000 chains with the defaults
-//! (base 0.5 s, cap 30 s), printed by
-//! `cargo test -p herdless --release --lib -- --ignored decorrelated_window_distribution --nocapture`:
-//!
-//! | retry | p25 | median | p75 | at cap | AWS median | AWS p75 | AWS at cap |
-//! |---|---|---|---|---|---|---|---|
-//! | 1 | 0.75 s | 1.00 s | 1.25 s | 0 | 1.00 s | 1.25 s | 0 |
-//! | 3 | 1.33 s | 2.29 s | 3.88 s | 0 | 2.29 s | 3.88 s | 0 |
-//! | 5 | 1.91 s | 4.12 s | 8.64 s | 0 | 4.16 s | 8.90 s | 2.7 % |
-//! | 8 | 2.60 s | 6.40 s | 14.2 s | 0 | 7.99 s | 22.4 s | 18.7 % |
-//! | 12 | 2.97 s | 7.45 s | 15.6 s | 0 | 12.8 s | 30 s (cap) | 29 % |
-//! | 16 | 3.05 s | 7.57 s | 15.8 s | 0 | 15.1 s | 30 s (cap) | 32 % |
-//!
-//! * **median growth**: each window is `[base, 3 · prev]`, so the median delay
-//!   grows about 1.45× per retry while far from the cap (the geometric mean
-//!   about 1.4×, then slower, because a draw can fall back towards the base:
-//!   that fall-back is what keeps long chains decorrelated);
-//! * **spread per attempt**: p75 / p25 is about 1.7 at the first retry and
-//!   widens to about 5 from the eighth on: every attempt's delays are smeared
-//!   over a window several times wider than the median;
-//! * **stationary**: from about the twelfth retry the distribution stops
-//!   moving: median ≈ cap / 4, p75 ≈ cap / 2, nothing at the cap. The AWS form
-//!   instead sends about a third of all late draws to exactly the cap.
+//! is zero: the median grows about as the AWS form's far from the cap, every
+//! attempt's delays stay smeared over a window several times wider than the
+//! median, and from about the twelfth retry the distribution stops moving
+//! with nothing at the cap (the AWS form sends about a third of its late
+//! draws to exactly the cap). The distribution over 100,000 chains, and the
+//! command that prints it: `docs/library.md`, "decorrelated-window".
 //!
 //! The decorrelated modes ignore the multiplier: their window grows by the AWS
 //! constant 3.

@@ -8,7 +8,7 @@
 //! service answered 503 or 429 itself, which returns the slot to attach to
 //! that answer (the adaptive allocator books one; the static one has none).
 //! Time is a [`Duration`] since the front end's epoch, as everywhere in
-//! [`fleet`](crate::fleet).
+//! [`fleet`](crate::guard).
 //!
 //! An allocator with a hold may answer [`Allotment::Hold`]: the front end
 //! parks the request under its ticket and, as time passes, asks

@@ -89,6 +89,7 @@ pub mod adaptive;
 pub mod allocator;
 mod slots;
 pub mod ticket;
+pub(crate) mod tuning;
 
 pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
 pub use allocator::Allocator;

@@ -6,26 +6,17 @@
 //! The elapsed limit (`max_elapsed`, an urgent call's deadline) includes the
 //! operations' own time, so a call reads the clock before its first attempt,
 //! even when that attempt succeeds. `Instant::now()` (`CLOCK_MONOTONIC`) reads
-//! the time-stamp counter and scales it; on the virtual machine these figures
-//! come from that costs about 35 ns, more than backon's whole first-try
-//! success. Measured on that machine (the fastest of 7 rounds of 5 M reads at
-//! load average 5, with the program in `docs/performance.md`, section "The
-//! clock", which also gives an earlier run):
-//!
-//! | source | cost per read | resolution |
-//! |---|---|---|
-//! | `std::time::Instant::now()` (`CLOCK_MONOTONIC`, vDSO) | 49.2 ns | 1 ns |
-//! | `quanta::Clock::now()` (the counter, calibrated) | 29.2 ns | ~1 ns |
-//! | `CLOCK_MONOTONIC_COARSE` through `nix` (glibc) | 19.7 ns | one tick |
-//! | `CLOCK_MONOTONIC_COARSE` through `rustix` (its own vDSO reader) | 9.4 ns | one tick |
-//! | **`coarsetime::Instant::now_without_cache_update()` (`CLOCK_MONOTONIC_COARSE`, glibc)** | **11.5 ns** | **one tick (4 ms here)** |
-//! | a cached instant (`quanta::Clock::recent`, `coarsetime::Instant::recent`) | 1.9 to 2.8 ns | whatever refreshes it: an upkeep thread |
+//! the time-stamp counter and scales it: on a virtual machine that costs
+//! more than backon's whole first-try success. `CLOCK_MONOTONIC_COARSE`,
+//! read through the vDSO, costs a fraction of that at the resolution of one
+//! kernel tick; the sources compared, their costs per read and the program
+//! that measures them are in `docs/performance.md`, section "The clock".
 //!
 //! A cached instant needs a thread that refreshes it, which a library must not
 //! start behind its users' backs; the counter is no cheaper than the vDSO
 //! here. `CLOCK_MONOTONIC_COARSE` is the same clock as `Instant` (monotonic,
 //! not stepped by NTP or the wall clock), read from the vDSO's last tick
-//! without touching the counter: a quarter of the cost (and a thread that
+//! without touching the counter, for much less (and a thread that
 //! reads it again within the same tick gets its last `Instant` back without
 //! converting). `coarsetime` reads it
 //! through glibc (its `now_without_cache_update` writes no shared cache line,

@@ -41,7 +41,7 @@ use crate::shared::events_out::json_line;
 
 /// The rolling window of scheduled retries.
 #[derive(Debug)]
-pub struct Window {
+pub(crate) struct Window {
     width_ns: i64,
     share: f64,
     min_tasks: u64,
@@ -58,19 +58,19 @@ pub struct Window {
 
 /// A storm line's numbers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Storm {
+pub(crate) struct Storm {
     /// The bucket's start, ns since the epoch.
-    pub bucket_ns: i64,
+    pub(crate) bucket_ns: i64,
     /// Retries going out in it that slept the same (within 2 %; without a
     /// sleep field, all of them).
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// Tasks that retried within the window.
-    pub tasks: usize,
+    pub(crate) tasks: usize,
 }
 
 impl Window {
     /// A window of `width` judging with `share` of at least `min_tasks` tasks.
-    pub fn new(width: Duration, share: f64, min_tasks: u64) -> Window {
+    pub(crate) fn new(width: Duration, share: f64, min_tasks: u64) -> Window {
         Window {
             width_ns: i64::try_from(width.as_nanos()).unwrap_or(i64::MAX),
             share,
@@ -86,7 +86,7 @@ impl Window {
     /// Adds a retry scheduled at `t_ns` by `task`, going out at `at_ns`
     /// after sleeping `sleep_ns` (if logged); a [`Storm`] when its bucket
     /// now crosses the share (once per bucket).
-    pub fn retry(
+    pub(crate) fn retry(
         &mut self,
         task: &str,
         t_ns: i64,
@@ -178,7 +178,7 @@ fn say(storm: &Storm, args: &AnalyzeArgs) {
 /// # Errors
 ///
 /// As [`super::run`].
-pub fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
+pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
     let path = match args.files.as_slice() {
         [one] => one.clone(),
         [] => PathBuf::from("-"),

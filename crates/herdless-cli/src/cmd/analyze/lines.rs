@@ -7,11 +7,11 @@
 //! the input ends ([`Lines::finish`]); `\r\n` endings are accepted.
 
 /// The longest line read: 1 MiB.
-pub const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 
 /// The state between chunks.
 #[derive(Debug, Default)]
-pub struct Lines {
+pub(crate) struct Lines {
     buf: Vec<u8>,
     too_long: bool,
 }
@@ -23,7 +23,7 @@ fn trim(l: &[u8]) -> &[u8] {
 impl Lines {
     /// Calls `f` with every complete line of `chunk` (with what came before
     /// it); `None` for a line longer than [`MAX_LINE`]. Blank lines are skipped.
-    pub fn feed(&mut self, chunk: &[u8], f: &mut impl FnMut(Option<&[u8]>)) {
+    pub(crate) fn feed(&mut self, chunk: &[u8], f: &mut impl FnMut(Option<&[u8]>)) {
         let mut rest = chunk;
         while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
             let piece = &rest[..pos];
@@ -53,7 +53,7 @@ impl Lines {
     }
 
     /// The last line, when the input ended without a newline.
-    pub fn finish(&mut self, f: &mut impl FnMut(Option<&[u8]>)) {
+    pub(crate) fn finish(&mut self, f: &mut impl FnMut(Option<&[u8]>)) {
         if self.too_long {
             f(None);
         } else if !trim(&self.buf).is_empty() {

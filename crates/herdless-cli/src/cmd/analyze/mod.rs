@@ -18,41 +18,41 @@ use crate::shared::error::{CliError, CliResult};
 use crate::shared::exit;
 use crate::shared::output::print;
 
-pub mod args;
-pub mod follow;
-pub mod lines;
-pub mod parse;
-pub mod render;
-pub mod spread;
-pub mod stats;
-pub mod tail;
-pub mod time;
-pub mod verdict;
+pub(crate) mod args;
+pub(crate) mod follow;
+pub(crate) mod lines;
+pub(crate) mod parse;
+pub(crate) mod render;
+pub(crate) mod spread;
+pub(crate) mod stats;
+pub(crate) mod tail;
+pub(crate) mod time;
+pub(crate) mod verdict;
 
-pub use args::AnalyzeArgs;
+pub(crate) use args::AnalyzeArgs;
 
 use parse::{Fields, parse_line};
 use stats::Stats;
 
 /// Exit status when the figure cannot be written (the report is printed first).
-pub const FIGURE_FAILED: i32 = 3;
+pub(crate) const FIGURE_FAILED: i32 = 3;
 
 /// Exit status when nothing was judged: no retry event, no task that
 /// retried, or a check the memory bound left unjudged (never "passed").
-pub const NOT_JUDGED: i32 = 4;
+pub(crate) const NOT_JUDGED: i32 = 4;
 
 /// The fields and the tally of one analysis.
 #[derive(Debug)]
-pub struct Analyzer {
+pub(crate) struct Analyzer {
     /// The fields read.
-    pub fields: Fields,
+    pub(crate) fields: Fields,
     /// The tally.
-    pub stats: Stats,
+    pub(crate) stats: Stats,
 }
 
 impl Analyzer {
     /// An analyzer for the fields `args` names.
-    pub fn new(args: &AnalyzeArgs) -> Analyzer {
+    pub(crate) fn new(args: &AnalyzeArgs) -> Analyzer {
         Analyzer {
             fields: Fields::new(
                 &args.time_field,
@@ -67,7 +67,7 @@ impl Analyzer {
     }
 
     /// Counts one line (`None`: too long).
-    pub fn line(&mut self, line: Option<&[u8]>) {
+    pub(crate) fn line(&mut self, line: Option<&[u8]>) {
         let rec = line.and_then(|l| parse_line(l, &self.fields));
         self.stats.add(rec);
     }
@@ -77,7 +77,7 @@ impl Analyzer {
     /// # Errors
     ///
     /// A read error.
-    pub fn read_all(&mut self, mut r: impl Read) -> io::Result<()> {
+    pub(crate) fn read_all(&mut self, mut r: impl Read) -> io::Result<()> {
         let mut buf = vec![0u8; 1 << 16];
         let mut lines = lines::Lines::default();
         let mut f = |l: Option<&[u8]>| self.line(l);
@@ -102,7 +102,7 @@ impl Analyzer {
 ///
 /// Usage errors and unreadable inputs (exit 2), a figure that cannot be
 /// written (exit 3), a stdout that cannot be written.
-pub fn run(args: &AnalyzeArgs) -> CliResult {
+pub(crate) fn run(args: &AnalyzeArgs) -> CliResult {
     let mut a = Analyzer::new(args);
     if args.follow {
         return follow::run(args, a);
@@ -133,7 +133,7 @@ fn read_one(a: &mut Analyzer, f: &Path) -> Result<(), CliError> {
 ///
 /// As [`run`]; a figure that cannot be written fails after the report is
 /// printed (as `simulate`).
-pub fn finish(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
+pub(crate) fn finish(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
     a.stats.flush();
     let t = args.thresholds();
     let lock = verdict::lockstep(&a.stats, t.spike_share, t.lockstep_spikes);

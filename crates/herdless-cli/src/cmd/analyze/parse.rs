@@ -16,7 +16,7 @@ use super::time::{from_epoch_seconds, parse_rfc3339};
 
 /// The fields read, by slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fields {
+pub(crate) struct Fields {
     /// Each slot's name, split at the first dot: time, event, task, attempt,
     /// sleep, status, honored, reason.
     names: [(String, Option<String>); SLOTS],
@@ -35,7 +35,7 @@ const REASON: usize = 7;
 impl Fields {
     /// The names of the time, event, task, attempt, sleep and status fields
     /// (`honored_retry_after` and `reason` are herdless's own names).
-    pub fn new(
+    pub(crate) fn new(
         time: &str,
         event: &str,
         task: &str,
@@ -64,27 +64,27 @@ impl Fields {
 
 /// What one line holds of the fields read.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Record<'a> {
+pub(crate) struct Record<'a> {
     /// Nanoseconds since the epoch.
-    pub time_ns: Option<i64>,
+    pub(crate) time_ns: Option<i64>,
     /// The event's name.
-    pub event: Option<Cow<'a, str>>,
+    pub(crate) event: Option<Cow<'a, str>>,
     /// The task id (a number is read as its digits).
-    pub task: Option<Cow<'a, str>>,
+    pub(crate) task: Option<Cow<'a, str>>,
     /// The attempt number.
-    pub attempt: Option<u32>,
+    pub(crate) attempt: Option<u32>,
     /// The sleep before the next attempt, seconds.
-    pub sleep_s: Option<f64>,
+    pub(crate) sleep_s: Option<f64>,
     /// The failed attempt's status (HTTP).
-    pub status: Option<i64>,
+    pub(crate) status: Option<i64>,
     /// Whether a server's delay was honored.
-    pub honored: Option<bool>,
+    pub(crate) honored: Option<bool>,
     /// Why the budget ended the call.
-    pub reason: Option<Cow<'a, str>>,
+    pub(crate) reason: Option<Cow<'a, str>>,
 }
 
 /// Parses one line; `None` when it is not a JSON object.
-pub fn parse_line<'a>(line: &'a [u8], fields: &Fields) -> Option<Record<'a>> {
+pub(crate) fn parse_line<'a>(line: &'a [u8], fields: &Fields) -> Option<Record<'a>> {
     let mut de = serde_json::Deserializer::from_slice(line);
     let rec = de
         .deserialize_map(Level {

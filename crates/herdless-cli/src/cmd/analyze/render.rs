@@ -15,10 +15,10 @@ use super::verdict::{Check, Lockstep, Outcome};
 
 /// The most buckets a series in the report holds; a longer log is shown in
 /// coarser buckets (a whole multiple of 100 ms).
-pub const MAX_BUCKETS: usize = 100_000;
+pub(crate) const MAX_BUCKETS: usize = 100_000;
 
 /// Retries and give-ups on one time axis: `(start ns, bucket ns, retries, give-ups)`.
-pub fn timeline(s: &Stats) -> Option<(i64, i64, Vec<u32>, Vec<u32>)> {
+pub(crate) fn timeline(s: &Stats) -> Option<(i64, i64, Vec<u32>, Vec<u32>)> {
     let keys = s.retries.a.keys().chain(s.give_ups.a.keys());
     let lo = *keys.clone().min()?;
     let hi = *keys.max()?;
@@ -50,7 +50,7 @@ pub fn timeline(s: &Stats) -> Option<(i64, i64, Vec<u32>, Vec<u32>)> {
 /// # Errors
 ///
 /// The figure cannot be written (the message names the file).
-pub fn figure(s: &Stats, lock: &Lockstep, dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn figure(s: &Stats, lock: &Lockstep, dir: &Path) -> Result<Vec<PathBuf>, String> {
     let Some((start, bucket, retries, give_ups)) = timeline(s) else {
         return Ok(Vec::new());
     };
@@ -76,21 +76,21 @@ pub fn figure(s: &Stats, lock: &Lockstep, dir: &Path) -> Result<Vec<PathBuf>, St
 
 /// What is printed.
 #[derive(Debug)]
-pub struct Report<'a> {
+pub(crate) struct Report<'a> {
     /// The tally.
-    pub stats: &'a Stats,
+    pub(crate) stats: &'a Stats,
     /// The lockstep search.
-    pub lockstep: &'a Lockstep,
+    pub(crate) lockstep: &'a Lockstep,
     /// The verdicts.
-    pub checks: &'a [Check],
+    pub(crate) checks: &'a [Check],
     /// What they conclude.
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// Why nothing was judged (with [`Outcome::NotJudged`]).
-    pub why: Option<&'a str>,
+    pub(crate) why: Option<&'a str>,
     /// The `spread` check's waves.
-    pub waves: &'a [WaveReport],
+    pub(crate) waves: &'a [WaveReport],
     /// The figure's files.
-    pub figures: &'a [PathBuf],
+    pub(crate) figures: &'a [PathBuf],
 }
 
 fn bucket_json(b: Option<(i64, u32)>, of: u64, count: &str, share: &str) -> Value {
@@ -104,7 +104,7 @@ fn bucket_json(b: Option<(i64, u32)>, of: u64, count: &str, share: &str) -> Valu
 
 impl Report<'_> {
     /// The JSON object (field names are a public contract: docs/cli.md).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let s = self.stats;
         let series = timeline(s);
         let per = |pick: usize| match &series {
@@ -170,7 +170,7 @@ impl Report<'_> {
     }
 
     /// The text report.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let s = self.stats;
         let mut o = String::new();
         let span = match (s.first_ns, s.last_ns) {

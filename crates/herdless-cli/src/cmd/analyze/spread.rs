@@ -59,14 +59,14 @@ use super::stats::Buckets;
 use super::verdict::{Check, Thresholds, Verdict};
 
 /// The waves kept apart (retries after attempt 32 and later count in wave 32).
-pub const MAX_WAVES: usize = 32;
+pub(crate) const MAX_WAVES: usize = 32;
 
 /// A wave's send times more bunched than its failure times by more than
 /// this factor (and [`ALIGN_SLACK`]) were lined up by their sleeps.
-pub const ALIGN_FACTOR: u64 = 2;
+pub(crate) const ALIGN_FACTOR: u64 = 2;
 
 /// See [`ALIGN_FACTOR`]: retries of sampling noise allowed on top.
-pub const ALIGN_SLACK: u64 = 3;
+pub(crate) const ALIGN_SLACK: u64 = 3;
 
 /// One bin of [`Sleeps`] is this much wider than the one before (1 %).
 const BIN_RATIO: f64 = 1.01;
@@ -74,7 +74,7 @@ const BIN_RATIO: f64 = 1.01;
 /// The 1 % bin of a sleep of `sleep_ns` (positive): bin `k` holds
 /// `[1.01^k, 1.01^(k+1))` µs, sleeps below 1 µs in bin 0 (zero, in
 /// [`Sleeps`], counts apart; here it shares bin 0).
-pub fn sleep_bin(sleep_ns: i64) -> u16 {
+pub(crate) fn sleep_bin(sleep_ns: i64) -> u16 {
     let us = (sleep_ns as f64 / 1e3).max(1.0);
     (us.ln() / BIN_RATIO.ln()).floor().min(f64::from(u16::MAX)) as u16
 }
@@ -82,7 +82,7 @@ pub fn sleep_bin(sleep_ns: i64) -> u16 {
 /// A histogram of sleeps in 1 % steps from 1 µs (sleeps below it share the
 /// first bin; zero has its own count).
 #[derive(Debug, Clone, Default)]
-pub struct Sleeps {
+pub(crate) struct Sleeps {
     zero: u64,
     bins: BTreeMap<u16, u64>,
     n: u64,
@@ -90,7 +90,7 @@ pub struct Sleeps {
 
 impl Sleeps {
     /// Counts one sleep, nanoseconds.
-    pub fn add(&mut self, sleep_ns: i64) {
+    pub(crate) fn add(&mut self, sleep_ns: i64) {
         self.n += 1;
         if sleep_ns <= 0 {
             self.zero += 1;
@@ -100,7 +100,7 @@ impl Sleeps {
     }
 
     /// The sleep at quantile `q` (0..=1), seconds: its bin's lower edge.
-    pub fn quantile(&self, q: f64) -> Option<f64> {
+    pub(crate) fn quantile(&self, q: f64) -> Option<f64> {
         if self.n == 0 {
             return None;
         }
@@ -120,7 +120,7 @@ impl Sleeps {
 
     /// The largest share of the sleeps within 2 % of one another (two
     /// neighbouring bins; zero sleeps on their own), and how many they are.
-    pub fn same_share(&self) -> Option<f64> {
+    pub(crate) fn same_share(&self) -> Option<f64> {
         self.same().map(|(_, share)| share)
     }
 
@@ -143,7 +143,7 @@ impl Sleeps {
     /// `(q90 − q10) / median`, informative: full jitter 1.6, equal 0.53;
     /// 0 when every sleep is the same (within the bins' 1 %); 10 when the
     /// median is zero and some sleeps are not.
-    pub fn spread(&self) -> Option<f64> {
+    pub(crate) fn spread(&self) -> Option<f64> {
         let (lo, mid, hi) = (
             self.quantile(0.1)?,
             self.quantile(0.5)?,
@@ -166,24 +166,24 @@ impl Sleeps {
 
 /// The retries after one attempt number.
 #[derive(Debug, Clone, Default)]
-pub struct Wave {
+pub(crate) struct Wave {
     /// Retries counted (honored ones aside).
-    pub retries: u64,
+    pub(crate) retries: u64,
     /// Retries that honored a server's delay (not judged here).
-    pub honored: u64,
+    pub(crate) honored: u64,
     /// When their attempts failed.
-    pub failed: Buckets,
+    pub(crate) failed: Buckets,
     /// When they go out.
-    pub sent: Buckets,
+    pub(crate) sent: Buckets,
     /// Their sleeps.
-    pub sleeps: Sleeps,
+    pub(crate) sleeps: Sleeps,
 }
 
 /// Every wave, by attempt number.
 #[derive(Debug, Clone, Default)]
-pub struct Waves {
+pub(crate) struct Waves {
     /// Wave `k` at index `k − 1`.
-    pub waves: Vec<Wave>,
+    pub(crate) waves: Vec<Wave>,
 }
 
 impl Waves {
@@ -197,7 +197,7 @@ impl Waves {
 
     /// A retry after `attempt` that failed at `failed_ns` and sleeps
     /// `sleep_ns`.
-    pub fn retry(&mut self, attempt: u32, failed_ns: i64, sleep_ns: i64) {
+    pub(crate) fn retry(&mut self, attempt: u32, failed_ns: i64, sleep_ns: i64) {
         let w = self.wave(attempt);
         w.retries += 1;
         w.failed.add(failed_ns);
@@ -206,36 +206,36 @@ impl Waves {
     }
 
     /// A retry after `attempt` that honored a server's delay.
-    pub fn honored(&mut self, attempt: u32) {
+    pub(crate) fn honored(&mut self, attempt: u32) {
         self.wave(attempt).honored += 1;
     }
 }
 
 /// One wave's numbers and verdict (`spread.waves[]` in the JSON report).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WaveReport {
+pub(crate) struct WaveReport {
     /// The attempt the retries follow (the last wave holds the later ones too).
-    pub attempt: usize,
+    pub(crate) attempt: usize,
     /// Retries judged.
-    pub retries: u64,
+    pub(crate) retries: u64,
     /// Retries that honored a server's delay (not judged).
-    pub honored: u64,
+    pub(crate) honored: u64,
     /// The largest 100 ms bucket of send times over the wave.
-    pub largest_bucket_share: Option<f64>,
+    pub(crate) largest_bucket_share: Option<f64>,
     /// The largest 100 ms bucket of failure times over the wave.
-    pub failures_largest_bucket_share: Option<f64>,
+    pub(crate) failures_largest_bucket_share: Option<f64>,
     /// The largest share of the wave that slept the same (within 2 %).
-    pub same_sleep_share: Option<f64>,
+    pub(crate) same_sleep_share: Option<f64>,
     /// `(q90 − q10) / median` of the sleeps (full jitter 1.6, equal 0.53, none 0).
-    pub sleep_spread: Option<f64>,
+    pub(crate) sleep_spread: Option<f64>,
     /// The median sleep, seconds.
-    pub sleep_median_s: Option<f64>,
+    pub(crate) sleep_median_s: Option<f64>,
     /// `pass`, `fail` (lockstep) or `note` (fewer than `--min-tasks` retries).
-    pub verdict: Verdict,
+    pub(crate) verdict: Verdict,
 }
 
 /// Judges every wave; the `spread` check and the waves' reports.
-pub fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
+pub(crate) fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
     let mut reports = Vec::new();
     let mut worst: Option<(String, f64)> = None;
     let mut failed: Option<String> = None;

@@ -25,22 +25,22 @@ use super::parse::Record;
 use super::spread::Waves;
 
 /// 100 ms in nanoseconds.
-pub const BUCKET_NS: i64 = 100_000_000;
+pub(crate) const BUCKET_NS: i64 = 100_000_000;
 
 /// Counts per 100 ms bucket on two grids 50 ms apart.
 #[derive(Debug, Clone, Default)]
-pub struct Buckets {
+pub(crate) struct Buckets {
     /// Grid A: bucket `i` holds `[i · 100 ms, (i + 1) · 100 ms)` since the epoch.
-    pub a: HashMap<i64, u32>,
+    pub(crate) a: HashMap<i64, u32>,
     /// Grid B: the same, shifted by 50 ms.
-    pub b: HashMap<i64, u32>,
+    pub(crate) b: HashMap<i64, u32>,
     /// Events counted.
-    pub total: u64,
+    pub(crate) total: u64,
 }
 
 impl Buckets {
     /// Counts one event at `t_ns`.
-    pub fn add(&mut self, t_ns: i64) {
+    pub(crate) fn add(&mut self, t_ns: i64) {
         *self.a.entry(t_ns.div_euclid(BUCKET_NS)).or_default() += 1;
         *self
             .b
@@ -50,7 +50,7 @@ impl Buckets {
     }
 
     /// The largest bucket of either grid: its start (ns since the epoch) and count.
-    pub fn largest(&self) -> Option<(i64, u32)> {
+    pub(crate) fn largest(&self) -> Option<(i64, u32)> {
         let a = self.a.iter().map(|(&i, &c)| (c, -(i * BUCKET_NS)));
         let b = self
             .b
@@ -58,24 +58,7 @@ impl Buckets {
             .map(|(&i, &c)| (c, -(i * BUCKET_NS - BUCKET_NS / 2)));
         a.chain(b).max().map(|(c, t)| (-t, c))
     }
-
-    /// Grid A as a dense series from its first bucket: `(first bucket start, counts)`.
-    pub fn series(&self) -> Option<(i64, Vec<u32>)> {
-        let lo = *self.a.keys().min()?;
-        let hi = *self.a.keys().max()?;
-        let len = usize::try_from(hi - lo + 1).ok()?;
-        let mut v = vec![0u32; len.min(MAX_SERIES)];
-        for (&i, &c) in &self.a {
-            if let Some(slot) = usize::try_from(i - lo).ok().and_then(|k| v.get_mut(k)) {
-                *slot = c;
-            }
-        }
-        Some((lo * BUCKET_NS, v))
-    }
 }
-
-/// The longest dense series kept (about 11.6 days of 100 ms buckets).
-pub const MAX_SERIES: usize = 10_000_000;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Open {
@@ -89,68 +72,68 @@ struct Open {
 
 /// Everything counted so far.
 #[derive(Debug, Clone)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// Lines read.
-    pub lines: u64,
+    pub(crate) lines: u64,
     /// Lines that were events analyze reads.
-    pub events: u64,
+    pub(crate) events: u64,
     /// Lines skipped: not JSON, no time or event field, an unknown event, too long.
-    pub skipped: u64,
+    pub(crate) skipped: u64,
     /// The first and last event times, ns since the epoch.
-    pub first_ns: Option<i64>,
+    pub(crate) first_ns: Option<i64>,
     /// See `first_ns`.
-    pub last_ns: Option<i64>,
+    pub(crate) last_ns: Option<i64>,
     open: HashMap<String, Open>,
     /// Open tasks held at most; past it they are all counted as unfinished.
-    pub max_open: usize,
+    pub(crate) max_open: usize,
     /// Tasks counted.
-    pub tasks: u64,
+    pub(crate) tasks: u64,
     /// Of those, tasks that scheduled a retry.
-    pub retrying_tasks: u64,
+    pub(crate) retrying_tasks: u64,
     /// Tasks with no end event.
-    pub unfinished: u64,
+    pub(crate) unfinished: u64,
     /// Attempts of every task.
-    pub attempts: u64,
+    pub(crate) attempts: u64,
     /// Tasks by attempts made.
-    pub attempts_per_task: BTreeMap<u32, u64>,
+    pub(crate) attempts_per_task: BTreeMap<u32, u64>,
     /// Retries, by when they go out.
-    pub retries: Buckets,
+    pub(crate) retries: Buckets,
     /// Give-ups (`retry_budget_exhausted`), by when.
-    pub give_ups: Buckets,
+    pub(crate) give_ups: Buckets,
     /// Tasks that succeeded after a retry (`retry_succeeded`).
-    pub succeeded: u64,
+    pub(crate) succeeded: u64,
     /// Calls ended by a terminal error (`retry_abandoned_terminal`).
-    pub abandoned_terminal: u64,
+    pub(crate) abandoned_terminal: u64,
     /// `retry_state_invalid` events.
-    pub state_invalid: u64,
+    pub(crate) state_invalid: u64,
     /// Retries scheduled that carry a status.
-    pub with_status: u64,
+    pub(crate) with_status: u64,
     /// Retries scheduled after a status the library calls terminal.
-    pub terminal_retries: u64,
+    pub(crate) terminal_retries: u64,
     /// Tasks that retried such a status.
-    pub terminal_retried_tasks: u64,
+    pub(crate) terminal_retried_tasks: u64,
     /// Those statuses, with counts.
-    pub terminal_statuses: BTreeMap<i64, u64>,
+    pub(crate) terminal_statuses: BTreeMap<i64, u64>,
     /// Retries scheduled that say whether a server's delay was honored.
-    pub honored_known: u64,
+    pub(crate) honored_known: u64,
     /// Of those, honored.
-    pub honored: u64,
+    pub(crate) honored: u64,
     /// Give-ups by reason.
-    pub reasons: BTreeMap<String, u64>,
+    pub(crate) reasons: BTreeMap<String, u64>,
     /// The retries wave by wave, for the `spread` check.
-    pub waves: Waves,
+    pub(crate) waves: Waves,
     /// Scheduled retries with no attempt field (their wave is the task's
     /// count of retries, which a task flushed by the bound loses).
-    pub without_attempt: u64,
+    pub(crate) without_attempt: u64,
     /// Tasks counted as unfinished mid-log because `max_open` was reached
     /// (their later events count as new tasks).
-    pub bound_flushed: u64,
+    pub(crate) bound_flushed: u64,
     classifier: StatusClassifier,
 }
 
 impl Stats {
     /// An empty tally holding at most `max_open` open tasks.
-    pub fn new(max_open: usize) -> Stats {
+    pub(crate) fn new(max_open: usize) -> Stats {
         Stats {
             lines: 0,
             events: 0,
@@ -185,7 +168,7 @@ impl Stats {
 
     /// Counts one parsed line (`None`: not an event); returns the time a
     /// retry goes out when the line scheduled one.
-    pub fn add(&mut self, rec: Option<Record<'_>>) -> Option<i64> {
+    pub(crate) fn add(&mut self, rec: Option<Record<'_>>) -> Option<i64> {
         self.lines += 1;
         let Some((rec, t, event)) = rec.and_then(|r| {
             let t = r.time_ns?;
@@ -303,15 +286,10 @@ impl Stats {
     }
 
     /// Counts every open task as unfinished (the end of the input).
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         let open = std::mem::take(&mut self.open);
         for (_, o) in open {
             self.close(o, true);
         }
-    }
-
-    /// Tasks open now.
-    pub fn open_tasks(&self) -> usize {
-        self.open.len()
     }
 }

@@ -28,11 +28,11 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// The last bytes read that are kept to tell a file rewritten in place.
-pub const FINGERPRINT: usize = 64;
+pub(crate) const FINGERPRINT: usize = 64;
 
 /// What a poll found, besides the bytes it passed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
+pub(crate) enum Change {
     /// Nothing but (perhaps) new bytes.
     None,
     /// The file was truncated or rewritten: read again from its start.
@@ -43,7 +43,7 @@ pub enum Change {
 
 /// A file followed by name.
 #[derive(Debug)]
-pub struct Tail {
+pub(crate) struct Tail {
     path: PathBuf,
     file: File,
     id: (u64, u64),
@@ -62,7 +62,7 @@ impl Tail {
     /// # Errors
     ///
     /// It cannot be opened.
-    pub fn open(path: &Path) -> io::Result<Tail> {
+    pub(crate) fn open(path: &Path) -> io::Result<Tail> {
         let file = File::open(path)?;
         let id = id(&file.metadata()?);
         Ok(Tail {
@@ -82,7 +82,7 @@ impl Tail {
     /// # Errors
     ///
     /// A read error on the open file (a name that holds nothing is not one).
-    pub fn poll(&mut self, chunk: &mut impl FnMut(Change, &[u8])) -> io::Result<()> {
+    pub(crate) fn poll(&mut self, chunk: &mut impl FnMut(Change, &[u8])) -> io::Result<()> {
         self.drain(chunk)?;
         let Ok(named) = std::fs::metadata(&self.path) else {
             return Ok(());
@@ -149,14 +149,14 @@ impl Tail {
 
 /// Whether `path` is to be read as a stream: `-`, or anything but a
 /// regular file (a FIFO, `<(cmd)`, a character device).
-pub fn is_stream(path: &Path) -> bool {
+pub(crate) fn is_stream(path: &Path) -> bool {
     path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
 /// Reads `path` (`-`: standard input) on a thread of its own, sending each
 /// chunk as it comes; the channel closes at the end of the stream, or with
 /// the read error.
-pub fn stream(path: PathBuf) -> tokio::sync::mpsc::Receiver<io::Result<Vec<u8>>> {
+pub(crate) fn stream(path: PathBuf) -> tokio::sync::mpsc::Receiver<io::Result<Vec<u8>>> {
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     std::thread::spawn(move || {
         let mut reader: Box<dyn Read> = if path.as_os_str() == "-" {

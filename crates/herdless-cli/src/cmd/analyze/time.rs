@@ -12,14 +12,7 @@
 //! is `None`, never a panic.
 
 /// Nanoseconds since the Unix epoch of an RFC 3339 timestamp (see the module).
-///
-/// ```
-/// use herdless_cli::cmd::analyze::time::parse_rfc3339;
-/// assert_eq!(parse_rfc3339("1970-01-01T00:00:01Z"), Some(1_000_000_000));
-/// assert_eq!(parse_rfc3339("1970-01-01T01:00:00.5+01:00"), Some(500_000_000));
-/// assert_eq!(parse_rfc3339("2026-02-30T00:00:00Z"), None);
-/// ```
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
+pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() < 19 {
         return None;
@@ -85,22 +78,13 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
 }
 
 /// Nanoseconds since the epoch of a number of seconds since the epoch.
-///
-/// ```
-/// assert_eq!(herdless_cli::cmd::analyze::time::from_epoch_seconds(1.5), Some(1_500_000_000));
-/// assert_eq!(herdless_cli::cmd::analyze::time::from_epoch_seconds(f64::NAN), None);
-/// ```
-pub fn from_epoch_seconds(s: f64) -> Option<i64> {
+pub(crate) fn from_epoch_seconds(s: f64) -> Option<i64> {
     let ns = s * 1e9;
     (ns.is_finite() && ns.abs() < 9.2e18).then_some(ns as i64)
 }
 
 /// An instant (nanoseconds since the epoch) as RFC 3339 in UTC, milliseconds.
-///
-/// ```
-/// assert_eq!(herdless_cli::cmd::analyze::time::format(1_500_000_000), "1970-01-01T00:00:01.500Z");
-/// ```
-pub fn format(ns: i64) -> String {
+pub(crate) fn format(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
     let ms = ns.rem_euclid(1_000_000_000) / 1_000_000;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
@@ -202,5 +186,47 @@ mod tests {
         ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad:?}");
         }
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn parse_rfc3339_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::cmd::analyze::time::parse_rfc3339;
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:01Z"), Some(1_000_000_000));
+        assert_eq!(
+            parse_rfc3339("1970-01-01T01:00:00.5+01:00"),
+            Some(500_000_000)
+        );
+        assert_eq!(parse_rfc3339("2026-02-30T00:00:00Z"), None);
+        Ok(())
+    }
+
+    #[test]
+    fn from_epoch_seconds_example() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(
+            crate::cmd::analyze::time::from_epoch_seconds(1.5),
+            Some(1_500_000_000)
+        );
+        assert_eq!(
+            crate::cmd::analyze::time::from_epoch_seconds(f64::NAN),
+            None
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn format_example() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(
+            crate::cmd::analyze::time::format(1_500_000_000),
+            "1970-01-01T00:00:01.500Z"
+        );
+        Ok(())
     }
 }

@@ -30,32 +30,32 @@ use super::stats::{BUCKET_NS, Stats};
 
 /// The thresholds.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Thresholds {
+pub(crate) struct Thresholds {
     /// `spread`: the share of a wave that may sleep the same, or go out in
     /// one 100 ms bucket.
-    pub max_bucket_share: f64,
+    pub(crate) max_bucket_share: f64,
     /// `lockstep`: a spike's share of the retrying tasks.
-    pub spike_share: f64,
+    pub(crate) spike_share: f64,
     /// `lockstep`: spikes at a fixed period that make a lockstep.
-    pub lockstep_spikes: u32,
+    pub(crate) lockstep_spikes: u32,
     /// `give_up_sync`: the largest bucket's share of the give-ups.
-    pub max_give_up_share: f64,
+    pub(crate) max_give_up_share: f64,
     /// `terminal_retried`: retries of a terminal status allowed.
-    pub max_terminal_retries: u64,
+    pub(crate) max_terminal_retries: u64,
     /// `amplification`: attempts per task (none: a note).
-    pub max_amplification: Option<f64>,
+    pub(crate) max_amplification: Option<f64>,
     /// `give_ups`: the share of the tasks that gave up.
-    pub max_give_up_rate: f64,
+    pub(crate) max_give_up_rate: f64,
     /// `retry_after`: the honored share's floor (none: a note).
-    pub min_honored_share: Option<f64>,
+    pub(crate) min_honored_share: Option<f64>,
     /// Fewest retrying tasks (or give-ups) for a share to be judged.
-    pub min_tasks: u64,
+    pub(crate) min_tasks: u64,
 }
 
 /// `pass`, `fail` or `note`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Within the threshold.
     Pass,
     /// Past it.
@@ -66,37 +66,37 @@ pub enum Verdict {
 
 /// One check's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     /// The check's name.
-    pub check: &'static str,
+    pub(crate) check: &'static str,
     /// Its verdict.
-    pub verdict: Verdict,
+    pub(crate) verdict: Verdict,
     /// The value measured (`null` when there is none).
-    pub value: Option<f64>,
+    pub(crate) value: Option<f64>,
     /// The threshold.
-    pub limit: Option<f64>,
+    pub(crate) limit: Option<f64>,
     /// Why, with the numbers.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// Spikes recurring at a fixed period.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Lockstep {
+pub(crate) struct Lockstep {
     /// Whether a fixed-period train of at least `--lockstep-spikes` spikes was found.
-    pub detected: bool,
+    pub(crate) detected: bool,
     /// Its period, seconds.
-    pub period_s: Option<f64>,
+    pub(crate) period_s: Option<f64>,
     /// Spikes in the longest train.
-    pub train: usize,
+    pub(crate) train: usize,
     /// Every spike's start, ns since the epoch (at most 1,000, largest first in time order).
-    pub spikes_ns: Vec<i64>,
+    pub(crate) spikes_ns: Vec<i64>,
 }
 
 /// How many times the mean of its neighbourhood a spike holds at least.
-pub const SPIKE_OVER_NEIGHBOURS: f64 = 3.0;
+pub(crate) const SPIKE_OVER_NEIGHBOURS: f64 = 3.0;
 
 /// Buckets on each side of a bucket that make its neighbourhood (1 s).
-pub const NEIGHBOURS: i64 = 10;
+pub(crate) const NEIGHBOURS: i64 = 10;
 
 /// Finds spikes and the longest train of them whose gaps are equal within
 /// one bucket. A spike is a bucket of grid A holding at least `share` of the
@@ -106,7 +106,7 @@ pub const NEIGHBOURS: i64 = 10;
 /// It must also stand out of the neighbours' noise: at least `m + 3√m + 3`
 /// retries (a bucket of 2 or 3 among empty ones is chance in a small fleet:
 /// 20 tasks with full jitter made trains of such "spikes").
-pub fn lockstep(stats: &Stats, share: f64, min_train: u32) -> Lockstep {
+pub(crate) fn lockstep(stats: &Stats, share: f64, min_train: u32) -> Lockstep {
     let floor = (share * stats.retrying_tasks as f64).max(2.0);
     let a = &stats.retries.a;
     let around = |i: i64| {
@@ -182,7 +182,7 @@ fn share_check(
 /// What the report concludes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Something was judged and no check failed.
     Passed,
     /// A check failed.
@@ -194,7 +194,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The name in the reports.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
             Outcome::Failed => "failed",
@@ -207,7 +207,7 @@ impl Outcome {
 const UNJUDGED_BY_BOUND: &str = "not judged: --max-open-tasks";
 
 /// The outcome of `checks` over `s`, and why when nothing was judged.
-pub fn outcome(s: &Stats, checks: &[Check]) -> (Outcome, Option<String>) {
+pub(crate) fn outcome(s: &Stats, checks: &[Check]) -> (Outcome, Option<String>) {
     if s.events == 0 {
         let why = format!(
             "no retry event in {} lines ({} skipped)",
@@ -250,7 +250,7 @@ fn unjudged(mut c: Check, max_open: usize, flushed: u64) -> Check {
 }
 
 /// Every check, in report order.
-pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
+pub(crate) fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
     let bound = |c: Check, counts_tasks: bool| {
         if counts_tasks && s.bound_flushed > 0 {
             unjudged(c, s.max_open, s.bound_flushed)
@@ -258,38 +258,61 @@ pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
             c
         }
     };
-    let mut out = Vec::new();
-    out.push(bound(spread::judge(&s.waves, t).0, s.without_attempt > 0));
-    out.push(bound(if s.retrying_tasks < t.min_tasks {
-        Check { check: "lockstep", verdict: Verdict::Note, value: None, limit: Some(f64::from(t.lockstep_spikes)),
-            message: format!("too few to judge: {} retrying tasks", s.retrying_tasks) }
-    } else {
-        let v = lock.train as f64;
-        Check {
+    vec![
+        bound(spread::judge(&s.waves, t).0, s.without_attempt > 0),
+        bound(lockstep_check(s, t, lock), true),
+        give_up_sync_check(s, t),
+        terminal_check(s, t),
+        bound(amplification_check(s, t), true),
+        bound(give_ups_check(s, t), true),
+        retry_after_check(s, t),
+    ]
+}
+
+/// `lockstep`: a train of spikes at a fixed period.
+fn lockstep_check(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Check {
+    if s.retrying_tasks < t.min_tasks {
+        return Check {
             check: "lockstep",
-            verdict: if lock.detected { Verdict::Fail } else { Verdict::Pass },
-            value: Some(v),
+            verdict: Verdict::Note,
+            value: None,
             limit: Some(f64::from(t.lockstep_spikes)),
-            message: match lock.period_s {
-                Some(p) => format!(
-                    "{} spikes of at least {:.0}% of the retrying tasks recur every {p:.1} s: the fleet retries in lockstep",
-                    lock.train,
-                    t.spike_share * 100.0
-                ),
-                None => format!(
-                    "{} spike(s) of at least {:.0}% of the retrying tasks, no train of {} at a fixed period",
-                    lock.spikes_ns.len(),
-                    t.spike_share * 100.0,
-                    t.lockstep_spikes
-                ),
-            },
-        }
-    }, true));
+            message: format!("too few to judge: {} retrying tasks", s.retrying_tasks),
+        };
+    }
+    let v = lock.train as f64;
+    Check {
+        check: "lockstep",
+        verdict: if lock.detected {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        },
+        value: Some(v),
+        limit: Some(f64::from(t.lockstep_spikes)),
+        message: match lock.period_s {
+            Some(p) => format!(
+                "{} spikes of at least {:.0}% of the retrying tasks recur every {p:.1} s: the fleet retries in lockstep",
+                lock.train,
+                t.spike_share * 100.0
+            ),
+            None => format!(
+                "{} spike(s) of at least {:.0}% of the retrying tasks, no train of {} at a fixed period",
+                lock.spikes_ns.len(),
+                t.spike_share * 100.0,
+                t.lockstep_spikes
+            ),
+        },
+    }
+}
+
+/// `give_up_sync`: the give-ups bunched in one 100 ms bucket.
+fn give_up_sync_check(s: &Stats, t: &Thresholds) -> Check {
     let gl = s.give_ups.largest();
     let gshare = gl
         .filter(|_| s.give_ups.total > 0)
         .map(|(_, c)| f64::from(c) / s.give_ups.total as f64);
-    out.push(share_check(
+    share_check(
         "give_up_sync",
         gshare,
         t.max_give_up_share,
@@ -303,51 +326,75 @@ pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
             ),
             None => "no give-up".into(),
         },
-    ));
-    out.push(if s.with_status == 0 {
-        Check { check: "terminal_retried", verdict: Verdict::Note, value: None, limit: Some(t.max_terminal_retries as f64),
-            message: "no retry_scheduled event carries a status field".into() }
-    } else {
-        let statuses: Vec<String> = s.terminal_statuses.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-        Check {
+    )
+}
+
+/// `terminal_retried`: retries after a status the library calls terminal.
+fn terminal_check(s: &Stats, t: &Thresholds) -> Check {
+    if s.with_status == 0 {
+        return Check {
             check: "terminal_retried",
-            verdict: if s.terminal_retries > t.max_terminal_retries { Verdict::Fail } else { Verdict::Pass },
-            value: Some(s.terminal_retries as f64),
+            verdict: Verdict::Note,
+            value: None,
             limit: Some(t.max_terminal_retries as f64),
-            message: if s.terminal_retries == 0 {
-                format!("none of the {} retries with a status followed a terminal status", s.with_status)
-            } else {
-                format!(
-                    "{} retries ({} tasks) followed a status the library calls terminal ({}): a classifier retries \
-                     what cannot succeed",
-                    s.terminal_retries,
-                    s.terminal_retried_tasks,
-                    statuses.join(", ")
-                )
-            },
-        }
-    });
-    let amp = (s.tasks > 0).then(|| s.attempts as f64 / s.tasks as f64);
-    out.push(bound(
-        Check {
-            check: "amplification",
-            verdict: match (amp, t.max_amplification) {
-                (Some(a), Some(max)) if a > max => Verdict::Fail,
-                (Some(_), Some(_)) => Verdict::Pass,
-                _ => Verdict::Note,
-            },
-            value: amp,
-            limit: t.max_amplification,
-            message: match amp {
-                Some(a) => format!(
-                    "{} attempts for {} tasks = {a:.2} per task",
-                    s.attempts, s.tasks
-                ),
-                None => "no task".into(),
-            },
+            message: "no retry_scheduled event carries a status field".into(),
+        };
+    }
+    let statuses: Vec<String> = s
+        .terminal_statuses
+        .iter()
+        .map(|(k, v)| format!("{k} x{v}"))
+        .collect();
+    Check {
+        check: "terminal_retried",
+        verdict: if s.terminal_retries > t.max_terminal_retries {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
         },
-        true,
-    ));
+        value: Some(s.terminal_retries as f64),
+        limit: Some(t.max_terminal_retries as f64),
+        message: if s.terminal_retries == 0 {
+            format!(
+                "none of the {} retries with a status followed a terminal status",
+                s.with_status
+            )
+        } else {
+            format!(
+                "{} retries ({} tasks) followed a status the library calls terminal ({}): a classifier retries \
+                 what cannot succeed",
+                s.terminal_retries,
+                s.terminal_retried_tasks,
+                statuses.join(", ")
+            )
+        },
+    }
+}
+
+/// `amplification`: attempts per task.
+fn amplification_check(s: &Stats, t: &Thresholds) -> Check {
+    let amp = (s.tasks > 0).then(|| s.attempts as f64 / s.tasks as f64);
+    Check {
+        check: "amplification",
+        verdict: match (amp, t.max_amplification) {
+            (Some(a), Some(max)) if a > max => Verdict::Fail,
+            (Some(_), Some(_)) => Verdict::Pass,
+            _ => Verdict::Note,
+        },
+        value: amp,
+        limit: t.max_amplification,
+        message: match amp {
+            Some(a) => format!(
+                "{} attempts for {} tasks = {a:.2} per task",
+                s.attempts, s.tasks
+            ),
+            None => "no task".into(),
+        },
+    }
+}
+
+/// `give_ups`: the share of tasks that exhausted their budget.
+fn give_ups_check(s: &Stats, t: &Thresholds) -> Check {
     let rate = (s.tasks > 0).then(|| s.give_ups.total as f64 / s.tasks as f64);
     let reasons: Vec<String> = s.reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let mut g = share_check(
@@ -369,9 +416,13 @@ pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
     if rate.is_none() {
         g.message = "no task".into();
     }
-    out.push(bound(g, true));
+    g
+}
+
+/// `retry_after`: the share of scheduled retries that honored a server's delay.
+fn retry_after_check(s: &Stats, t: &Thresholds) -> Check {
     let honored = (s.honored_known > 0).then(|| s.honored as f64 / s.honored_known as f64);
-    out.push(Check {
+    Check {
         check: "retry_after",
         verdict: match (honored, t.min_honored_share) {
             (Some(h), Some(min)) if h < min => Verdict::Fail,
@@ -389,6 +440,5 @@ pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
             ),
             None => "no retry_scheduled event carries honored_retry_after".into(),
         },
-    });
-    out
+    }
 }

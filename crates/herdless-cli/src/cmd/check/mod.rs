@@ -31,14 +31,14 @@ use crate::shared::error::CliResult;
 use crate::shared::exit;
 use crate::shared::output::print;
 
-pub mod render;
+pub(crate) mod render;
 
 /// Runs `herdless check`: exit 0 when no check failed, 1 when one did.
 ///
 /// # Errors
 ///
 /// Usage and policy-file errors (exit 2), a stdout that cannot be written.
-pub fn run(args: &CheckArgs) -> CliResult {
+pub(crate) fn run(args: &CheckArgs) -> CliResult {
     let Evaluation {
         resolved,
         envelope,

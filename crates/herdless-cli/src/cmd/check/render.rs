@@ -60,7 +60,7 @@ fn thousands(n: usize) -> String {
 }
 
 /// The text report: the policy, the envelope table, the checks, the verdict.
-pub fn text(r: &Resolved, e: &Envelope, findings: &[Finding], failed: bool) -> String {
+pub(crate) fn text(r: &Resolved, e: &Envelope, findings: &[Finding], failed: bool) -> String {
     let p = e.policy();
     let mut s = String::new();
     let _ = writeln!(s, "{}", source(r));
@@ -128,7 +128,7 @@ pub fn text(r: &Resolved, e: &Envelope, findings: &[Finding], failed: bool) -> S
 }
 
 /// The JSON report (field names are a public contract: docs/cli.md).
-pub fn json(r: &Resolved, e: &Envelope, findings: &[Finding], passed: bool) -> Value {
+pub(crate) fn json(r: &Resolved, e: &Envelope, findings: &[Finding], passed: bool) -> Value {
     let p = e.policy();
     json!({
         "policy": {

@@ -22,7 +22,7 @@
 //!   terminal), recommended when the command documents its codes (sysexits'
 //!   `EX_TEMPFAIL` 75, qmail's 111); `--terminal-on` is a denylist.
 //! * **One attempt = one process group**, ended as a whole on timeout or
-//!   interrupt (see `exec/child.rs`).
+//!   interrupt (see `shared/process/child.rs`, shared with `worker`).
 //! * **The engine is the library's** [`Retry::call_async`] on a current-thread
 //!   tokio runtime: the same budget, jitter and events as every executor. Signals
 //!   are handled beside it in one `select!`: while a child runs they are
@@ -36,7 +36,7 @@
 
 mod attempt;
 mod events;
-pub mod stdin;
+pub(crate) mod stdin;
 
 use attempt::attempt_once;
 use events::ExecEvents;
@@ -83,22 +83,22 @@ Exit status: 0 on success; the child's last status when it failed terminally or 
 out; 124 when the last attempt timed out; 128+N when interrupted by signal N; 125 for usage or \
 policy-file errors; 126/127 when CMD cannot be executed / is not found."
 )]
-pub struct ExecArgs {
+pub(crate) struct ExecArgs {
     /// Policy flags (files, env, flags; default jitter for exec: equal).
     #[command(flatten)]
-    pub policy: PolicyArgs,
+    pub(crate) policy: PolicyArgs,
     /// Exit-status classes and per-attempt limits.
     #[command(flatten)]
-    pub attempt: AttemptArgs,
+    pub(crate) attempt: AttemptArgs,
     /// What each attempt reads on stdin: auto (terminal, empty input or a file: as is; a pipe: read to the end, then replayed to every attempt), first (as is to the first attempt, /dev/null after), null.
     #[arg(long, value_enum, default_value_t = StdinMode::Auto, value_name = "MODE")]
-    pub stdin: StdinMode,
+    pub(crate) stdin: StdinMode,
     /// Idempotency key for HERDLESS_IDEMPOTENCY_KEY (e.g. a redelivered task's) instead of a fresh one.
     #[arg(long, value_name = "UUID")]
-    pub idempotency_key: Option<IdempotencyKey>,
+    pub(crate) idempotency_key: Option<IdempotencyKey>,
     /// The command and its arguments (after --).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
 }
 
 impl ExecArgs {
@@ -171,7 +171,7 @@ fn plan(args: &ExecArgs) -> Result<Plan, String> {
 /// # Errors
 ///
 /// Usage and policy-file errors, a stdin or runtime it cannot set up (exit 125).
-pub fn run(args: &ExecArgs) -> CliResult {
+pub(crate) fn run(args: &ExecArgs) -> CliResult {
     let usage = |message: String| CliError::new(exit::EXEC_USAGE, message);
     let plan = plan(args).map_err(|e| usage(e.to_string()))?;
     for note in &plan.notes {
@@ -301,9 +301,9 @@ fn finish(result: Result<(), RetryError<Failure>>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::codes::CodeSet;
+    use crate::shared::statuses::ExitStatuses;
 
-    fn codes(s: &str) -> Option<CodeSet> {
+    fn codes(s: &str) -> Option<ExitStatuses> {
         Some(s.parse().unwrap())
     }
 

@@ -27,7 +27,7 @@ use clap::ValueEnum;
 
 /// `--stdin` modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum StdinMode {
+pub(crate) enum StdinMode {
     /// Terminal, empty input or a regular file: every attempt; a pipe: replayed.
     #[default]
     Auto,
@@ -39,7 +39,7 @@ pub enum StdinMode {
 
 /// The resolved source of each attempt's stdin.
 #[derive(Debug)]
-pub enum StdinSource {
+pub(crate) enum StdinSource {
     /// Inherit herdless's stdin (terminal, empty, or `first` on attempt 1).
     Inherit {
         /// Only attempt 1 inherits; later attempts get `/dev/null`.
@@ -67,7 +67,7 @@ impl StdinSource {
     ///
     /// Stdin could not be inspected or read, or the replay file could not be
     /// created or written; the message says which.
-    pub fn open(mode: StdinMode) -> io::Result<Self> {
+    pub(crate) fn open(mode: StdinMode) -> io::Result<Self> {
         Self::open_inner(mode).map_err(|e| match e.get_ref() {
             Some(inner) if inner.is::<Context>() => e,
             _ => context(e, "cannot read stdin"),
@@ -146,7 +146,7 @@ impl StdinSource {
     /// # Errors
     ///
     /// Rewinding or duplicating the file failed.
-    pub fn for_attempt(&mut self, n: u32) -> io::Result<(Stdio, bool)> {
+    pub(crate) fn for_attempt(&mut self, n: u32) -> io::Result<(Stdio, bool)> {
         match self {
             StdinSource::Inherit {
                 first_only,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use herdless::adapters::reqwest::ReqwestClassifier;
-use herdless::fleet::Throttle;
+use herdless::guard::Throttle;
 use herdless::http::StatusClassifier;
 use herdless::{Breaker, RetryBudget, Urgent};
 use serde::Serialize;
@@ -16,69 +16,69 @@ use crate::shared::values::parse_duration;
 /// The largest `--workers`: one process's fleet. Its memory grows linearly with
 /// the workers (docs/http.md gives the measured figure per worker), and a
 /// larger fleet needs more sockets than a default open-file limit allows.
-pub const MAX_WORKERS: u32 = 100_000;
+pub(crate) const MAX_WORKERS: u32 = 100_000;
 
 /// `herdless fleet` flags.
 #[derive(Debug, Clone, Args)]
-pub struct FleetArgs {
+pub(crate) struct FleetArgs {
     /// The URL every worker GETs.
-    pub url: String,
+    pub(crate) url: String,
     /// Number of concurrent workers, 1 to 100000 (each holds a task, a
     /// socket and its attempt times: see docs/http.md for the memory per worker).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_WORKERS)))]
-    pub workers: u32,
+    pub(crate) workers: u32,
     /// Per-attempt timeout (connect to end of response).
     #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "10s")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Print the report as one JSON object.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// A retry budget shared by every worker (token bucket): none, grpc or aws.
     #[arg(long, value_enum, value_name = "KIND", default_value = "none")]
-    pub retry_budget: BudgetKind,
+    pub(crate) retry_budget: BudgetKind,
     /// The budget's capacity in tokens (default: grpc 100, aws 500).
     #[arg(long, value_name = "T")]
-    pub budget_tokens: Option<f64>,
+    pub(crate) budget_tokens: Option<f64>,
     /// A half-open probe breaker shared by every worker: opens after THRESHOLD
     /// consecutive failures, then one retry at a time probes.
     #[arg(long, value_name = "THRESHOLD")]
-    pub breaker: Option<u32>,
+    pub(crate) breaker: Option<u32>,
     /// With --breaker: how long the others wait behind a probe (jittered in [DUR/2, DUR]).
     #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "1s", requires = "breaker")]
-    pub probe_wait: Duration,
+    pub(crate) probe_wait: Duration,
     /// With --breaker: when the probe succeeds, release the calls held behind
     /// it over DUR instead of at their next check; size it to the capacity
     /// (held calls / the endpoint's rate), at most 1h [default: 0s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "breaker")]
-    pub breaker_release: Option<Duration>,
+    pub(crate) breaker_release: Option<Duration>,
     /// A client-side adaptive throttle shared by every worker: paces every
     /// attempt, the first included, by what the endpoint answers (no server
     /// help; see docs/fleet-protection.md).
     #[arg(long)]
-    pub throttle: bool,
+    pub(crate) throttle: bool,
     /// Escape lane: urgent calls never sleep past DUR from their start.
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub urgent: Option<Duration>,
+    pub(crate) urgent: Option<Duration>,
     /// With --urgent: retries per call that skip the budget and the breaker.
     #[arg(long, value_name = "Q", default_value_t = 2, requires = "urgent")]
-    pub urgent_quota: u32,
+    pub(crate) urgent_quota: u32,
     /// With --urgent: how many workers (the first K) are urgent (default: all).
     #[arg(long, value_name = "K", requires = "urgent")]
-    pub urgent_workers: Option<u32>,
+    pub(crate) urgent_workers: Option<u32>,
     /// HTTP statuses to retry beyond the library's retryable set (comma-separated,
     /// 400..=599), e.g. 409; a status listed here is retried even when the
     /// library calls it terminal (what `herdless analyze` flags as a terminal error retried).
     #[arg(long, value_delimiter = ',', value_name = "STATUSES", value_parser = clap::value_parser!(u16).range(400..=599))]
-    pub retry_on: Vec<u16>,
+    pub(crate) retry_on: Vec<u16>,
     /// Retry policy.
     #[command(flatten)]
-    pub policy: PolicyArgs,
+    pub(crate) policy: PolicyArgs,
 }
 
 /// `--retry-budget` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum BudgetKind {
+pub(crate) enum BudgetKind {
     /// No shared budget.
     None,
     /// gRPC retry throttling.
@@ -89,38 +89,38 @@ pub enum BudgetKind {
 
 /// The fleet-level pieces every worker shares.
 #[derive(Debug, Clone, Default)]
-pub struct GuardFlags {
+pub(crate) struct GuardFlags {
     /// The shared retry budget.
-    pub budget: Option<Arc<RetryBudget>>,
+    pub(crate) budget: Option<Arc<RetryBudget>>,
     /// The shared breaker.
-    pub breaker: Option<Arc<Breaker>>,
+    pub(crate) breaker: Option<Arc<Breaker>>,
     /// The shared adaptive throttle.
-    pub throttle: Option<Arc<Throttle>>,
+    pub(crate) throttle: Option<Arc<Throttle>>,
     /// The escape lane, for the first `urgent_workers` workers.
-    pub urgent: Option<Urgent>,
+    pub(crate) urgent: Option<Urgent>,
     /// How many workers are urgent.
-    pub urgent_workers: u32,
+    pub(crate) urgent_workers: u32,
     /// The classifier every worker uses: the library's statuses, with `--retry-on` added.
-    pub classifier: ReqwestClassifier,
+    pub(crate) classifier: ReqwestClassifier,
 }
 
 /// The strategy a report was made with (echoed in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct FleetStrategy {
+pub(crate) struct FleetStrategy {
     /// `none`, `grpc` or `aws`.
-    pub retry_budget: BudgetKind,
+    pub(crate) retry_budget: BudgetKind,
     /// The budget's capacity in tokens (null without a budget).
-    pub budget_tokens: Option<f64>,
+    pub(crate) budget_tokens: Option<f64>,
     /// The breaker's threshold (null without a breaker).
-    pub breaker: Option<u32>,
+    pub(crate) breaker: Option<u32>,
     /// The breaker's release window, seconds (null without a breaker).
-    pub breaker_release_s: Option<f64>,
+    pub(crate) breaker_release_s: Option<f64>,
     /// Whether the workers shared an adaptive throttle.
-    pub throttle: bool,
+    pub(crate) throttle: bool,
     /// The urgent deadline in seconds (null without the escape lane).
-    pub urgent_s: Option<f64>,
+    pub(crate) urgent_s: Option<f64>,
     /// How many workers were urgent.
-    pub urgent_workers: u32,
+    pub(crate) urgent_workers: u32,
 }
 
 impl FleetArgs {
@@ -129,7 +129,7 @@ impl FleetArgs {
     /// # Errors
     ///
     /// A message for an invalid budget size or urgent deadline.
-    pub fn guards(&self) -> Result<(GuardFlags, FleetStrategy), String> {
+    pub(crate) fn guards(&self) -> Result<(GuardFlags, FleetStrategy), String> {
         let budget = match (self.retry_budget, self.budget_tokens) {
             (BudgetKind::None, Some(_)) => {
                 return Err("--budget-tokens needs --retry-budget grpc|aws".into());

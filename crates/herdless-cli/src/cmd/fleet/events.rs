@@ -17,14 +17,14 @@ use crate::shared::events_out::{EventFilter, json_line, to_json, to_text};
 /// status; absent after a transport error) on `retry_scheduled`,
 /// `retry_abandoned_terminal` and `retry_budget_exhausted`.
 #[derive(Debug, Clone)]
-pub struct FleetEvents {
+pub(crate) struct FleetEvents {
     /// Text or JSON, one line per event.
-    pub format: LogFormat,
+    pub(crate) format: LogFormat,
     /// Which events are written.
-    pub filter: EventFilter,
+    pub(crate) filter: EventFilter,
     /// The last attempt's status (0: none), set by the attempt observer
     /// before the engine decides, so before its event.
-    pub last_status: Arc<AtomicU32>,
+    pub(crate) last_status: Arc<AtomicU32>,
 }
 
 impl Notify for FleetEvents {

@@ -43,17 +43,17 @@
 //! The workers of one `fleet` process are one process's calls, so the
 //! library's fleet-level pieces are shared by all of them (one `Arc` each):
 //!
-//! * `--retry-budget grpc|aws`: one [`RetryBudget`](herdless::fleet::RetryBudget) — gRPC retry throttling
+//! * `--retry-budget grpc|aws`: one [`RetryBudget`](herdless::guard::RetryBudget) — gRPC retry throttling
 //!   (`--budget-tokens` tokens, default 100, a failure costs 1, a success
 //!   refunds 0.1, retries only while more than half remain) or the AWS SDK
 //!   quota (default 500 tokens, a retry costs 5, after a per-attempt timeout
 //!   10, refunded on success). A denied retry ends the call with
 //!   `retry_budget`.
-//! * `--breaker THRESHOLD`: one half-open probe [`Breaker`](herdless::fleet::Breaker): after THRESHOLD
+//! * `--breaker THRESHOLD`: one half-open probe [`Breaker`](herdless::guard::Breaker): after THRESHOLD
 //!   consecutive failures one retry at a time probes, the others wait
 //!   `--probe-wait` (jittered, default 1 s); with `--breaker-release DUR`,
 //!   when the probe succeeds the held calls come back spread over DUR.
-//! * `--urgent DUR`: the escape lane ([`Urgent`](herdless::fleet::Urgent)) for `--urgent-workers K`
+//! * `--urgent DUR`: the escape lane ([`Urgent`](herdless::guard::Urgent)) for `--urgent-workers K`
 //!   workers (default: all): their first `--urgent-quota` (default 2) retries
 //!   skip the budget and the breaker, and no sleep takes them past DUR.
 //!
@@ -74,7 +74,7 @@
 //! would re-synchronize the fleet).
 
 mod args;
-pub mod events;
+pub(crate) mod events;
 mod render;
 mod report;
 mod run;
@@ -85,11 +85,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use herdless::Jitter;
 
-pub use args::{BudgetKind, FleetArgs, FleetStrategy, GuardFlags, MAX_WORKERS};
-pub use herdless_sim::metrics::BUCKET;
-pub use render::render_text;
-pub use report::{Bucket, FleetReport, GiveUps, PeakReport, summarize};
-pub use run::{AttemptAt, Outcome, WorkerEnd, run_fleet};
+pub(crate) use args::FleetArgs;
+pub(crate) use render::render_text;
+pub(crate) use run::run_fleet;
 
 use crate::shared::error::{CliError, CliResult};
 use crate::shared::http::parse_url;
@@ -126,7 +124,7 @@ fn interrupt_signal(
 ///
 /// Usage errors (exit 2), a runtime that cannot start or a stdout that cannot
 /// be written (exit 1).
-pub fn run(args: &FleetArgs) -> CliResult {
+pub(crate) fn run(args: &FleetArgs) -> CliResult {
     let (policy, policy_args) = args
         .policy
         .resolve_with_args(Jitter::Full)

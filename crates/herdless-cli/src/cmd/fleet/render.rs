@@ -5,7 +5,7 @@ use herdless_sim::metrics::BUCKET;
 use super::report::FleetReport;
 
 /// The report as text.
-pub fn render_text(r: &FleetReport) -> String {
+pub(crate) fn render_text(r: &FleetReport) -> String {
     let mut s = String::new();
     let pct = |x: f64| x * 100.0;
     if r.interrupted {

@@ -13,97 +13,97 @@ use super::run::{AttemptAt, Outcome, WorkerEnd};
 
 /// Give-ups by reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct GiveUps {
+pub(crate) struct GiveUps {
     /// Terminal (or unknown) errors.
-    pub terminal: u64,
+    pub(crate) terminal: u64,
     /// `max_attempts` reached.
-    pub max_attempts: u64,
+    pub(crate) max_attempts: u64,
     /// The next sleep would have passed `max_elapsed` (or the urgent deadline).
-    pub max_elapsed: u64,
+    pub(crate) max_elapsed: u64,
     /// The shared retry budget denied a retry.
-    pub retry_budget: u64,
+    pub(crate) retry_budget: u64,
 }
 
 /// One 100 ms histogram bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Bucket {
+pub(crate) struct Bucket {
     /// The bucket's start, seconds since the fleet started.
-    pub start_s: f64,
+    pub(crate) start_s: f64,
     /// Attempts started in it.
-    pub attempts: u64,
+    pub(crate) attempts: u64,
 }
 
 /// The busiest 100 ms window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct PeakReport {
+pub(crate) struct PeakReport {
     /// Attempts started in it.
-    pub attempts: u64,
+    pub(crate) attempts: u64,
     /// `attempts` over all the attempts counted (the share of attempts).
-    pub share_of_attempts: f64,
+    pub(crate) share_of_attempts: f64,
     /// `attempts / workers` (the share of the fleet; above 1 when workers
     /// attempt more than once in the window).
-    pub share_of_fleet: f64,
+    pub(crate) share_of_fleet: f64,
     /// Its start, seconds since the fleet started.
-    pub start_s: f64,
+    pub(crate) start_s: f64,
 }
 
 /// The fleet's report (`--json` prints exactly this).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FleetReport {
+pub(crate) struct FleetReport {
     /// The fleet-level pieces in use.
-    pub strategy: FleetStrategy,
+    pub(crate) strategy: FleetStrategy,
     /// Number of workers.
-    pub workers: u64,
+    pub(crate) workers: u64,
     /// Workers whose call succeeded.
-    pub succeeded: u64,
+    pub(crate) succeeded: u64,
     /// Workers whose call ended on a terminal error.
-    pub terminal: u64,
+    pub(crate) terminal: u64,
     /// Workers whose budget ran out.
-    pub exhausted: u64,
+    pub(crate) exhausted: u64,
     /// Whether SIGINT or SIGTERM ended the fleet before every call ended:
     /// the report is then partial, over what finished.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// Workers whose call was still running when the fleet was interrupted
     /// (0 unless `interrupted`). With `succeeded`, `terminal` and
     /// `exhausted` they sum to `workers`.
-    pub interrupted_workers: u64,
+    pub(crate) interrupted_workers: u64,
     /// Every request sent, first tries included.
-    pub calls: u64,
+    pub(crate) calls: u64,
     /// Attempts numbered 2 or more.
-    pub retries: u64,
+    pub(crate) retries: u64,
     /// Attempts ended by `--timeout` (connect to end of response: a body that
     /// stalls counts).
-    pub timed_out_attempts: u64,
+    pub(crate) timed_out_attempts: u64,
     /// Response body bytes read (and discarded) over all attempts.
-    pub body_bytes: u64,
+    pub(crate) body_bytes: u64,
     /// From the first attempt to the last worker's end, seconds.
-    pub duration_s: f64,
+    pub(crate) duration_s: f64,
     /// From the fleet's start to the end of the last successful call, seconds
     /// (null when none succeeded).
-    pub drain_s: Option<f64>,
+    pub(crate) drain_s: Option<f64>,
     /// `calls / workers`.
-    pub calls_per_worker: f64,
+    pub(crate) calls_per_worker: f64,
     /// The most calls any one worker made.
-    pub max_calls_per_worker: u64,
+    pub(crate) max_calls_per_worker: u64,
     /// Give-ups by reason (`terminal` equals the `terminal` count; the other
     /// three sum to `exhausted`).
-    pub give_ups: GiveUps,
+    pub(crate) give_ups: GiveUps,
     /// Retries the shared budget denied (each ends one call: equals
     /// `give_ups.retry_budget`).
-    pub budget_denials: u64,
+    pub(crate) budget_denials: u64,
     /// The budget's level when the fleet ended (null without a budget).
-    pub budget_tokens_left: Option<f64>,
+    pub(crate) budget_tokens_left: Option<f64>,
     /// Busiest 100 ms window of give-ups (exhausted calls' ends): a budget
     /// cliff shows as one window holding most of them.
-    pub give_ups_peak_100ms: PeakReport,
+    pub(crate) give_ups_peak_100ms: PeakReport,
     /// `calls / duration_s`.
-    pub attempts_per_s: f64,
+    pub(crate) attempts_per_s: f64,
     /// Busiest 100 ms window over all attempts.
-    pub peak_100ms: PeakReport,
+    pub(crate) peak_100ms: PeakReport,
     /// Busiest 100 ms window over retries only.
-    pub peak_100ms_retries: PeakReport,
+    pub(crate) peak_100ms_retries: PeakReport,
     /// Attempts per fixed 100 ms bucket, from 0 to the last attempt.
-    pub histogram: Vec<Bucket>,
+    pub(crate) histogram: Vec<Bucket>,
 }
 
 /// Nanoseconds as seconds.
@@ -115,7 +115,7 @@ fn secs(ns: u64) -> f64 {
 /// buckets are the simulator's ([`Timeline::peak`] over the exact attempt
 /// times, [`metrics::Histogram`] buckets), so a fleet over real sockets and a
 /// simulated one are measured the same way.
-pub fn summarize(
+pub(crate) fn summarize(
     ends: &[WorkerEnd],
     attempts: &[AttemptAt],
     duration: Duration,

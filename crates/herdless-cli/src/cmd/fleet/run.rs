@@ -23,7 +23,7 @@ fn nanos(d: Duration) -> u64 {
 
 /// How one worker's call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A status below 400, possibly after retries.
     Succeeded,
     /// A terminal status or error.
@@ -36,29 +36,29 @@ pub enum Outcome {
 
 /// One worker's end, as the fleet saw it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WorkerEnd {
+pub(crate) struct WorkerEnd {
     /// How its call ended.
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// Why it gave up (`None` on success and when interrupted).
-    pub reason: Option<GiveUp>,
+    pub(crate) reason: Option<GiveUp>,
     /// When its call returned (or was interrupted), nanoseconds since the
     /// fleet started.
-    pub end_ns: u64,
+    pub(crate) end_ns: u64,
 }
 
 /// One attempt, as the fleet saw it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AttemptAt {
+pub(crate) struct AttemptAt {
     /// Start time, nanoseconds since the fleet started.
-    pub t_ns: u64,
+    pub(crate) t_ns: u64,
     /// 1-based attempt number within its worker's call.
-    pub number: u32,
+    pub(crate) number: u32,
     /// The worker.
-    pub worker: u32,
+    pub(crate) worker: u32,
     /// Whether it ended by `--timeout` (before or while reading the body).
-    pub timed_out: bool,
+    pub(crate) timed_out: bool,
     /// Response body bytes it read (and discarded).
-    pub body_bytes: u64,
+    pub(crate) body_bytes: u64,
 }
 
 /// What one worker's attempts did, told as each starts and ends: the
@@ -119,7 +119,7 @@ impl Sent {
 /// in flight included: its request was sent), and the
 /// report is marked `interrupted`: a partial report of what finished.
 #[allow(clippy::too_many_arguments)]
-pub async fn run_fleet(
+pub(crate) async fn run_fleet(
     url: reqwest::Url,
     workers: u32,
     policy: Policy,

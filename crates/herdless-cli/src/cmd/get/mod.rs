@@ -37,26 +37,26 @@ use crate::shared::values::parse_duration;
 
 /// `herdless get` flags.
 #[derive(Debug, Clone, Args)]
-pub struct GetArgs {
+pub(crate) struct GetArgs {
     /// The URL (http:// or https://).
-    pub url: String,
+    pub(crate) url: String,
     /// A request header, 'Name: value' (repeatable).
     #[arg(long = "header", short = 'H', value_name = "K: V")]
-    pub headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
     /// Per-attempt timeout (connect to end of body, the time the body takes
     /// to be written included).
     #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "10s")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Write the body to FILE instead of stdout (created or truncated at
     /// start; a retry after a partial body starts it over).
     #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// Send an Idempotency-Key header, the same on every attempt.
     #[arg(long)]
-    pub idempotency_key: bool,
+    pub(crate) idempotency_key: bool,
     /// Retry policy.
     #[command(flatten)]
-    pub policy: PolicyArgs,
+    pub(crate) policy: PolicyArgs,
 }
 
 /// Parses `--header` values into a map.
@@ -64,7 +64,7 @@ pub struct GetArgs {
 /// # Errors
 ///
 /// A message naming the bad header.
-pub fn parse_headers(raw: &[String]) -> Result<HeaderMap, String> {
+pub(crate) fn parse_headers(raw: &[String]) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for h in raw {
         let (k, v) = h
@@ -86,7 +86,7 @@ pub fn parse_headers(raw: &[String]) -> Result<HeaderMap, String> {
 ///
 /// Usage errors (exit 2), a runtime or client that cannot start, a stdout that
 /// cannot be written (exit 1).
-pub fn run(args: &GetArgs) -> CliResult {
+pub(crate) fn run(args: &GetArgs) -> CliResult {
     let (policy, policy_args) = args
         .policy
         .resolve_with_args(Jitter::Full)

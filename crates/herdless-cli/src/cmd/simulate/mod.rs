@@ -30,17 +30,17 @@ use crate::shared::output::print;
 use crate::shared::values::parse_duration;
 
 /// The default directory of the figures.
-pub const DEFAULT_OUT: &str = "herdless-report";
+pub(crate) const DEFAULT_OUT: &str = "herdless-report";
 
 /// Flags of `herdless simulate`.
 #[derive(Debug, Clone, Default, Args)]
-pub struct SimulateArgs {
+pub(crate) struct SimulateArgs {
     /// Scenario: spread, outage, contention, robustness (the outage with the
     /// server told a fixed capacity E, cell by cell: true capacity E/2, E,
     /// 2E x outage end x honor, plus 20 s and 60 s outages) or
     /// latency-tail (hedged requests against a slow tail, then an overload).
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
-    pub scenario: Scenario,
+    pub(crate) scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
     /// decorrelated-window, fixed-1s, no-backoff, (outage) a jitter mode
     /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
@@ -50,102 +50,95 @@ pub struct SimulateArgs {
     /// full+pushback; robustness tests full+hold, full+pushback and
     /// full+throttle; latency-tail compares full, hedge, hedge+budget].
     #[arg(long, value_delimiter = ',', value_parser = parse_strategy, value_name = "LIST")]
-    pub jitter: Vec<StrategyKind>,
+    pub(crate) jitter: Vec<StrategyKind>,
     /// Seed: the same seed gives the same output.
     #[arg(long, default_value_t = Simulation::DEFAULT_SEED, value_name = "N")]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Outage, robustness: number of clients [default: 40000]. Contention: the largest
     /// number of clients; the sweep has 20 evenly spaced sizes up to it [default: 200].
     #[arg(long, value_name = "N")]
-    pub clients: Option<u32>,
+    pub(crate) clients: Option<u32>,
     /// Outage, robustness: how long the endpoint fails everything [default: 5s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub outage: Option<Duration>,
+    pub(crate) outage: Option<Duration>,
     /// Outage: calls per second served after the outage. Robustness: the
     /// capacity estimate E the server is told (each cell's true capacity is
     /// a multiple of it) [default: 10000].
     #[arg(long, value_name = "PER_S")]
-    pub capacity: Option<u32>,
+    pub(crate) capacity: Option<u32>,
     /// Outage, robustness: the endpoint's token bucket size [default: capacity / 10].
     #[arg(long, value_name = "N")]
-    pub burst: Option<u32>,
+    pub(crate) burst: Option<u32>,
     /// Outage, robustness: clients sharing one process's retry budget and breaker
     /// (full+budget, full+breaker) [default: 100].
     #[arg(long, value_name = "N")]
-    pub clients_per_process: Option<u32>,
+    pub(crate) clients_per_process: Option<u32>,
     /// Outage: the share of clients that honor Retry-After, 0 to 1; the rest
     /// use their own backoff [default: 1].
     #[arg(long, value_name = "FRACTION")]
-    pub honor: Option<f64>,
+    pub(crate) honor: Option<f64>,
     /// Outage: the pushback allocator's starting capacity estimate over the
     /// true capacity, 0.01 to 100 [default: 1].
     #[arg(long, value_name = "FACTOR")]
-    pub capacity_estimate: Option<f64>,
+    pub(crate) capacity_estimate: Option<f64>,
     /// Outage: whether the pushback allocator is told when the outage ends:
     /// known or unknown [default: unknown].
     #[arg(long, value_parser = parse_outage_end, value_name = "known|unknown")]
-    pub outage_end: Option<OutageEnd>,
+    pub(crate) outage_end: Option<OutageEnd>,
     /// Spread: number of workers [default: 200].
     #[arg(long, value_name = "N")]
-    pub workers: Option<u32>,
+    pub(crate) workers: Option<u32>,
     /// Spread: calls the controller fails per worker [default: 3].
     #[arg(long, value_name = "K")]
-    pub failures: Option<u32>,
+    pub(crate) failures: Option<u32>,
     /// Contention: trials averaged per number of clients [default: 100].
     #[arg(long, value_name = "N")]
-    pub trials: Option<u32>,
+    pub(crate) trials: Option<u32>,
     /// Latency-tail: calls made, 1000 per second [default: 20000].
     #[arg(long, value_name = "N")]
-    pub calls: Option<u32>,
+    pub(crate) calls: Option<u32>,
     /// Base delay [default: 500ms spread, 1s outage, 5ms contention].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub base: Option<Duration>,
+    pub(crate) base: Option<Duration>,
     /// Growth factor per retry [default: 2].
     #[arg(long, value_name = "X")]
-    pub multiplier: Option<f64>,
+    pub(crate) multiplier: Option<f64>,
     /// Cap on one delay [default: 30s; contention 2s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub cap: Option<Duration>,
+    pub(crate) cap: Option<Duration>,
     /// Attempt limit, counting the first call: 1 to 4294967294, or
     /// `unlimited` [default: 6; contention unlimited].
     #[arg(long, value_parser = parse_max_attempts, value_name = "N")]
-    pub max_attempts: Option<u32>,
+    pub(crate) max_attempts: Option<u32>,
     /// Elapsed-time budget per client [default: 120s; contention unlimited].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub max_elapsed: Option<Duration>,
+    pub(crate) max_elapsed: Option<Duration>,
     /// Directory for the SVG and PNG figures [default: ./herdless-report/].
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Print one JSON object instead of the table (figures only with --out).
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Do not write figures.
     #[arg(long)]
-    pub no_plots: bool,
+    pub(crate) no_plots: bool,
     /// Worker threads [default: available cores]; the output does not depend on it.
     #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
 }
 
 /// The simulator's "no attempt limit": `u32::MAX` attempts, reported as
 /// such (`null` in the JSON, "no attempt limit" in the table).
-pub const UNLIMITED_ATTEMPTS: u32 = u32::MAX;
+pub(crate) const UNLIMITED_ATTEMPTS: u32 = u32::MAX;
 
 /// `--max-attempts`: 1 to `u32::MAX - 1`, or `unlimited` (which is
 /// `u32::MAX`: the simulator reports that count as no limit, so the number
 /// itself is refused rather than silently read as `unlimited`).
 ///
-/// ```
-/// use herdless_cli::cmd::simulate::parse_max_attempts;
-/// assert_eq!(parse_max_attempts("6"), Ok(6));
-/// assert_eq!(parse_max_attempts("unlimited"), Ok(u32::MAX));
-/// assert!(parse_max_attempts("4294967295").unwrap_err().contains("1 to 4294967294"));
-/// ```
-///
 /// # Errors
 ///
 /// Not a count in that range.
-pub fn parse_max_attempts(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_max_attempts(s: &str) -> Result<u32, String> {
     if s.trim() == "unlimited" {
         return Ok(UNLIMITED_ATTEMPTS);
     }
@@ -176,7 +169,7 @@ fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
 
 impl SimulateArgs {
     /// Builds the simulation the flags describe, or explains what is wrong.
-    pub fn simulation(&self) -> Result<Simulation, String> {
+    pub(crate) fn simulation(&self) -> Result<Simulation, String> {
         let scenario = self.scenario;
         let refuse = |flag: &str, set: bool, wanted: &str| {
             if set {
@@ -367,7 +360,7 @@ fn is_long(sim: &Simulation) -> bool {
 /// # Errors
 ///
 /// Out-of-range parameters (exit 2).
-pub fn run(args: &SimulateArgs) -> CliResult {
+pub(crate) fn run(args: &SimulateArgs) -> CliResult {
     let sim = args
         .simulation()
         .map_err(|e| CliError::usage(e.to_string()))?;
@@ -412,5 +405,26 @@ pub fn run(args: &SimulateArgs) -> CliResult {
             Ok(exit::SUCCESS)
         }
         Err(e) => Err(CliError::new(exit::FIGURES_FAILED, e.to_string())),
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn parse_max_attempts_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::cmd::simulate::parse_max_attempts;
+        assert_eq!(parse_max_attempts("6"), Ok(6));
+        assert_eq!(parse_max_attempts("unlimited"), Ok(u32::MAX));
+        assert!(
+            parse_max_attempts("4294967295")
+                .unwrap_err()
+                .contains("1 to 4294967294")
+        );
+        Ok(())
     }
 }

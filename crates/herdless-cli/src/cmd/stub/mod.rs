@@ -1,125 +1,96 @@
-//! `herdless stub`: a real HTTP stub controller on 127.0.0.1, to point a fleet at.
+//! `herdless stub`: a real HTTP stub device on 127.0.0.1, to point a fleet at.
 //!
 //! ```text
 //! herdless stub [--port P] [--fail-first K] [--fail-every K] [--outage DUR] [--capacity N]
 //!               [--pushback on|static|off] [--capacity-estimate FACTOR]
-//!               [--outage-end known|unknown] [--horizon DUR]
+//!               [--outage-end known|unknown] [--horizon DUR] [--hold-max N] [--hold-for DUR]
 //!               [--retry-after VALUE] [--fail-status CODE]
 //! ```
 //!
-//! Every path except `/stats` is "the device". Each arrival is recorded (time
-//! since start, `X-Worker-Id`, status returned) and `GET /stats` returns them
-//! as JSON: `total` counts every arrival, `arrivals` keeps the most recent
-//! [`ARRIVALS_KEPT`] (100,000; older ones are dropped, counted in `dropped`),
-//! so a long run's memory stays bounded. The first stdout line is `listening on 127.0.0.1:PORT` (port 0,
-//! the default, picks a free one); SIGINT or SIGTERM shut it down cleanly.
+//! Every path except `/stats` is "the device". The first stdout line is
+//! `listening on 127.0.0.1:PORT` (port 0, the default, picks a free one);
+//! SIGINT or SIGTERM shut it down within a bounded grace (`server.rs`).
 //!
-//! # Admission rules are replaceable components
+//! # The library's layer, and what a stub adds
 //!
-//! Whether a request is served or rejected is decided by an [`Rule`]
-//! implementation, nothing else: the handler records the arrival, asks the
-//! admission, answers. The stub chains up to four ([`Chain`], first rejection
-//! wins):
+//! With `--capacity` the device is served through
+//! `herdless::adapters::tower::PushbackLayer`, the layer users put in front
+//! of their own axum handlers: the adaptive allocator by default (it learns
+//! the capacity from the device's 503s and finds an outage and its end),
+//! the static one with `--pushback static`, each rejection answered `503`
+//! with its own slot (`Retry-After`, `Retry-After-Ms`), and with
+//! `--hold-max`/`--hold-for` the layer's hold (a capacity-aware reconnect
+//! queue). So the real-socket tests of this crate prove the layer as
+//! deployed (`front.rs`). The stub adds only what a stub needs:
 //!
-//! 1. the outage: rejects everything for `--outage` after start;
-//! 2. [`FailFirstPerWorker`]: rejects each client's first `--fail-first` requests (the
-//!    client is named by `X-Worker-Id`; requests without it share one name);
-//! 3. [`FailEvery`]: rejects every `--fail-every`-th request (a healthy
-//!    endpoint with a small, steady error rate: 1 / K of all requests);
-//! 4. the capacity ([`Capacity`]): admits at most `--capacity` requests per
-//!    second and answers the rest 503.
+//! * the device behind the layer (`device.rs`): the outage, fail-first,
+//!   fail-every and the capacity, the simulator's token bucket, so a fleet
+//!   cannot drain before `outage + fleet / capacity`;
+//! * the book (`book.rs`): every arrival recorded exactly once in `/stats`,
+//!   with its status, how long it was held, and whether its client left
+//!   first (`abandoned`); it sits in front of the layer, so the layer's own
+//!   refusals are recorded too;
+//! * bounds for careless or hostile clients: an `X-Worker-Id` over 256 bytes
+//!   is answered 431, fail-first remembers at most 100,000 clients, `/stats`
+//!   keeps the last 100,000 arrivals (`total` counts all), a request head
+//!   must arrive within 30 s, and a shutdown takes at most 2 s.
 //!
-//! # The capacity model is the simulator's
+//! Without pushback (`--pushback off`, or a fixed `--retry-after VALUE`:
+//! one value for everyone, which is what pushback avoids) the device
+//! answers alone, every refusal carrying `--retry-after` verbatim when
+//! given (hostile values included, that is the point).
 //!
-//! `--capacity N` is the simulator's token bucket
-//! (`herdless_sim::endpoint::TokenBucket`, the bucket of its
-//! `OutageEndpoint`) on the stub's clock in nanoseconds since start: it
-//! refills at N tokens per second, holds at most a burst of 100 ms worth
-//! (N / 10, at least 1) and **starts empty** at the end of `--outage` (or
-//! when the stub starts). A request takes one whole token or is answered 503.
-//! So at most `N · t` requests are served in the first `t` seconds after the
-//! outage (a fleet of F cannot drain before `DUR + F / N`), and at most
-//! `burst + N · w` in any window `w`: the same limit the simulated endpoint
-//! enforces, in both modes below.
-//!
-//! # Server-guided pushback (the default with `--capacity`)
-//!
-//! With `--capacity N`, the outage and the capacity are fronted by one
-//! [`Pushback`]: the library's `SlotAllocator` (the same allocator the
-//! `herdless::adapters::tower::PushbackLayer` tower layer wraps), driven
-//! by the stub's own clock (time since start). It admits at most N requests per
-//! second (GCRA, a burst of 100 ms worth of capacity) and answers each rejected
-//! request `503` with **its own slot**: `Retry-After` (whole seconds, rounded
-//! up) and `Retry-After-Ms` (milliseconds, rounded up), each rejection the next
-//! free slot `1 / N` after the previous one. During `--outage DUR` it sheds
-//! everything and the slots start at the outage's end, so a fleet that honors
-//! them is booked onto the recovered server at exactly its capacity: a drain
-//! at the physical limit `DUR + fleet / N`. No slot is further than
-//! `--horizon` (default 60 s) away. The requests it admits still meet the
-//! capacity above (as the simulator's `PushbackEndpoint` puts the allocator in
-//! front of its token bucket), so a request the allocator admits is answered a
-//! plain 503 when the bucket is empty — e.g. the very first request after
-//! start or after the outage.
-//!
-//! The stub answers through the [`Rule`] chain rather than by putting the
-//! tower layer in front of the router because every arrival, rejected ones
-//! included, must be recorded in `/stats` with the status it got — a layer
-//! that answers before the handler would hide its rejections from the book.
-//!
-//! # Baselines without pushback
-//!
-//! `--pushback off`, or a fixed `--retry-after VALUE` (one value for everyone,
-//! which is what pushback avoids), gives the plain endpoint: [`Outage`] and
-//! [`Capacity`] (the token bucket above, nothing else), every
-//! rejection carrying `--retry-after VALUE` verbatim when given (hostile values
-//! included, that is the point) and nothing otherwise. `--pushback on`
-//! together with `--retry-after` is a usage error (one value for everyone
-//! cannot also be a slot each), and so is `--pushback on` without
-//! `--capacity` (there is no capacity to spread over).
-//!
-//! Outage rejections use `--fail-status` (default 503) in both modes; capacity
-//! rejections are always 503.
-//!
-//! # Layout
-//!
-//! `args.rs` (the flags: [`StubArgs`]), `admission.rs` (the [`Rule`]
-//! trait and the simple admissions), `pushback.rs` ([`Pushback`]), `chain.rs`
-//! (the chain the flags build: [`admission_from_args`]), `server.rs` (the
-//! HTTP server and `/stats`: [`Stub`]); this file is the command's entry,
-//! [`run()`].
+//! Layout: `args.rs` (the flags), `plan.rs` (flags to device and layer),
+//! `device.rs`, `front.rs` (the layer in front of the device), `book.rs`
+//! (the recorder and `/stats`), `server.rs` (the accept loop); this file
+//! is the command's entry, [`run()`], and the handle tests drive, [`Stub`].
 
-mod admission;
 mod args;
-mod chain;
-mod hold;
-mod pushback;
+mod book;
+mod device;
+mod front;
+mod plan;
 mod server;
 
-pub use admission::{Arrival, Capacity, FailEvery, FailFirstPerWorker, Outage, Rule, Verdict};
-pub use args::{DEFAULT_HORIZON, PushbackMode, StubArgs, pushback_enabled};
-pub use chain::{Chain, admission_from_args};
-pub use pushback::{AdaptivePushback, Pushback};
-pub use server::{ARRIVALS_KEPT, ArrivalRecord, Stats, Stub, shutdown_signal};
+pub(crate) use args::StubArgs;
+pub use book::{ARRIVALS_KEPT, ArrivalOutcome, ArrivalRecord, StubStats};
+pub use server::{GRACE, HEADER_TIMEOUT, StubOptions};
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::get;
+use tokio::sync::watch;
 
 use crate::shared::error::{CliError, CliResult};
 use crate::shared::{descriptors, exit};
+use book::{Book, Recorder};
+use plan::Plan;
 
 /// Runs `herdless stub` until SIGINT or SIGTERM.
 ///
 /// # Errors
 ///
 /// Usage errors (exit 2), a port or runtime it cannot get (exit 1).
-pub fn run(args: &StubArgs) -> CliResult {
-    let admission = admission_from_args(args).map_err(CliError::usage)?;
+pub(crate) fn run(args: &StubArgs) -> CliResult {
+    let plan = Plan::from_args(args).map_err(CliError::usage)?;
     descriptors::raise_nofile_limit();
     let rt = descriptors::build_runtime(tokio::runtime::Builder::new_multi_thread().enable_all())
         .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
     rt.block_on(async {
-        let listener = Stub::bind(args.port).map_err(|e| {
+        let listener = server::bind(args.port).map_err(|e| {
             CliError::failure(format!("cannot listen on 127.0.0.1:{}: {e}", args.port))
         })?;
-        let (stub, task) = Stub::start(listener, admission, shutdown_signal())
-            .map_err(|e| CliError::failure(e.to_string()))?;
+        let (stub, task) = Stub::serve(
+            listener,
+            plan,
+            server::shutdown_signal(),
+            StubOptions::default(),
+        )
+        .map_err(|e| CliError::failure(e.to_string()))?;
         {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -138,4 +109,83 @@ pub fn run(args: &StubArgs) -> CliResult {
             Err(e) => Err(CliError::failure(format!("server task failed: {e}"))),
         }
     })
+}
+
+/// A running stub: its address and its arrivals.
+#[derive(Clone)]
+pub struct Stub {
+    addr: SocketAddr,
+    recorder: Arc<Recorder>,
+}
+
+impl std::fmt::Debug for Stub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stub").field("addr", &self.addr).finish()
+    }
+}
+
+impl Stub {
+    /// Binds 127.0.0.1:`port` (0: a free port) with a deep accept backlog.
+    ///
+    /// # Errors
+    ///
+    /// The bind error.
+    pub fn bind(port: u16) -> io::Result<tokio::net::TcpListener> {
+        server::bind(port)
+    }
+
+    /// Starts serving what `args` describe on `listener` until `shutdown`
+    /// completes (call it inside a tokio runtime). Returns the stub and the
+    /// server task, which ends within `options.grace` of the shutdown.
+    ///
+    /// # Errors
+    ///
+    /// The flags' usage error, or the listener's address error.
+    pub fn start(
+        listener: tokio::net::TcpListener,
+        args: &StubArgs,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        options: StubOptions,
+    ) -> Result<(Stub, tokio::task::JoinHandle<io::Result<()>>), String> {
+        let plan = Plan::from_args(args)?;
+        Stub::serve(listener, plan, shutdown, options).map_err(|e| e.to_string())
+    }
+
+    fn serve(
+        listener: tokio::net::TcpListener,
+        plan: Plan,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        options: StubOptions,
+    ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
+        let addr = listener.local_addr()?;
+        let (stop, stopping) = watch::channel(false);
+        let (front, device) = front::build(plan.device, plan.pushback, plan.outage_status);
+        let recorder = Arc::new(Recorder {
+            book: Book::new(options.keep),
+            front,
+            stopping,
+        });
+        let device = tower::ServiceBuilder::new()
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&recorder),
+                book::record,
+            ))
+            .service(device);
+        let app = Router::new()
+            .route("/stats", get(book::stats))
+            .fallback_service(device)
+            .with_state(Arc::clone(&recorder));
+        let task = tokio::spawn(server::serve(listener, app, shutdown, stop, options));
+        Ok((Stub { addr, recorder }, task))
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The arrivals so far (what `/stats` returns).
+    pub fn stats(&self) -> StubStats {
+        self.recorder.book.stats(self.recorder.front.held())
+    }
 }

@@ -1,354 +1,248 @@
-//! The HTTP server: records every arrival, asks the admission, answers; and
-//! `/stats`.
+//! The HTTP server: accepts on 127.0.0.1, serves each connection (HTTP/1.1)
+//! through the router, and shuts down within a bounded grace.
+//!
+//! Its own accept loop rather than `axum::serve`, for three settings a stub
+//! facing hostile or careless clients needs:
+//!
+//! * **slow headers time out**: a request head not complete within
+//!   [`StubOptions::header_timeout`] (default [`HEADER_TIMEOUT`], 30 s) ends its
+//!   connection, so half-sent requests do not pile up;
+//! * **half-closed clients are answered**: a client that sends its request
+//!   and shuts down its sending side still gets the answer (hyper's
+//!   `half_close`: hyper then no longer reads while a request is in
+//!   flight). So that a request held in the pushback layer whose client is
+//!   gone still leaves the hold, the connection's socket is shared with the
+//!   recorder ([`Peer`]), which watches it while the request waits: an end
+//!   of input (a peek of 0 bytes) or an error means the client left;
+//! * **shutdown is bounded**: on the shutdown signal the stub stops
+//!   accepting, held requests are answered `503` with `Retry-After` (the
+//!   recorder, `book.rs`), connections close once their request is answered,
+//!   and whatever is still open after [`StubOptions::grace`] (default [`GRACE`],
+//!   2 s: a half-sent request, a client reading slowly) is dropped.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
-use herdless::http::RETRY_AFTER_MS;
-use serde::Serialize;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tower::ServiceExt;
 
-use super::admission::{Arrival, Rule, Verdict};
-use super::hold::{Hold, Waiting, drive};
+/// The longest a client may take to send a request head (also the longest
+/// an idle keep-alive connection is kept).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One recorded arrival (an element of `/stats`'s `arrivals`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ArrivalRecord {
-    /// Seconds since the stub started.
-    pub t_s: f64,
-    /// The `X-Worker-Id` header, if any.
-    pub worker: Option<String>,
-    /// The status returned.
-    pub status: u16,
-    /// How long the request was held before its answer, seconds (`null`:
-    /// answered at once). A held request is recorded when it is answered,
-    /// with `t_s` its arrival, so records of held requests come after
-    /// records of later arrivals.
-    pub held_s: Option<f64>,
+/// How long the stub waits, once told to shut down, for its connections to
+/// finish before it drops them.
+pub const GRACE: Duration = Duration::from_secs(2);
+
+/// The server's limits (the defaults: [`HEADER_TIMEOUT`], [`GRACE`],
+/// `/stats` keeping [`ARRIVALS_KEPT`](super::book::ARRIVALS_KEPT)).
+#[derive(Debug, Clone, Copy)]
+pub struct StubOptions {
+    /// The longest a request head may take to arrive.
+    pub header_timeout: Duration,
+    /// The bound on a shutdown.
+    pub grace: Duration,
+    /// How many arrivals `/stats` keeps (at least 1).
+    pub keep: usize,
 }
 
-/// How many arrivals `/stats` keeps: the most recent [`ARRIVALS_KEPT`], so a
-/// long run's memory stays bounded (tens of bytes each, a few MB in all);
-/// `total` still counts every arrival.
-pub const ARRIVALS_KEPT: usize = 100_000;
-
-/// The `/stats` document.
-#[derive(Debug, Clone, Serialize)]
-pub struct Stats {
-    /// Number of arrivals since start, all of them (also those no longer kept).
-    pub total: usize,
-    /// Arrivals no longer kept (`total` minus the length of `arrivals`).
-    pub dropped: usize,
-    /// The most recent arrivals (at most [`ARRIVALS_KEPT`]), in order.
-    pub arrivals: Vec<ArrivalRecord>,
-    /// Requests held open now (`--hold-max`, `--hold-for`; 0 without a hold).
-    pub held: usize,
-}
-
-#[derive(Default)]
-struct Book {
-    per_worker: std::collections::HashMap<Option<String>, u64>,
-    total: usize,
-    /// A ring of the last `keep` arrivals.
-    arrivals: std::collections::VecDeque<ArrivalRecord>,
-}
-
-struct Shared {
-    start: Instant,
-    admission: Arc<dyn Rule>,
-    /// The held requests, when the admission holds (`--hold-max`, `--hold-for`).
-    hold: Option<Arc<Hold>>,
-    book: Mutex<Book>,
-    keep: usize,
-}
-
-/// A running stub: its address and its arrivals.
-#[derive(Clone)]
-pub struct Stub {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for Stub {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stub").field("addr", &self.addr).finish()
-    }
-}
-
-impl Stub {
-    /// Binds 127.0.0.1:`port` (0: a free port) with a deep accept backlog.
-    ///
-    /// # Errors
-    ///
-    /// The bind error.
-    pub fn bind(port: u16) -> io::Result<tokio::net::TcpListener> {
-        let socket = tokio::net::TcpSocket::new_v4()?;
-        socket.set_reuseaddr(true)?;
-        socket.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
-        // The kernel caps this at net.core.somaxconn; a fleet connects all at once.
-        socket.listen(65_535)
-    }
-
-    /// Starts serving on `listener` with `admission` until `shutdown` completes.
-    /// Returns the stub and the server task (which ends after shutdown).
-    /// `/stats` keeps the last [`ARRIVALS_KEPT`] arrivals.
-    ///
-    /// # Errors
-    ///
-    /// The listener's address error.
-    pub fn start(
-        listener: tokio::net::TcpListener,
-        admission: impl Rule,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
-        Self::start_keeping(listener, admission, shutdown, ARRIVALS_KEPT)
-    }
-
-    /// [`Stub::start`], keeping the last `keep` arrivals (at least 1) for
-    /// `/stats` instead of [`ARRIVALS_KEPT`].
-    ///
-    /// # Errors
-    ///
-    /// The listener's address error.
-    pub fn start_keeping(
-        listener: tokio::net::TcpListener,
-        admission: impl Rule,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-        keep: usize,
-    ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
-        let addr = listener.local_addr()?;
-        let admission: Arc<dyn Rule> = Arc::new(admission);
-        let start = Instant::now();
-        let hold = admission.holds().then(|| Arc::new(Hold::default()));
-        let shared = Arc::new(Shared {
-            start,
-            admission: Arc::clone(&admission),
-            hold: hold.clone(),
-            book: Mutex::new(Book::default()),
-            keep: keep.max(1),
-        });
-        // The hold's driver runs while the server does (held requests are
-        // in flight: a graceful shutdown waits for their answers).
-        let driver = hold.map(|hold| {
-            let clock = tokio::time::Instant::from_std(start);
-            tokio::spawn(drive(hold, admission, clock, move || start.elapsed()))
-        });
-        let app = Router::new()
-            .route("/stats", get(stats))
-            .fallback(device)
-            .with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown)
-                .await;
-            if let Some(d) = driver {
-                d.abort();
-            }
-            served
-        });
-        Ok((Stub { addr, shared }, task))
-    }
-
-    /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// A copy of the arrivals so far (what `/stats` returns).
-    pub fn stats(&self) -> Stats {
-        stats_of(&self.shared)
-    }
-}
-
-fn stats_of(shared: &Shared) -> Stats {
-    let book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
-    Stats {
-        total: book.total,
-        dropped: book.total - book.arrivals.len(),
-        arrivals: book.arrivals.iter().cloned().collect(),
-        held: shared.hold.as_ref().map_or(0, |h| h.len()),
-    }
-}
-
-async fn stats(State(shared): State<Arc<Shared>>) -> Json<Stats> {
-    Json(stats_of(&shared))
-}
-
-/// What the admission made of an arrival: answer now, or wait in the hold.
-enum Decided {
-    Now(Verdict),
-    Held(
-        herdless::pushback::Ticket,
-        Duration,
-        tokio::sync::oneshot::Receiver<(Verdict, Duration)>,
-    ),
-}
-
-/// Counts the arrival and asks the admission; a request it holds is parked
-/// (nothing recorded yet: a held request is recorded when it is answered).
-fn decide(shared: &Shared, worker: Option<&str>) -> Decided {
-    let mut book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
-    // Read the clock under the lock: the admissions see times in the order
-    // they decide, and `/stats` lists the arrivals in time order.
-    let since_start = shared.start.elapsed();
-    let n = book
-        .per_worker
-        .entry(worker.map(str::to_owned))
-        .or_insert(0);
-    *n += 1;
-    let nth = *n;
-    // Taken before the decision: a held request waits before the driver can
-    // release it (the lock order: hold.rs).
-    let mut waiting = shared.hold.as_ref().map(|h| h.lock());
-    let verdict = shared.admission.admit(&Arrival {
-        since_start,
-        worker,
-        nth_for_worker: nth,
-    });
-    let decided = match (verdict, waiting.as_mut()) {
-        (Verdict::Hold { ticket }, Some(map)) => {
-            let (answer, answered) = tokio::sync::oneshot::channel();
-            let worker = worker.map(str::to_owned);
-            map.insert(
-                ticket.id(),
-                Waiting {
-                    worker,
-                    nth,
-                    answer,
-                },
-            );
-            return Decided::Held(ticket, since_start, answered);
+impl Default for StubOptions {
+    fn default() -> Self {
+        StubOptions {
+            header_timeout: HEADER_TIMEOUT,
+            grace: GRACE,
+            keep: super::book::ARRIVALS_KEPT,
         }
-        // A hold with nowhere to park it cannot be answered later.
-        (Verdict::Hold { .. }, None) => Verdict::reject(StatusCode::SERVICE_UNAVAILABLE, None),
-        (verdict, _) => verdict,
-    };
-    drop(waiting);
-    record(
-        &mut book,
-        shared.keep,
-        (since_start, since_start),
-        worker,
-        &decided,
-    );
-    Decided::Now(decided)
-}
-
-fn status_of(verdict: &Verdict) -> StatusCode {
-    match verdict {
-        Verdict::Admit => StatusCode::OK,
-        Verdict::Reject { status, .. } => *status,
-        Verdict::Hold { .. } => StatusCode::SERVICE_UNAVAILABLE,
     }
 }
 
-fn record(
-    book: &mut Book,
-    keep: usize,
-    (arrived, answered): (Duration, Duration),
-    worker: Option<&str>,
-    verdict: &Verdict,
+/// The socket of a request's connection, in each request's extensions, to
+/// watch for the client's end of input while the request waits.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer(Arc<TcpStream>);
+
+impl Peer {
+    /// Completes when the client has ended its input (half-closed or hung
+    /// up) or its connection failed. Bytes it sent after its request (a
+    /// pipelined one) are left for hyper and looked at again 100 ms later.
+    pub(crate) async fn closed(&self) {
+        let mut byte = [0u8; 1];
+        loop {
+            match self.0.peek(&mut byte).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+}
+
+/// Binds 127.0.0.1:`port` (0: a free port) with a deep accept backlog.
+pub(crate) fn bind(port: u16) -> io::Result<TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+    // The kernel caps this at net.core.somaxconn; a fleet connects all at once.
+    socket.listen(65_535)
+}
+
+/// Serves `app` on `listener` until `shutdown` completes, then tells every
+/// request (`stop`), waits for the connections at most `options.grace`, and
+/// drops the rest.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()>,
+    stop: watch::Sender<bool>,
+    options: StubOptions,
+) -> io::Result<()> {
+    let mut connections = JoinSet::new();
+    let mut shutdown = pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(connection(stream, app.clone(), stop.subscribe(), options));
+                }
+                Err(e) => accept_error(e).await,
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let _ = stop.send(true);
+    let drained = async { while connections.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(options.grace, drained).await;
+    connections.abort_all();
+    Ok(())
+}
+
+/// A failed accept: a connection that went away is skipped; anything else
+/// (out of descriptors) is waited out for a moment, as `axum::serve` does.
+async fn accept_error(e: io::Error) {
+    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if !matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One connection: HTTP/1.1 with the head timeout and half-close, each
+/// request given the connection's [`PeerEof`]; on `stop`, keep-alive ends
+/// (the connection closes once its request is answered).
+async fn connection(
+    stream: TcpStream,
+    app: Router,
+    mut stop: watch::Receiver<bool>,
+    options: StubOptions,
 ) {
-    if book.arrivals.len() >= keep {
-        book.arrivals.pop_front();
-    }
-    book.arrivals.push_back(ArrivalRecord {
-        t_s: arrived.as_secs_f64(),
-        worker: worker.map(str::to_owned),
-        status: status_of(verdict).as_u16(),
-        held_s: (answered > arrived).then(|| (answered - arrived).as_secs_f64()),
+    let stream = Arc::new(stream);
+    let io = TokioIo::new(Shared(Arc::clone(&stream)));
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(Peer(Arc::clone(&stream)));
+        app.clone().oneshot(request)
     });
-    book.total += 1;
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_timeout)
+        .half_close(true);
+    let mut conn = pin!(builder.serve_connection(io, service));
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = stop.wait_for(|s| *s) => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
 }
 
-async fn device(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let worker = headers
-        .get("x-worker-id")
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let verdict = match decide(&shared, worker.as_deref()) {
-        Decided::Now(verdict) => verdict,
-        Decided::Held(ticket, arrived, answered) => {
-            let hold = shared.hold.as_deref().expect("held with a hold");
-            hold.parked();
-            let parked = Parked {
-                hold,
-                rules: shared.admission.as_ref(),
-                ticket: Some(ticket),
-            };
-            let out = answered.await;
-            parked.answered();
-            let (verdict, at) = out.unwrap_or_else(|_| {
-                // The driver stopped (the server is shutting down).
-                let v = Verdict::reject(StatusCode::SERVICE_UNAVAILABLE, None);
-                (v, shared.start.elapsed())
-            });
-            let mut book = shared.book.lock().unwrap_or_else(|p| p.into_inner());
-            record(
-                &mut book,
-                shared.keep,
-                (arrived, at),
-                worker.as_deref(),
-                &verdict,
-            );
-            verdict
-        }
-    };
-    match verdict {
-        Verdict::Admit => (StatusCode::OK, "ok\n").into_response(),
-        Verdict::Hold { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable\n").into_response(),
-        Verdict::Reject {
-            status,
-            retry_after,
-            retry_after_ms,
-        } => {
-            let mut r = (status, "unavailable\n").into_response();
-            if let Some(v) = retry_after {
-                r.headers_mut().insert(axum::http::header::RETRY_AFTER, v);
+/// A TCP stream hyper reads and writes while the recorder can watch it
+/// ([`Peer`]): tokio's readiness API on a shared stream (`&TcpStream`).
+struct Shared(Arc<TcpStream>);
+
+impl AsyncRead for Shared {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            ready!(self.0.poll_read_ready(cx))?;
+            match self.0.try_read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
             }
-            if let Some(ms) = retry_after_ms {
-                r.headers_mut()
-                    .insert(RETRY_AFTER_MS, HeaderValue::from(ms));
-            }
-            r
         }
     }
 }
 
-/// A request waiting in the hold: if its future is dropped first (the
-/// client hung up), it leaves the hold.
-struct Parked<'a> {
-    hold: &'a Hold,
-    rules: &'a dyn Rule,
-    ticket: Option<herdless::pushback::Ticket>,
-}
-
-impl Parked<'_> {
-    fn answered(mut self) {
-        self.ticket = None;
-    }
-}
-
-impl Drop for Parked<'_> {
-    fn drop(&mut self) {
-        if let Some(t) = self.ticket.take() {
-            self.hold.hung_up(self.rules, t);
+impl AsyncWrite for Shared {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.0.poll_write_ready(cx))?;
+            match self.0.try_write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return Poll::Ready(done),
+            }
         }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.0.poll_write_ready(cx))?;
+            match self.0.try_write_vectored(bufs) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let shut = socket2::SockRef::from(&*self.0).shutdown(std::net::Shutdown::Write);
+        Poll::Ready(match shut {
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            other => other,
+        })
     }
 }
 
 /// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    #[cfg(unix)]
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut s) => {
@@ -357,8 +251,6 @@ pub async fn shutdown_signal() {
             Err(_) => std::future::pending::<()>().await,
         }
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},

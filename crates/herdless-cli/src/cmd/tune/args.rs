@@ -10,18 +10,10 @@ use crate::shared::values::{parse_duration, parse_jitter, parse_seed};
 
 /// An outage range, `5s..60s`, or one length, `45s`.
 ///
-/// ```
-/// use std::time::Duration;
-/// use herdless_cli::cmd::tune::args::parse_outage;
-/// assert_eq!(parse_outage("5s..60s"), Ok((Duration::from_secs(5), Duration::from_secs(60))));
-/// assert_eq!(parse_outage("45s"), Ok((Duration::from_secs(45), Duration::from_secs(45))));
-/// assert!(parse_outage("60s..5s").is_err());
-/// ```
-///
 /// # Errors
 ///
 /// Not a duration or a range of two, or a range that runs backwards.
-pub fn parse_outage(s: &str) -> Result<(Duration, Duration), String> {
+pub(crate) fn parse_outage(s: &str) -> Result<(Duration, Duration), String> {
     let (a, b) = match s.split_once("..") {
         Some((a, b)) => (parse_duration(a)?, parse_duration(b)?),
         None => {
@@ -46,17 +38,10 @@ pub fn parse_outage(s: &str) -> Result<(Duration, Duration), String> {
 /// A policy table's name for the block: letters, digits, `-` and `_` (a
 /// bare TOML key, as `--policy` names it).
 ///
-/// ```
-/// use herdless_cli::cmd::tune::args::parse_table_name;
-/// assert_eq!(parse_table_name("ingest-v2"), Ok("ingest-v2".to_owned()));
-/// assert!(parse_table_name("x.y").is_err());
-/// assert!(parse_table_name("").is_err());
-/// ```
-///
 /// # Errors
 ///
 /// Any other character, or an empty or overlong name.
-pub fn parse_table_name(s: &str) -> Result<String, String> {
+pub(crate) fn parse_table_name(s: &str) -> Result<String, String> {
     let ok = !s.is_empty()
         && s.len() <= 128
         && s.chars()
@@ -72,7 +57,7 @@ pub fn parse_table_name(s: &str) -> Result<String, String> {
 
 /// What `tune` prints on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TuneFormat {
+pub(crate) enum TuneFormat {
     /// The report.
     Text,
     /// The report as one JSON object (as `--json`).
@@ -88,7 +73,7 @@ pub enum TuneFormat {
 /// # Errors
 ///
 /// Another name.
-pub fn parse_guard(s: &str) -> Result<herdless_sim::guard::Guard, String> {
+pub(crate) fn parse_guard(s: &str) -> Result<herdless_sim::guard::Guard, String> {
     use herdless_sim::guard::Guard;
     match s.trim().to_ascii_lowercase().as_str() {
         "budget" => Ok(Guard::Budget),
@@ -143,118 +128,151 @@ full jitter with the defaults, with the Pareto front of drain, peak and calls.\n
 Exit status: 0 with a recommendation, 1 when no policy fits the facts (the report says which \
 fact to change), 2 for usage or policy-file errors, 3 when figures cannot be written."
 )]
-pub struct TuneArgs {
+pub(crate) struct TuneArgs {
     /// Fact: how many workers (clients) retry against the device [default: the policy file's `workers`, else 40000].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
-    pub workers: Option<u32>,
+    pub(crate) workers: Option<u32>,
     /// Fact: calls per second the device serves once back.
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub capacity: u32,
+    pub(crate) capacity: u32,
     /// Fact: the outage lengths to survive, `5s..60s` (several simulated) or one length
     /// [default: recovery_time/3..recovery_time, else 5s..60s].
     #[arg(long, value_parser = parse_outage, value_name = "RANGE")]
-    pub outage: Option<(Duration, Duration)>,
+    pub(crate) outage: Option<(Duration, Duration)>,
     /// How many lengths of the --outage range are simulated (1..=20).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
-    pub outages: u32,
+    pub(crate) outages: u32,
     /// Fact: the device's worst-case recovery time, the checks' `recovery_time`
     /// [default: the policy file's, else the end of --outage].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub recovery_time: Option<Duration>,
+    pub(crate) recovery_time: Option<Duration>,
     /// Fact: the broker's visibility timeout [default: the policy file's, if any].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub visibility_timeout: Option<Duration>,
+    pub(crate) visibility_timeout: Option<Duration>,
     /// Fact: how spread the first failures are (the first calls are uniform over DUR).
     #[arg(long, value_parser = parse_duration, value_name = "DUR", default_value = "100ms")]
-    pub failure_window: Duration,
+    pub(crate) failure_window: Duration,
     /// Objective: --latency-share of the calls done within DUR after the device is back.
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub latency: Option<Duration>,
+    pub(crate) latency: Option<Duration>,
     /// With --latency: the share of the calls (0.95 or 95%).
     #[arg(long, value_parser = parse_share, value_name = "SHARE", default_value = "0.95", requires = "latency")]
-    pub latency_share: f64,
+    pub(crate) latency_share: f64,
     /// Guards the search may add: budget, breaker (comma-separated).
     #[arg(long, value_parser = parse_guard, value_delimiter = ',', value_name = "GUARDS")]
-    pub allow_guards: Vec<herdless_sim::guard::Guard>,
+    pub(crate) allow_guards: Vec<herdless_sim::guard::Guard>,
     /// Constraint: the peak after recovery, at most X times the capacity per 100 ms.
     #[arg(long, value_parser = parse_peak, value_name = "X", default_value = "2")]
-    pub max_peak: f64,
+    pub(crate) max_peak: f64,
     /// Constraint: the largest 100 ms bucket of retries, at most this share of the workers
     /// (analyze's `spread` check, same default).
     #[arg(long, value_parser = parse_share, value_name = "SHARE", default_value = "0.25")]
-    pub max_bucket_share: f64,
+    pub(crate) max_bucket_share: f64,
     /// Constraint: the share of the workers allowed to give up (0.01 or 1%).
     #[arg(long, value_parser = parse_share, value_name = "SHARE", default_value = "0")]
-    pub max_give_up_share: f64,
+    pub(crate) max_give_up_share: f64,
     /// Your current policy from the policy file, shown beside the recommendation (its fact keys count as facts).
     #[arg(long, env = "HERDLESS_POLICY", value_name = "NAME")]
-    pub policy: Option<String>,
+    pub(crate) policy: Option<String>,
     /// Policy file (--help of `herdless check` names where it is looked for).
     #[arg(long, env = "HERDLESS_CONFIG", value_name = "PATH")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// The name of the recommended policy's table in the printed block.
     #[arg(long, value_name = "NAME", default_value = "tuned", value_parser = parse_table_name)]
-    pub name: String,
+    pub(crate) name: String,
     /// Add the recommended [policy.NAME] table to this policy file, or replace the table of that name (created if missing; everything else kept byte for byte).
     #[arg(long, value_name = "FILE")]
-    pub write: Option<PathBuf>,
+    pub(crate) write: Option<PathBuf>,
     /// With --write: replace a [policy.NAME] table that reads differently.
     #[arg(long, requires = "write")]
-    pub force: bool,
+    pub(crate) force: bool,
     /// What stdout gets: text, json (as --json) or toml (the block alone).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
-    pub format: Option<TuneFormat>,
+    pub(crate) format: Option<TuneFormat>,
     /// Grid: jitter modes (comma-separated) [default: all five].
     #[arg(long, value_parser = parse_jitter, value_delimiter = ',', value_name = "MODES")]
-    pub jitters: Vec<Jitter>,
+    pub(crate) jitters: Vec<Jitter>,
     /// Grid: base delays [default: 250ms,1s,4s].
     #[arg(long, value_parser = parse_duration, value_delimiter = ',', value_name = "DURS")]
-    pub bases: Vec<Duration>,
+    pub(crate) bases: Vec<Duration>,
     /// Grid: multipliers [default: 1.5,2,3].
     #[arg(long, value_parser = parse_multiplier, value_delimiter = ',', value_name = "XS")]
-    pub multipliers: Vec<f64>,
+    pub(crate) multipliers: Vec<f64>,
     /// Grid: caps [default: recovery_time and twice it].
     #[arg(long, value_parser = parse_duration, value_delimiter = ',', value_name = "DURS")]
-    pub caps: Vec<Duration>,
+    pub(crate) caps: Vec<Duration>,
     /// Grid: attempt limits [default: 5,8,12].
     #[arg(long, value_delimiter = ',', value_name = "NS", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub attempts: Vec<u32>,
+    pub(crate) attempts: Vec<u32>,
     /// Grid: elapsed budgets [default: 2 and 4 times recovery_time, and 80% of visibility_timeout].
     #[arg(long, value_parser = parse_duration, value_delimiter = ',', value_name = "DURS")]
-    pub elapsed: Vec<Duration>,
+    pub(crate) elapsed: Vec<Duration>,
     /// The seed the search and verification seeds are derived from.
     #[arg(long, value_parser = parse_seed, value_name = "N", default_value = "1")]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Search seeds (1..=20): the first screens every candidate, all run the finalists.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
-    pub search_seeds: u32,
+    pub(crate) search_seeds: u32,
     /// Seeds of the honest re-run (1..=20), never among the search seeds.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
-    pub verify_seeds: u32,
+    pub(crate) verify_seeds: u32,
     /// Candidates run on every search seed (1..=100).
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub finalists: u32,
+    pub(crate) finalists: u32,
     /// Threads [default: every core].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
     /// One JSON object on stdout instead of the text report (--format json).
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Write the figure (SVG and PNG) into DIR.
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Say why the runner-up lost (and why better-ranked candidates were not recommended).
     #[arg(long)]
-    pub explain: bool,
+    pub(crate) explain: bool,
 }
 
 impl TuneArgs {
     /// What stdout gets (`--json` is `--format json`).
-    pub fn format(&self) -> TuneFormat {
+    pub(crate) fn format(&self) -> TuneFormat {
         match (self.format, self.json) {
             (Some(f), _) => f,
             (None, true) => TuneFormat::Json,
             (None, false) => TuneFormat::Text,
         }
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn parse_outage_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::cmd::tune::args::parse_outage;
+        use std::time::Duration;
+        assert_eq!(
+            parse_outage("5s..60s"),
+            Ok((Duration::from_secs(5), Duration::from_secs(60)))
+        );
+        assert_eq!(
+            parse_outage("45s"),
+            Ok((Duration::from_secs(45), Duration::from_secs(45)))
+        );
+        assert!(parse_outage("60s..5s").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn parse_table_name_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::cmd::tune::args::parse_table_name;
+        assert_eq!(parse_table_name("ingest-v2"), Ok("ingest-v2".to_owned()));
+        assert!(parse_table_name("x.y").is_err());
+        assert!(parse_table_name("").is_err());
+        Ok(())
     }
 }

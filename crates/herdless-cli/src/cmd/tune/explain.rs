@@ -56,7 +56,7 @@ fn describe(v: &Verified) -> String {
 }
 
 /// The explanation, one sentence a line.
-pub fn lines(r: &TuneReport) -> Vec<String> {
+pub(crate) fn lines(r: &TuneReport) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(rec) = &r.recommended {
         match &r.runner_up {
@@ -117,7 +117,7 @@ pub fn lines(r: &TuneReport) -> Vec<String> {
 }
 
 /// The explanation as a text section.
-pub fn text(r: &TuneReport) -> String {
+pub(crate) fn text(r: &TuneReport) -> String {
     let mut s = String::from("\nexplain:\n");
     for l in lines(r) {
         s.push_str("  ");

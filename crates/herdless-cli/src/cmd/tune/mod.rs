@@ -21,30 +21,77 @@ use crate::shared::exit;
 use crate::shared::output::print;
 use crate::shared::policy_args::{PolicyArgs, Resolved};
 
-pub mod args;
-pub mod explain;
-pub mod render;
-pub mod write;
+pub(crate) mod args;
+pub(crate) mod explain;
+pub(crate) mod render;
+pub(crate) mod write;
 
-pub use args::{TuneArgs, TuneFormat};
+pub(crate) use args::{TuneArgs, TuneFormat};
 
 /// Workers when neither the flag nor the policy file says.
-pub const DEFAULT_WORKERS: u32 = 40_000;
+pub(crate) const DEFAULT_WORKERS: u32 = 40_000;
 
 /// The outage range when neither `--outage` nor a recovery time is given.
-pub const DEFAULT_OUTAGE: (Duration, Duration) = (Duration::from_secs(5), Duration::from_secs(60));
+pub(crate) const DEFAULT_OUTAGE: (Duration, Duration) =
+    (Duration::from_secs(5), Duration::from_secs(60));
 
 /// Runs `herdless tune`: 0 with a recommendation, 1 when nothing fits.
 ///
 /// # Errors
 ///
 /// Usage and policy-file errors (exit 2), figures or stdout that cannot be written.
-pub fn run(args: &TuneArgs) -> CliResult {
+pub(crate) fn run(args: &TuneArgs) -> CliResult {
     let current = current_policy(args)?;
-    let table = current
+    let facts = facts(args, current.as_ref())?;
+    let params = TuneParams {
+        search_seeds: args.search_seeds,
+        verify_seeds: args.verify_seeds,
+        finalists: args.finalists as usize,
+        seed: args.seed,
+        threads: args
+            .threads
+            .map_or_else(herdless_sim::parallel::default_threads, |t| t as usize),
+        baselines: match (&args.policy, &current) {
+            (Some(name), Some(r)) => vec![(format!("current ({name})"), r.policy)],
+            _ => Vec::new(),
+        },
+        ..TuneParams::new(facts.clone(), space(args, &facts))
+    };
+    let admit = admission(&facts);
+    let format = args.format();
+    let report = search(&params, &admit, format != TuneFormat::Text)?;
+    let block = report
+        .recommended
         .as_ref()
-        .map(|r| r.table.clone())
-        .unwrap_or_default();
+        .map(|r| render::toml_block(&args.name, &r.policy.policy, r.guard.as_ref(), &report))
+        .transpose()
+        .map_err(CliError::failure)?;
+    if let (Some(block), Some(r)) = (&block, &report.recommended) {
+        checked_by_check(&args.name, block, &r.policy.policy)?;
+    }
+    // The figure is written before the report, which names its files; one
+    // that cannot be written fails after the report is printed.
+    let figures = match (&args.out, &report.figure) {
+        (Some(dir), Some(fig)) => write_figure(fig, dir),
+        _ => Ok(Vec::new()),
+    };
+    let written = figures.as_ref().map_or(&[][..], Vec::as_slice);
+    print_report(args, format, &report, block.as_deref(), written)?;
+    if let (Some(file), Some(b), Some(r)) = (&args.write, &block, &report.recommended) {
+        write_block(args, file, b, &r.policy.policy)?;
+    }
+    figures?;
+    Ok(if report.recommended.is_some() {
+        exit::SUCCESS
+    } else {
+        exit::CHECK_FAILED
+    })
+}
+
+/// The fleet's facts: flags over the policy file's fact keys over the
+/// defaults (the recovery time is the longest outage to survive).
+fn facts(args: &TuneArgs, current: Option<&Resolved>) -> Result<Facts, CliError> {
+    let table = current.map(|r| r.table.clone()).unwrap_or_default();
     let workers = match (args.workers, table.workers.as_ref()) {
         (Some(w), _) => w,
         (None, Some(w)) => u32::try_from(w.value)
@@ -90,30 +137,21 @@ pub fn run(args: &TuneArgs) -> CliResult {
     facts.max_peak = args.max_peak;
     facts.max_give_up_share = args.max_give_up_share;
     facts.max_bucket_share = args.max_bucket_share;
-    let params = TuneParams {
-        search_seeds: args.search_seeds,
-        verify_seeds: args.verify_seeds,
-        finalists: args.finalists as usize,
-        seed: args.seed,
-        threads: args
-            .threads
-            .map_or_else(herdless_sim::parallel::default_threads, |t| t as usize),
-        baselines: match (&args.policy, &current) {
-            (Some(name), Some(r)) => vec![(format!("current ({name})"), r.policy)],
-            _ => Vec::new(),
-        },
-        ..TuneParams::new(facts.clone(), space(args, &facts))
-    };
-    let check_facts = check::Facts {
-        recovery_time: Some(recovery_time),
-        visibility_timeout: visibility,
-        workers: Some(u64::from(workers)),
+    Ok(facts)
+}
+
+/// `herdless check --strict`'s rules, on each candidate of the grid, with
+/// the fleet's facts declared.
+fn admission(facts: &Facts) -> impl Fn(&Policy) -> Result<(), Refusal> + Sync + use<> {
+    let check_facts = check::CheckFacts {
+        recovery_time: Some(facts.recovery_time),
+        visibility_timeout: facts.visibility_timeout,
+        workers: Some(u64::from(facts.clients)),
         jitter_declared: true,
         max_retry_after_declared: true,
-        ..check::Facts::default()
+        ..check::CheckFacts::default()
     };
-    // `herdless check --strict`'s rules, on each candidate of the grid.
-    let admit = move |p: &Policy| -> Result<(), Refusal> {
+    move |p: &Policy| -> Result<(), Refusal> {
         let findings = check::checks(&p.envelope(0), &check_facts);
         match check::first_failing(&findings, true) {
             None => Ok(()),
@@ -122,61 +160,43 @@ pub fn run(args: &TuneArgs) -> CliResult {
                 message: f.message.clone(),
             }),
         }
-    };
-    let format = args.format();
-    let report = search(&params, &admit, format != TuneFormat::Text)?;
-    let block = report
-        .recommended
-        .as_ref()
-        .map(|r| render::toml_block(&args.name, &r.policy.policy, r.guard.as_ref(), &report))
-        .transpose()
-        .map_err(CliError::failure)?;
-    if let (Some(block), Some(r)) = (&block, &report.recommended) {
-        checked_by_check(&args.name, block, &r.policy.policy)?;
     }
-    // The figure is written before the report, which names its files; one
-    // that cannot be written fails after the report is printed.
-    let figures = match (&args.out, &report.figure) {
-        (Some(dir), Some(fig)) => write_figure(fig, dir),
-        _ => Ok(Vec::new()),
-    };
-    let written = figures.as_ref().map_or(&[][..], Vec::as_slice);
+}
+
+/// The report in the asked format; `--format toml` prints the block alone
+/// (without one, the report says why, on stderr).
+fn print_report(
+    args: &TuneArgs,
+    format: TuneFormat,
+    report: &TuneReport,
+    block: Option<&str>,
+    written: &[PathBuf],
+) -> Result<(), CliError> {
     match format {
-        TuneFormat::Json => print(&format!(
-            "{}\n",
-            render::json(&report, block.as_deref(), written)
-        ))?,
-        TuneFormat::Text => print(&render::text(
-            &report,
-            block.as_deref(),
-            args.explain,
-            written,
-        ))?,
-        // The block alone (a policy file); without one, the report says why.
-        TuneFormat::Toml => match &block {
+        TuneFormat::Json => print(&format!("{}\n", render::json(report, block, written)))?,
+        TuneFormat::Text => print(&render::text(report, block, args.explain, written))?,
+        TuneFormat::Toml => match block {
             Some(b) => print(b)?,
-            None => eprint!("{}", render::text(&report, None, args.explain, written)),
+            None => eprint!("{}", render::text(report, None, args.explain, written)),
         },
     }
-    if let (Some(file), Some(b), Some(r)) = (&args.write, &block, &report.recommended) {
-        let done = write::write(file, &args.name, b, &r.policy.policy, args.force)?;
-        let what = match done {
-            write::Written::Added => "added to",
-            write::Written::Replaced => "replaced in",
-            write::Written::Unchanged => "already in",
-        };
-        eprintln!(
-            "herdless tune: [policy.{}] {what} {}",
-            args.name,
-            file.display()
-        );
-    }
-    figures?;
-    Ok(if report.recommended.is_some() {
-        exit::SUCCESS
-    } else {
-        exit::CHECK_FAILED
-    })
+    Ok(())
+}
+
+/// `--write FILE`: the block added to (or replacing its table in) the file.
+fn write_block(args: &TuneArgs, file: &Path, block: &str, policy: &Policy) -> Result<(), CliError> {
+    let done = write::write(file, &args.name, block, policy, args.force)?;
+    let what = match done {
+        write::Written::Added => "added to",
+        write::Written::Replaced => "replaced in",
+        write::Written::Unchanged => "already in",
+    };
+    eprintln!(
+        "herdless tune: [policy.{}] {what} {}",
+        args.name,
+        file.display()
+    );
+    Ok(())
 }
 
 /// The policy of `--policy NAME` (and its file's fact keys), when one is named.

@@ -26,7 +26,7 @@ fn toml_duration(d: Duration) -> String {
 /// # Errors
 ///
 /// A table name that is not a bare TOML key.
-pub fn toml_block(
+pub(crate) fn toml_block(
     name: &str,
     p: &Policy,
     guard: Option<&GuardChoice>,
@@ -234,7 +234,12 @@ fn front_table(s: &mut String, rows: &[FrontRow]) {
 }
 
 /// The text report.
-pub fn text(r: &TuneReport, block: Option<&str>, explain: bool, figures: &[PathBuf]) -> String {
+pub(crate) fn text(
+    r: &TuneReport,
+    block: Option<&str>,
+    explain: bool,
+    figures: &[PathBuf],
+) -> String {
     let mut s = String::new();
     let f = &r.facts;
     let outages: Vec<String> = f.outages_s.iter().map(|&o| units::seconds(o)).collect();
@@ -330,7 +335,7 @@ pub fn text(r: &TuneReport, block: Option<&str>, explain: bool, figures: &[PathB
 }
 
 /// The JSON report: the library's report (docs/cli.md) with the block and the figures.
-pub fn json(r: &TuneReport, block: Option<&str>, figures: &[PathBuf]) -> Value {
+pub(crate) fn json(r: &TuneReport, block: Option<&str>, figures: &[PathBuf]) -> Value {
     let mut v = serde_json::to_value(r).unwrap_or_else(|_| json!({}));
     if let Value::Object(map) = &mut v {
         map.insert("toml".into(), json!(block));

@@ -27,7 +27,7 @@ use crate::shared::error::CliError;
 
 /// What `--write` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written {
+pub(crate) enum Written {
     /// The table was added (the file created if it did not exist).
     Added,
     /// A different table of that name was replaced (`--force`).
@@ -153,7 +153,7 @@ fn target(file: &Path) -> PathBuf {
 /// policy file, it holds a different table of that name (without `force`)
 /// or defines it another way, the result does not read back, or it cannot
 /// be written.
-pub fn write(
+pub(crate) fn write(
     file: &Path,
     name: &str,
     block: &str,

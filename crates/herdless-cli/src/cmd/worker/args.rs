@@ -32,35 +32,35 @@ back to the broker at once.\n\n\
 Exit status: 0 after a stop or --exit-when-idle; 1 when the broker cannot be reached or the \
 consumer read; 2 for usage errors and for a consumer or dead-letter subject it refuses."
 )]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     /// The NATS server (nats://HOST:PORT).
     #[arg(long, env = "NATS_URL", value_name = "URL")]
-    pub nats: String,
+    pub(crate) nats: String,
     /// The JetStream stream holding the tasks (1-255 bytes; no whitespace, '.', '*', '>', '/', '\\').
     #[arg(long, value_name = "NAME", value_parser = name)]
-    pub stream: String,
+    pub(crate) stream: String,
     /// A durable pull consumer of that stream (explicit acks, max_deliver -1 or at least max_attempts, no BackOff; named as streams are).
     #[arg(long, value_name = "NAME", value_parser = name)]
-    pub consumer: String,
+    pub(crate) consumer: String,
     /// Where tasks that give up go (a subject a stream stores, at most 1024 bytes, no wildcard); without it they are terminated (+TERM).
     #[arg(long, value_name = "SUBJECT", value_parser = subject)]
-    pub dead_letter: Option<String>,
+    pub(crate) dead_letter: Option<String>,
     /// Policy flags (files, env, flags; default jitter for worker: full).
     #[command(flatten)]
-    pub policy: PolicyArgs,
+    pub(crate) policy: PolicyArgs,
     /// Exit-status classes and per-attempt limits.
     #[command(flatten)]
-    pub attempt: AttemptArgs,
+    pub(crate) attempt: AttemptArgs,
     /// Tasks run at once (1-4096).
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=4096))]
-    pub concurrency: u16,
+    pub(crate) concurrency: u16,
     /// Exit once the consumer is idle: nothing to deliver, nothing awaiting an ack or a redelivery.
     #[arg(long)]
-    pub exit_when_idle: bool,
+    pub(crate) exit_when_idle: bool,
     /// The command and its arguments (after --).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
-    pub command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
 }
 
 /// A stream or consumer name JetStream accepts.

@@ -24,9 +24,9 @@
 
 mod args;
 pub(crate) mod attempt;
-pub mod render;
+pub(crate) mod render;
 
-pub use args::WorkerArgs;
+pub(crate) use args::WorkerArgs;
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -43,7 +43,7 @@ use crate::shared::process::{Failure, Limits, classify};
 use attempt::Command;
 
 /// The default jitter for `worker`.
-pub const DEFAULT_JITTER: Jitter = Jitter::Full;
+pub(crate) const DEFAULT_JITTER: Jitter = Jitter::Full;
 
 /// Runs `herdless worker`: 0 after a stop (signal or `--exit-when-idle`).
 ///
@@ -51,7 +51,7 @@ pub const DEFAULT_JITTER: Jitter = Jitter::Full;
 ///
 /// Usage, policy-file and consumer errors (exit 2); a broker that cannot be
 /// reached (exit 1).
-pub fn run(args: &WorkerArgs) -> CliResult {
+pub(crate) fn run(args: &WorkerArgs) -> CliResult {
     if args.policy.task_id.is_some() {
         return Err(CliError::usage(
             "--task-id (or HERDLESS_TASK_ID) does not apply to worker: each task's id is \

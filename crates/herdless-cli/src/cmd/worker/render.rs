@@ -12,14 +12,7 @@ use crate::shared::events_out::LogFormat;
 /// `idle`), `elapsed_s`, and the counts of [`Summary`] (`deliveries`,
 /// `undecodable`, `acked`, `retried`, `deferred`, `dead_lettered`,
 /// `by_reason`, `handed_back`, `unsettled`).
-///
-/// ```
-/// use herdless::adapters::nats::Summary;
-/// let v = herdless_cli::cmd::worker::render::to_json(&Summary::default(), "idle", std::time::Duration::ZERO);
-/// assert_eq!(v["event"], "worker_summary");
-/// assert_eq!(v["acked"], 0);
-/// ```
-pub fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value {
+pub(crate) fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value {
     json!({
         "event": "worker_summary",
         "stopped_by": stopped_by,
@@ -94,5 +87,26 @@ mod tests {
         assert_eq!(v["event"], "worker_summary");
         assert_eq!(v["elapsed_s"], 2.0);
         assert!(line.starts_with("{\"timestamp\":"), "{line}");
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn to_json_example() -> Result<(), Box<dyn std::error::Error>> {
+        use herdless::adapters::nats::Summary;
+        let v = crate::cmd::worker::render::to_json(
+            &Summary::default(),
+            "idle",
+            std::time::Duration::ZERO,
+        );
+        assert_eq!(v["event"], "worker_summary");
+        assert_eq!(v["acked"], 0);
+        Ok(())
     }
 }

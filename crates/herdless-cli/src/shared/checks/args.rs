@@ -9,7 +9,7 @@ use crate::shared::values::parse_duration;
 
 /// Report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum ReportFormat {
+pub(crate) enum ReportFormat {
     /// A table and one line per check.
     #[default]
     Text,
@@ -35,32 +35,32 @@ attempt, since the broker holds the task between attempts).\n\n\
 Exit status: 0 when no check failed (warnings allowed), 1 when a check failed (an error, or a \
 warning with --strict), 2 for usage or policy-file errors."
 )]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Policy flags (files, env, flags).
     #[command(flatten)]
-    pub policy: PolicyArgs,
+    pub(crate) policy: PolicyArgs,
     /// Declared fact: the slowest shared resource's worst-case recovery time (overrides the file's).
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub recovery_time: Option<Duration>,
+    pub(crate) recovery_time: Option<Duration>,
     /// Declared fact: the task broker's visibility timeout (overrides the file's).
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub visibility_timeout: Option<Duration>,
+    pub(crate) visibility_timeout: Option<Duration>,
     /// Declared fact: how many retriers share the resource (1 = a lone job).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub workers: Option<u64>,
+    pub(crate) workers: Option<u64>,
     /// Per-attempt timeout the policy runs with (exec --timeout; overrides the file's).
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// Evaluate as `herdless exec` runs it: default jitter equal, kill_after counted.
     #[arg(long)]
-    pub exec: bool,
+    pub(crate) exec: bool,
     /// Retries are the broker's redeliveries (`herdless worker`): the visibility timeout covers one attempt, not the chain.
     #[arg(long)]
-    pub redelivery: bool,
+    pub(crate) redelivery: bool,
     /// Fail on warnings too.
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Report format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
+    pub(crate) format: ReportFormat,
 }

@@ -10,7 +10,7 @@
 //! | `max_retry_after` | warn | absent: a hostile or misconfigured Retry-After header could park a worker (the default 60 s clamp applies, undeclared) |
 //! | `recovery_time` | **error** | the whole chain's worst-case sleep (sum of the ceilings, bounded by `max_elapsed`) is below the declared recovery time: every call gives up before the resource is back; the message names the knob (more attempts, a larger base or multiplier, a larger `max_elapsed`) |
 //! | `recovery_time` | warn | the chain reaches past the recovery time but `cap` is below it: every worker's longest backoff still lands mid-recovery and the storm resumes |
-//! | `visibility_timeout` | **error** | the worst-case call — `max_elapsed`, plus the last attempt's own run time when a per-attempt `timeout` is declared (`timeout + kill_after`) — must be at most [`VISIBILITY_SHARE`] (80 %) of the broker's visibility timeout: the 20 % margin absorbs the last attempt's start-up, broker delivery latency and clock skew between broker and worker |
+//! | `visibility_timeout` | **error** | the worst-case call — `max_elapsed`, plus the last attempt's own run time when a per-attempt `timeout` is declared (`timeout + kill_after`) — must be at most [`VISIBILITY_SHARE`](rules::VISIBILITY_SHARE) (80 %) of the broker's visibility timeout: the 20 % margin absorbs the last attempt's start-up, broker delivery latency and clock skew between broker and worker |
 //! | `visibility_timeout` with `--redelivery` | **error** | retries are the broker's redeliveries (`herdless worker`), so the worker holds a task for one attempt only: the check applies to one attempt (`timeout + kill_after`), and says so; without a declared `timeout` it is a note (`herdless worker` keeps a longer attempt alive with in-progress acks) |
 //!
 //! A cap that covers one recovery is necessary, not sufficient: with the
@@ -35,36 +35,36 @@ use crate::shared::error::CliError;
 use crate::shared::policy_args::Resolved;
 use crate::shared::process::{DEFAULT_JITTER, DEFAULT_KILL_AFTER};
 
-pub mod args;
-pub mod rules;
+pub(crate) mod args;
+pub(crate) mod rules;
 
-pub use args::{CheckArgs, ReportFormat};
-pub use rules::{Facts, Finding, Level, VISIBILITY_SHARE, checks};
+pub(crate) use args::{CheckArgs, ReportFormat};
+pub(crate) use rules::{CheckFacts, Finding, Level, checks};
 
 /// Envelope rows printed at most (later retries are all at the cap for the
 /// exponential modes, and stationary for the decorrelated ones).
-pub const MAX_ROWS: u32 = 30;
+pub(crate) const MAX_ROWS: u32 = 30;
 
 /// Formats a duration for people: `1 ns`, `250 ms`, `1.5 s`, `2m 30s`,
 /// `more than 584 years` for a saturated sum. The one rule of every herdless
 /// report ([`herdless_sim::report::units`]), shared with the simulator's
 /// tables and the text retry events.
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     units::duration(d)
 }
 
 /// What `herdless check` found: the policy, its envelope, the findings and
 /// the verdict (`herdless tune` checks its own output with it).
 #[derive(Debug, Clone)]
-pub struct Evaluation {
+pub(crate) struct Evaluation {
     /// The policy checked.
-    pub resolved: Resolved,
+    pub(crate) resolved: Resolved,
     /// Its envelope.
-    pub envelope: herdless::policy::Envelope,
+    pub(crate) envelope: herdless::policy::Envelope,
     /// Every check's finding.
-    pub findings: Vec<Finding>,
+    pub(crate) findings: Vec<Finding>,
     /// Whether a check failed (an error, or a warning under `--strict`).
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 /// Resolves the policy and the facts of `args` and runs the checks: what
@@ -73,7 +73,7 @@ pub struct Evaluation {
 /// # Errors
 ///
 /// Usage and policy-file errors (exit 2).
-pub fn evaluate(args: &CheckArgs) -> Result<Evaluation, CliError> {
+pub(crate) fn evaluate(args: &CheckArgs) -> Result<Evaluation, CliError> {
     let default_jitter = if args.exec {
         DEFAULT_JITTER
     } else {
@@ -101,14 +101,14 @@ pub fn evaluate(args: &CheckArgs) -> Result<Evaluation, CliError> {
 
 /// The first finding that fails the check: an error, or a warning when
 /// `strict` (`--strict`).
-pub fn first_failing(findings: &[Finding], strict: bool) -> Option<&Finding> {
+pub(crate) fn first_failing(findings: &[Finding], strict: bool) -> Option<&Finding> {
     findings
         .iter()
         .find(|f| f.level == Level::Error || (strict && f.level == Level::Warn))
 }
 
 /// The declared facts: flags over the policy file's.
-fn facts(args: &CheckArgs, r: &Resolved) -> Facts {
+fn facts(args: &CheckArgs, r: &Resolved) -> CheckFacts {
     let t = &r.table;
     let timeout = args.timeout.or(t.timeout.as_ref().map(|a| a.value));
     let grace = t
@@ -116,7 +116,7 @@ fn facts(args: &CheckArgs, r: &Resolved) -> Facts {
         .as_ref()
         .map(|a| a.value)
         .unwrap_or(DEFAULT_KILL_AFTER);
-    Facts {
+    CheckFacts {
         recovery_time: args
             .recovery_time
             .or(t.recovery_time.as_ref().map(|a| a.value)),

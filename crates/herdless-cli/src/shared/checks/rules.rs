@@ -12,11 +12,11 @@ use super::human;
 
 /// The share of the visibility timeout a call may use at worst (the rest is
 /// the margin).
-pub const VISIBILITY_SHARE: f64 = 0.8;
+pub(crate) const VISIBILITY_SHARE: f64 = 0.8;
 
 /// A check's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
+pub(crate) enum Level {
     /// Nothing to check (a fact was not declared).
     Note,
     /// Passed.
@@ -29,7 +29,7 @@ pub enum Level {
 
 impl Level {
     /// The level's name in reports (`note`, `ok`, `warn`, `error`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Level::Note => "note",
             Level::Ok => "ok",
@@ -47,37 +47,37 @@ impl fmt::Display for Level {
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The check's name (`visibility_timeout`, …).
-    pub check: &'static str,
+    pub(crate) check: &'static str,
     /// Its verdict.
-    pub level: Level,
+    pub(crate) level: Level,
     /// Why, with the numbers.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// What the checks know beyond the policy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Facts {
+pub(crate) struct CheckFacts {
     /// The slowest shared resource's worst-case recovery time.
-    pub recovery_time: Option<Duration>,
+    pub(crate) recovery_time: Option<Duration>,
     /// The task broker's visibility timeout.
-    pub visibility_timeout: Option<Duration>,
+    pub(crate) visibility_timeout: Option<Duration>,
     /// How many retriers share the resource.
-    pub workers: Option<u64>,
+    pub(crate) workers: Option<u64>,
     /// The per-attempt timeout and the TERM→KILL grace after it.
-    pub attempt_limit: Option<(Duration, Duration)>,
+    pub(crate) attempt_limit: Option<(Duration, Duration)>,
     /// Retries are the broker's redeliveries: a worker holds a task for one
     /// attempt, not the chain.
-    pub redelivery: bool,
+    pub(crate) redelivery: bool,
     /// Whether `jitter` was declared rather than defaulted.
-    pub jitter_declared: bool,
+    pub(crate) jitter_declared: bool,
     /// Whether `max_retry_after` was declared rather than defaulted.
-    pub max_retry_after_declared: bool,
+    pub(crate) max_retry_after_declared: bool,
 }
 
 /// Runs every check, in report order.
-pub fn checks(envelope: &Envelope, facts: &Facts) -> Vec<Finding> {
+pub(crate) fn checks(envelope: &Envelope, facts: &CheckFacts) -> Vec<Finding> {
     vec![
         bounded(envelope, facts),
         jitter(envelope, facts),
@@ -95,7 +95,7 @@ fn finding(check: &'static str, level: Level, message: String) -> Finding {
     }
 }
 
-fn bounded(e: &Envelope, facts: &Facts) -> Finding {
+fn bounded(e: &Envelope, facts: &CheckFacts) -> Finding {
     let p = e.policy();
     let clock = if facts.redelivery {
         "since the broker stored the task (its timestamp, a wall clock every worker reads: \
@@ -114,7 +114,7 @@ fn bounded(e: &Envelope, facts: &Facts) -> Finding {
     )
 }
 
-fn jitter(e: &Envelope, facts: &Facts) -> Finding {
+fn jitter(e: &Envelope, facts: &CheckFacts) -> Finding {
     let lone = facts.workers == Some(1);
     let declared = if facts.jitter_declared {
         ""
@@ -145,7 +145,7 @@ fn jitter(e: &Envelope, facts: &Facts) -> Finding {
     finding("jitter", level, message)
 }
 
-fn max_retry_after(e: &Envelope, facts: &Facts) -> Finding {
+fn max_retry_after(e: &Envelope, facts: &CheckFacts) -> Finding {
     let clamp = human(e.policy().max_retry_after());
     if facts.max_retry_after_declared {
         finding(
@@ -170,7 +170,7 @@ fn max_retry_after(e: &Envelope, facts: &Facts) -> Finding {
 /// `max_elapsed`) must reach the recovery time, or every call gives up first
 /// (an error). And the cap should reach past one recovery, or every worker's
 /// longest backoff still lands mid-recovery and the storm resumes (a warning).
-fn recovery_time(e: &Envelope, facts: &Facts) -> Finding {
+fn recovery_time(e: &Envelope, facts: &CheckFacts) -> Finding {
     let Some(r) = facts.recovery_time else {
         return finding(
             "recovery_time",
@@ -241,7 +241,7 @@ fn recovery_time(e: &Envelope, facts: &Facts) -> Finding {
     )
 }
 
-fn visibility_timeout(e: &Envelope, facts: &Facts) -> Finding {
+fn visibility_timeout(e: &Envelope, facts: &CheckFacts) -> Finding {
     let Some(v) = facts.visibility_timeout else {
         return finding(
             "visibility_timeout",
@@ -311,7 +311,7 @@ fn margin(v: Duration) -> (Duration, String) {
 
 /// With redelivery the broker holds the task between attempts: the
 /// visibility timeout covers one attempt (its timeout and kill grace).
-fn one_attempt(v: Duration, facts: &Facts) -> Finding {
+fn one_attempt(v: Duration, facts: &CheckFacts) -> Finding {
     const WHY: &str = "with redelivery the broker holds the task between attempts, so the \
                        visibility timeout covers one attempt, not the chain";
     let (limit, margin) = margin(v);
@@ -358,7 +358,7 @@ mod tests {
     use super::*;
     use herdless::Policy;
 
-    fn level(p: &Policy, facts: &Facts, check: &str) -> Level {
+    fn level(p: &Policy, facts: &CheckFacts, check: &str) -> Level {
         let findings = checks(&p.envelope(0), facts);
         findings.iter().find(|f| f.check == check).unwrap().level
     }
@@ -374,10 +374,10 @@ mod tests {
             .build()
             .unwrap();
         let with = |v: u64, limit: Option<(u64, u64)>| {
-            let facts = Facts {
+            let facts = CheckFacts {
                 visibility_timeout: Some(Duration::from_secs(v)),
                 attempt_limit: limit.map(|(t, g)| (Duration::from_secs(t), Duration::from_secs(g))),
-                ..Facts::default()
+                ..CheckFacts::default()
             };
             level(&p, &facts, "visibility_timeout")
         };
@@ -391,7 +391,7 @@ mod tests {
         );
         assert_eq!(with(300, Some((10, 5))), Level::Ok);
         assert_eq!(
-            level(&p, &Facts::default(), "visibility_timeout"),
+            level(&p, &CheckFacts::default(), "visibility_timeout"),
             Level::Note
         );
     }
@@ -404,11 +404,11 @@ mod tests {
             .max_elapsed(Duration::from_secs(120))
             .build()
             .unwrap();
-        let facts = |redelivery: bool, timeout: Option<u64>| Facts {
+        let facts = |redelivery: bool, timeout: Option<u64>| CheckFacts {
             visibility_timeout: Some(Duration::from_secs(60)),
             attempt_limit: timeout.map(|t| (Duration::from_secs(t), Duration::from_secs(10))),
             redelivery,
-            ..Facts::default()
+            ..CheckFacts::default()
         };
         assert_eq!(
             level(&p, &facts(false, Some(30)), "visibility_timeout"),
@@ -440,9 +440,9 @@ mod tests {
 
     #[test]
     fn the_chain_must_reach_the_recovery_time_and_the_cap_past_it() {
-        let facts = |r: u64| Facts {
+        let facts = |r: u64| CheckFacts {
             recovery_time: Some(Duration::from_secs(r)),
-            ..Facts::default()
+            ..CheckFacts::default()
         };
         // Defaults: cap 30 s, 5 retries sleep at most 15.5 s.
         let p = Policy::default();
@@ -455,25 +455,31 @@ mod tests {
         assert_eq!(level(&long, &facts(45), "recovery_time"), Level::Warn);
         assert_eq!(level(&long, &facts(30), "recovery_time"), Level::Ok);
         assert_eq!(level(&long, &facts(121), "recovery_time"), Level::Error);
-        assert_eq!(level(&p, &Facts::default(), "recovery_time"), Level::Note);
+        assert_eq!(
+            level(&p, &CheckFacts::default(), "recovery_time"),
+            Level::Note
+        );
     }
 
     #[test]
     fn retry_after_and_jitter() {
         let p = Policy::default(); // full jitter
-        assert_eq!(level(&p, &Facts::default(), "max_retry_after"), Level::Warn);
-        let declared = Facts {
+        assert_eq!(
+            level(&p, &CheckFacts::default(), "max_retry_after"),
+            Level::Warn
+        );
+        let declared = CheckFacts {
             max_retry_after_declared: true,
-            ..Facts::default()
+            ..CheckFacts::default()
         };
         assert_eq!(level(&p, &declared, "max_retry_after"), Level::Ok);
-        let lone = Facts {
+        let lone = CheckFacts {
             workers: Some(1),
-            ..Facts::default()
+            ..CheckFacts::default()
         };
         assert_eq!(level(&p, &lone, "jitter"), Level::Warn);
         let none = policy(Jitter::None);
-        assert_eq!(level(&none, &Facts::default(), "jitter"), Level::Warn);
+        assert_eq!(level(&none, &CheckFacts::default(), "jitter"), Level::Warn);
         assert_eq!(level(&none, &lone, "jitter"), Level::Ok);
         assert_eq!(level(&policy(Jitter::Equal), &lone, "jitter"), Level::Ok);
     }

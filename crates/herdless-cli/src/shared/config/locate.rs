@@ -10,7 +10,7 @@ use super::{ConfigError, FILE_NAME};
 /// # Errors
 ///
 /// `explicit` names no file.
-pub fn locate(explicit: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
+pub(crate) fn locate(explicit: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
     if let Some(p) = explicit {
         let given = "(given by --config or HERDLESS_CONFIG)";
         let message = match std::fs::metadata(p) {
@@ -38,12 +38,12 @@ pub fn locate(explicit: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
 }
 
 /// `<config dir>/herdless/herdless.toml`, when the platform has a config dir.
-pub fn user_config_path() -> Option<PathBuf> {
+pub(crate) fn user_config_path() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("herdless").join(FILE_NAME))
 }
 
 /// The error for `--policy NAME` when no file was found.
-pub fn no_file_for(name: &str) -> ConfigError {
+pub(crate) fn no_file_for(name: &str) -> ConfigError {
     let user = user_config_path()
         .map(|p| format!(" or {}", p.display()))
         .unwrap_or_default();

@@ -53,7 +53,7 @@ use std::time::Duration;
 use herdless::Jitter;
 use herdless::policy::PolicyField;
 
-use crate::shared::codes::CodeSet;
+use crate::shared::statuses::ExitStatuses;
 
 mod lines;
 mod locate;
@@ -62,19 +62,19 @@ mod parse;
 mod tests;
 mod values;
 
-pub use locate::{locate, no_file_for, user_config_path};
+pub(crate) use locate::{locate, no_file_for};
 
 /// The file name looked for in the working directory and the config dir.
-pub const FILE_NAME: &str = "herdless.toml";
+pub(crate) const FILE_NAME: &str = "herdless.toml";
 
 /// The largest policy file herdless reads: 1 MiB. A file of named
 /// policies is a few hundred bytes per policy, so this holds thousands;
 /// a larger file is refused naming the file, before it is parsed (it is read
 /// by every run of every subcommand in its directory).
-pub const MAX_FILE_BYTES: usize = 1 << 20;
+pub(crate) const MAX_FILE_BYTES: usize = 1 << 20;
 
 /// The policy used when `--policy` is not given.
-pub const DEFAULT_POLICY: &str = "default";
+pub(crate) const DEFAULT_POLICY: &str = "default";
 
 /// The keys a policy table may hold besides the library's policy fields
 /// ([`PolicyField::ALL`]): other settings, declared facts, `exec`'s own.
@@ -93,13 +93,7 @@ const FILE_KEYS: &[&str] = &[
 /// Every key a policy table may hold, in documentation order: the library's
 /// policy fields (`jitter` … `retry_after_spread`, `attempt_timeout`), then
 /// the file's own.
-///
-/// ```
-/// let keys: Vec<_> = herdless_cli::shared::config::keys().collect();
-/// assert_eq!(keys.first(), Some(&"jitter"));
-/// assert!(keys.contains(&"visibility_timeout"));
-/// ```
-pub fn keys() -> impl Iterator<Item = &'static str> + Clone {
+pub(crate) fn keys() -> impl Iterator<Item = &'static str> + Clone {
     PolicyField::ALL
         .into_iter()
         .map(PolicyField::as_str)
@@ -108,16 +102,16 @@ pub fn keys() -> impl Iterator<Item = &'static str> + Clone {
 
 /// A policy file problem: which file, which line, which key, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
+pub(crate) struct ConfigError {
     /// The file (absent for errors not tied to a file, e.g. an unknown policy
     /// name with no file found).
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// 1-based line, when known.
-    pub line: Option<usize>,
+    pub(crate) line: Option<usize>,
     /// Dotted key path (`policy.ingest.cap`), when the error is about a key.
-    pub key: Option<String>,
+    pub(crate) key: Option<String>,
     /// What is wrong.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl ConfigError {
@@ -151,63 +145,63 @@ impl std::error::Error for ConfigError {}
 
 /// A value with the 1-based line it was written on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct At<T> {
+pub(crate) struct At<T> {
     /// The value.
-    pub value: T,
+    pub(crate) value: T,
     /// Its line in the file.
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// One `[policy.NAME]` table, validated key by key (the combination is
 /// validated by [`herdless::PolicyBuilder::build`] once layered).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct FilePolicy {
+pub(crate) struct FilePolicy {
     /// The table's name.
-    pub name: String,
+    pub(crate) name: String,
     /// The line of the table header.
-    pub line: usize,
+    pub(crate) line: usize,
     /// `jitter`
-    pub jitter: Option<At<Jitter>>,
+    pub(crate) jitter: Option<At<Jitter>>,
     /// `base`
-    pub base: Option<At<Duration>>,
+    pub(crate) base: Option<At<Duration>>,
     /// `multiplier`
-    pub multiplier: Option<At<f64>>,
+    pub(crate) multiplier: Option<At<f64>>,
     /// `cap`
-    pub cap: Option<At<Duration>>,
+    pub(crate) cap: Option<At<Duration>>,
     /// `max_attempts`
-    pub max_attempts: Option<At<u32>>,
+    pub(crate) max_attempts: Option<At<u32>>,
     /// `max_elapsed`
-    pub max_elapsed: Option<At<Duration>>,
+    pub(crate) max_elapsed: Option<At<Duration>>,
     /// `max_retry_after`
-    pub max_retry_after: Option<At<Duration>>,
+    pub(crate) max_retry_after: Option<At<Duration>>,
     /// `retry_after_spread`
-    pub retry_after_spread: Option<At<f64>>,
+    pub(crate) retry_after_spread: Option<At<f64>>,
     /// `attempt_timeout`: the longest one attempt may take (the library's
     /// policy field; `exec` and `worker` use it when `timeout` is not set).
-    pub attempt_timeout: Option<At<Duration>>,
+    pub(crate) attempt_timeout: Option<At<Duration>>,
     /// `seed`
-    pub seed: Option<At<u64>>,
+    pub(crate) seed: Option<At<u64>>,
     /// `task_id`
-    pub task_id: Option<At<String>>,
+    pub(crate) task_id: Option<At<String>>,
     /// Declared fact: the slowest shared resource's worst-case recovery time.
-    pub recovery_time: Option<At<Duration>>,
+    pub(crate) recovery_time: Option<At<Duration>>,
     /// Declared fact: the task broker's visibility timeout.
-    pub visibility_timeout: Option<At<Duration>>,
+    pub(crate) visibility_timeout: Option<At<Duration>>,
     /// Declared fact: how many retriers share the resource (1 = a lone job).
-    pub workers: Option<At<u64>>,
+    pub(crate) workers: Option<At<u64>>,
     /// `exec`: statuses to retry (everything else terminal).
-    pub retry_on: Option<At<CodeSet>>,
+    pub(crate) retry_on: Option<At<ExitStatuses>>,
     /// `exec`: statuses never to retry.
-    pub terminal_on: Option<At<CodeSet>>,
+    pub(crate) terminal_on: Option<At<ExitStatuses>>,
     /// `exec`: per-attempt timeout.
-    pub timeout: Option<At<Duration>>,
+    pub(crate) timeout: Option<At<Duration>>,
     /// `exec`: grace between TERM and KILL.
-    pub kill_after: Option<At<Duration>>,
+    pub(crate) kill_after: Option<At<Duration>>,
 }
 
 impl FilePolicy {
     /// The line of `key` in this table, if the table sets it.
-    pub fn line_of(&self, key: &str) -> Option<usize> {
+    pub(crate) fn line_of(&self, key: &str) -> Option<usize> {
         match key {
             "jitter" => self.jitter.as_ref().map(|a| a.line),
             "base" => self.base.as_ref().map(|a| a.line),
@@ -225,9 +219,25 @@ impl FilePolicy {
 
 /// A parsed, validated policy file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConfigFile {
+pub(crate) struct ConfigFile {
     /// Where it was read from.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Its policies by name.
-    pub policies: BTreeMap<String, FilePolicy>,
+    pub(crate) policies: BTreeMap<String, FilePolicy>,
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn keys_example() -> Result<(), Box<dyn std::error::Error>> {
+        let keys: Vec<_> = crate::shared::config::keys().collect();
+        assert_eq!(keys.first(), Some(&"jitter"));
+        assert!(keys.contains(&"visibility_timeout"));
+        Ok(())
+    }
 }

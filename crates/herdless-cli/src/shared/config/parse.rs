@@ -37,7 +37,7 @@ impl ConfigFile {
     /// # Errors
     ///
     /// Unreadable file, TOML syntax, unknown keys, values of the wrong kind.
-    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+    pub(crate) fn read(path: &Path) -> Result<Self, ConfigError> {
         let err = |message: String| ConfigError {
             file: Some(path.to_owned()),
             line: None,
@@ -69,17 +69,7 @@ impl ConfigFile {
     ///
     /// TOML syntax, unknown keys, values of the wrong kind, each naming the line
     /// and the key.
-    ///
-    /// ```
-    /// use herdless_cli::shared::config::ConfigFile;
-    /// let err = ConfigFile::parse("h.toml".as_ref(), "[policy.a]\ncapp = \"1s\"\n").unwrap_err();
-    /// assert_eq!(err.to_string().lines().next().unwrap(),
-    ///     "h.toml:2: policy.a.capp: unknown key (expected one of: jitter, base, multiplier, cap, \
-    ///      max_attempts, max_elapsed, max_retry_after, retry_after_spread, attempt_timeout, seed, \
-    ///      task_id, recovery_time, visibility_timeout, workers, retry_on, terminal_on, timeout, \
-    ///      kill_after)");
-    /// ```
-    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let err_at = |line: Option<usize>, key: Option<String>, message: String| ConfigError {
             file: Some(path.to_owned()),
             line,
@@ -173,16 +163,7 @@ impl ConfigFile {
     ///
     /// No such table; the message lists the names the file has, or, past
     /// ten of them, how many and the five closest (by edit distance).
-    ///
-    /// ```
-    /// use herdless_cli::shared::config::ConfigFile;
-    /// let text: String = (0..20_000).map(|i| format!("[policy.p{i}]\n")).collect();
-    /// let file = ConfigFile::parse("h.toml".as_ref(), &text).unwrap();
-    /// let e = file.policy("p1234x").unwrap_err().to_string();
-    /// assert!(e.contains("the file defines 20000; the closest: p1234, "), "{e}");
-    /// assert!(e.len() < 200, "{e}");
-    /// ```
-    pub fn policy(&self, name: &str) -> Result<&FilePolicy, ConfigError> {
+    pub(crate) fn policy(&self, name: &str) -> Result<&FilePolicy, ConfigError> {
         self.policies.get(name).ok_or_else(|| {
             let have: Vec<&str> = self.policies.keys().map(String::as_str).collect();
             ConfigError {
@@ -346,5 +327,48 @@ fn validate_exec_keys(p: &FilePolicy) -> Result<(), (usize, &'static str, String
             let message = message.strip_prefix("retry_on: ").unwrap_or(&message);
             Err((line, "retry_on", message.to_owned()))
         }
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn parse_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::config::ConfigFile;
+        let err = ConfigFile::parse("h.toml".as_ref(), "[policy.a]\ncapp = \"1s\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string().lines().next().unwrap(),
+            "h.toml:2: policy.a.capp: unknown key (expected one of: jitter, base, multiplier, cap, \
+             max_attempts, max_elapsed, max_retry_after, retry_after_spread, attempt_timeout, seed, \
+             task_id, recovery_time, visibility_timeout, workers, retry_on, terminal_on, timeout, \
+             kill_after)"
+        );
+        Ok(())
+    }
+}
+
+/// More examples that were doc tests (see `examples`).
+#[cfg(test)]
+mod policy_examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn policy_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::config::ConfigFile;
+        let text: String = (0..20_000).map(|i| format!("[policy.p{i}]\n")).collect();
+        let file = ConfigFile::parse("h.toml".as_ref(), &text).unwrap();
+        let e = file.policy("p1234x").unwrap_err().to_string();
+        assert!(
+            e.contains("the file defines 20000; the closest: p1234, "),
+            "{e}"
+        );
+        assert!(e.len() < 200, "{e}");
+        Ok(())
     }
 }

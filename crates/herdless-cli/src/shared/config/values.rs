@@ -6,7 +6,7 @@ use std::time::Duration;
 use herdless::policy::serde::duration as human;
 use toml::Value;
 
-use crate::shared::codes::CodeSet;
+use crate::shared::statuses::ExitStatuses;
 use crate::shared::values::duration_in_range;
 
 fn kind(v: &Value) -> &'static str {
@@ -58,11 +58,11 @@ pub(super) fn seed(v: &Value) -> Result<u64, String> {
 }
 
 /// Exit statuses: `"75,111,200-210"` or `[75, 111]`.
-pub(super) fn codes(v: &Value) -> Result<CodeSet, String> {
+pub(super) fn codes(v: &Value) -> Result<ExitStatuses, String> {
     match v {
-        Value::String(s) => s.parse::<CodeSet>().map_err(|e| e.to_string()),
+        Value::String(s) => s.parse::<ExitStatuses>().map_err(|e| e.to_string()),
         Value::Array(items) => {
-            let mut set = CodeSet::empty();
+            let mut set = ExitStatuses::empty();
             for item in items {
                 let c = integer(item, 0, 255)?;
                 set.insert(c as u8);

@@ -15,7 +15,7 @@
 use std::io::Write;
 
 use clap::ValueEnum;
-use herdless::engine::{EventLevels, EventValue};
+use herdless::events::{EventLevels, EventValue};
 use herdless::{Notify, RetryEvent};
 use herdless_sim::report::units::seconds_value;
 use serde_json::{Map, Value};
@@ -25,7 +25,7 @@ mod rust_log;
 
 /// How retry events are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// One human-readable line per event.
     #[default]
     Text,
@@ -35,7 +35,7 @@ pub enum LogFormat {
 
 /// Which retry events reach stderr: `--quiet` and `RUST_LOG`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventFilter {
+pub(crate) struct EventFilter {
     /// Whether each level is written: ERROR, WARN, INFO, DEBUG, TRACE.
     enabled: [bool; 5],
     levels: EventLevels,
@@ -55,26 +55,26 @@ fn index(level: Level) -> usize {
 
 impl EventFilter {
     /// Every event written (no `--quiet`, no `RUST_LOG`).
-    pub const ALL: EventFilter = EventFilter {
+    pub(crate) const ALL: EventFilter = EventFilter {
         enabled: [true; 5],
         levels: EventLevels::DEFAULT,
     };
 
     /// No event written (`--quiet`).
-    pub const NONE: EventFilter = EventFilter {
+    pub(crate) const NONE: EventFilter = EventFilter {
         enabled: [false; 5],
         levels: EventLevels::DEFAULT,
     };
 
     /// The filter for `--quiet` and the `RUST_LOG` of this process.
-    pub fn from_env(quiet: bool) -> Self {
+    pub(crate) fn from_env(quiet: bool) -> Self {
         Self::new(quiet, std::env::var("RUST_LOG").ok().as_deref())
     }
 
     /// The filter for `--quiet` and a `RUST_LOG` value (`None` or blank: unset).
     /// Invalid directives are ignored, as `EnvFilter` does when parsing lossily
     /// (reported on stderr as it reports them).
-    pub fn new(quiet: bool, rust_log: Option<&str>) -> Self {
+    pub(crate) fn new(quiet: bool, rust_log: Option<&str>) -> Self {
         match rust_log.map(str::trim) {
             _ if quiet => Self::NONE,
             None | Some("") => Self::ALL,
@@ -86,7 +86,7 @@ impl EventFilter {
     }
 
     /// Whether `event` is written.
-    pub fn admits(&self, event: &RetryEvent<'_>) -> bool {
+    pub(crate) fn admits(&self, event: &RetryEvent<'_>) -> bool {
         self.enabled[index(self.levels.level(event))]
     }
 }
@@ -94,16 +94,16 @@ impl EventFilter {
 /// A [`Notify`] hook writing each event the filter admits to stderr in the
 /// chosen format.
 #[derive(Debug, Clone, Copy)]
-pub struct StderrEvents {
+pub(crate) struct StderrEvents {
     /// Text or JSON, one line per event.
-    pub format: LogFormat,
+    pub(crate) format: LogFormat,
     /// Which events are written.
-    pub filter: EventFilter,
+    pub(crate) filter: EventFilter,
 }
 
 /// The event as a JSON object (the `--log-format json` line): `event` plus the
 /// event's fields as the library names them, seconds as numbers.
-pub fn to_json(event: &RetryEvent<'_>) -> Value {
+pub(crate) fn to_json(event: &RetryEvent<'_>) -> Value {
     let mut map = Map::new();
     map.insert("event".into(), Value::from(event.name()));
     event.visit(|name, value| {
@@ -123,19 +123,13 @@ pub fn to_json(event: &RetryEvent<'_>) -> Value {
 /// (`2026-12-01T23:58:34.123456Z`): the `timestamp` of every JSON event
 /// herdless writes, the field name and form of `tracing-subscriber`'s JSON
 /// layer, so `herdless analyze` reads both alike.
-pub fn timestamp() -> String {
+pub(crate) fn timestamp() -> String {
     humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
 }
 
 /// A JSON event object as its `--log-format json` line: `timestamp` (the
 /// wall clock now, [`timestamp`]) first, then the object's fields.
-///
-/// ```
-/// let line = herdless_cli::shared::events_out::json_line(serde_json::json!({"event": "retry_scheduled"}));
-/// assert!(line.starts_with("{\"timestamp\":\""), "{line}");
-/// assert!(line.ends_with("Z\",\"event\":\"retry_scheduled\"}"), "{line}");
-/// ```
-pub fn json_line(event: Value) -> String {
+pub(crate) fn json_line(event: Value) -> String {
     let mut map = Map::new();
     map.insert("timestamp".into(), Value::from(timestamp()));
     if let Value::Object(fields) = event {
@@ -150,7 +144,7 @@ pub fn json_line(event: Value) -> String {
 
 /// The event as one human-readable line (the `--log-format text` line);
 /// `timed_out` only when true.
-pub fn to_text(event: &RetryEvent<'_>) -> String {
+pub(crate) fn to_text(event: &RetryEvent<'_>) -> String {
     let v = to_json(event);
     let mut line = format!("herdless: {}", event.name());
     if let Value::Object(map) = v {
@@ -266,5 +260,25 @@ mod tests {
         assert_eq!(admits(false, Some("info,hyper=off")), [true; 3]);
         assert_eq!(admits(false, Some("herdless=off,info")), [false; 3]);
         assert_eq!(admits(false, Some("hyper=debug")), [false; 3]);
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn json_line_example() -> Result<(), Box<dyn std::error::Error>> {
+        let line =
+            crate::shared::events_out::json_line(serde_json::json!({"event": "retry_scheduled"}));
+        assert!(line.starts_with("{\"timestamp\":\""), "{line}");
+        assert!(
+            line.ends_with("Z\",\"event\":\"retry_scheduled\"}"),
+            "{line}"
+        );
+        Ok(())
     }
 }

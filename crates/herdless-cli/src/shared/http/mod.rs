@@ -3,14 +3,14 @@
 
 mod tls;
 
-pub use tls::install as install_tls;
+pub(crate) use tls::install as install_tls;
 
 /// Validates a URL for `get` and `fleet`.
 ///
 /// # Errors
 ///
 /// A message when it is not an http(s) URL.
-pub fn parse_url(url: &str) -> Result<reqwest::Url, String> {
+pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, String> {
     let u = reqwest::Url::parse(url).map_err(|e| format!("{url:?}: {e}"))?;
     match u.scheme() {
         "http" | "https" => Ok(u),
@@ -21,7 +21,7 @@ pub fn parse_url(url: &str) -> Result<reqwest::Url, String> {
 /// "cannot build the HTTP client: " and the error with its causes (reqwest's
 /// own message is only "builder error"; the cause says what failed, e.g.
 /// the trust store could not be read).
-pub fn client_error(error: &reqwest::Error) -> String {
+pub(crate) fn client_error(error: &reqwest::Error) -> String {
     let mut message = format!("cannot build the HTTP client: {error}");
     let mut source = std::error::Error::source(error);
     while let Some(e) = source {

@@ -12,7 +12,7 @@ use std::sync::Once;
 
 /// Makes ring the process's rustls provider (once; a provider some other
 /// code installed first is kept).
-pub fn install() {
+pub(crate) fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

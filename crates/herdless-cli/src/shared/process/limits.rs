@@ -14,29 +14,29 @@ use tokio::process::Child;
 
 use super::child;
 use crate::shared::classes::Classes;
-use crate::shared::codes::{CodeSet, parse_codes};
 use crate::shared::policy_args::Resolved;
+use crate::shared::statuses::{ExitStatuses, parse_statuses};
 use crate::shared::values::parse_duration;
 
 /// The grace between `SIGTERM` and `SIGKILL` when ending an attempt (as
 /// `docker stop`).
-pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(10);
 
 /// The attempt flags `exec` and `worker` share.
 #[derive(Debug, Clone, Args)]
-pub struct AttemptArgs {
+pub(crate) struct AttemptArgs {
     /// Retry only these exit statuses (e.g. 75,111,200-210); every other failure is terminal.
-    #[arg(long, value_parser = parse_codes, value_name = "CODES")]
-    pub retry_on: Option<CodeSet>,
+    #[arg(long, value_parser = parse_statuses, value_name = "CODES")]
+    pub(crate) retry_on: Option<ExitStatuses>,
     /// Never retry these exit statuses (126 and 127 never are).
-    #[arg(long, value_parser = parse_codes, value_name = "CODES")]
-    pub terminal_on: Option<CodeSet>,
+    #[arg(long, value_parser = parse_statuses, value_name = "CODES")]
+    pub(crate) terminal_on: Option<ExitStatuses>,
     /// Per-attempt time limit; the attempt's process group is then ended and the attempt counts as a retryable timeout [default: the policy file's `timeout`, else its `attempt_timeout`].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// Grace between SIGTERM and SIGKILL when ending an attempt's process group [default: 10s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub kill_after: Option<Duration>,
+    pub(crate) kill_after: Option<Duration>,
 }
 
 /// The attempt flags resolved: each flag over its policy-file key.
@@ -126,8 +126,8 @@ pub(crate) async fn settle(
 /// the notes to print (statuses a range listed that are never retried).
 /// Errors name where each list came from.
 pub(crate) fn resolve_classes(
-    retry_on: Option<CodeSet>,
-    terminal_on: Option<CodeSet>,
+    retry_on: Option<ExitStatuses>,
+    terminal_on: Option<ExitStatuses>,
     resolved: &Resolved,
 ) -> Result<(Classes, Vec<String>), String> {
     let t = &resolved.table;

@@ -3,8 +3,8 @@
 //! attempt ([`child`]), and the per-attempt limits ([`limits`]: timeouts
 //! and the exit-status classes in force).
 
-pub mod child;
-pub mod limits;
+pub(crate) mod child;
+pub(crate) mod limits;
 
 use std::ffi::OsString;
 use std::io;
@@ -16,14 +16,14 @@ use crate::shared::classes::Classes;
 use crate::shared::exit;
 
 pub(crate) use limits::Limits;
-pub use limits::{AttemptArgs, DEFAULT_KILL_AFTER};
+pub(crate) use limits::{AttemptArgs, DEFAULT_KILL_AFTER};
 
 /// The default jitter for `exec`.
-pub const DEFAULT_JITTER: Jitter = Jitter::Equal;
+pub(crate) const DEFAULT_JITTER: Jitter = Jitter::Equal;
 
 /// Why an attempt failed.
 #[derive(Debug)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The child exited with this non-zero shell status (128+N for signal N).
     Exit(i32),
     /// `--timeout` ended the attempt; the child's status after being ended.
@@ -52,7 +52,7 @@ impl std::fmt::Display for Failure {
 
 impl Failure {
     /// The exit status herdless reports when this is the last failure.
-    pub fn exit_status(&self) -> i32 {
+    pub(crate) fn exit_status(&self) -> i32 {
         match self {
             Failure::Exit(s) => *s,
             Failure::TimedOut(_) => exit::EXEC_TIMED_OUT,
@@ -99,16 +99,7 @@ pub(crate) fn start_failure(who: &str, program: &OsString, error: io::Error) -> 
 /// The verdict on a failed attempt: its exit status by `classes`; a timeout
 /// is retryable; a command that cannot be started is terminal, unless the
 /// process ran out of file descriptors (a local, transient shortage).
-///
-/// ```
-/// use herdless_cli::shared::{classes::Classes, process::{classify, Failure}};
-/// let classes = Classes::new(None, None)?;
-/// assert!(classify(&classes, &Failure::Exit(1)).is_retryable());
-/// assert!(!classify(&classes, &Failure::Exit(127)).is_retryable());
-/// assert!(classify(&classes, &Failure::TimedOut(143)).is_retryable());
-/// # Ok::<(), String>(())
-/// ```
-pub fn classify(classes: &Classes, failure: &Failure) -> Classification {
+pub(crate) fn classify(classes: &Classes, failure: &Failure) -> Classification {
     match failure {
         Failure::Exit(status) => classes.classify(*status),
         Failure::TimedOut(_) => Classification::retryable(),
@@ -119,5 +110,26 @@ pub fn classify(classes: &Classes, failure: &Failure) -> Classification {
             Classification::retryable()
         }
         Failure::Start { .. } => Classification::terminal(),
+    }
+}
+
+/// The examples that were this file's doc tests (its items are private to
+/// the crate, where doc tests cannot reach).
+#[cfg(test)]
+mod examples {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[test]
+    fn classify_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::shared::{
+            classes::Classes,
+            process::{Failure, classify},
+        };
+        let classes = Classes::new(None, None)?;
+        assert!(classify(&classes, &Failure::Exit(1)).is_retryable());
+        assert!(!classify(&classes, &Failure::Exit(127)).is_retryable());
+        assert!(classify(&classes, &Failure::TimedOut(143)).is_retryable());
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use herdless::engine::{Context, CopyFailed, Decision, Engine, Gate, HedgeGate, Hedging};
 use herdless::hedge::Hedge;
-use herdless::{Classification, RetryBudget, RetryCause, RetryEvent, Rng};
+use herdless::{Classification, Notify, RetryBudget, RetryCause, RetryEvent, Rng};
 
 use super::{TailFigures, TailParams};
 use crate::error::SimError;
@@ -129,21 +129,12 @@ pub(super) fn run(p: &TailParams, kind: StrategyKind, seed: u64) -> Result<TailF
         l.push((f64::from(i) * gap) as u64, Ev::Start(i));
     }
     let mut calls: Vec<Call> = Vec::with_capacity(p.calls as usize);
-    let (mut latencies, mut gave_up, mut last_ns) = (Vec::new(), 0u64, 0u64);
+    let mut tally = Tally::default();
     while let Some(e) = l.queue.pop() {
         let now = e.at_ns;
         match l.events[e.client as usize] {
             Ev::Start(i) => {
-                let mut call = Call {
-                    engine: Engine::new(ns(now)),
-                    hedging: Hedging::new(),
-                    rng: Rng::with_seed(crate::stream_seed(seed, u64::from(i) + 1)),
-                    start_ns: now,
-                    round: 0,
-                    copies: Vec::new(),
-                    requests: 0,
-                    done: false,
-                };
+                let mut call = Call::new(seed, i, now);
                 let attempt = call.hedging.round(&mut call.engine);
                 l.send(i, &mut call, attempt, now);
                 l.schedule_hedge(i, &call, hedge.as_ref(), now);
@@ -174,7 +165,7 @@ pub(super) fn run(p: &TailParams, kind: StrategyKind, seed: u64) -> Result<TailF
                     Gate::Wait(d) => l.push(now + d.as_nanos() as u64, Ev::RetryDue(i)),
                     Gate::GiveUp(_) => {
                         call.done = true;
-                        gave_up += 1;
+                        tally.gave_up += 1;
                     }
                 }
             }
@@ -183,53 +174,93 @@ pub(super) fn run(p: &TailParams, kind: StrategyKind, seed: u64) -> Result<TailF
                 if call.done || call.round != round {
                     continue; // a dropped copy: its answer is ignored
                 }
-                let Some(k) = call.copies.iter().position(|c| c.0 == attempt) else {
-                    continue;
-                };
-                let (_, started) = call.copies.swap_remove(k);
-                last_ns = last_ns.max(now);
-                if ok {
-                    let h = hedge.as_ref().unwrap_or(&never);
-                    call.hedging
-                        .won(&mut call.engine, &cx, h, ns(now), attempt, ns(started));
-                    call.done = true;
-                    if !l.overloaded(call.start_ns) {
-                        latencies.push(now - call.start_ns);
-                    }
-                    continue;
-                }
-                match call
-                    .hedging
-                    .failed(&cx, ns(now), Classification::retryable())
-                {
-                    CopyFailed::Wait => {}
-                    CopyFailed::Decide(c) => {
-                        call.copies.clear();
-                        call.round += 1;
-                        let d =
-                            call.engine
-                                .failed(&cx, ns(now), c, RetryCause::Error, &mut call.rng);
-                        match d {
-                            Decision::Retry { delay, .. } => {
-                                l.push(now + delay.as_nanos() as u64, Ev::RetryDue(i))
-                            }
-                            Decision::GiveUp(_) => {
-                                call.done = true;
-                                gave_up += 1;
-                            }
-                        }
-                    }
-                }
+                let h = hedge.as_ref().unwrap_or(&never);
+                answered(&mut l, call, &cx, h, (i, now, attempt, ok), &mut tally);
             }
         }
     }
     let counted = Counted {
-        gave_up,
+        gave_up: tally.gave_up,
         hedges: hedges.get(),
         wins: wins.get(),
-        last_ns,
+        last_ns: tally.last_ns,
     };
-    Ok(figures(p, kind, &l, &calls, latencies, counted))
+    Ok(figures(p, kind, &l, &calls, tally.latencies, counted))
+}
+
+impl Call {
+    /// Call `i` of the run seeded `seed`, started at `now`.
+    fn new(seed: u64, i: u32, now: u64) -> Self {
+        Call {
+            engine: Engine::new(ns(now)),
+            hedging: Hedging::new(),
+            rng: Rng::with_seed(crate::stream_seed(seed, u64::from(i) + 1)),
+            start_ns: now,
+            round: 0,
+            copies: Vec::new(),
+            requests: 0,
+            done: false,
+        }
+    }
+}
+
+/// What the loop counts as calls end: the latencies of the calls started
+/// outside the overload, the give-ups, the last answer.
+#[derive(Default)]
+struct Tally {
+    latencies: Vec<u64>,
+    gave_up: u64,
+    last_ns: u64,
+}
+
+/// Copy `attempt` of call `i`'s current round answered at `now` (`ok`, or
+/// failed): the first success wins the call (`h` its hedging, or a
+/// configuration for the calls that never hedge); a failure is the
+/// engine's to decide once every copy of the round has failed.
+fn answered<N: Notify>(
+    l: &mut Loop<'_>,
+    call: &mut Call,
+    cx: &Context<'_, N>,
+    h: &Hedge,
+    (i, now, attempt, ok): (u32, u64, u32, bool),
+    tally: &mut Tally,
+) {
+    let Some(k) = call.copies.iter().position(|c| c.0 == attempt) else {
+        return;
+    };
+    let (_, started) = call.copies.swap_remove(k);
+    tally.last_ns = tally.last_ns.max(now);
+    if ok {
+        call.hedging
+            .won(&mut call.engine, cx, h, ns(now), attempt, ns(started));
+        call.done = true;
+        if !l.overloaded(call.start_ns) {
+            tally.latencies.push(now - call.start_ns);
+        }
+        return;
+    }
+    match call
+        .hedging
+        .failed(cx, ns(now), Classification::retryable())
+    {
+        CopyFailed::Wait => {}
+        CopyFailed::Decide(c) => {
+            call.copies.clear();
+            call.round += 1;
+            let d = call
+                .engine
+                .failed(cx, ns(now), c, RetryCause::Error, &mut call.rng);
+            match d {
+                Decision::Retry { delay, .. } => {
+                    l.push(now + delay.as_nanos() as u64, Ev::RetryDue(i))
+                }
+                Decision::GiveUp(_) => {
+                    call.done = true;
+                    tally.gave_up += 1;
+                }
+            }
+        }
+    }
 }
 
 struct Counted {

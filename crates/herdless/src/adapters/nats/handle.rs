@@ -12,7 +12,8 @@ use bytes::Bytes;
 use super::dead_letter::{self, Sent};
 use super::{NatsError, Site, Worker};
 use crate::classify::Classify;
-use crate::engine::{Decision, Gate, GiveUp, Notify};
+use crate::engine::{Decision, Gate};
+use crate::events::{GiveUp, Notify};
 use crate::redelivery::{Delivery, Resumed, STATE_HEADER, TaskState, unix_now};
 use crate::rng::{IdempotencyKey, Rng};
 

@@ -106,8 +106,10 @@ mod site;
 
 use std::time::Duration;
 
-use crate::engine::{Context, EventLevels, NoNotify};
-use crate::fleet::{Breaker, RetryBudget};
+use crate::engine::Context;
+
+use crate::events::{EventLevels, NoNotify};
+use crate::guard::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
 pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};
@@ -279,7 +281,7 @@ impl<C, N> Worker<C, N> {
     /// The `tracing` level of each event.
     ///
     /// ```
-    /// use herdless::engine::EventLevels;
+    /// use herdless::events::EventLevels;
     /// let _w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
     ///     .event_levels(EventLevels::default().retry_scheduled(tracing::Level::DEBUG));
     /// ```

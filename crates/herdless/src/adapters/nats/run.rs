@@ -18,7 +18,7 @@ use super::handle::{Abort, Outcome, Task};
 use super::{FETCH_WAIT, IDLE_FETCH_WAIT, NatsError, Site, Worker};
 use crate::backoff::Backoff;
 use crate::classify::Classify;
-use crate::engine::Notify;
+use crate::events::Notify;
 use crate::policy::Policy;
 
 /// What a [`Worker::run`] did, one count per message: each delivery, and
@@ -111,6 +111,137 @@ async fn next(batch: &mut Option<Batch>) -> Option<Result<jetstream::Message, as
     }
 }
 
+/// The pull in progress: the batch, what was asked and taken, and the pace
+/// of pulling again after a failure.
+struct Pull {
+    batch: Option<Batch>,
+    taken_in_batch: usize,
+    /// When the current pull was asked, and for how many messages.
+    asked_at: tokio::time::Instant,
+    asked: usize,
+    /// What the server had left to deliver at the last message taken.
+    left: u64,
+    backoff: Backoff,
+    paused: bool,
+    /// (refresh the site, sweep): wanted, not yet started.
+    want: (bool, bool),
+}
+
+impl Pull {
+    fn new() -> Self {
+        Pull {
+            batch: None,
+            taken_in_batch: 0,
+            asked_at: tokio::time::Instant::now(),
+            asked: 0,
+            left: u64::MAX,
+            backoff: pull_backoff(),
+            paused: false,
+            want: (false, false),
+        }
+    }
+
+    /// Asks for up to `free` messages; a failed request pauses pulling for
+    /// the backoff's next delay (`pause`) and asks for the site again.
+    ///
+    /// # Errors
+    ///
+    /// The client has stopped: nothing more can be pulled.
+    async fn ask(
+        &mut self,
+        consumer: &PullConsumer,
+        client: &async_nats::Client,
+        fetch_wait: Duration,
+        free: usize,
+        pause: Pin<&mut tokio::time::Sleep>,
+    ) -> Result<(), NatsError> {
+        let pulled = consumer
+            .batch()
+            .max_messages(free)
+            .expires(fetch_wait)
+            .messages()
+            .await;
+        match pulled {
+            Ok(b) => {
+                self.backoff.on_success();
+                self.batch = Some(b);
+                self.taken_in_batch = 0;
+                (self.asked_at, self.asked) = (tokio::time::Instant::now(), free);
+            }
+            Err(e) => {
+                if gone(client).await {
+                    return Err(NatsError::broker(
+                        "pulling messages: the NATS client has stopped (its connection \
+                         task ended; async-nats panics on a message whose subject is \
+                         not UTF-8); connect again",
+                        e,
+                    ));
+                }
+                self.want.0 = true;
+                let wait = self.backoff.next_delay();
+                tracing::warn!(target: "herdless", error = %e, wait_s = wait.as_secs_f64(), "pull failed");
+                pause.reset(tokio::time::Instant::now() + wait);
+                self.paused = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The client connected again (its count moved from `connects`): the
+    /// pull died with the connection (perhaps on a message the client cannot
+    /// decode), so the site is read again and the consumer swept.
+    fn on_reconnect(&mut self, now: u64, connects: &mut u64) {
+        if now != *connects {
+            *connects = now;
+            self.batch = None;
+            self.want = (true, true);
+            tracing::warn!(
+                target: "herdless",
+                "the connection to the broker was re-established: sweeping the \
+                 consumer for messages the client cannot decode"
+            );
+        }
+    }
+
+    /// The pull ended (`None` from the batch). Returns whether the consumer
+    /// was found idle with nothing taken (then a worker told to exit when
+    /// idle stops).
+    fn ended(&mut self, fetch_wait: Duration, stopping: bool, inflight: usize) -> bool {
+        self.batch = None;
+        // A pull ends early with messages still to come only on a status
+        // line: the server's own come at its expiry, so an early one is a
+        // message's header.
+        let early = self.asked_at.elapsed() < fetch_wait * 3 / 4;
+        if early && self.taken_in_batch < self.asked && !stopping {
+            self.want = (true, true);
+        }
+        self.taken_in_batch == 0 && inflight == 0
+    }
+}
+
+/// A tended site: the fresh site, and the undecodable messages it settled
+/// counted; a failure is logged (tried again after the next reconnect).
+fn tended(
+    result: Result<(Site, Vec<Outcome>), NatsError>,
+    site: &mut Arc<Site>,
+    summary: &mut Summary,
+) {
+    match result {
+        Ok((fresh, outcomes)) => {
+            *site = Arc::new(fresh);
+            for outcome in outcomes {
+                summary.undecodable += 1;
+                summary.record(Ok(outcome));
+            }
+        }
+        Err(e) => tracing::warn!(
+            target: "herdless",
+            error = %e,
+            "sweep failed: tried again after the next reconnect"
+        ),
+    }
+}
+
 impl<C, N: Notify> Worker<C, N> {
     /// Takes tasks from `consumer` and runs `op` on each, up to
     /// `concurrency` at once, until `stop` resolves (no new task is started:
@@ -161,66 +292,30 @@ impl<C, N: Notify> Worker<C, N> {
         let mut watch = tokio::time::interval(WATCH_EVERY);
         watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut tending: Option<Tending<'_>> = None;
-        // (refresh the site, sweep): wanted, not yet started.
-        let mut want = (false, false);
         let (raise, lowered) = tokio::sync::watch::channel(false);
         let aborting = Abort(lowered);
         let mut inflight = FuturesUnordered::new();
-        let mut batch: Option<Batch> = None;
-        let mut taken_in_batch = 0usize;
-        // When the current pull was asked, and for how many messages.
-        let (mut asked_at, mut asked) = (tokio::time::Instant::now(), 0usize);
-        // What the server had left to deliver at the last message taken.
-        let mut left = u64::MAX;
+        let mut pull = Pull::new();
         let (mut stopping, mut aborted) = (false, false);
         let mut summary = Summary::default();
-        let mut backoff = pull_backoff();
         let pause = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(stop, abort, pause);
-        let mut paused = false;
         loop {
             let free = self.concurrency - inflight.len();
-            if batch.is_none() && !stopping && !paused && free > 0 {
-                let pulled = consumer
-                    .batch()
-                    .max_messages(free)
-                    .expires(fetch_wait)
-                    .messages()
-                    .await;
-                match pulled {
-                    Ok(b) => {
-                        backoff.on_success();
-                        batch = Some(b);
-                        taken_in_batch = 0;
-                        (asked_at, asked) = (tokio::time::Instant::now(), free);
-                    }
-                    Err(e) => {
-                        if gone(&client).await {
-                            return Err(NatsError::broker(
-                                "pulling messages: the NATS client has stopped (its connection \
-                                 task ended; async-nats panics on a message whose subject is \
-                                 not UTF-8); connect again",
-                                e,
-                            ));
-                        }
-                        want.0 = true;
-                        let wait = backoff.next_delay();
-                        tracing::warn!(target: "herdless", error = %e, wait_s = wait.as_secs_f64(), "pull failed");
-                        pause.as_mut().reset(tokio::time::Instant::now() + wait);
-                        paused = true;
-                    }
-                }
+            if pull.batch.is_none() && !stopping && !pull.paused && free > 0 {
+                pull.ask(consumer, &client, fetch_wait, free, pause.as_mut())
+                    .await?;
             }
             if stopping && inflight.is_empty() && client.connection_state() != State::Connected {
                 // Nothing can arrive on a connection that is down: do not
                 // wait out the pull (up to its expiry and 5 s).
-                batch = None;
+                pull.batch = None;
             }
-            if stopping && batch.is_none() && inflight.is_empty() {
+            if stopping && pull.batch.is_none() && inflight.is_empty() {
                 return Ok(summary);
             }
-            if tending.is_none() && !stopping && (want.0 || want.1) {
-                let sweep = std::mem::take(&mut want).1;
+            if tending.is_none() && !stopping && (pull.want.0 || pull.want.1) {
+                let sweep = std::mem::take(&mut pull.want).1;
                 tending = Some(Box::pin(self.tend(js, consumer, sweep)));
             }
             tokio::select! {
@@ -231,38 +326,13 @@ impl<C, N: Notify> Worker<C, N> {
                     let _ = raise.send(true);
                 }
                 _ = &mut stop, if !stopping => stopping = true,
-                () = &mut pause, if paused => paused = false,
+                () = &mut pause, if pull.paused => pull.paused = false,
                 _ = watch.tick() => {
-                    let now = stats.connects.load(Ordering::Relaxed);
-                    if now != connects {
-                        // A reconnect: the pull died with the connection
-                        // (perhaps on a message the client cannot decode).
-                        connects = now;
-                        batch = None;
-                        want = (true, true);
-                        tracing::warn!(
-                            target: "herdless",
-                            "the connection to the broker was re-established: sweeping the \
-                             consumer for messages the client cannot decode"
-                        );
-                    }
+                    pull.on_reconnect(stats.connects.load(Ordering::Relaxed), &mut connects);
                 }
-                tended = tend_next(&mut tending), if tending.is_some() => {
+                result = tend_next(&mut tending), if tending.is_some() => {
                     tending = None;
-                    match tended {
-                        Ok((fresh, outcomes)) => {
-                            site = Arc::new(fresh);
-                            for outcome in outcomes {
-                                summary.undecodable += 1;
-                                summary.record(Ok(outcome));
-                            }
-                        }
-                        Err(e) => tracing::warn!(
-                            target: "herdless",
-                            error = %e,
-                            "sweep failed: tried again after the next reconnect"
-                        ),
-                    }
+                    tended(result, &mut site, &mut summary);
                 }
                 Some(done) = inflight.next(), if !inflight.is_empty() => {
                     summary.record(done);
@@ -270,18 +340,18 @@ impl<C, N: Notify> Worker<C, N> {
                     // read to its end (a short one in this mode): a task
                     // published meanwhile is handed back, not stranded in a
                     // dropped request until the ack wait.
-                    let drained = left == 0 && inflight.is_empty();
+                    let drained = pull.left == 0 && inflight.is_empty();
                     if self.exit_when_idle && drained && idle(consumer).await {
                         stopping = true;
                     }
                 }
-                taken = next(&mut batch) => match taken {
+                taken = next(&mut pull.batch) => match taken {
                     Some(Ok(message)) => {
                         summary.deliveries += 1;
-                        taken_in_batch += 1;
+                        pull.taken_in_batch += 1;
                         match self.resume(&site, message) {
                             Ok(d) => {
-                                left = d.pending;
+                                pull.left = d.pending;
                                 // Stopping: a task that still arrives goes straight back.
                                 inflight.push(self.handle(js, d, &op, Some(progress), &aborting, !stopping));
                             }
@@ -290,21 +360,13 @@ impl<C, N: Notify> Worker<C, N> {
                     }
                     Some(Err(e)) => {
                         tracing::warn!(target: "herdless", error = %e, "pull ended early");
-                        batch = None;
+                        pull.batch = None;
                         // The stream may be gone, or new: read it again; and
                         // the end may be a message's status line: sweep.
-                        want = (true, true);
+                        pull.want = (true, true);
                     }
                     None => {
-                        batch = None;
-                        // A pull ends early with messages still to come only
-                        // on a status line: the server's own come at its
-                        // expiry, so an early one is a message's header.
-                        let early = asked_at.elapsed() < fetch_wait * 3 / 4;
-                        if early && taken_in_batch < asked && !stopping {
-                            want = (true, true);
-                        }
-                        let quiet = taken_in_batch == 0 && inflight.is_empty();
+                        let quiet = pull.ended(fetch_wait, stopping, inflight.len());
                         if quiet && self.exit_when_idle && idle(consumer).await {
                             stopping = true;
                         }

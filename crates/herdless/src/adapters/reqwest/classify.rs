@@ -10,8 +10,8 @@ use reqwest::header::HeaderValue;
 
 use crate::adapters::reqwest::error::{HttpError, Kind};
 use crate::adapters::reqwest::transport::{classify_transport, is_transport_timeout};
+use crate::classify::TimedOut;
 use crate::classify::{Classification, Classify};
-use crate::engine::TimedOut;
 use crate::http::RETRY_AFTER_MS;
 use crate::http::{StatusClassifier, classify_response_ms};
 

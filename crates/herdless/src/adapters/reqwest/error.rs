@@ -7,8 +7,9 @@ use std::time::SystemTime;
 use reqwest::header::HeaderValue;
 use reqwest::{Method, Response, StatusCode};
 
-use crate::engine::{RetryError, TimedOut};
+use crate::classify::TimedOut;
 use crate::http::parse_retry_after;
+use crate::retry::RetryError;
 
 /// What went wrong in one attempt.
 pub(crate) enum Kind {
@@ -133,12 +134,12 @@ impl HttpError {
 
     /// Set when the request was never sent: the call's time
     /// (`max_elapsed`) ran out while it waited for its turn at a
-    /// [throttle](crate::fleet::Throttle), so it ended after 0 attempts.
+    /// [throttle](crate::guard::Throttle), so it ended after 0 attempts.
     ///
     /// ```
     /// use herdless::Classify;
     /// use herdless::adapters::reqwest::ReqwestClassifier;
-    /// use herdless::engine::TimedOut;
+    /// use herdless::classify::TimedOut;
     /// let e = ReqwestClassifier::default().unstarted(TimedOut::unstarted(1)).unwrap();
     /// assert_eq!(e.unstarted(), Some(TimedOut::unstarted(1)));
     /// assert!(e.status().is_none() && e.transport().is_none());

@@ -151,9 +151,9 @@ use std::time::Instant;
 
 use reqwest::{RequestBuilder, Response, StatusCode};
 
-use crate::engine::events::{NoNotify, Notify};
-use crate::engine::{Attempt, Retry};
+use crate::events::{NoNotify, Notify};
 use crate::policy::Policy;
+use crate::retry::{Attempt, Retry};
 use crate::timer::{AsyncSleep, SystemTimer};
 
 pub use classify::ReqwestClassifier;

@@ -6,7 +6,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Method, Request};
 
 use crate::adapters::reqwest::error::NotRetried;
-use crate::engine::Attempt;
+use crate::retry::Attempt;
 
 /// The `Idempotency-Key` header name.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";

@@ -21,8 +21,8 @@ use reqwest::{RequestBuilder, StatusCode};
 use crate::adapters::reqwest::{
     AttemptRecord, HttpError, HttpRetry, Kind, NotRetried, SendError, is_transport_timeout,
 };
-use crate::engine::Attempt;
-use crate::engine::events::Notify;
+use crate::events::Notify;
+use crate::retry::Attempt;
 use crate::timer::AsyncSleep;
 
 /// Where [`HttpRetry::send_to`] writes a response body, chunk by chunk, as it

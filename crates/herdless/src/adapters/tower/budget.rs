@@ -15,7 +15,7 @@
 //! uses all of them.
 
 use crate::classify::RetryCause;
-use crate::fleet::RetryBudget;
+use crate::guard::RetryBudget;
 
 impl tower::retry::budget::Budget for RetryBudget {
     /// A success: adds the success refund (capped).
@@ -26,7 +26,7 @@ impl tower::retry::budget::Budget for RetryBudget {
     /// b.record_failure();
     /// b.deposit();
     /// assert_eq!(b.tokens(), 9.5);
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     fn deposit(&self) {
         self.record_success(None);
@@ -40,7 +40,7 @@ impl tower::retry::budget::Budget for RetryBudget {
     /// let b = herdless::RetryBudget::builder().grpc(4.0, 0.1).spread(0.0).build()?;
     /// assert!(b.withdraw()); // 4 → 3 > 2
     /// assert!(!b.withdraw()); // 3 → 2, not above 2
-    /// # Ok::<(), herdless::fleet::RetryBudgetError>(())
+    /// # Ok::<(), herdless::guard::RetryBudgetError>(())
     /// ```
     fn withdraw(&self) -> bool {
         self.try_retry(RetryCause::Error, 0.0).is_ok()

@@ -1,12 +1,13 @@
 //! Whether a request can be sent again: tower retries a copy, made before
-//! each attempt.
+//! each attempt, and [`PushbackLayer`](super::PushbackLayer) holds one
+//! that its service refused ([`PushbackLayer::clone_requests`](super::PushbackLayer::clone_requests)).
 
 /// Copies a request for a possible retry; `None` means "this request cannot
 /// be sent twice" (a streaming body): it is sent once and never retried (see
 /// the [module documentation](crate::adapters::tower#requests-that-cannot-be-cloned)).
 ///
-/// Implemented by [`Cloned`] (any `Req: Clone`) and by every
-/// `Fn(&Req) -> Option<Req>` closure.
+/// Implemented by [`Cloned`] (any `Req: Clone`), [`NotCloned`] (nothing is
+/// sent twice) and by every `Fn(&Req) -> Option<Req>` closure.
 ///
 /// ```
 /// use herdless::adapters::tower::{CloneRequest, Cloned};
@@ -42,5 +43,21 @@ where
 {
     fn clone_request(&self, req: &Req) -> Option<Req> {
         self(req)
+    }
+}
+
+/// Clones nothing: every request is sent once (what
+/// [`PushbackLayer`](super::PushbackLayer) does unless told how to clone).
+///
+/// ```
+/// use herdless::adapters::tower::{CloneRequest, NotCloned};
+/// assert_eq!(NotCloned.clone_request(&"GET /"), None);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NotCloned;
+
+impl<Req> CloneRequest<Req> for NotCloned {
+    fn clone_request(&self, _req: &Req) -> Option<Req> {
+        None
     }
 }

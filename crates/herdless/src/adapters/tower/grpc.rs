@@ -15,7 +15,7 @@ const GRPC_STATUS: &str = "grpc-status";
 /// `grpc-retry-pushback-ms` headers, with [`classify_status`]: `UNAVAILABLE`
 /// (plus any configured code) is retried, after the pushback when the server
 /// sent a valid one; a negative or unparseable pushback stops the retries
-/// ([`GiveUp::ServerPushback`](crate::GiveUp::ServerPushback)); other codes
+/// ([`GiveUp::DoNotRetry`](crate::GiveUp::DoNotRetry)); other codes
 /// are terminal, unknown ones fail closed. A transport error is classified by
 /// an error classifier (default [`FailClosed`]: not retried).
 ///
@@ -62,7 +62,7 @@ const GRPC_STATUS: &str = "grpc-status";
 /// );
 /// assert_eq!(
 ///     c.classify(&reply(&[("grpc-status", "14"), ("grpc-retry-pushback-ms", "-1")])),
-///     Some(Classification::ServerPushback),
+///     Some(Classification::DoNotRetry),
 /// );
 /// assert_eq!(c.classify(&reply(&[("grpc-status", "5")])), Some(Classification::Terminal));
 /// assert_eq!(c.classify(&reply(&[("grpc-status", "x")])), Some(Classification::Unknown));
@@ -203,7 +203,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             c.classify(&Ok::<_, ()>(r)),
-            Some(Classification::ServerPushback)
+            Some(Classification::DoNotRetry)
         );
     }
 }

@@ -12,8 +12,9 @@ use tower::{Layer, Service, ServiceExt};
 use crate::adapters::tower::clone::{CloneRequest, Cloned};
 use crate::adapters::tower::timeout::{NoTimeout, RequestTimeout};
 use crate::classify::{Classification, Classify, ClassifyResult};
-use crate::engine::{NoNotify, Notify, Retry};
+use crate::events::{NoNotify, Notify};
 use crate::hedge::Hedge;
+use crate::retry::Retry;
 use crate::timer::{AsyncSleep, SystemTimer};
 
 /// Whether a request may be sent twice at once: an HTTP method that RFC
@@ -246,7 +247,7 @@ where
         let shared = Arc::clone(&self.shared);
         let inner = self.inner.clone();
         let Some(template) = shared.cloner.clone_request(&req) else {
-            crate::engine::emit::not_clonable(shared.retry.task_id());
+            crate::events::emit::not_clonable(shared.retry.task_id());
             return Box::pin(inner.oneshot(req));
         };
         let idempotent = req.is_idempotent();

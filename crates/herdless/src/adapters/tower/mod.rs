@@ -26,7 +26,7 @@
 //! seed or [`Rng::fresh`](crate::Rng::fresh)). No state leaks from one
 //! request to the next, and no shared generator puts a fleet's retries in
 //! step. Dropping the response future early settles the call (an admitted
-//! retry is refunded, a held probe released).
+//! retry is refunded, an outstanding probe released).
 //!
 //! `retry` classifies the result with a [`ClassifyResult`](crate::classify::ClassifyResult) (a closure over
 //! `&Result<Res, E>`, [`ByError`](crate::classify::ByError) around any [`Classify`](crate::Classify),
@@ -105,7 +105,7 @@
 //! `grpc-retry-pushback-ms` under the gRPC retry design: a valid pushback is a
 //! server delay (clamped, spread, counted against `max_elapsed`), a negative
 //! or unparseable one ends the call with
-//! [`GiveUp::ServerPushback`](crate::GiveUp::ServerPushback). A status that
+//! [`GiveUp::DoNotRetry`](crate::GiveUp::DoNotRetry). A status that
 //! only arrives in the trailers after a message is not visible to a tower
 //! policy: classify the final `tonic::Status` with
 //! [`grpc::classify_status`](crate::grpc::classify_status) instead.
@@ -133,7 +133,7 @@
 //! | [`RetryPolicy`], [`RetryWait`] | `retry.rs` |
 //! | [`RequestTimeout`], [`NoTimeout`] | `timeout.rs` |
 //! | [`HedgeLayer`], [`HedgeService`], [`Idempotent`] | `hedge.rs` |
-//! | [`CloneRequest`], [`Cloned`] | `clone.rs` |
+//! | [`CloneRequest`], [`Cloned`], [`NotCloned`] | `clone.rs` |
 //! | [`HttpClassifier`], [`CloneBody`] | `http.rs` |
 //! | [`GrpcClassifier`], [`GrpcTimeout`] (with `grpc`) | `grpc.rs` |
 //! | `Budget for RetryBudget` | [`budget`] |
@@ -149,7 +149,7 @@ pub mod pushback;
 mod retry;
 mod timeout;
 
-pub use clone::{CloneRequest, Cloned};
+pub use clone::{CloneRequest, Cloned, NotCloned};
 #[cfg(feature = "grpc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
 pub use grpc::{GrpcClassifier, GrpcTimeout};

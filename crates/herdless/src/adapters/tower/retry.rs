@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use crate::adapters::tower::clone::{CloneRequest, Cloned};
 use crate::adapters::tower::timeout::{NoTimeout, RequestTimeout};
 use crate::classify::ClassifyResult;
-use crate::engine::{Decision, Engine, Gate, NoNotify, Notify, Retry};
+use crate::engine::{Decision, Engine, Gate};
+use crate::events::{NoNotify, Notify};
+use crate::retry::Retry;
 use crate::rng::{Rng, call_seed};
 use crate::timer::{AsyncSleep, Clock, SystemTimer};
 
@@ -290,7 +292,7 @@ where
         let copy = self.shared.cloner.clone_request(req);
         if copy.is_none() {
             self.shared.not_clonable.fetch_add(1, Ordering::Relaxed);
-            crate::engine::emit::not_clonable(self.shared.retry.task_id());
+            crate::events::emit::not_clonable(self.shared.retry.task_id());
         }
         copy
     }
@@ -305,7 +307,7 @@ pin_project_lite::pin_project! {
     /// use herdless::adapters::tower::{Cloned, RetryWait};
     /// use herdless::classify::ByError;
     /// use herdless::{AlwaysRetry, ManualTimer};
-    /// use herdless::engine::NoNotify;
+    /// use herdless::events::NoNotify;
     /// fn send<F: Send>() {}
     /// send::<RetryWait<ByError<AlwaysRetry>, ManualTimer, NoNotify, Cloned>>();
     /// ```

@@ -78,7 +78,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::Urgent;
+    use crate::guard::Urgent;
     use crate::policy::Policy;
 
     #[test]
@@ -113,7 +113,8 @@ mod tests {
     #[test]
     fn with_an_attempt_timeout_no_retry_is_due_exactly_at_the_limit() {
         use crate::classify::{Classification, RetryCause};
-        use crate::engine::{Decision, GiveUp};
+        use crate::engine::call::Decision;
+        use crate::events::GiveUp;
         use crate::policy::Jitter;
         use crate::rng::Rng;
         let ms = Duration::from_millis;

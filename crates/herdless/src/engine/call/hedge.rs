@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::{Engine, LEVEL_SET, nanos};
 use crate::classify::Classification;
 use crate::engine::context::Context;
-use crate::engine::events::{Notify, RetryEvent};
-use crate::fleet::Spent;
+use crate::events::{Notify, RetryEvent};
+use crate::guard::Spent;
 use crate::hedge::Hedge;
 use crate::rng::Rng;
 
@@ -229,7 +229,7 @@ impl Hedging {
     }
 
     /// A copy failed with `classification`. A terminal or unknown answer, or
-    /// a server's refusal ([`ServerPushback`](Classification::ServerPushback)),
+    /// a server's refusal ([`DoNotRetry`](Classification::DoNotRetry)),
     /// ends the round at once; a server's delay (Retry-After) stops hedging
     /// for the call. Otherwise, while other copies are in flight, the
     /// failure is counted (breaker, budget's failure cost) and the call

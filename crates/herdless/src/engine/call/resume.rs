@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use crate::engine::GiveUp;
 use crate::engine::call::{Engine, Gate};
 use crate::engine::context::Context;
-use crate::engine::events::{Notify, RetryEvent};
+use crate::events::GiveUp;
+use crate::events::{Notify, RetryEvent};
 use crate::policy::{Jitter, Policy, Schedule};
 use crate::rng::Rng;
 
@@ -130,7 +130,7 @@ mod tests {
     use super::*;
     use crate::classify::Classification;
     use crate::classify::RetryCause;
-    use crate::engine::Decision;
+    use crate::engine::call::Decision;
 
     /// Replaying the decorrelated schedule gives the delay the uninterrupted
     /// call would have drawn.

@@ -1,14 +1,14 @@
 //! The adaptive throttle's part in a call's decisions: a gate before every
 //! attempt, the first included, and the outcome after each (see
-//! [`fleet::throttle`](crate::fleet::throttle)).
+//! [`fleet::throttle`](crate::guard::throttle)).
 
 use std::time::Duration;
 
-use crate::engine::GiveUp;
 use crate::engine::call::{Engine, nanos};
 use crate::engine::context::Context;
-use crate::engine::events::Notify;
-use crate::fleet::Throttle;
+use crate::events::GiveUp;
+use crate::events::Notify;
+use crate::guard::Throttle;
 use crate::rng::Rng;
 
 use super::Gate;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::estimate::Estimate;
 use super::{AdaptiveAllocator, Mode};
+use crate::pushback::tuning::{DEFAULT_MIN_HOLD, HOLD_GROWTH, HOLD_MAX_SPAN, RELEASE_START};
 use crate::pushback::{PushbackError, ns};
 
 /// The lowest capacity the estimate can fall to, in requests per second.
@@ -25,7 +26,7 @@ pub const MAX_CAPACITY: f64 = 1e9;
 /// | [`client_spread`](Self::client_spread): how late callers come back after their slot, as a share of the delay | 0.1 (herdless clients' `retry_after_spread`) | `0..=1` |
 /// | [`callers`](Self::callers): callers numbered `0..n`, tracked in a table allocated up front | 0 (every key in a hash map) | `0..=100_000_000` |
 /// | [`hold`](Self::hold): hold requests open instead of answering them (a capacity-aware reconnect queue) | off | |
-/// | [`hold_max`](Self::hold_max): the most requests held at once (turns the hold on) | what 0.6 of the estimate serves in 0.4 `hold_for` (24,000 at 10,000/s and 10 s) | `1..=10_000_000` |
+/// | [`hold_max`](Self::hold_max): the most requests held at once (turns the hold on) | 2.4 s of the estimate at the default `hold_for` (24,000 at 10,000/s): what the starting release rate serves in 0.4 `hold_for` | `1..=10_000_000` |
 /// | [`hold_for`](Self::hold_for): the longest a request is held (turns the hold on) | 10 s (below common clients' per-attempt timeouts) | 10 ms ..= 1 h |
 ///
 /// ```
@@ -82,20 +83,18 @@ pub const MAX_HOLD: usize = 10_000_000;
 /// How long a request is held at most, by default.
 pub const DEFAULT_HOLD_FOR: Duration = Duration::from_secs(10);
 
-/// The default bound: what the starting release rate (0.6 of the estimate)
-/// lets through in 0.4 `hold_for`, so that a hold filled at an outage's start
+/// The default bound: what the starting release rate (`RELEASE_START` of
+/// the estimate) lets through in `HOLD_MAX_SPAN` of `hold_for` (see
+/// `pushback/tuning.rs`), so that a hold filled at an outage's start
 /// is drained before its first request's `hold_for` runs out when the outage
-/// lasts up to 0.6 `hold_for`, even at the starting rate.
+/// lasts up to `1 − HOLD_MAX_SPAN` of `hold_for`, even at the starting rate.
 fn default_hold_max(estimate: f64, hold_for: Duration) -> usize {
-    let n = super::RELEASE_START * estimate * 0.4 * hold_for.as_secs_f64();
+    let n = RELEASE_START * estimate * HOLD_MAX_SPAN * hold_for.as_secs_f64();
     (n.round() as usize).clamp(1, MAX_HOLD)
 }
 
 /// The most callers [`AdaptiveBuilder::callers`] allocates a table for.
 pub const MAX_CALLERS: usize = 100_000_000;
-
-/// The shortest hold while down with an unknown end, by default.
-const DEFAULT_MIN_HOLD: Duration = Duration::from_secs(2);
 
 /// The starting capacity without an estimate.
 const NO_ESTIMATE: f64 = 10.0;
@@ -345,7 +344,7 @@ impl AdaptiveBuilder {
             .then(|| super::hold::Hold::new(hold_max, ns(hold_for)));
         let mut estimate = Estimate::new(capacity, MIN_CAPACITY, MAX_CAPACITY, ns(self.window));
         if hold.is_some() {
-            estimate.growth = super::HOLD_GROWTH;
+            estimate.growth = HOLD_GROWTH;
         }
         Ok(AdaptiveAllocator {
             horizon_ns: ns(self.horizon),
@@ -355,7 +354,7 @@ impl AdaptiveBuilder {
             down_after: self.down_after,
             mode: Mode::Up,
             estimate,
-            schedule: super::schedule::Schedule::new(self.client_spread),
+            schedule: super::booking::Booking::new(self.client_spread),
             clients: super::clients::Clients::with_table(self.callers),
             counts: Default::default(),
             hold,

@@ -7,7 +7,10 @@
 use std::time::Duration;
 
 use super::clients::Entry;
-use super::{AdaptiveAllocator, EARLY_TOLERANCE, HOLD_SHARE, Mode, OUTSIDE_SHARE, RELEASE_START};
+use super::{AdaptiveAllocator, Mode};
+use crate::pushback::tuning::{
+    EARLY_TOLERANCE, HOLD_SHARE, OUTSIDE_SHARE, RELEASE_START, SETTLE_WINDOWS,
+};
 use crate::pushback::{Allotment, Ticket, slot_interval_ns};
 
 impl AdaptiveAllocator {
@@ -68,7 +71,7 @@ impl AdaptiveAllocator {
         self.estimate.restart(at);
         if self.hold.is_some() {
             // The first windows may be served from slack (module docs).
-            self.estimate.settle = super::SETTLE_WINDOWS;
+            self.estimate.settle = SETTLE_WINDOWS;
         }
     }
 

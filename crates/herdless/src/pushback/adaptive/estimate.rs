@@ -40,8 +40,9 @@
 //! silence longer than one length, is dropped unused: sparse traffic says
 //! nothing about the rate.
 
-/// The fewest events (admissions and rejections) a window must hold.
-const MIN_EVENTS: u64 = 20;
+use crate::pushback::tuning::{
+    MAX_DECREASE, MIN_EVENTS, PROBE_GROWTH, SATURATED_ONE_IN, UNVERIFIED_GROWTH, VERIFIED_GROWTH,
+};
 
 /// The capacity estimate and the current window's observations.
 #[derive(Debug, Clone)]
@@ -83,13 +84,6 @@ pub(crate) struct Estimate {
     pub(crate) settle: u32,
 }
 
-/// Growth per window of an unverified estimate above its ceiling: probing
-/// beyond what the service was known to take, slowly, because a service
-/// with slack (an accept queue, a token bucket that filled while it was fed
-/// less) refuses nothing until the slack is spent, so a loss-based probe
-/// overshoots by what grows while the slack lasts.
-const PROBE_GROWTH: f64 = 1.02;
-
 impl Estimate {
     pub(crate) fn new(capacity: f64, min: f64, max: f64, window: u64) -> Self {
         Estimate {
@@ -107,7 +101,7 @@ impl Estimate {
             run_since: 0,
             run_slot: u64::MAX,
             growth_run: 0,
-            growth: 2.0,
+            growth: UNVERIFIED_GROWTH,
             backlog: false,
             ceiling: 0.0,
             settle: 0,
@@ -156,24 +150,25 @@ impl Estimate {
 
     fn update(&mut self, span_s: f64) {
         let admitted = u64::from(self.served) + u64::from(self.refused);
-        let saturated =
-            self.refused > 0 && self.served > 0 && u64::from(self.refused) * 50 >= admitted;
+        let saturated = self.refused > 0
+            && self.served > 0
+            && u64::from(self.refused) * SATURATED_ONE_IN >= admitted;
         if saturated {
             self.growth_run = 0;
             self.settle = 0;
             let delivered = f64::from(self.served) / span_s;
-            if delivered <= self.capacity * 1.05 {
+            if delivered <= self.capacity * VERIFIED_GROWTH {
                 self.verified = true;
             }
             self.capacity = delivered
-                .max(self.capacity * 0.5)
+                .max(self.capacity * MAX_DECREASE)
                 .min(self.capacity)
                 .clamp(self.min, self.max);
         } else if self.refused == 0 && (self.shed > 0 || self.backlog) && self.settle > 0 {
             self.settle -= 1;
         } else if self.refused == 0 && (self.shed > 0 || self.backlog) {
             self.capacity = if self.verified {
-                self.capacity * 1.05
+                self.capacity * VERIFIED_GROWTH
             } else if self.capacity < self.ceiling {
                 (self.capacity * self.growth).min(self.ceiling)
             } else if self.ceiling > 0.0 {

@@ -26,9 +26,11 @@
 //! Per 100 ms window (see `estimate.rs` for the rule): when the service
 //! refused some of what was admitted, its served rate in that window becomes
 //! the estimate (verified); when callers were turned away and the service
-//! refused nothing, the estimate doubles (unverified) or grows by 5 %
-//! (verified). An overestimate is corrected within one window of traffic, an
-//! underestimate within a few.
+//! refused nothing, the estimate grows, fast while unverified, gently once
+//! verified. An overestimate is corrected within one window of traffic, an
+//! underestimate within a few. The allocator's tuned numbers (these
+//! growths, the shares below) are in one place, `pushback/tuning.rs`, each
+//! with the `herdless simulate` command that justifies it.
 //!
 //! ## The outage, and its end
 //!
@@ -104,39 +106,38 @@
 //!   known end, or from the first probe the service serves (while it is down
 //!   with an unknown end the probe *is* the first held request, one per
 //!   `probe_interval`, so a hold with nobody arriving still probes). After
-//!   an outage the estimate restarts at 0.6 of what it was, keeps that rate
-//!   for three windows, then grows by 25 % per window while the service
-//!   refuses nothing (TCP's slow start, gentler: the whole queue is behind
-//!   it), and drops to what the service served when it refuses (the rule
-//!   above; a refusal also ends the three windows' wait). The wait is for
-//!   the slack a service saves while it is back and nobody knows yet
+//!   an outage the estimate restarts at a share of what it was
+//!   (`RELEASE_START`), keeps that rate for a few windows
+//!   (`SETTLE_WINDOWS`), then grows per window while the service refuses
+//!   nothing (`HOLD_GROWTH`: TCP's slow start, gentler, because the whole
+//!   queue is behind it), and drops to what the service served when it
+//!   refuses (the rule above; a refusal also ends the wait). The wait is
+//!   for the slack a service saves while it is back and nobody knows yet
 //!   (between two probes, or before a told end): that slack serves the
-//!   first windows without a refusal, so they say nothing about the rate.
-//!   At half the estimate the starting rate is a 20 % overrun, which one
-//!   probe interval's slack hides for up to 2.5 windows; growing meanwhile
-//!   would reach 1.5x the capacity before the first refusal. A released request the service
-//!   refused goes back to the front ([`refused_held`](AdaptiveAllocator::refused_held)):
-//!   its client sees nothing.
+//!   first windows without a refusal, so they say nothing about the rate. A
+//!   released request the service refused goes back to the front
+//!   ([`refused_held`](AdaptiveAllocator::refused_held)): its client sees
+//!   nothing.
 //! * **At `hold_for`** a held request is answered with a slot: behind the
 //!   queue at the learned rate; before a known end, a slot that brings it
 //!   back shortly before the end, to be held again; during an unknown
 //!   outage, as the callers outside the hold.
-//! * **Past `hold_max`** callers get slots booked conservatively at 0.55
-//!   of the estimate (an estimate twice the capacity brings them back at
-//!   1.1x it, with room for their own spread): from a known end (or, while
-//!   the end is still more than `hold_for / 2` away, shortly before it, as
-//!   many as the hold will take then); during an unknown outage at 0.9 of
-//!   that (callers rebooked at different times overlap when they come
-//!   back), no sooner than `max(min_hold, age)` but at most `hold_for / 2`
-//!   later, so that however long the outage a
+//! * **Past `hold_max`** callers get slots booked conservatively, at a
+//!   share of the estimate below the release's (`OUTSIDE_SHARE`: an
+//!   estimate twice the capacity must not bring them back above it): from a
+//!   known end (or, while the end is still more than `hold_for / 2` away,
+//!   shortly before it, as many as the hold will take then); during an
+//!   unknown outage at `HOLD_SHARE` of that (callers rebooked at different
+//!   times overlap when they come back), no sooner than `max(min_hold,
+//!   age)` but at most `hold_for / 2` later, so that however long the outage a
 //!   caller outside the hold is back soon after the end (the callers inside
 //!   wait in the queue, not in an ever-longer Retry-After). These are the
 //!   only arrivals the allocator cannot correct.
 //!
-//! The default `hold_max` is what the starting rate releases in 0.4
-//! `hold_for` (24,000 requests at 10,000/s and 10 s): a hold filled when an
-//! outage of up to 0.6 `hold_for` begins drains before its first request
-//! runs out of time. The design follows TCP's slow start and the
+//! The default `hold_max` is what the starting rate releases in a share of
+//! `hold_for` (`HOLD_MAX_SPAN`; 2.4 s of the estimate at the default 10 s):
+//! a hold filled when an outage begins drains before its first request runs
+//! out of time. The design follows TCP's slow start and the
 //! loss-based half of Netflix's concurrency-limits (a limit raised while
 //! nothing is refused, cut to what was served when something is), with the
 //! queue in front as Envoy's adaptive concurrency filter keeps one; the
@@ -177,6 +178,8 @@
 //! # Ok::<(), herdless::pushback::PushbackError>(())
 //! ```
 
+mod answers;
+mod booking;
 mod builder;
 mod clients;
 mod counts;
@@ -184,7 +187,6 @@ mod decide;
 mod estimate;
 mod hold;
 mod release;
-mod schedule;
 
 pub use builder::{
     AdaptiveBuilder, DEFAULT_HOLD_FOR, MAX_CALLERS, MAX_CAPACITY, MAX_HOLD, MIN_CAPACITY,
@@ -194,37 +196,12 @@ pub use counts::AdaptiveCounts;
 use std::fmt;
 use std::time::Duration;
 
+use booking::Booking;
 use clients::Clients;
 use estimate::Estimate;
 use hold::Hold;
-use schedule::Schedule;
 
 use crate::pushback::{Allotment, PushbackError, ns};
-
-/// A caller that comes back this much before its slot is still on time
-/// (clock differences between the caller and the server).
-const EARLY_TOLERANCE: u64 = 5_000_000;
-
-/// While down with an unknown end, callers are rebooked at this share of the
-/// estimate (see [`reject`](AdaptiveAllocator::reject)).
-const HOLD_SHARE: f64 = 0.9;
-
-/// With a hold: the share of the estimate at which releases start after an
-/// outage (and which sizes the default `hold_max`).
-pub(crate) const RELEASE_START: f64 = 0.6;
-
-/// With a hold: the share of the estimate at which the callers the hold
-/// cannot keep are booked.
-pub(crate) const OUTSIDE_SHARE: f64 = 0.55;
-
-/// With a hold: how fast an unverified estimate grows per window while the
-/// service refuses nothing (without a hold it doubles).
-pub(crate) const HOLD_GROWTH: f64 = 1.25;
-
-/// With a hold: windows the release keeps its starting rate after a recovery
-/// before it grows (unless the service refuses first): enough for the slack
-/// of one probe interval to run out at half the estimate (see "The hold").
-pub(crate) const SETTLE_WINDOWS: u32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -258,7 +235,7 @@ pub struct AdaptiveAllocator {
     pub(crate) down_after: u32,
     pub(crate) mode: Mode,
     pub(crate) estimate: Estimate,
-    pub(crate) schedule: Schedule,
+    pub(crate) schedule: Booking,
     pub(crate) clients: Clients,
     pub(crate) counts: AdaptiveCounts,
     pub(crate) hold: Option<Hold>,
@@ -467,103 +444,5 @@ impl AdaptiveAllocator {
     /// ```
     pub fn decide_for(&mut self, now: Duration, key: u64) -> Allotment {
         self.decide_key(ns(now), Some(key))
-    }
-
-    /// The service served a request this allocator admitted (at `now`). A
-    /// served probe ends an outage of unknown end.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let mut a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?;
-    /// a.served(Duration::ZERO);
-    /// assert_eq!(a.counts().served, 1);
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
-    /// ```
-    pub fn served(&mut self, now: Duration) {
-        let now = ns(now);
-        self.tick(now);
-        self.counts.served += 1;
-        self.estimate.served = self.estimate.served.saturating_add(1);
-        self.estimate.refusal_run = 0;
-        if let Mode::Down { until: None, .. } = self.mode {
-            self.recover_at(now);
-        }
-    }
-
-    /// The service refused a request this allocator admitted (a 503 or 429 of
-    /// its own, at `now`): returns the caller's slot (always a rejection).
-    /// Enough consecutive refusals with no success in the window mean the
-    /// service is down.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let mut a = herdless::pushback::AdaptiveAllocator::new(10.0, Duration::from_secs(60))?;
-    /// for _ in 0..5 {
-    ///     assert!(!a.refused(Duration::ZERO, None).is_admit());
-    /// }
-    /// assert!(a.in_outage(Duration::ZERO));
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
-    /// ```
-    pub fn refused(&mut self, now: Duration, key: Option<u64>) -> Allotment {
-        self.refusal(ns(now), key, true)
-    }
-
-    /// [`refused`](Self::refused) for a front end that cannot keep the
-    /// refused request (it handed the request to the service, which consumed
-    /// it: a tower layer): the refusal counts the same, and the answer is a
-    /// slot, never a hold.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let mut a = herdless::pushback::AdaptiveAllocator::builder().estimate(10.0).hold().build()?;
-    /// assert!(a.refused(Duration::ZERO, None).is_hold());
-    /// assert!(a.refused_unheld(Duration::ZERO, None).retry_after().is_some());
-    /// assert_eq!(a.counts().refused, 2);
-    /// # Ok::<(), herdless::pushback::PushbackError>(())
-    /// ```
-    pub fn refused_unheld(&mut self, now: Duration, key: Option<u64>) -> Allotment {
-        self.refusal(ns(now), key, false)
-    }
-
-    fn refusal(&mut self, now: u64, key: Option<u64>, may_hold: bool) -> Allotment {
-        self.tick(now);
-        self.counts.refused += 1;
-        let (starts, held_since) = self.note_refusal(now);
-        // With a hold, the refused request waits at the front of the queue.
-        if let Some(h) = self.hold.as_mut().filter(|h| may_hold && h.has_room()) {
-            self.counts.held += 1;
-            let ticket = h.push_new_front(now, key);
-            return Allotment::Hold { ticket };
-        }
-        let slot = self.reject(now, key, None, false, held_since);
-        if starts {
-            let at = slot
-                .retry_after()
-                .map_or(now, |d| now.saturating_add(ns(d)));
-            self.estimate.run_slot = at;
-        }
-        slot
-    }
-
-    /// Counts a refusal at `now` (admitted or released): the estimate's
-    /// window, the refusal run and whether it means the service is down.
-    /// Returns whether it starts a run, and the start of a run that outlasted
-    /// its first slot.
-    fn note_refusal(&mut self, now: u64) -> (bool, Option<u64>) {
-        let starts = self.estimate.refusal(now);
-        let e = &self.estimate;
-        let mut held_since = None;
-        if self.mode == Mode::Up {
-            if e.refusal_run >= self.down_after && !e.served_lately() {
-                self.mode = Mode::Down {
-                    since: Some(e.run_since),
-                    until: None,
-                    next_probe: now.saturating_add(self.probe_ns),
-                };
-            } else {
-                held_since = e.outlasting_run(now);
-            }
-        }
-        (starts, held_since)
     }
 }

@@ -55,7 +55,7 @@ impl AdaptiveAllocator {
     /// The next held request whose turn has come at `now`, if any: call
     /// until `None`, then again at [`next_release`](Self::next_release).
     /// While the service is up, held requests are let through at the
-    /// estimate (after an outage, from 0.6 of it, growing while the service
+    /// estimate (after an outage, from `RELEASE_START` of it, growing while the service
     /// refuses nothing); while it is down with an unknown end, the first of
     /// them is the probe, one per `probe_interval`; a request held for
     /// `hold_for` is answered with a slot.

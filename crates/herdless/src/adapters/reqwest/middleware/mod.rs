@@ -81,8 +81,8 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::adapters::reqwest::{HttpError, HttpRetry, Kind, NotRetried, Replay};
-use crate::engine::GiveUp;
-use crate::engine::events::{NoNotify, Notify};
+use crate::events::GiveUp;
+use crate::events::{NoNotify, Notify};
 use crate::policy::Policy;
 use crate::timer::{AsyncSleep, SystemTimer};
 
@@ -189,7 +189,7 @@ where
         let mut replay = Replay::new(request, http.retry_non_idempotent, http.idempotency_header);
         let not_retried = replay.not_retried();
         if not_retried == Some(NotRetried::BodyNotCloneable) {
-            crate::engine::emit::not_clonable(http.retry.task_id());
+            crate::events::emit::not_clonable(http.retry.task_id());
         }
         // Each attempt lends the extensions to the rest of the stack for as
         // long as it runs. An async mutex passes that `&mut` borrow from one

@@ -12,6 +12,9 @@ use tower::Layer;
 
 use super::hold::State;
 use super::{PushbackService, Shared};
+use crate::adapters::tower::NotCloned;
+#[allow(unused_imports)] // rustdoc links
+use crate::adapters::tower::{CloneBody, CloneRequest};
 use crate::pushback::allocator::Allocator;
 #[allow(unused_imports)] // rustdoc links
 use crate::pushback::allocator::caller_key;
@@ -21,6 +24,9 @@ use crate::timer::{Clock, SystemTimer};
 /// A tower layer admitting up to a capacity and answering the excess `503`
 /// with spread `Retry-After` slots. See the [module
 /// documentation](crate::adapters::tower::pushback). Clones share one allocator.
+/// `C` clones the requests it hands to the service, so that a refusal can
+/// wait in the hold ([`clone_requests`](Self::clone_requests); by default
+/// [`NotCloned`]: nothing is held again).
 ///
 /// ```
 /// use std::time::Duration;
@@ -30,21 +36,23 @@ use crate::timer::{Clock, SystemTimer};
 /// assert_eq!(layer.counts(), (0, 0));
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
-pub struct PushbackLayer<K = SystemTimer, A = SlotAllocator> {
+pub struct PushbackLayer<K = SystemTimer, A = SlotAllocator, C = NotCloned> {
     shared: Arc<Shared<K, A>>,
     key_header: Option<HeaderName>,
+    cloner: Arc<C>,
 }
 
-impl<K, A> Clone for PushbackLayer<K, A> {
+impl<K, A, C> Clone for PushbackLayer<K, A, C> {
     fn clone(&self) -> Self {
         PushbackLayer {
             shared: Arc::clone(&self.shared),
             key_header: self.key_header.clone(),
+            cloner: Arc::clone(&self.cloner),
         }
     }
 }
 
-impl<K, A: fmt::Debug> fmt::Debug for PushbackLayer<K, A> {
+impl<K, A: fmt::Debug, C> fmt::Debug for PushbackLayer<K, A, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("PushbackLayer");
         if let Ok(state) = self.shared.state.try_lock() {
@@ -95,6 +103,37 @@ impl<K: Clock, A: Allocator> PushbackLayer<K, A> {
                 driving: AtomicBool::new(false),
             }),
             key_header: None,
+            cloner: Arc::new(NotCloned),
+        }
+    }
+}
+
+impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
+    /// Clones each request the layer hands to the service with `cloner`
+    /// (a [`CloneRequest`]: a closure, or [`CloneBody`]), so that a refusal
+    /// of the service's own (503 or 429) can wait in the hold: the
+    /// allocator decides it as it would a request it never handed over
+    /// ([`Allocator::refused`] for an admitted request,
+    /// [`Allocator::refused_held`] for a released one) and, when it holds
+    /// it, the clone goes to the service when it is released; its caller
+    /// sees only that later answer. A request `cloner` declines (`None`: a
+    /// streamed body) is answered with a slot, as without this. An
+    /// allocator without a hold never holds: this only costs the clones.
+    ///
+    /// ```
+    /// use herdless::adapters::tower::PushbackLayer;
+    /// use herdless::pushback::AdaptiveAllocator;
+    /// // Requests without a body (unit bodies here) are sent again.
+    /// let layer = PushbackLayer::new(AdaptiveAllocator::builder().estimate(5.0).hold().build()?)
+    ///     .clone_requests(|r: &http::Request<()>| Some(r.clone()));
+    /// # let _ = layer;
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn clone_requests<C2>(self, cloner: C2) -> PushbackLayer<K, A, C2> {
+        PushbackLayer {
+            shared: self.shared,
+            key_header: self.key_header,
+            cloner: Arc::new(cloner),
         }
     }
 
@@ -220,14 +259,15 @@ impl<K: Clock, A: Allocator> PushbackLayer<K, A> {
     }
 }
 
-impl<S, K, A> Layer<S> for PushbackLayer<K, A> {
-    type Service = PushbackService<S, K, A>;
+impl<S, K, A, C> Layer<S> for PushbackLayer<K, A, C> {
+    type Service = PushbackService<S, K, A, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
         PushbackService {
             inner,
             shared: Arc::clone(&self.shared),
             key_header: self.key_header.clone(),
+            cloner: Arc::clone(&self.cloner),
         }
     }
 }

@@ -53,15 +53,22 @@
 //! leaves the queue. Without a tokio runtime to run the driver on, a held
 //! request is answered `503` at once.
 //!
-//! Once the layer has handed a request to the service, it cannot keep it: a
-//! refusal of the service's own, for an admitted request or a released one,
-//! is answered with a slot ([`Allocator::refused_unheld`]), never held again.
+//! Once the layer has handed a request to the service, the request is the
+//! service's: a refusal of the service's own, for an admitted request or a
+//! released one, is answered with a slot ([`Allocator::refused_unheld`]),
+//! never held again. Unless the layer kept a clone
+//! ([`PushbackLayer::clone_requests`], with a
+//! [`CloneRequest`](crate::adapters::tower::CloneRequest): requests without
+//! a body, or with a buffered one): then the allocator decides the refusal
+//! as it would for a request it never handed over, and the clone may wait
+//! in the hold and go to the service again when released; its caller sees
+//! only that answer (`herdless stub` serves this way).
 //!
 //! What a held request costs: 24 bytes in the allocator's queue, a map entry
 //! (its ticket and a oneshot sender, 40 bytes plus the table's slack) and one
 //! oneshot channel (one allocation) in the layer, and the response future
 //! itself with the request and the service clone, which the server keeps
-//! anyway; over a socket the open connection dominates (about 16 KB each in
+//! anyway; over a socket the open connection dominates (what one costs in
 //! `herdless stub`, measured in `docs/fleet-protection.md`).
 //!
 //! ```
@@ -109,7 +116,7 @@ use crate::pushback::allocator::Allocator;
 use crate::pushback::{Allotment, Ticket};
 #[allow(unused_imports)] // rustdoc links
 use crate::pushback::{adaptive::AdaptiveAllocator, allocator::caller_key};
-use crate::timer::Clock;
+use crate::timer::{AsyncSleep, Clock};
 
 mod hold;
 mod layer;
@@ -154,10 +161,20 @@ impl<K, A> Drop for Shared<K, A> {
 trait Outcome: Send + Sync {
     fn served(&self);
     fn refused(&self, caller: Option<u64>) -> Option<Allotment>;
+    fn refused_holding(self: Arc<Self>, caller: Option<u64>, ticket: Option<Ticket>) -> Refusal;
     fn cancel(&self, ticket: Ticket);
 }
 
-impl<K: Clock + Send + Sync, A: Allocator> Outcome for Shared<K, A> {
+/// The allocator's answer to a refusal of a request the layer has a clone
+/// of.
+enum Refusal {
+    /// Held: the clone waits for its answer on the receiver.
+    Held(Ticket, tokio::sync::oneshot::Receiver<Allotment>),
+    /// Answered now, with this slot (if any).
+    Slot(Option<Allotment>),
+}
+
+impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, A> {
     fn served(&self) {
         let now = self.now();
         self.lock().alloc.served(now);
@@ -167,6 +184,32 @@ impl<K: Clock + Send + Sync, A: Allocator> Outcome for Shared<K, A> {
     fn refused(&self, caller: Option<u64>) -> Option<Allotment> {
         let now = self.now();
         self.lock().alloc.refused_unheld(now, caller)
+    }
+
+    /// The layer still has a clone of the request: the allocator may hold
+    /// it again ([`Allocator::refused`] for an admitted request,
+    /// [`Allocator::refused_held`] for a released one, its `ticket`).
+    fn refused_holding(self: Arc<Self>, caller: Option<u64>, ticket: Option<Ticket>) -> Refusal {
+        let now = self.now();
+        let mut state = self.lock();
+        let allotment = match ticket {
+            Some(t) => state.alloc.refused_held(now, t),
+            None => state.alloc.refused(now, caller),
+        };
+        let Some(Allotment::Hold { ticket }) = allotment else {
+            return Refusal::Slot(allotment);
+        };
+        // Parked under the allocator's lock (see `hold`).
+        let answer = state.park(ticket);
+        drop(state);
+        if self.ensure_driver() {
+            self.wake.notify_one();
+            Refusal::Held(ticket, answer)
+        } else {
+            // No runtime to release it on: answered now.
+            self.lock().cancel(ticket);
+            Refusal::Slot(Some(Allotment::Hold { ticket }))
+        }
     }
 
     fn cancel(&self, ticket: Ticket) {

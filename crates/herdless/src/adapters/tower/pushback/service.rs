@@ -12,7 +12,8 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use tokio::sync::oneshot;
 use tower::Service;
 
-use super::{Outcome, Shared};
+use super::{Outcome, Refusal, Shared};
+use crate::adapters::tower::{CloneRequest, NotCloned};
 use crate::http::RETRY_AFTER_MS;
 use crate::pushback::allocator::{Allocator, caller_key};
 use crate::pushback::{Allotment, SlotAllocator, Ticket};
@@ -41,23 +42,25 @@ use crate::timer::{AsyncSleep, SystemTimer};
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// # }).unwrap();
 /// ```
-pub struct PushbackService<S, K = SystemTimer, A = SlotAllocator> {
+pub struct PushbackService<S, K = SystemTimer, A = SlotAllocator, C = NotCloned> {
     pub(super) inner: S,
     pub(super) shared: Arc<Shared<K, A>>,
     pub(super) key_header: Option<HeaderName>,
+    pub(super) cloner: Arc<C>,
 }
 
-impl<S: Clone, K, A> Clone for PushbackService<S, K, A> {
+impl<S: Clone, K, A, C> Clone for PushbackService<S, K, A, C> {
     fn clone(&self) -> Self {
         PushbackService {
             inner: self.inner.clone(),
             shared: Arc::clone(&self.shared),
             key_header: self.key_header.clone(),
+            cloner: Arc::clone(&self.cloner),
         }
     }
 }
 
-impl<S: fmt::Debug, K, A> fmt::Debug for PushbackService<S, K, A> {
+impl<S: fmt::Debug, K, A, C> fmt::Debug for PushbackService<S, K, A, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PushbackService")
             .field("inner", &self.inner)
@@ -90,12 +93,13 @@ fn is_refusal(status: StatusCode) -> bool {
     status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS
 }
 
-impl<S, K, A, ReqB, ResB> Service<Request<ReqB>> for PushbackService<S, K, A>
+impl<S, K, A, C, ReqB, ResB> Service<Request<ReqB>> for PushbackService<S, K, A, C>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
     ResB: Default,
     K: AsyncSleep + Send + Sync + 'static,
     A: Allocator,
+    C: CloneRequest<Request<ReqB>> + Send + Sync + 'static,
 {
     type Response = Response<ResB>;
     type Error = S::Error;
@@ -116,9 +120,21 @@ where
         let kind = match state.alloc.decide(now, caller) {
             Allotment::Admit => {
                 drop(state);
+                // A clone (and the service to send it to) only when the
+                // cloner makes one: `NotCloned` costs nothing here.
+                let spare = self.cloner.clone_request(&request).map(|copy| Spare {
+                    service: self.inner.clone(),
+                    request: copy,
+                    cloner: Arc::clone(&self.cloner) as Arc<Cloner<ReqB>>,
+                });
                 Kind::Inner {
                     future: self.inner.call(request),
-                    report: Some((Arc::clone(&self.shared) as Arc<dyn Outcome>, caller)),
+                    report: Some(Report {
+                        outcome: Arc::clone(&self.shared) as Arc<dyn Outcome>,
+                        caller,
+                        ticket: None,
+                        spare,
+                    }),
                 }
             }
             Allotment::Hold { ticket } => {
@@ -138,7 +154,12 @@ where
                     Kind::Held {
                         answer,
                         parked,
-                        next: Some((service, request, caller)),
+                        next: Some(Next {
+                            service,
+                            request,
+                            caller,
+                            cloner: Arc::clone(&self.cloner) as Arc<Cloner<ReqB>>,
+                        }),
                     }
                 } else {
                     // No runtime to release it on: answered now.
@@ -183,19 +204,44 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// Where the inner answer is reported, and the caller's key.
-type Report = Option<(Arc<dyn Outcome>, Option<u64>)>;
+/// A cloner with its request type's body erased from the layer's types.
+type Cloner<R> = dyn CloneRequest<Request<R>> + Send + Sync;
+
+/// A clone of a request handed to the service, to send again if the
+/// service refuses it and the allocator holds it.
+struct Spare<S, R> {
+    service: S,
+    request: Request<R>,
+    cloner: Arc<Cloner<R>>,
+}
+
+/// Where the inner answer is reported: the caller's key, a released
+/// request's ticket, and the clone to hold again, if any.
+struct Report<S, R> {
+    outcome: Arc<dyn Outcome>,
+    caller: Option<u64>,
+    ticket: Option<Ticket>,
+    spare: Option<Spare<S, R>>,
+}
+
+/// A held request, for the service once it is released.
+struct Next<S, R> {
+    service: S,
+    request: Request<R>,
+    caller: Option<u64>,
+    cloner: Arc<Cloner<R>>,
+}
 
 pin_project_lite::pin_project! {
     #[project = KindProj]
     enum Kind<F, B, S, R> {
-        Inner { #[pin] future: F, report: Report },
+        Inner { #[pin] future: F, report: Option<Report<S, R>> },
         Held {
             answer: oneshot::Receiver<Allotment>,
             parked: Parked,
-            next: Option<(S, Request<R>, Option<u64>)>,
+            next: Option<Next<S, R>>,
         },
-        Released { next: Option<(S, Request<R>, Option<u64>)>, outcome: Arc<dyn Outcome> },
+        Released { next: Option<Next<S, R>>, outcome: Arc<dyn Outcome>, ticket: Ticket },
         Rejected { response: Option<Response<B>> },
     }
 }
@@ -206,11 +252,42 @@ impl<F, B, S, R> fmt::Debug for ResponseFuture<F, B, S, R> {
     }
 }
 
+/// The allocator's answer to the service's refusal of `report`'s request:
+/// the held clone's next state (`Ok`), or the slot to answer with (`Err`).
+fn refusal<F, B, S, R>(report: Report<S, R>) -> Result<Kind<F, B, S, R>, Option<Allotment>> {
+    let Report {
+        outcome,
+        caller,
+        ticket,
+        spare,
+    } = report;
+    let Some(spare) = spare else {
+        // The service consumed the request: it cannot be held again.
+        return Err(outcome.refused(caller));
+    };
+    match Arc::clone(&outcome).refused_holding(caller, ticket) {
+        Refusal::Slot(slot) => Err(slot),
+        Refusal::Held(ticket, answer) => Ok(Kind::Held {
+            answer,
+            parked: Parked {
+                outcome,
+                ticket: Some(ticket),
+            },
+            next: Some(Next {
+                service: spare.service,
+                request: spare.request,
+                caller,
+                cloner: spare.cloner,
+            }),
+        }),
+    }
+}
+
 impl<F, B, E, S, R> Future for ResponseFuture<F, B, S, R>
 where
     F: Future<Output = Result<Response<B>, E>>,
     B: Default,
-    S: Service<Request<R>, Future = F, Response = Response<B>, Error = E>,
+    S: Service<Request<R>, Future = F, Response = Response<B>, Error = E> + Clone,
 {
     type Output = Result<Response<B>, E>;
 
@@ -219,16 +296,22 @@ where
             let next = match self.as_mut().project().kind.project() {
                 KindProj::Inner { future, report } => {
                     let mut result = std::task::ready!(future.poll(cx));
-                    if let (Ok(response), Some((outcome, caller))) = (&mut result, report.take()) {
-                        if is_refusal(response.status()) {
-                            if let Some(slot) = outcome.refused(caller) {
+                    let (Ok(response), Some(report)) = (&mut result, report.take()) else {
+                        return Poll::Ready(result);
+                    };
+                    if !is_refusal(response.status()) {
+                        report.outcome.served();
+                        return Poll::Ready(result);
+                    }
+                    match refusal(report) {
+                        Ok(held) => held,
+                        Err(slot) => {
+                            if let Some(slot) = slot {
                                 with_slot(response, slot);
                             }
-                        } else {
-                            outcome.served();
+                            return Poll::Ready(result);
                         }
                     }
-                    return Poll::Ready(result);
                 }
                 KindProj::Rejected { response } => match response.take() {
                     Some(r) => return Poll::Ready(Ok(r)),
@@ -241,11 +324,12 @@ where
                 } => {
                     let verdict = std::task::ready!(Pin::new(answer).poll(cx));
                     // Answered (or the driver is gone): no longer queued.
-                    parked.ticket = None;
+                    let ticket = parked.ticket.take().expect("a held request has its ticket");
                     match verdict {
                         Ok(Allotment::Admit) => Kind::Released {
                             next: next.take(),
                             outcome: Arc::clone(&parked.outcome),
+                            ticket,
                         },
                         Ok(slot) => Kind::Rejected {
                             response: Some(rejection(slot)),
@@ -256,15 +340,34 @@ where
                         },
                     }
                 }
-                KindProj::Released { next, outcome } => {
-                    let Some((service, _, _)) = next.as_mut() else {
+                KindProj::Released {
+                    next,
+                    outcome,
+                    ticket,
+                } => {
+                    let Some(n) = next.as_mut() else {
                         panic!("ResponseFuture polled after completion");
                     };
-                    std::task::ready!(service.poll_ready(cx))?;
-                    let (mut service, request, caller) = next.take().expect("checked above");
+                    std::task::ready!(n.service.poll_ready(cx))?;
+                    let Next {
+                        mut service,
+                        request,
+                        caller,
+                        cloner,
+                    } = next.take().expect("checked above");
+                    let spare = cloner.clone_request(&request).map(|copy| Spare {
+                        service: service.clone(),
+                        request: copy,
+                        cloner,
+                    });
                     Kind::Inner {
                         future: service.call(request),
-                        report: Some((Arc::clone(outcome), caller)),
+                        report: Some(Report {
+                            outcome: Arc::clone(outcome),
+                            caller,
+                            ticket: Some(*ticket),
+                            spare,
+                        }),
                     }
                 }
             };

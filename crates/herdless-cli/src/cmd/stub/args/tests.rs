@@ -1,0 +1,309 @@
+//! The flags of `herdless stub`: each refused combination names the flags
+//! at fault; ranges are documented.
+
+use super::*;
+
+/// The command line as `herdless` parses it, for `stub` alone (a
+/// subcommand does not import the parser above it).
+mod cli {
+    #[derive(Debug, clap::Parser)]
+    #[command(name = "herdless")]
+    pub(super) struct Cli {
+        #[command(subcommand)]
+        pub(super) command: Command,
+    }
+
+    #[derive(Debug, clap::Subcommand)]
+    #[allow(clippy::large_enum_variant)] // a test's parser: one value, parsed once
+    pub(super) enum Command {
+        Stub(super::StubArgs),
+        /// Stands for every other subcommand.
+        Other,
+    }
+}
+use crate::cmd::stub::front::Pushback;
+use crate::cmd::stub::plan::Plan;
+
+fn admission_from_args(a: &StubArgs) -> Result<Plan, String> {
+    Plan::from_args(a)
+}
+
+#[test]
+fn bad_flags_are_clear_errors() {
+    let base = StubArgs {
+        port: 0,
+        fail_every: None,
+        fail_first: 0,
+        outage: None,
+        capacity: None,
+        pushback: None,
+        capacity_estimate: None,
+        outage_end: None,
+        horizon: None,
+        hold_max: None,
+        hold_for: None,
+        retry_after: None,
+        fail_status: 503,
+    };
+    let e = admission_from_args(&StubArgs {
+        fail_status: 200,
+        ..base.clone()
+    })
+    .unwrap_err();
+    assert!(e.contains("400-599"), "{e}");
+    let e = admission_from_args(&StubArgs {
+        capacity: Some(0),
+        ..base.clone()
+    })
+    .unwrap_err();
+    assert!(e.contains("at least 1"), "{e}");
+    let e = admission_from_args(&StubArgs {
+        retry_after: Some("a\nb".into()),
+        ..base.clone()
+    })
+    .unwrap_err();
+    assert!(e.contains("header value"), "{e}");
+    let e = admission_from_args(&StubArgs {
+        pushback: Some(PushbackMode::On),
+        ..base.clone()
+    })
+    .unwrap_err();
+    assert!(e.contains("needs --capacity"), "{e}");
+    let e = admission_from_args(&StubArgs {
+        pushback: Some(PushbackMode::Static),
+        capacity: Some(10),
+        retry_after: Some("2".into()),
+        ..base.clone()
+    })
+    .unwrap_err();
+    assert!(e.contains("--pushback off"), "{e}");
+    let e = admission_from_args(&StubArgs {
+        capacity: Some(10),
+        horizon: Some(Duration::from_millis(10)),
+        ..base
+    })
+    .unwrap_err();
+    assert!(e.contains("horizon"), "{e}");
+}
+
+/// The hold needs the adaptive allocator, and its sizes have ranges.
+#[test]
+fn hold_flags_need_adaptive_pushback_and_stay_in_range() {
+    let with = |f: fn(&mut StubArgs)| {
+        let mut a = base_args();
+        a.capacity = Some(100);
+        f(&mut a);
+        admission_from_args(&a).map(|p| matches!(p.pushback, Pushback::Adaptive { hold: true, .. }))
+    };
+    assert_eq!(
+        with(|a| a.hold_for = Some(Duration::from_secs(5))),
+        Ok(true)
+    );
+    assert_eq!(with(|a| a.hold_max = Some(50)), Ok(true));
+    assert_eq!(with(|_| {}), Ok(false));
+    let e = with(|a| {
+        a.hold_max = Some(50);
+        a.pushback = Some(PushbackMode::Static);
+    })
+    .unwrap_err();
+    assert!(e.contains("--pushback on"), "{e}");
+    let e = with(|a| a.hold_max = Some(0)).unwrap_err();
+    assert!(e.contains("--hold-max 0"), "{e}");
+    let e = with(|a| a.hold_for = Some(Duration::from_secs(7_200))).unwrap_err();
+    assert!(e.contains("--hold-for"), "{e}");
+}
+
+fn base_args() -> StubArgs {
+    StubArgs {
+        port: 0,
+        fail_every: None,
+        fail_first: 0,
+        outage: None,
+        capacity: None,
+        pushback: None,
+        capacity_estimate: None,
+        outage_end: None,
+        horizon: None,
+        hold_max: None,
+        hold_for: None,
+        retry_after: None,
+        fail_status: 503,
+    }
+}
+
+/// A flag that cannot apply is refused (exit 2) naming what it needs;
+/// an empty Retry-After is refused rather than sent.
+#[test]
+fn flags_that_cannot_apply_are_refused() {
+    use clap::Parser;
+    let parse = |flags: &[&str]| {
+        let argv = ["herdless", "stub"].iter().chain(flags);
+        cli::Cli::try_parse_from(argv)
+    };
+    for (bad, needs) in [
+        (&["--horizon", "5s"][..], "--capacity <N>"),
+        (&["--retry-after", ""], "--retry-after"),
+        (&["--retry-after", "  "], "--retry-after"),
+    ] {
+        let e = parse(bad).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{bad:?}");
+        let msg = e.to_string();
+        assert!(msg.contains(needs), "{bad:?}: {msg}");
+    }
+    // --horizon with a capacity but pushback off does not apply either.
+    for flags in [
+        &["--capacity", "10", "--horizon", "5s", "--pushback", "off"][..],
+        &["--capacity", "10", "--horizon", "5s", "--retry-after", "2"],
+    ] {
+        let cli::Command::Stub(a) = parse(flags).unwrap().command else {
+            unreachable!()
+        };
+        let e = admission_from_args(&a).unwrap_err();
+        assert!(e.contains("--horizon") && e.contains("pushback"), "{e}");
+    }
+    let cli::Command::Stub(a) = parse(&["--capacity", "10", "--horizon", "5s"])
+        .unwrap()
+        .command
+    else {
+        unreachable!()
+    };
+    assert!(admission_from_args(&a).is_ok());
+}
+
+/// Each pushback setting out of its range is refused naming the flag at
+/// fault (`--horizon 2d` blamed `--capacity-estimate`, never passed, with
+/// "at least one slot"), and `--fail-every 0` (which never failed) too.
+#[test]
+fn ranges_name_the_flag_at_fault() {
+    use clap::Parser;
+    let admit = |flags: &[&str]| {
+        let argv = ["herdless", "stub"].iter().chain(flags);
+        match cli::Cli::try_parse_from(argv) {
+            Ok(cli) => {
+                let cli::Command::Stub(a) = cli.command else {
+                    unreachable!()
+                };
+                admission_from_args(&a).map(|_| ())
+            }
+            Err(e) => Err(format!("exit {}: {e}", e.exit_code())),
+        }
+    };
+    for (flags, want) in [
+        (
+            &["--capacity", "500", "--horizon", "2d"][..],
+            "--horizon 2d: must be within 1 s..=1 day",
+        ),
+        (
+            &["--capacity", "500", "--horizon", "500ms"],
+            "--horizon 500 ms: must be within",
+        ),
+        (
+            &[
+                "--capacity",
+                "500",
+                "--pushback",
+                "static",
+                "--horizon",
+                "1ms",
+            ],
+            "--horizon 1 ms: must be within",
+        ),
+        (
+            &["--capacity", "5", "--horizon", "10000000000d"],
+            "exit 2: error: invalid value '10000000000d' for '--horizon <DUR>'",
+        ),
+        (
+            &["--capacity", "4294967295"],
+            "--capacity 4294967295: with pushback at most 1e9",
+        ),
+        (
+            &["--capacity", "10", "--capacity-estimate", "0.01"],
+            "--capacity 10 x --capacity-estimate 0.01 = 0.1 requests/s: the capacity",
+        ),
+        (
+            &["--fail-every", "0"],
+            "exit 2: error: invalid value '0' for '--fail-every <K>'",
+        ),
+    ] {
+        let e = admit(flags).unwrap_err();
+        assert!(e.starts_with(want), "{flags:?}: {e}");
+        if !flags.contains(&"--capacity-estimate") {
+            assert!(!e.contains("--capacity-estimate"), "{flags:?}: {e}");
+        }
+    }
+    for ok in [
+        &["--capacity", "500", "--horizon", "1d"][..],
+        &[
+            "--capacity",
+            "500",
+            "--horizon",
+            "1s",
+            "--pushback",
+            "static",
+        ],
+        &["--capacity", "4294967295", "--pushback", "off"],
+        &["--capacity", "10", "--capacity-estimate", "0.1"],
+        &["--fail-every", "1"],
+    ] {
+        assert_eq!(admit(ok), Ok(()), "{ok:?}");
+    }
+}
+
+#[test]
+fn which_flags_turn_pushback_on() {
+    let on = |a: StubArgs| pushback_enabled(&a).unwrap();
+    assert_eq!(on(base_args()), None);
+    assert_eq!(
+        on(StubArgs {
+            capacity: Some(5),
+            ..base_args()
+        }),
+        Some(PushbackMode::On)
+    );
+    assert_eq!(
+        on(StubArgs {
+            capacity: Some(5),
+            pushback: Some(PushbackMode::Static),
+            ..base_args()
+        }),
+        Some(PushbackMode::Static)
+    );
+    assert_eq!(
+        on(StubArgs {
+            capacity: Some(5),
+            pushback: Some(PushbackMode::Off),
+            ..base_args()
+        }),
+        None
+    );
+    assert_eq!(
+        on(StubArgs {
+            capacity: Some(5),
+            retry_after: Some("2".into()),
+            ..base_args()
+        }),
+        None
+    );
+    for bad in [
+        StubArgs {
+            capacity: Some(5),
+            capacity_estimate: Some(0.0),
+            ..base_args()
+        },
+        StubArgs {
+            capacity: Some(5),
+            pushback: Some(PushbackMode::Off),
+            capacity_estimate: Some(2.0),
+            ..base_args()
+        },
+        StubArgs {
+            capacity: Some(5),
+            pushback: Some(PushbackMode::Off),
+            outage: Some(Duration::from_secs(1)),
+            outage_end: Some(OutageEnd::Known),
+            ..base_args()
+        },
+    ] {
+        assert!(pushback_enabled(&bad).is_err(), "{bad:?}");
+    }
+}
