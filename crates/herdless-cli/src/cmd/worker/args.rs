@@ -58,6 +58,9 @@ pub struct WorkerArgs {
     /// Exit once the consumer is idle: nothing to deliver, nothing awaiting an ack or a redelivery.
     #[arg(long)]
     pub exit_when_idle: bool,
+    /// Do not record completions: by default each success is recorded under its idempotency key in the stream's key-value bucket herdless_done_STREAM before it is acked, and a delivery whose key is recorded is acked without running (see docs/broker.md).
+    #[arg(long)]
+    pub no_completion_record: bool,
     /// The command and its arguments (after --).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<OsString>,

@@ -95,6 +95,7 @@ pub fn run(args: &WorkerArgs) -> CliResult {
     let mut worker = Worker::new(resolved.policy, move |f: &Failure| classify(&classes, f))
         .notify(events)
         .exit_when_idle(args.exit_when_idle)
+        .completion_record(!args.no_completion_record)
         .concurrency(usize::from(args.concurrency))
         .map_err(|e| CliError::usage(e.to_string()))?;
     if let Some(subject) = &args.dead_letter {

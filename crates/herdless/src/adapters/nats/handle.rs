@@ -80,6 +80,11 @@ pub enum Outcome {
         /// The probe wait.
         delay: Duration,
     },
+    /// The task's key is recorded as completed (see
+    /// [`Worker::completion_record`](super::Worker::completion_record)): a
+    /// success whose acknowledgement was lost came back; it is acked without
+    /// running.
+    AlreadyCompleted,
     /// The chain gave up; the task is in the dead-letter subject (or
     /// terminated, without one).
     DeadLettered {
@@ -197,8 +202,11 @@ impl<C, N: Notify> Worker<C, N> {
         let task_id = d.task_id.clone();
         let cx = self.context(&task_id);
         if abort.raised() || !take {
-            settle(&d.message, AckKind::Nak(None)).await?;
+            settle(&d, AckKind::Nak(None)).await?;
             return Ok(Outcome::HandedBack);
+        }
+        if let Some(done) = self.completed_before(&d).await? {
+            return Ok(done);
         }
         if let Some(e) = d.resumed.refused {
             d.resumed.engine.state_invalid(&cx, e.reason());
@@ -210,7 +218,7 @@ impl<C, N: Notify> Worker<C, N> {
         {
             Gate::Go => {}
             Gate::Wait(delay) => {
-                settle(&d.message, AckKind::Nak(Some(delay))).await?;
+                settle(&d, AckKind::Nak(Some(delay))).await?;
                 return Ok(Outcome::Deferred { delay });
             }
             Gate::GiveUp(reason) => return self.give_up(js, &d, reason, None).await,
@@ -233,7 +241,7 @@ impl<C, N: Notify> Worker<C, N> {
                 // Stopped mid-attempt: the attempt's future is dropped, the
                 // task goes back to the broker now (its delivery counts).
                 d.resumed.engine.cancel(&cx);
-                settle(&d.message, AckKind::Nak(None)).await?;
+                settle(&d, AckKind::Nak(None)).await?;
                 return Ok(Outcome::HandedBack);
             }
         };
@@ -241,7 +249,8 @@ impl<C, N: Notify> Worker<C, N> {
         let error = match result {
             Ok(()) => {
                 d.resumed.engine.succeeded(&cx, now);
-                settle(&d.message, AckKind::Ack).await?;
+                self.record_completion(js, &d, attempt).await;
+                settle(&d, AckKind::Ack).await?;
                 return Ok(Outcome::Acked { attempt });
             }
             Err(e) => e,
@@ -254,7 +263,7 @@ impl<C, N: Notify> Worker<C, N> {
             .failed(&cx, now, classification, cause, &mut rng)
         {
             Decision::Retry { delay, .. } => {
-                settle(&d.message, AckKind::Nak(Some(delay))).await?;
+                settle(&d, AckKind::Nak(Some(delay))).await?;
                 Ok(Outcome::Retrying { attempt, delay })
             }
             Decision::GiveUp(reason) => {
@@ -275,7 +284,7 @@ impl<C, N: Notify> Worker<C, N> {
         let attempts = d.resumed.engine.attempts();
         let site = &*d.site;
         let Some(subject) = &self.dead_letter else {
-            settle(&d.message, AckKind::Term).await?;
+            settle(&d, AckKind::Term).await?;
             return Ok(Outcome::DeadLettered { reason, attempts });
         };
         let elapsed = d.resumed.engine.elapsed(unix_now());
@@ -301,7 +310,7 @@ impl<C, N: Notify> Worker<C, N> {
                     "no dead letter fits the server's limit: the task is terminated (+TERM) \
                      without one"
                 );
-                settle(&d.message, AckKind::Term).await?;
+                settle(&d, AckKind::Term).await?;
                 return Ok(Outcome::DeadLettered { reason, attempts });
             }
             Sent::Failed(e) => {
@@ -315,7 +324,7 @@ impl<C, N: Notify> Worker<C, N> {
                 return Ok(Outcome::Unsettled);
             }
         }
-        settle(&d.message, AckKind::Ack).await?;
+        settle(&d, AckKind::Ack).await?;
         Ok(Outcome::DeadLettered { reason, attempts })
     }
 }
@@ -350,12 +359,10 @@ pub(super) fn key_only(identity: u128) -> String {
     .encode()
 }
 
-/// Sends `kind` and waits for the server's confirmation.
-pub(super) async fn settle(message: &jetstream::Message, kind: AckKind) -> Result<(), NatsError> {
-    message
-        .double_ack_with(kind)
-        .await
-        .map_err(|e| NatsError::broker("acknowledging a message", e))
+/// Sends `kind` and waits for the server's confirmation, asking again
+/// across a leader change (see `confirm.rs`).
+pub(super) async fn settle(d: &Delivered, kind: AckKind) -> Result<(), NatsError> {
+    super::confirm::settle_confirmed(&d.message, kind, d.site.ack_wait).await
 }
 
 /// Runs `attempt`, sending an in-progress ack every `every` meanwhile.

@@ -96,6 +96,8 @@
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 
+mod completion;
+mod confirm;
 mod dead_letter;
 mod decode;
 mod error;
@@ -110,6 +112,7 @@ use crate::engine::{Context, EventLevels, NoNotify};
 use crate::fleet::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
+pub use completion::TTL_ACK_WAITS;
 pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};
 pub use decode::{Decoded, Undecodable, decode_header_block, decode_message};
 pub use error::{MAX_NAME_LEN, MAX_SUBJECT_LEN, NatsError, check_name, check_subject};
@@ -155,6 +158,7 @@ pub struct Worker<C, N = NoNotify> {
     progress: Option<Duration>,
     concurrency: usize,
     exit_when_idle: bool,
+    completion_record: bool,
     levels: EventLevels,
 }
 
@@ -178,6 +182,7 @@ impl<C> Worker<C> {
             progress: None,
             concurrency: 1,
             exit_when_idle: false,
+            completion_record: true,
             levels: EventLevels::DEFAULT,
         }
     }
@@ -226,6 +231,7 @@ impl<C, N> Worker<C, N> {
             progress: self.progress,
             concurrency: self.concurrency,
             exit_when_idle: self.exit_when_idle,
+            completion_record: self.completion_record,
             levels: self.levels,
         }
     }
@@ -299,6 +305,34 @@ impl<C, N> Worker<C, N> {
     pub fn exit_when_idle(mut self, yes: bool) -> Self {
         self.exit_when_idle = yes;
         self
+    }
+
+    /// Whether to record each success in the stream's completion bucket
+    /// before acking it, and ack without running a delivery whose key is
+    /// recorded (default: on, where the bucket can be created; see
+    /// `completion.rs` for the bucket, its name and TTL). Off, a success
+    /// whose acknowledgement is lost in a leader change runs again when the
+    /// broker redelivers it; on, each delivery costs one more request and
+    /// each success one more confirmed publish.
+    ///
+    /// ```
+    /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .completion_record(false);
+    /// assert!(!w.records_completions());
+    /// ```
+    pub fn completion_record(mut self, on: bool) -> Self {
+        self.completion_record = on;
+        self
+    }
+
+    /// Whether successes are recorded (see [`completion_record`](Self::completion_record)).
+    ///
+    /// ```
+    /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry);
+    /// assert!(w.records_completions());
+    /// ```
+    pub fn records_completions(&self) -> bool {
+        self.completion_record
     }
 
     /// How many tasks run at once: 1 to [`MAX_CONCURRENCY`].

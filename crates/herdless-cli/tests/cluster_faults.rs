@@ -1,0 +1,104 @@
+//! `herdless worker` over a three-server JetStream cluster while the stream's
+//! leader is killed, frozen, cut off, and while every server restarts in
+//! turn: 1,000 tasks, six workers on three servers (see `cluster_fleet`).
+//! After each fault every task succeeded exactly once or has exactly one
+//! dead letter, every worker drained on its own, and the redeliveries are
+//! spread no worse than on one server.
+
+#[path = "nats_server/cluster.rs"]
+mod nats_cluster;
+
+mod cluster_fleet;
+
+use std::time::Duration;
+
+use cluster_fleet::{ACK_WAIT, Fleet, Report, now};
+use nats_cluster::NatsCluster;
+
+/// Faults are injected once this many tasks have succeeded.
+const BEFORE_FAULT: usize = 250;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fault {
+    Kill,
+    Freeze,
+    Cut,
+    Rolling,
+}
+
+async fn run(fault: Fault) -> (Report, usize) {
+    let mut cluster = NatsCluster::start();
+    let js = cluster.jetstream().await;
+    let fleet = Fleet::start(&cluster, &js, &[]).await;
+    fleet.await_successes(BEFORE_FAULT).await;
+    let leader = cluster.stream_leader("TASKS").await;
+    let at = now();
+    match fault {
+        Fault::Kill => {
+            cluster.kill(leader);
+            while cluster.stream_leader("TASKS").await == leader {}
+            cluster.restart(leader);
+        }
+        Fault::Freeze => {
+            cluster.freeze(leader);
+            // The fault's length, not a wait for a condition.
+            tokio::time::sleep(ACK_WAIT + Duration::from_secs(2)).await;
+            cluster.thaw(leader);
+        }
+        Fault::Cut => {
+            cluster.cut(leader);
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            cluster.heal(leader);
+        }
+        Fault::Rolling => {
+            for i in 0..3 {
+                cluster.stop(i);
+                cluster.restart(i);
+                cluster.await_current("TASKS").await;
+            }
+        }
+    }
+    let report = fleet.finish(&js, at).await;
+    println!(
+        "cluster fault {fault:?} (leader n{leader}, namespaces: {}): {report:?}",
+        cluster.isolated()
+    );
+    (report, leader)
+}
+
+fn check(r: &Report) {
+    assert_eq!(r.lost, 0, "tasks lost: {r:?}");
+    assert_eq!(r.twice, 0, "tasks completed twice: {r:?}");
+    assert_eq!(
+        r.dead_wrong, 0,
+        "terminal tasks without exactly one dead letter: {r:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_leader_killed_and_restarted() {
+    let (r, leader) = run(Fault::Kill).await;
+    check(&r);
+    for w in (0..6).filter(|w| w % 3 == leader) {
+        assert!(r.reconnected[w], "worker {w} of the killed server: {r:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_leader_frozen_past_the_ack_wait() {
+    let (r, _) = run(Fault::Freeze).await;
+    check(&r);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_leader_cut_off_for_ten_seconds() {
+    let (r, _) = run(Fault::Cut).await;
+    check(&r);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_of_every_server() {
+    let (r, _) = run(Fault::Rolling).await;
+    check(&r);
+    assert!(r.reconnected.iter().all(|x| *x), "{r:?}");
+}
