@@ -60,18 +60,23 @@ async fn run(fault: Fault) -> (Report, usize) {
     }
     let report = fleet.finish(&js, at).await;
     println!(
-        "cluster fault {fault:?} (leader n{leader}, namespaces: {}): {report:?}",
-        cluster.isolated()
+        "cluster fault {fault:?} (leader n{leader}, namespaces: {}): {}",
+        cluster.isolated(),
+        report.line()
     );
     (report, leader)
 }
 
 fn check(r: &Report) {
-    assert_eq!(r.lost, 0, "tasks lost: {r:?}");
-    assert_eq!(r.twice, 0, "tasks completed twice: {r:?}");
+    if r.lost + r.twice + r.dead_wrong > 0 || std::env::var_os("CLUSTER_TRAIL").is_some() {
+        println!("{}", r.trail);
+    }
+    let line = r.line();
+    assert_eq!(r.lost, 0, "tasks lost: {line}");
+    assert_eq!(r.twice, 0, "tasks completed twice: {line}");
     assert_eq!(
         r.dead_wrong, 0,
-        "terminal tasks without exactly one dead letter: {r:?}"
+        "terminal tasks without one dead letter: {line}"
     );
 }
 
@@ -80,7 +85,11 @@ async fn the_stream_leader_killed_and_restarted() {
     let (r, leader) = run(Fault::Kill).await;
     check(&r);
     for w in (0..6).filter(|w| w % 3 == leader) {
-        assert!(r.reconnected[w], "worker {w} of the killed server: {r:?}");
+        assert!(
+            r.reconnected[w],
+            "worker {w} of the killed server: {}",
+            r.line()
+        );
     }
 }
 
@@ -100,5 +109,5 @@ async fn the_stream_leader_cut_off_for_ten_seconds() {
 async fn a_rolling_restart_of_every_server() {
     let (r, _) = run(Fault::Rolling).await;
     check(&r);
-    assert!(r.reconnected.iter().all(|x| *x), "{r:?}");
+    assert!(r.reconnected.iter().all(|x| *x), "{}", r.line());
 }

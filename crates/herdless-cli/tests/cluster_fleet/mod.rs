@@ -23,8 +23,9 @@ use crate::nats_cluster::{NatsCluster, SETTLE, cluster_streams};
 const BIN: &str = env!("CARGO_BIN_EXE_herdless");
 pub(crate) const TASKS: usize = 1000;
 pub(crate) const WORKERS: usize = 6;
-/// The consumer's ack wait: a SIGSTOP of the leader outlasts it.
-pub(crate) const ACK_WAIT: Duration = Duration::from_secs(3);
+/// The consumer's ack wait: longer than a leader election and a worker's
+/// move to another server (about 5 s here), shorter than the SIGSTOP.
+pub(crate) const ACK_WAIT: Duration = Duration::from_secs(8);
 /// How long the fleet may take to drain after the fault: generous, bounded.
 const DRAIN: Duration = Duration::from_secs(90);
 const WINDOW: f64 = 0.1;
@@ -61,7 +62,6 @@ pub(crate) struct Fleet {
 }
 
 /// What became of the tasks, and how the retries spread.
-#[derive(Debug)]
 pub(crate) struct Report {
     /// Tasks neither succeeded nor dead-lettered.
     pub lost: usize,
@@ -75,9 +75,35 @@ pub(crate) struct Report {
     pub retrying: usize,
     /// From the fault to the first success of an attempt started after it (s).
     pub first_success_s: f64,
+    /// The longest time without a success, from the fault on (s).
+    pub stall_s: f64,
     /// Per worker: whether it said its connection was re-established.
     pub reconnected: Vec<bool>,
     pub wall_s: f64,
+    /// What the duplicates and lost tasks did, and the workers' warnings,
+    /// for a failure's message.
+    pub trail: String,
+}
+
+impl Report {
+    /// The figures on one line.
+    pub(crate) fn line(&self) -> String {
+        format!(
+            "lost {}, twice {}, dead letters {} ({} wrong), spread {:.3} of {} retrying, \
+             first success after {:.3}s, longest gap {:.3}s, reconnected {:?}, drained {:.1}s \
+             after the fault's end",
+            self.lost,
+            self.twice,
+            self.dead_letters,
+            self.dead_wrong,
+            self.spread,
+            self.retrying,
+            self.first_success_s,
+            self.stall_s,
+            self.reconnected,
+            self.wall_s
+        )
+    }
 }
 
 impl Fleet {
@@ -154,6 +180,7 @@ impl Fleet {
     pub(crate) async fn finish(self, js: &jetstream::Context, fault: f64) -> Report {
         let started = Instant::now();
         let mut reconnected = Vec::new();
+        let mut trail = String::new();
         for (w, child) in self.workers.into_iter().enumerate() {
             let out = tokio::time::timeout(DRAIN, child.wait_with_output())
                 .await
@@ -166,23 +193,52 @@ impl Fleet {
                 out.status
             );
             reconnected.push(stderr.contains("re-established"));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            trail.push_str(&format!("worker {w}: {}\n", stdout.trim()));
+            for l in stderr.lines().filter(|l| !l.starts_with('{')) {
+                trail.push_str(&format!("worker {w}: {l}\n"));
+            }
         }
         let wall_s = started.elapsed().as_secs_f64();
         let dir = self.dir.path();
         let mut done: BTreeMap<usize, usize> = BTreeMap::new();
         let mut first = f64::MAX;
+        let mut ends = vec![fault];
         for f in lines(&dir.join("done")) {
             *done.entry(f[1].parse().unwrap()).or_default() += 1;
             let (start, end): (f64, f64) = (f[3].parse().unwrap(), f[4].parse().unwrap());
             if start > fault {
                 first = first.min(end - fault);
             }
+            if end > fault {
+                ends.push(end);
+            }
         }
+        ends.sort_by(f64::total_cmp);
+        let stall_s = ends.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
         let dead = dead_by_sequence(js).await;
         let (mut lost, mut twice, mut dead_wrong) = (0, 0, 0);
         for (i, seq) in self.sequences.iter().enumerate() {
             let ran = done.get(&i).copied().unwrap_or(0);
             let letters = dead.get(seq).copied().unwrap_or(0);
+            if ran > 1 || (ran == 0 && letters == 0) {
+                trail.push_str(&format!(
+                    "task {i} ({}, seq {seq}): ran {ran}, letters {letters}\n",
+                    kind(i)
+                ));
+                for f in lines(&dir.join("attempts"))
+                    .iter()
+                    .filter(|f| f[1] == i.to_string())
+                {
+                    let t: f64 = f[4].parse().unwrap();
+                    trail.push_str(&format!(
+                        "  attempt {} on worker {} at {:+.3}s\n",
+                        f[2],
+                        f[3],
+                        t - fault
+                    ));
+                }
+            }
             if kind(i) == "terminal" {
                 lost += usize::from(letters == 0);
                 dead_wrong += usize::from(letters != 1 || ran != 0);
@@ -212,8 +268,10 @@ impl Fleet {
             spread,
             retrying,
             first_success_s: first,
+            stall_s,
             reconnected,
             wall_s,
+            trail,
         }
     }
 }
@@ -240,19 +298,25 @@ pub(crate) fn largest_window(mut starts: Vec<f64>) -> usize {
     best
 }
 
-/// Dead letters per task sequence (`Herdless-Sequence`).
+/// Dead letters per task sequence (`Herdless-Sequence`), read once the
+/// `DEAD` stream answers (its leader may still be settling after the fault).
 async fn dead_by_sequence(js: &jetstream::Context) -> BTreeMap<u64, usize> {
-    let mut out = BTreeMap::new();
     let deadline = Instant::now() + SETTLE;
-    let mut dead = loop {
-        match js.get_stream("DEAD").await {
-            Ok(s) => break s,
+    loop {
+        match try_dead(js).await {
+            Ok(out) => return out,
             Err(e) => assert!(Instant::now() < deadline, "the DEAD stream: {e}"),
         }
-    };
-    let count = dead.info().await.expect("DEAD's info").state.last_sequence;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn try_dead(js: &jetstream::Context) -> Result<BTreeMap<u64, usize>, async_nats::Error> {
+    let mut out = BTreeMap::new();
+    let mut dead = js.get_stream("DEAD").await?;
+    let count = dead.info().await?.state.last_sequence;
     for seq in 1..=count {
-        let m = dead.get_raw_message(seq).await.expect("a dead letter");
+        let m = dead.get_raw_message(seq).await?;
         let task = m
             .headers
             .get("Herdless-Sequence")
@@ -260,5 +324,5 @@ async fn dead_by_sequence(js: &jetstream::Context) -> BTreeMap<u64, usize> {
             .expect("a dead letter names its task");
         *out.entry(task).or_default() += 1;
     }
-    out
+    Ok(out)
 }

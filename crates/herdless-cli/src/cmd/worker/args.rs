@@ -33,7 +33,7 @@ Exit status: 0 after a stop or --exit-when-idle; 1 when the broker cannot be rea
 consumer read; 2 for usage errors and for a consumer or dead-letter subject it refuses."
 )]
 pub struct WorkerArgs {
-    /// The NATS server (nats://HOST:PORT).
+    /// The NATS server (nats://HOST:PORT), or several, comma-separated (servers of one cluster).
     #[arg(long, env = "NATS_URL", value_name = "URL")]
     pub nats: String,
     /// The JetStream stream holding the tasks (1-255 bytes; no whitespace, '.', '*', '>', '/', '\\').

@@ -37,8 +37,8 @@ use async_nats::jetstream::{self, stream};
 
 use async_nats::jetstream::AckKind;
 
-use super::confirm::{RECORD_ACK_WAITS, TRY, again};
-use super::handle::{Delivered, Outcome, settle};
+use super::confirm::{RECORD_ACK_WAITS, again};
+use super::handle::{Delivered, Outcome, settle, with_progress};
 use super::{NatsError, Worker};
 use crate::redelivery::unix_now;
 use crate::rng::IdempotencyKey;
@@ -133,49 +133,46 @@ impl Completions {
     }
 }
 
-/// How long a delivery whose record cannot be read waits before it is
-/// delivered again.
-pub(super) const UNREAD_PAUSE: Duration = Duration::from_secs(1);
-
 impl<C, N> Worker<C, N> {
-    /// Before running a delivery: `Some(outcome)` when its key is recorded
-    /// as completed (acked without running), or when the record cannot be
-    /// read (handed back for [`UNREAD_PAUSE`] rather than run blind: the
-    /// bucket's leader is changing, and a task done before it must not run
-    /// again meanwhile).
+    /// Before running a delivery: `Some(AlreadyCompleted)` (acked without
+    /// running) when its key is recorded as completed. A record that cannot
+    /// be read (the bucket's leader is changing) is asked again, the
+    /// delivery kept with in-progress acks every `progress`, for up to
+    /// [`RECORD_ACK_WAITS`] ack waits: a NAK would spend one of the task's
+    /// deliveries, which count as attempts. Past that the task runs, with a
+    /// warning.
     pub(super) async fn completed_before(
         &self,
         d: &Delivered,
+        progress: Option<Duration>,
     ) -> Result<Option<Outcome>, NatsError> {
         let Some(record) = &d.site.completions else {
             return Ok(None);
         };
-        let read = tokio::time::timeout(TRY, record.completed(d.resumed.key)).await;
-        match read {
-            Ok(Ok(false)) => Ok(None),
-            Ok(Ok(true)) => {
+        let found = std::sync::atomic::AtomicBool::new(false);
+        let within = d.site.ack_wait * RECORD_ACK_WAITS;
+        let read = again(within, || async {
+            let yes = record.completed(d.resumed.key).await?;
+            found.store(yes, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        });
+        match with_progress(read, &d.message, progress).await {
+            Ok(()) if found.into_inner() => {
                 settle(d, AckKind::Ack).await?;
                 Ok(Some(Outcome::AlreadyCompleted))
             }
-            Ok(Err(e)) => self.unread(d, &e).await,
-            Err(_) => {
-                let e = NatsError::broker("reading the completion record", "no answer in time");
-                self.unread(d, &e).await
+            Ok(()) => Ok(None),
+            Err(e) => {
+                tracing::warn!(
+                    target: "herdless",
+                    task_id = %d.task_id,
+                    error = %e,
+                    "completion record unreadable: the task runs without knowing whether it \
+                     completed before"
+                );
+                Ok(None)
             }
         }
-    }
-
-    async fn unread(&self, d: &Delivered, e: &NatsError) -> Result<Option<Outcome>, NatsError> {
-        tracing::warn!(
-            target: "herdless",
-            task_id = %d.task_id,
-            error = %e,
-            "completion record unreadable: the task goes back to the broker for a second"
-        );
-        settle(d, AckKind::Nak(Some(UNREAD_PAUSE))).await?;
-        Ok(Some(Outcome::Deferred {
-            delay: UNREAD_PAUSE,
-        }))
     }
 
     /// After a success, before its ack: records the task's key as completed,

@@ -205,7 +205,7 @@ impl<C, N: Notify> Worker<C, N> {
             settle(&d, AckKind::Nak(None)).await?;
             return Ok(Outcome::HandedBack);
         }
-        if let Some(done) = self.completed_before(&d).await? {
+        if let Some(done) = self.completed_before(&d, progress).await? {
             return Ok(done);
         }
         if let Some(e) = d.resumed.refused {
@@ -366,7 +366,7 @@ pub(super) async fn settle(d: &Delivered, kind: AckKind) -> Result<(), NatsError
 }
 
 /// Runs `attempt`, sending an in-progress ack every `every` meanwhile.
-async fn with_progress<T>(
+pub(super) async fn with_progress<T>(
     attempt: impl Future<Output = T>,
     message: &jetstream::Message,
     every: Option<Duration>,

@@ -98,6 +98,7 @@
 
 mod completion;
 mod confirm;
+mod connect;
 mod dead_letter;
 mod decode;
 mod error;
@@ -113,6 +114,7 @@ use crate::fleet::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
 pub use completion::TTL_ACK_WAITS;
+pub use connect::{CONNECT_TIMEOUT, PING_INTERVAL, connect_options};
 pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};
 pub use decode::{Decoded, Undecodable, decode_header_block, decode_message};
 pub use error::{MAX_NAME_LEN, MAX_SUBJECT_LEN, NatsError, check_name, check_subject};

@@ -46,8 +46,7 @@ pub struct Summary {
     pub already_completed: u64,
     /// Failed attempts handed to the broker with the engine's delay.
     pub retried: u64,
-    /// Deliveries held back, NAKed with a wait, not run: the breaker's, or a
-    /// second when the completion record could not be read.
+    /// Retries the breaker held back (NAKed with its wait, not run).
     pub deferred: u64,
     /// Tasks given up (dead-lettered, or terminated without a dead-letter subject).
     pub dead_lettered: u64,

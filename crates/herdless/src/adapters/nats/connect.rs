@@ -1,0 +1,42 @@
+//! [`connect_options`]: the connection a worker wants on a cluster.
+//!
+//! # Why
+//!
+//! A server that is killed closes its connections, and the client
+//! reconnects at once. One that freezes, or is cut off from the network,
+//! leaves them open: the client notices only when its pings go unanswered,
+//! and async-nats pings every 60 s by default and gives up after two
+//! unanswered ones, so a worker would wait about two minutes on a server
+//! that is gone, with its tasks' acknowledgements and completion records
+//! stuck in it, while the broker redelivers those tasks elsewhere after
+//! their ack wait. With a ping every [`PING_INTERVAL`] the worker moves to
+//! another server of the cluster (those its server announced, or those
+//! given) within about three seconds, well inside an ack wait, and asks
+//! again there (see `confirm.rs`).
+
+use std::time::Duration;
+
+/// How often a worker's connection pings its server.
+pub const PING_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long a worker's connection attempt to one server may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Connection options for a worker: pings every [`PING_INTERVAL`], so that
+/// a frozen or unreachable server is left within seconds, a connection
+/// attempt bounded by [`CONNECT_TIMEOUT`] (see the module documentation),
+/// and a name servers show (`herdless worker`).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), async_nats::ConnectError> {
+/// let client = herdless::adapters::nats::connect_options()
+///     .connect(["nats://10.0.0.1:4222", "nats://10.0.0.2:4222"].as_slice())
+///     .await?;
+/// # Ok(()) }
+/// ```
+pub fn connect_options() -> async_nats::ConnectOptions {
+    async_nats::ConnectOptions::new()
+        .name("herdless worker")
+        .ping_interval(PING_INTERVAL)
+        .connection_timeout(CONNECT_TIMEOUT)
+}
