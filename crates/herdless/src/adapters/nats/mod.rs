@@ -6,7 +6,7 @@
 //!
 //! | the engine says | the worker does |
 //! |---|---|
-//! | success | `+ACK` (confirmed by the server) |
+//! | success | record the completion under the task's key (`completion.rs`), then `+ACK` (confirmed by the server) |
 //! | `Decision::Retry { delay }` | `-NAK {"delay": delay}`: the broker redelivers the task after `delay`, to any worker |
 //! | `Decision::GiveUp(reason)` (terminal, attempts, elapsed, shared budget, server pushback) | publish the message, its headers and the reason, attempts and elapsed time to the dead-letter subject (confirmed by the stream that stores it), then `+ACK`; without a dead-letter subject, `+TERM` |
 //! | a redelivered retry the gate refuses ([`Engine::redelivered`]) | dead letter, as above, without running it |
@@ -18,6 +18,9 @@
 //! [`redelivery`](crate::redelivery)).
 //!
 //! # No path loses a task
+//!
+//! (On a cluster, see also `confirm.rs` and `connect.rs`: a confirmation
+//! that does not come is asked again on the new leader.)
 //!
 //! * Each acknowledgement that ends a task's life (`+ACK`, `+TERM`) is a
 //!   request the server confirms; until then the task is the broker's.
