@@ -128,12 +128,15 @@ fn sweep_leftovers() {
 
 impl Net {
     /// The namespaces, the bridge and the veths; the subnet's third octet.
-    fn create(prefix: &str) -> Result<(Net, u8), String> {
+    fn create(prefix: &str, run: u32) -> Result<(Net, u8), String> {
         sweep_leftovers();
+        // Clusters started at once by one process take different subnets
+        // by their run numbers; other processes' (and leftovers') show in
+        // the host's addresses.
         let used = ip_out(&["-4", "-o", "addr", "show"]);
-        let seed = std::process::id() as usize * 7 + RUNS.load(Ordering::Relaxed) as usize * 13;
+        let seed = std::process::id() as usize * 7 + run as usize * 53;
         let subnet = (0..256)
-            .map(|k| ((seed + k) % 256) as u8)
+            .map(|k| ((seed + k * 17) % 256) as u8)
             .find(|x| !used.contains(&format!("198.18.{x}.")))
             .ok_or("no free 198.18.X.0/24")?;
         let net = Net {
@@ -206,7 +209,7 @@ impl NatsCluster {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let run = RUNS.fetch_add(1, Ordering::Relaxed);
         let prefix = format!("hlc{}x{run}", std::process::id());
-        let (net, hosts, ports) = match Net::create(&prefix) {
+        let (net, hosts, ports) = match Net::create(&prefix, run) {
             Ok((net, subnet)) => {
                 let hosts: Vec<String> = (1..=3).map(|i| format!("198.18.{subnet}.{i}")).collect();
                 (Some(net), hosts, vec![(4222, 6222); 3])
@@ -446,6 +449,39 @@ impl NatsCluster {
                 return i;
             }
             assert!(Instant::now() < deadline, "{stream} has no leader");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The index of the server leading consumer `name` of `stream` (awaited:
+    /// bounded by [`SETTLE`]).
+    pub(crate) async fn consumer_leader(&self, stream: &str, name: &str) -> usize {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            for node in self.nodes.iter().filter(|n| !n.away) {
+                let ask = async {
+                    let client = async_nats::ConnectOptions::new()
+                        .connection_timeout(ASK)
+                        .connect(node.url.as_str())
+                        .await
+                        .ok()?;
+                    let js = jetstream::new(client);
+                    let mut c: consumer::PullConsumer = js
+                        .get_stream(stream)
+                        .await
+                        .ok()?
+                        .get_consumer(name)
+                        .await
+                        .ok()?;
+                    c.info().await.ok()?.cluster.clone()?.leader
+                };
+                if let Ok(Some(leader)) = tokio::time::timeout(ASK, ask).await
+                    && let Some(i) = self.nodes.iter().position(|n| n.name == leader)
+                {
+                    return i;
+                }
+            }
+            assert!(Instant::now() < deadline, "{stream}/{name} has no leader");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

@@ -4,15 +4,17 @@
 //!
 //! A server that is killed closes its connections, and the client
 //! reconnects at once. One that freezes, or is cut off from the network,
-//! leaves them open: the client notices only when its pings go unanswered,
-//! and async-nats pings every 60 s by default and gives up after two
-//! unanswered ones, so a worker would wait about two minutes on a server
-//! that is gone, with its tasks' acknowledgements and completion records
-//! stuck in it, while the broker redelivers those tasks elsewhere after
-//! their ack wait. With a ping every [`PING_INTERVAL`] the worker moves to
-//! another server of the cluster (those its server announced, or those
-//! given) within about three seconds, well inside an ack wait, and asks
-//! again there (see `confirm.rs`).
+//! leaves them open: the client notices only when its pings go unanswered.
+//! async-nats pings every 60 s by default and gives up after two unanswered
+//! ones; every second here, so an idle worker leaves such a server within
+//! about three seconds. (A busy one would not: async-nats holds its ping
+//! back while the client sends commands, which is why the worker also
+//! probes its server itself, see `liveness.rs`.) A connection attempt to an
+//! unreachable server gives up after [`CONNECT_TIMEOUT`] (the client's
+//! default is 5 s) and tries the next. async-nats 0.46 bounds the TCP
+//! connect only, not the server's greeting: a reconnect that reaches a
+//! server whose process is stopped (it accepts the connection but says
+//! nothing) waits until that server resumes or dies.
 
 use std::time::Duration;
 

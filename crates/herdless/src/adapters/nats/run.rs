@@ -188,7 +188,9 @@ impl<C, N: Notify> Worker<C, N> {
         let mut summary = Summary::default();
         let mut backoff = pull_backoff();
         let pause = tokio::time::sleep(Duration::ZERO);
-        tokio::pin!(stop, abort, pause);
+        // Leaves a server that stops answering (see `liveness.rs`).
+        let liveness = super::liveness::watch(client.clone());
+        tokio::pin!(stop, abort, pause, liveness);
         let mut paused = false;
         loop {
             let free = self.concurrency - inflight.len();
@@ -244,6 +246,7 @@ impl<C, N: Notify> Worker<C, N> {
                 }
                 _ = &mut stop, if !stopping => stopping = true,
                 () = &mut pause, if paused => paused = false,
+                () = &mut liveness => {}
                 _ = watch.tick() => {
                     let now = stats.connects.load(Ordering::Relaxed);
                     if now != connects {
