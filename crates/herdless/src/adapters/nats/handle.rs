@@ -205,7 +205,15 @@ impl<C, N: Notify> Worker<C, N> {
             settle(&d, AckKind::Nak(None)).await?;
             return Ok(Outcome::HandedBack);
         }
-        if let Some(done) = self.completed_before(&d, progress).await? {
+        let before = tokio::select! {
+            biased;
+            before = self.completed_before(&d, progress) => before?,
+            () = abort.wait() => {
+                settle(&d, AckKind::Nak(None)).await?;
+                return Ok(Outcome::HandedBack);
+            }
+        };
+        if let Some(done) = before {
             return Ok(done);
         }
         if let Some(e) = d.resumed.refused {
@@ -284,7 +292,7 @@ impl<C, N: Notify> Worker<C, N> {
         let attempts = d.resumed.engine.attempts();
         let site = &*d.site;
         let Some(subject) = &self.dead_letter else {
-            settle(&d, AckKind::Term).await?;
+            settle(d, AckKind::Term).await?;
             return Ok(Outcome::DeadLettered { reason, attempts });
         };
         let elapsed = d.resumed.engine.elapsed(unix_now());
@@ -310,7 +318,7 @@ impl<C, N: Notify> Worker<C, N> {
                     "no dead letter fits the server's limit: the task is terminated (+TERM) \
                      without one"
                 );
-                settle(&d, AckKind::Term).await?;
+                settle(d, AckKind::Term).await?;
                 return Ok(Outcome::DeadLettered { reason, attempts });
             }
             Sent::Failed(e) => {
@@ -324,7 +332,7 @@ impl<C, N: Notify> Worker<C, N> {
                 return Ok(Outcome::Unsettled);
             }
         }
-        settle(&d, AckKind::Ack).await?;
+        settle(d, AckKind::Ack).await?;
         Ok(Outcome::DeadLettered { reason, attempts })
     }
 }
