@@ -34,6 +34,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// let client = herdless::adapters::nats::connect_options()
 ///     .connect(["nats://10.0.0.1:4222", "nats://10.0.0.2:4222"].as_slice())
 ///     .await?;
+/// let js = async_nats::jetstream::new(client);
+/// # drop(js);
 /// # Ok(()) }
 /// ```
 pub fn connect_options() -> async_nats::ConnectOptions {

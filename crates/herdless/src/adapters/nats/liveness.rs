@@ -34,6 +34,10 @@ pub const PROBE_EVERY: Duration = Duration::from_secs(1);
 /// How long a probe waits for the server's answer.
 pub const PROBE_WAIT: Duration = Duration::from_secs(2);
 
+/// How long the client may stay without a connection before the worker
+/// says so (once per outage).
+const STUCK_AFTER: Duration = Duration::from_secs(10);
+
 /// Probes `client`'s server for ever, reconnecting when it stops answering.
 pub(super) async fn watch(client: async_nats::Client) {
     use futures_util::StreamExt;
@@ -44,8 +48,10 @@ pub(super) async fn watch(client: async_nats::Client) {
     let mut every = tokio::time::interval(PROBE_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut echoes = false;
+    let mut down_since: Option<(tokio::time::Instant, bool)> = None;
     loop {
         every.tick().await;
+        note_outage(&client, &mut down_since);
         // Probes answered late, or twice across a reconnect, are dropped.
         while let Some(Some(_)) = futures_util::FutureExt::now_or_never(echo.next()) {}
         if client.connection_state() != State::Connected
@@ -72,5 +78,27 @@ pub(super) async fn watch(client: async_nats::Client) {
         if let Err(e) = client.force_reconnect().await {
             tracing::warn!(target: "herdless", error = %e, "reconnecting failed");
         }
+    }
+}
+
+/// Says once per outage that the client has had no connection for
+/// [`STUCK_AFTER`]: async-nats 0.46 bounds a reconnect's TCP connect but not
+/// the server's greeting, so a reconnect that reached a stopped server
+/// process waits until it resumes or dies.
+fn note_outage(client: &async_nats::Client, down_since: &mut Option<(tokio::time::Instant, bool)>) {
+    if client.connection_state() == State::Connected {
+        *down_since = None;
+        return;
+    }
+    let (since, said) = down_since.get_or_insert_with(|| (tokio::time::Instant::now(), false));
+    if !*said && since.elapsed() >= STUCK_AFTER {
+        *said = true;
+        tracing::warn!(
+            target: "herdless",
+            down_s = since.elapsed().as_secs_f64(),
+            "no connection to the broker: still reconnecting (a server that accepts the \
+             connection but does not answer, such as a stopped process, holds the client \
+             until it resumes or dies)"
+        );
     }
 }
