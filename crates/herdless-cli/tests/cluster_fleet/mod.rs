@@ -154,8 +154,10 @@ impl Fleet {
                 .env("DIR", dir.path())
                 .env("WORKER", w.to_string())
                 .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
+                // Files, not pipes: a pipe nobody reads during the fault
+                // would fill and stall the worker on its own warnings.
+                .stdout(log_file(dir.path(), &format!("worker{w}.out")))
+                .stderr(log_file(dir.path(), &format!("worker{w}.err")))
                 .kill_on_drop(true);
             workers.push(cmd.spawn().expect("start herdless worker"));
         }
@@ -181,19 +183,16 @@ impl Fleet {
         let started = Instant::now();
         let mut reconnected = Vec::new();
         let mut trail = String::new();
-        for (w, child) in self.workers.into_iter().enumerate() {
-            let out = tokio::time::timeout(DRAIN, child.wait_with_output())
+        for (w, mut child) in self.workers.into_iter().enumerate() {
+            let status = tokio::time::timeout(DRAIN, child.wait())
                 .await
                 .unwrap_or_else(|_| panic!("worker {w} did not drain within {DRAIN:?}"))
                 .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert!(
-                out.status.success(),
-                "worker {w}: {:?}\n{stderr}",
-                out.status
-            );
+            let read = |name: String| std::fs::read_to_string(self.dir.path().join(name)).unwrap();
+            let stderr = read(format!("worker{w}.err"));
+            assert!(status.success(), "worker {w}: {status:?}\n{stderr}");
             reconnected.push(stderr.contains("re-established"));
-            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stdout = read(format!("worker{w}.out"));
             trail.push_str(&format!("worker {w}: {}\n", stdout.trim()));
             for l in stderr.lines().filter(|l| !l.starts_with('{')) {
                 trail.push_str(&format!("worker {w}: {l}\n"));
@@ -274,6 +273,11 @@ impl Fleet {
             trail,
         }
     }
+}
+
+/// A new file in `dir` for a worker's output.
+fn log_file(dir: &Path, name: &str) -> std::fs::File {
+    std::fs::File::create(dir.join(name)).expect("a worker's log file")
 }
 
 /// The lines of a log, split at spaces.

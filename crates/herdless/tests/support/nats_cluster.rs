@@ -7,7 +7,7 @@
 //! aside for network benchmarks, on links that exist only inside the
 //! namespaces made here). Otherwise the servers listen on 127.0.0.1 and a
 //! cut is a SIGSTOP, which [`NatsCluster::isolated`] and the start's message
-//! say. Names carry the test process's pid and a counter, so parallel tests
+//! say (`HERDLESS_TEST_NO_NETNS=1` forces it). Names carry the test process's pid and a counter, so parallel tests
 //! and the leftovers of a killed run do not collide (leftovers whose process
 //! is gone are removed). Every server is ended by its pid, when asked and on
 //! drop (a panicking test included); the namespaces are deleted on drop.
@@ -129,6 +129,9 @@ fn sweep_leftovers() {
 impl Net {
     /// The namespaces, the bridge and the veths; the subnet's third octet.
     fn create(prefix: &str, run: u32) -> Result<(Net, u8), String> {
+        if std::env::var_os("HERDLESS_TEST_NO_NETNS").is_some() {
+            return Err("HERDLESS_TEST_NO_NETNS is set".into());
+        }
         sweep_leftovers();
         // Clusters started at once by one process take different subnets
         // by their run numbers; other processes' (and leftovers') show in
