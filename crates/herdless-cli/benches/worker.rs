@@ -2,7 +2,8 @@
 //! sample publishes a backlog of tasks to a real `nats-server` and times one
 //! `herdless worker --exit-when-idle -- true` draining it (process start,
 //! connection, one child process per task, the acks; one task = one
-//! element).
+//! element); each concurrency with the completion record (the default) and
+//! without it (`--no-completion-record`): the difference is its cost.
 //!
 //! `cargo bench -p herdless-cli --bench worker`
 #![allow(missing_docs)] // criterion_group! defines undocumented functions
@@ -28,8 +29,13 @@ fn drain(c: &mut Criterion) {
     group
         .sample_size(10)
         .throughput(Throughput::Elements(BACKLOG));
-    for concurrency in [1u32, 8] {
-        group.bench_function(BenchmarkId::new("concurrency", concurrency), |b| {
+    for (concurrency, record) in [(1u32, true), (1, false), (8, true), (8, false)] {
+        let name = if record {
+            "concurrency"
+        } else {
+            "concurrency, no completion record"
+        };
+        group.bench_function(BenchmarkId::new(name, concurrency), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
@@ -39,8 +45,12 @@ fn drain(c: &mut Criterion) {
                         }
                     });
                     let start = Instant::now();
-                    let status = Command::new(BIN)
-                        .args(["worker", "--nats", server.url(), "--stream", "TASKS"])
+                    let mut cmd = Command::new(BIN);
+                    cmd.args(["worker", "--nats", server.url(), "--stream", "TASKS"]);
+                    if !record {
+                        cmd.arg("--no-completion-record");
+                    }
+                    let status = cmd
                         .args(["--consumer", "workers", "--dead-letter", "dead.tasks"])
                         .args(["--concurrency", &concurrency.to_string()])
                         .args(["--exit-when-idle", "--quiet", "--", "true"])

@@ -33,7 +33,7 @@ Exit status: 0 after a stop or --exit-when-idle; 1 when the broker cannot be rea
 consumer read; 2 for usage errors and for a consumer or dead-letter subject it refuses."
 )]
 pub(crate) struct WorkerArgs {
-    /// The NATS server (nats://HOST:PORT).
+    /// The NATS server (nats://HOST:PORT), or several, comma-separated (servers of one cluster).
     #[arg(long, env = "NATS_URL", value_name = "URL")]
     pub(crate) nats: String,
     /// The JetStream stream holding the tasks (1-255 bytes; no whitespace, '.', '*', '>', '/', '\\').
@@ -58,6 +58,9 @@ pub(crate) struct WorkerArgs {
     /// Exit once the consumer is idle: nothing to deliver, nothing awaiting an ack or a redelivery.
     #[arg(long)]
     pub(crate) exit_when_idle: bool,
+    /// Do not record completions: by default each success is recorded under its idempotency key in the stream's key-value bucket herdless_done_STREAM before it is acked, and a delivery whose key is recorded is acked without running (see docs/broker.md).
+    #[arg(long)]
+    pub(crate) no_completion_record: bool,
     /// The command and its arguments (after --).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,

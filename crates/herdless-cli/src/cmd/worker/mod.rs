@@ -95,6 +95,7 @@ pub(crate) fn run(args: &WorkerArgs) -> CliResult {
     let mut worker = Worker::new(resolved.policy, move |f: &Failure| classify(&classes, f))
         .notify(events)
         .exit_when_idle(args.exit_when_idle)
+        .completion_record(!args.no_completion_record)
         .concurrency(usize::from(args.concurrency))
         .map_err(|e| CliError::usage(e.to_string()))?;
     if let Some(subject) = &args.dead_letter {
@@ -137,9 +138,11 @@ where
     N: herdless::Notify,
 {
     let started = Instant::now();
-    let client = async_nats::ConnectOptions::new()
-        .name("herdless worker")
-        .connect(args.nats.as_str())
+    // One URL or several, comma-separated: the client also learns the
+    // cluster's other servers from the one it reaches.
+    let urls: Vec<&str> = args.nats.split(',').map(str::trim).collect();
+    let client = herdless::adapters::nats::connect_options()
+        .connect(urls.as_slice())
         .await
         .map_err(|e| {
             CliError::new(

@@ -10,7 +10,7 @@ use crate::shared::events_out::LogFormat;
 
 /// The summary as a JSON object: `event`, `stopped_by` (`SIGINT`, `SIGTERM`,
 /// `idle`), `elapsed_s`, and the counts of [`Summary`] (`deliveries`,
-/// `undecodable`, `acked`, `retried`, `deferred`, `dead_lettered`,
+/// `undecodable`, `acked`, `already_completed`, `retried`, `deferred`, `dead_lettered`,
 /// `by_reason`, `handed_back`, `unsettled`).
 pub(crate) fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value {
     json!({
@@ -20,6 +20,7 @@ pub(crate) fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value
         "deliveries": s.deliveries,
         "undecodable": s.undecodable,
         "acked": s.acked,
+        "already_completed": s.already_completed,
         "retried": s.retried,
         "deferred": s.deferred,
         "dead_lettered": s.dead_lettered,
@@ -52,9 +53,14 @@ pub(crate) fn summary(s: &Summary, stopped_by: &str, elapsed: Duration, f: LogFo
             } else {
                 format!(" (+{} undecodable)", s.undecodable)
             };
+            let already = if s.already_completed == 0 {
+                String::new()
+            } else {
+                format!(" (+{} already completed)", s.already_completed)
+            };
             format!(
                 "herdless worker: stopped ({stopped_by}) after {:.1}s: {} deliveries{undecodable}: \
-                 {} acked, {} retried, {} deferred, {} dead-lettered{reasons}, {} handed back, \
+                 {} acked{already}, {} retried, {} deferred, {} dead-lettered{reasons}, {} handed back, \
                  {} unsettled\n",
                 elapsed.as_secs_f64(),
                 s.deliveries,

@@ -81,6 +81,11 @@ pub enum Outcome {
         /// The probe wait.
         delay: Duration,
     },
+    /// The task's key is recorded as completed (see
+    /// [`Worker::completion_record`](super::Worker::completion_record)): a
+    /// success whose acknowledgement was lost came back; it is acked without
+    /// running.
+    AlreadyCompleted,
     /// The chain gave up; the task is in the dead-letter subject (or
     /// terminated, without one).
     DeadLettered {
@@ -198,8 +203,19 @@ impl<C, N: Notify> Worker<C, N> {
         let task_id = d.task_id.clone();
         let cx = self.context(&task_id);
         if abort.raised() || !take {
-            settle(&d.message, AckKind::Nak(None)).await?;
+            settle(&d, AckKind::Nak(None)).await?;
             return Ok(Outcome::HandedBack);
+        }
+        let before = tokio::select! {
+            biased;
+            before = self.completed_before(&d, progress) => before?,
+            () = abort.wait() => {
+                settle(&d, AckKind::Nak(None)).await?;
+                return Ok(Outcome::HandedBack);
+            }
+        };
+        if let Some(done) = before {
+            return Ok(done);
         }
         if let Some(e) = d.resumed.refused {
             d.resumed.engine.state_invalid(&cx, e.reason());
@@ -211,7 +227,7 @@ impl<C, N: Notify> Worker<C, N> {
         {
             Gate::Go => {}
             Gate::Wait(delay) => {
-                settle(&d.message, AckKind::Nak(Some(delay))).await?;
+                settle(&d, AckKind::Nak(Some(delay))).await?;
                 return Ok(Outcome::Deferred { delay });
             }
             Gate::GiveUp(reason) => return self.give_up(js, &d, reason, None).await,
@@ -234,7 +250,7 @@ impl<C, N: Notify> Worker<C, N> {
                 // Stopped mid-attempt: the attempt's future is dropped, the
                 // task goes back to the broker now (its delivery counts).
                 d.resumed.engine.cancel(&cx);
-                settle(&d.message, AckKind::Nak(None)).await?;
+                settle(&d, AckKind::Nak(None)).await?;
                 return Ok(Outcome::HandedBack);
             }
         };
@@ -242,7 +258,8 @@ impl<C, N: Notify> Worker<C, N> {
         let error = match result {
             Ok(()) => {
                 d.resumed.engine.succeeded(&cx, now);
-                settle(&d.message, AckKind::Ack).await?;
+                self.record_completion(js, &d, attempt).await;
+                settle(&d, AckKind::Ack).await?;
                 return Ok(Outcome::Acked { attempt });
             }
             Err(e) => e,
@@ -255,7 +272,7 @@ impl<C, N: Notify> Worker<C, N> {
             .failed(&cx, now, classification, cause, &mut rng)
         {
             Decision::Retry { delay, .. } => {
-                settle(&d.message, AckKind::Nak(Some(delay))).await?;
+                settle(&d, AckKind::Nak(Some(delay))).await?;
                 Ok(Outcome::Retrying { attempt, delay })
             }
             Decision::GiveUp(reason) => {
@@ -276,7 +293,7 @@ impl<C, N: Notify> Worker<C, N> {
         let attempts = d.resumed.engine.attempts();
         let site = &*d.site;
         let Some(subject) = &self.dead_letter else {
-            settle(&d.message, AckKind::Term).await?;
+            settle(d, AckKind::Term).await?;
             return Ok(Outcome::DeadLettered { reason, attempts });
         };
         let elapsed = d.resumed.engine.elapsed(unix_now());
@@ -302,7 +319,7 @@ impl<C, N: Notify> Worker<C, N> {
                     "no dead letter fits the server's limit: the task is terminated (+TERM) \
                      without one"
                 );
-                settle(&d.message, AckKind::Term).await?;
+                settle(d, AckKind::Term).await?;
                 return Ok(Outcome::DeadLettered { reason, attempts });
             }
             Sent::Failed(e) => {
@@ -316,7 +333,7 @@ impl<C, N: Notify> Worker<C, N> {
                 return Ok(Outcome::Unsettled);
             }
         }
-        settle(&d.message, AckKind::Ack).await?;
+        settle(d, AckKind::Ack).await?;
         Ok(Outcome::DeadLettered { reason, attempts })
     }
 }
@@ -351,16 +368,14 @@ pub(super) fn key_only(identity: u128) -> String {
     .encode()
 }
 
-/// Sends `kind` and waits for the server's confirmation.
-pub(super) async fn settle(message: &jetstream::Message, kind: AckKind) -> Result<(), NatsError> {
-    message
-        .double_ack_with(kind)
-        .await
-        .map_err(|e| NatsError::broker("acknowledging a message", e))
+/// Sends `kind` and waits for the server's confirmation, asking again
+/// across a leader change (see `confirm.rs`).
+pub(super) async fn settle(d: &Delivered, kind: AckKind) -> Result<(), NatsError> {
+    super::confirm::settle_confirmed(&d.message, kind, d.site.ack_wait).await
 }
 
 /// Runs `attempt`, sending an in-progress ack every `every` meanwhile.
-async fn with_progress<T>(
+pub(super) async fn with_progress<T>(
     attempt: impl Future<Output = T>,
     message: &jetstream::Message,
     every: Option<Duration>,

@@ -6,7 +6,7 @@
 //!
 //! | the engine says | the worker does |
 //! |---|---|
-//! | success | `+ACK` (confirmed by the server) |
+//! | success | record the completion under the task's key (`completion.rs`), then `+ACK` (confirmed by the server) |
 //! | `Decision::Retry { delay }` | `-NAK {"delay": delay}`: the broker redelivers the task after `delay`, to any worker |
 //! | `Decision::GiveUp(reason)` (terminal, attempts, elapsed, shared budget, server pushback) | publish the message, its headers and the reason, attempts and elapsed time to the dead-letter subject (confirmed by the stream that stores it), then `+ACK`; without a dead-letter subject, `+TERM` |
 //! | a redelivered retry the gate refuses ([`Engine::redelivered`]) | dead letter, as above, without running it |
@@ -18,6 +18,9 @@
 //! [`redelivery`](crate::redelivery)).
 //!
 //! # No path loses a task
+//!
+//! (On a cluster, see also `confirm.rs` and `connect.rs`: a confirmation
+//! that does not come is asked again on the new leader.)
 //!
 //! * Each acknowledgement that ends a task's life (`+ACK`, `+TERM`) is a
 //!   request the server confirms; until then the task is the broker's.
@@ -96,10 +99,14 @@
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 
+mod completion;
+mod confirm;
+mod connect;
 mod dead_letter;
 mod decode;
 mod error;
 mod handle;
+mod liveness;
 mod poison;
 mod run;
 mod site;
@@ -112,10 +119,13 @@ use crate::events::{EventLevels, NoNotify};
 use crate::guard::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
+pub use completion::TTL_ACK_WAITS;
+pub use connect::{CONNECT_TIMEOUT, PING_INTERVAL, connect_options};
 pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};
 pub use decode::{Decoded, Undecodable, decode_header_block, decode_message};
 pub use error::{MAX_NAME_LEN, MAX_SUBJECT_LEN, NatsError, check_name, check_subject};
 pub use handle::{Outcome, Task};
+pub use liveness::{PROBE_EVERY, PROBE_WAIT};
 pub use poison::{HEADERS_BASE64_HEADER, MAX_SWEEP, UNDECODABLE_HEADER};
 pub use run::Summary;
 use site::Site;
@@ -157,6 +167,7 @@ pub struct Worker<C, N = NoNotify> {
     progress: Option<Duration>,
     concurrency: usize,
     exit_when_idle: bool,
+    completion_record: bool,
     levels: EventLevels,
 }
 
@@ -180,6 +191,7 @@ impl<C> Worker<C> {
             progress: None,
             concurrency: 1,
             exit_when_idle: false,
+            completion_record: true,
             levels: EventLevels::DEFAULT,
         }
     }
@@ -228,6 +240,7 @@ impl<C, N> Worker<C, N> {
             progress: self.progress,
             concurrency: self.concurrency,
             exit_when_idle: self.exit_when_idle,
+            completion_record: self.completion_record,
             levels: self.levels,
         }
     }
@@ -301,6 +314,34 @@ impl<C, N> Worker<C, N> {
     pub fn exit_when_idle(mut self, yes: bool) -> Self {
         self.exit_when_idle = yes;
         self
+    }
+
+    /// Whether to record each success in the stream's completion bucket
+    /// before acking it, and ack without running a delivery whose key is
+    /// recorded (default: on, where the bucket can be created; see
+    /// `completion.rs` for the bucket, its name and TTL). Off, a success
+    /// whose acknowledgement is lost in a leader change runs again when the
+    /// broker redelivers it; on, each delivery costs one more request and
+    /// each success one more confirmed publish.
+    ///
+    /// ```
+    /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)
+    ///     .completion_record(false);
+    /// assert!(!w.records_completions());
+    /// ```
+    pub fn completion_record(mut self, on: bool) -> Self {
+        self.completion_record = on;
+        self
+    }
+
+    /// Whether successes are recorded (see [`completion_record`](Self::completion_record)).
+    ///
+    /// ```
+    /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry);
+    /// assert!(w.records_completions());
+    /// ```
+    pub fn records_completions(&self) -> bool {
+        self.completion_record
     }
 
     /// How many tasks run at once: 1 to [`MAX_CONCURRENCY`].

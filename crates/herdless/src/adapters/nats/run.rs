@@ -23,8 +23,8 @@ use crate::policy::Policy;
 
 /// What a [`Worker::run`] did, one count per message: each delivery, and
 /// each message the client could not decode, ends in exactly one of the
-/// outcome counts, so `deliveries + undecodable = acked + retried + deferred
-/// + dead_lettered + handed_back + unsettled`.
+/// outcome counts, so `deliveries + undecodable = acked + already_completed
+/// + retried + deferred + dead_lettered + handed_back + unsettled`.
 ///
 /// ```
 /// let s = herdless::adapters::nats::Summary::default();
@@ -41,6 +41,9 @@ pub struct Summary {
     pub undecodable: u64,
     /// Attempts that succeeded (acked).
     pub acked: u64,
+    /// Deliveries whose key was recorded as completed: acked without running
+    /// (a success whose acknowledgement had been lost).
+    pub already_completed: u64,
     /// Failed attempts handed to the broker with the engine's delay.
     pub retried: u64,
     /// Retries the breaker held back (NAKed with its wait, not run).
@@ -60,6 +63,7 @@ impl Summary {
     fn record(&mut self, outcome: Result<Outcome, NatsError>) {
         match outcome {
             Ok(Outcome::Acked { .. }) => self.acked += 1,
+            Ok(Outcome::AlreadyCompleted) => self.already_completed += 1,
             Ok(Outcome::Retrying { .. }) => self.retried += 1,
             Ok(Outcome::Deferred { .. }) => self.deferred += 1,
             Ok(Outcome::DeadLettered { reason, .. }) => {
@@ -276,7 +280,15 @@ impl<C, N: Notify> Worker<C, N> {
             .await
             .map_err(|e| NatsError::broker("reading the consumer", e))?;
         check_consumer(&info, &self.policy)?;
-        let mut site = Arc::new(Site::read(js, &info, self.dead_letter.as_deref()).await?);
+        let mut site = Arc::new(
+            Site::read(
+                js,
+                &info,
+                self.dead_letter.as_deref(),
+                self.completion_record,
+            )
+            .await?,
+        );
         let progress = self
             .progress
             .unwrap_or(info.config.ack_wait / 3)
@@ -299,7 +311,9 @@ impl<C, N: Notify> Worker<C, N> {
         let (mut stopping, mut aborted) = (false, false);
         let mut summary = Summary::default();
         let pause = tokio::time::sleep(Duration::ZERO);
-        tokio::pin!(stop, abort, pause);
+        // Leaves a server that stops answering (see `liveness.rs`).
+        let liveness = super::liveness::watch(client.clone());
+        tokio::pin!(stop, abort, pause, liveness);
         loop {
             let free = self.concurrency - inflight.len();
             if pull.batch.is_none() && !stopping && !pull.paused && free > 0 {
@@ -327,6 +341,7 @@ impl<C, N: Notify> Worker<C, N> {
                 }
                 _ = &mut stop, if !stopping => stopping = true,
                 () = &mut pause, if pull.paused => pull.paused = false,
+                () = &mut liveness => {}
                 _ = watch.tick() => {
                     pull.on_reconnect(stats.connects.load(Ordering::Relaxed), &mut connects);
                 }
@@ -390,7 +405,13 @@ impl<C, N> Worker<C, N> {
             .get_info()
             .await
             .map_err(|e| NatsError::broker("reading the consumer", e))?;
-        let site = Site::read(js, &info, self.dead_letter.as_deref()).await?;
+        let site = Site::read(
+            js,
+            &info,
+            self.dead_letter.as_deref(),
+            self.completion_record,
+        )
+        .await?;
         let outcomes = if sweep {
             self.sweep(js, consumer, &site).await?
         } else {

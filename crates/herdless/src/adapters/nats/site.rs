@@ -5,6 +5,7 @@
 use async_nats::jetstream::{self, consumer};
 
 use super::NatsError;
+use super::completion::Completions;
 use crate::redelivery::Delivery;
 
 /// The stream, the consumer and the dead-letter limit of one run.
@@ -18,14 +19,21 @@ pub(super) struct Site {
     pub(super) letter_max: Option<usize>,
     /// The consumer's subject filter, `>` when it has none.
     pub(super) filter: String,
+    /// The consumer's ack wait.
+    pub(super) ack_wait: std::time::Duration,
+    /// The stream's completion bucket, when the worker records completions
+    /// and the bucket could be opened or created.
+    pub(super) completions: Option<Completions>,
 }
 
 impl Site {
-    /// Reads the stream behind `info` and the stream storing `dead_letter`.
+    /// Reads the stream behind `info` and the stream storing `dead_letter`;
+    /// with `record`, opens (or creates) the stream's completion bucket.
     pub(super) async fn read(
         js: &jetstream::Context,
         info: &consumer::Info,
         dead_letter: Option<&str>,
+        record: bool,
     ) -> Result<Site, NatsError> {
         let stream = js
             .get_stream(info.stream_name.as_str())
@@ -56,7 +64,26 @@ impl Site {
         } else {
             c.filter_subject.clone()
         };
+        let completions = if record {
+            let tasks = &stream.cached_info().config;
+            match Completions::open(js, tasks, c.ack_wait).await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!(
+                        target: "herdless",
+                        error = %e,
+                        "no completion bucket: completions are not recorded (a success whose \
+                         ack is lost runs again)"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Site {
+            ack_wait: c.ack_wait,
+            completions,
             stream: info.stream_name.clone(),
             consumer: info.name.clone(),
             created_ns: stream.cached_info().created.unix_timestamp_nanos(),
