@@ -11,6 +11,18 @@
 //! threads or processes share a sequence. An explicit seed makes a run
 //! reproducible, which is what tests and the simulator use.
 //!
+//! `fork()` copies the per-thread generators into the child: without a word
+//! from the child, every worker forked from one parent (a pre-fork server, a
+//! `multiprocessing` pool) would draw its parent's next jitter and its
+//! siblings' (the herd again) and derive the same idempotency keys. A child
+//! calls [`after_fork`] (the Python package registers it with
+//! `os.register_at_fork`): it bumps a process-wide generation, and a thread
+//! whose seed belongs to an older generation draws a new one from the OS
+//! before its next generator or key. The check is one relaxed atomic load
+//! per [`Rng::fresh`], no system call: asking the kernel for the process id
+//! at each call (a `getpid` of about 70 ns on a virtual machine) would have
+//! tripled the cost of a retried call (docs/performance.md).
+//!
 //! The generator is wyrand, as `fastrand` implements it (same constants, same
 //! outputs for the same seed: a unit test holds the two together): 8 bytes of
 //! state, a few nanoseconds a draw, statistically sound for jitter (not for
@@ -20,6 +32,7 @@
 //! and a rarely taken branch, inside the engine's own code.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A small, fast pseudo-random generator owned by one retrier.
 ///
@@ -60,7 +73,8 @@ impl Rng {
     /// system call: seeded by a per-thread generator that was itself seeded
     /// once from OS entropy (`getrandom`) when the thread first asked. Two
     /// calls, two threads or two processes never share a sequence (the
-    /// per-thread seeds are independent OS draws, and each call takes the
+    /// per-thread seeds are independent OS draws, drawn again in a forked
+    /// child that calls [`after_fork`], and each call takes the
     /// thread generator's next 64-bit output through SplitMix64); what is
     /// saved is one `getrandom` system call per failing call.
     ///
@@ -69,17 +83,21 @@ impl Rng {
     /// let b = herdless::Rng::fresh().next_u64();
     /// assert_ne!(a, b); // distinct streams on one thread
     /// ```
+    ///
+    /// A process forked from one that used this calls [`after_fork`] in the
+    /// child, which then draws new seeds (see the [module](crate::rng)).
     #[inline]
     pub fn fresh() -> Self {
+        let generation = GENERATION.load(Ordering::Relaxed);
         let state = THREAD_SEEDS.with(|cell| {
-            let mut state = cell.get();
-            if state == 0 {
+            let (mut state, seeded_in) = cell.get();
+            if state == 0 || seeded_in != generation {
                 state = thread_seed();
             }
             // A Weyl sequence over the thread's seed: every call a new point,
             // scrambled by SplitMix64 (below) into an unrelated generator seed.
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15) | 1;
-            cell.set(state);
+            cell.set((state, generation));
             state
         });
         Self::with_seed(splitmix64(state))
@@ -192,10 +210,38 @@ impl Rng {
 }
 
 thread_local! {
-    /// This thread's seed sequence for [`Rng::fresh`]; 0 = not yet seeded.
-    static THREAD_SEEDS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    /// This thread's (salt, call counter) for idempotency keys; salt 0 = unset.
-    static CALLS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+    /// This thread's seed sequence for [`Rng::fresh`] and the [`GENERATION`]
+    /// it was seeded in; 0 = not yet seeded.
+    static THREAD_SEEDS: std::cell::Cell<(u64, u32)> = const { std::cell::Cell::new((0, 0)) };
+    /// This thread's (salt, call counter) for idempotency keys and the
+    /// generation of the salt; salt 0 = unset.
+    static CALLS: std::cell::Cell<(u64, u64, u32)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
+/// The process's generation: bumped in a forked child by [`after_fork`], so
+/// that every per-thread seed drawn before the fork is drawn again.
+static GENERATION: AtomicU32 = AtomicU32::new(0);
+
+/// Tells herdless that this process is a child just forked from another:
+/// call it in the child, before it retries anything (the Python package
+/// does, with `os.register_at_fork`). `fork()` copies the per-thread seeds
+/// of [`Rng::fresh`] and of the idempotency keys, so without it a child
+/// draws its parent's and its siblings' jitter and keys; after it, each
+/// thread draws new seeds from the OS before its next generator or key.
+/// Cheap and safe to call at any time, in any process (a needless call costs
+/// one `getrandom` per thread that draws again).
+///
+/// ```
+/// let before = herdless::Rng::fresh().next_u64();
+/// herdless::rng::after_fork();
+/// assert_ne!(herdless::Rng::fresh().next_u64(), before);
+/// ```
+pub fn after_fork() {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+    // `IdempotencyKey::random` draws from `fastrand`'s per-thread generator,
+    // copied by the fork as well: reseed this thread's (the only thread of
+    // a forked child) from the OS.
+    fastrand::seed(thread_seed());
 }
 
 /// The first seed of this thread's [`Rng::fresh`] sequence, from OS entropy
@@ -208,17 +254,18 @@ fn thread_seed() -> u64 {
     getrandom::u64().unwrap_or_else(|_| fastrand::u64(..)) | 1
 }
 
-/// A per-thread unique call id: a random per-thread salt (from `fastrand`'s
-/// thread generator, itself seeded from OS entropy) and a counter. Costs a
+/// A per-thread unique call id: a random per-thread salt (from OS entropy,
+/// drawn again after [`after_fork`]) and a counter. Costs an atomic load and a
 /// thread-local read and write; the key is derived from it only when asked for.
 #[inline]
 pub(crate) fn next_call_id() -> u128 {
+    let generation = GENERATION.load(Ordering::Relaxed);
     CALLS.with(|c| {
-        let (mut salt, n) = c.get();
-        if salt == 0 {
-            salt = fastrand::u64(..) | 1;
+        let (mut salt, n, salted_in) = c.get();
+        if salt == 0 || salted_in != generation {
+            salt = thread_seed();
         }
-        c.set((salt, n.wrapping_add(1)));
+        c.set((salt, n.wrapping_add(1), generation));
         (u128::from(salt) << 64) | u128::from(n)
     })
 }
@@ -443,6 +490,30 @@ mod tests {
         let a: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
         let b: Vec<u64> = (0..8).map(|_| b.next_u64()).collect();
         assert!(a.iter().all(|x| !b.contains(x)));
+    }
+
+    /// `fork()` copies a thread's seeds: a child that restarts from a copy
+    /// of them draws what its parent draws next, unless it calls
+    /// `after_fork`. The copy is made here by hand (a test cannot fork
+    /// without `unsafe`; the Python suite forks for real,
+    /// `test_fork.py`).
+    #[test]
+    fn after_fork_reseeds_a_copied_thread() {
+        let _ = Rng::fresh(); // this thread is seeded
+        let _ = next_call_id();
+        let (seeds, calls) = (THREAD_SEEDS.with(|c| c.get()), CALLS.with(|c| c.get()));
+        let parent = (Rng::fresh().next_u64(), next_call_id());
+        // A child without `after_fork`: the parent's very draws.
+        THREAD_SEEDS.with(|c| c.set(seeds));
+        CALLS.with(|c| c.set(calls));
+        assert_eq!((Rng::fresh().next_u64(), next_call_id()), parent);
+        // A child that calls it: new ones.
+        THREAD_SEEDS.with(|c| c.set(seeds));
+        CALLS.with(|c| c.set(calls));
+        after_fork();
+        let child = (Rng::fresh().next_u64(), next_call_id());
+        assert_ne!(child.0, parent.0);
+        assert_ne!(child.1, parent.1);
     }
 
     #[test]

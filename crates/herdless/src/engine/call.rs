@@ -391,7 +391,10 @@ impl Engine {
 
     /// A retry is due at `now` (its delay has passed), or, with a
     /// [throttle](crate::fleet::Throttle), any attempt is about to start: may
-    /// it start? The throttle is asked first: until the process's turn
+    /// it start? A retry whose `now` is past the elapsed limit (the driver's
+    /// wait overran it: a slow event observer, a late timer) gives up with
+    /// [`GiveUp::MaxElapsed`], refunded, before any gate: no retry starts
+    /// after the limit. The throttle is asked first: until the process's turn
     /// comes, [`Gate::Wait`] (a first attempt never gives up here). Then,
     /// without a breaker, or while it is closed, or for a retry in the escape lane:
     /// [`Gate::Go`]. While it is open, the one caller that takes the probe
@@ -432,6 +435,9 @@ impl Engine {
         now_ns: u64,
         rng: &mut Rng,
     ) -> Gate {
+        if self.attempts > 0 && now_ns.saturating_sub(self.start_ns) > cx.max_elapsed_ns() {
+            return self.overdue(cx, now_ns);
+        }
         if cx.throttle.is_some() {
             if let Some(gate) = self.throttle_gate(cx, now_ns, rng) {
                 return gate;
