@@ -16,12 +16,13 @@
 //! `multiprocessing` pool) would draw its parent's next jitter and its
 //! siblings' (the herd again) and derive the same idempotency keys. A child
 //! calls [`after_fork`] (the Python package registers it with
-//! `os.register_at_fork`): it bumps a process-wide generation, and a thread
-//! whose seed belongs to an older generation draws a new one from the OS
-//! before its next generator or key. The check is one relaxed atomic load
-//! per [`Rng::fresh`], no system call: asking the kernel for the process id
-//! at each call (a `getpid` of about 70 ns on a virtual machine) would have
-//! tripled the cost of a retried call (docs/performance.md).
+//! `os.register_at_fork`), which forgets the seeds of the thread that forked
+//! (the child's only thread): its next generator and key salt are drawn from
+//! the OS. This costs nothing per call; detecting the fork unasked would: a
+//! process id read at each [`Rng::fresh`] is a `getpid` system call, which
+//! costs more than the rest of a retried call (docs/performance.md, "Fork
+//! safety"), and being told of a fork (`pthread_atfork`) needs
+//! `unsafe`, which this crate forbids.
 //!
 //! The generator is wyrand, as `fastrand` implements it (same constants, same
 //! outputs for the same seed: a unit test holds the two together): 8 bytes of
@@ -32,7 +33,6 @@
 //! and a rarely taken branch, inside the engine's own code.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A small, fast pseudo-random generator owned by one retrier.
 ///
@@ -73,7 +73,7 @@ impl Rng {
     /// system call: seeded by a per-thread generator that was itself seeded
     /// once from OS entropy (`getrandom`) when the thread first asked. Two
     /// calls, two threads or two processes never share a sequence (the
-    /// per-thread seeds are independent OS draws, drawn again in a forked
+    /// per-thread seeds are independent OS draws, drawn again by a forked
     /// child that calls [`after_fork`], and each call takes the
     /// thread generator's next 64-bit output through SplitMix64); what is
     /// saved is one `getrandom` system call per failing call.
@@ -88,16 +88,15 @@ impl Rng {
     /// child, which then draws new seeds (see the [module](crate::rng)).
     #[inline]
     pub fn fresh() -> Self {
-        let generation = GENERATION.load(Ordering::Relaxed);
         let state = THREAD_SEEDS.with(|cell| {
-            let (mut state, seeded_in) = cell.get();
-            if state == 0 || seeded_in != generation {
+            let mut state = cell.get();
+            if state == 0 {
                 state = thread_seed();
             }
             // A Weyl sequence over the thread's seed: every call a new point,
             // scrambled by SplitMix64 (below) into an unrelated generator seed.
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15) | 1;
-            cell.set((state, generation));
+            cell.set(state);
             state
         });
         Self::with_seed(splitmix64(state))
@@ -210,26 +209,21 @@ impl Rng {
 }
 
 thread_local! {
-    /// This thread's seed sequence for [`Rng::fresh`] and the [`GENERATION`]
-    /// it was seeded in; 0 = not yet seeded.
-    static THREAD_SEEDS: std::cell::Cell<(u64, u32)> = const { std::cell::Cell::new((0, 0)) };
-    /// This thread's (salt, call counter) for idempotency keys and the
-    /// generation of the salt; salt 0 = unset.
-    static CALLS: std::cell::Cell<(u64, u64, u32)> = const { std::cell::Cell::new((0, 0, 0)) };
+    /// This thread's seed sequence for [`Rng::fresh`]; 0 = not yet seeded.
+    static THREAD_SEEDS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// This thread's (salt, call counter) for idempotency keys; salt 0 = unset.
+    static CALLS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
-/// The process's generation: bumped in a forked child by [`after_fork`], so
-/// that every per-thread seed drawn before the fork is drawn again.
-static GENERATION: AtomicU32 = AtomicU32::new(0);
-
 /// Tells herdless that this process is a child just forked from another:
-/// call it in the child, before it retries anything (the Python package
-/// does, with `os.register_at_fork`). `fork()` copies the per-thread seeds
-/// of [`Rng::fresh`] and of the idempotency keys, so without it a child
-/// draws its parent's and its siblings' jitter and keys; after it, each
-/// thread draws new seeds from the OS before its next generator or key.
-/// Cheap and safe to call at any time, in any process (a needless call costs
-/// one `getrandom` per thread that draws again).
+/// call it in the child, in the thread that forked (the child's only
+/// thread), before it retries anything; the Python package does, with
+/// `os.register_at_fork`. `fork()` copies that thread's seeds (of
+/// [`Rng::fresh`], of the idempotency keys, of
+/// [`IdempotencyKey::random`]), so without it the child draws its parent's
+/// and its siblings' jitter and keys; after it, the thread's next
+/// generator and key salt are drawn from the OS. Harmless anywhere else (a
+/// needless call costs one `getrandom`).
 ///
 /// ```
 /// let before = herdless::Rng::fresh().next_u64();
@@ -237,10 +231,10 @@ static GENERATION: AtomicU32 = AtomicU32::new(0);
 /// assert_ne!(herdless::Rng::fresh().next_u64(), before);
 /// ```
 pub fn after_fork() {
-    GENERATION.fetch_add(1, Ordering::Relaxed);
-    // `IdempotencyKey::random` draws from `fastrand`'s per-thread generator,
-    // copied by the fork as well: reseed this thread's (the only thread of
-    // a forked child) from the OS.
+    THREAD_SEEDS.with(|c| c.set(0));
+    CALLS.with(|c| c.set((0, 0)));
+    // The key salt and `IdempotencyKey::random` come from `fastrand`'s
+    // per-thread generator, copied as well.
     fastrand::seed(thread_seed());
 }
 
@@ -254,18 +248,18 @@ fn thread_seed() -> u64 {
     getrandom::u64().unwrap_or_else(|_| fastrand::u64(..)) | 1
 }
 
-/// A per-thread unique call id: a random per-thread salt (from OS entropy,
-/// drawn again after [`after_fork`]) and a counter. Costs an atomic load and a
-/// thread-local read and write; the key is derived from it only when asked for.
+/// A per-thread unique call id: a random per-thread salt (from `fastrand`'s
+/// thread generator, itself seeded from OS entropy, and drawn again after
+/// [`after_fork`]) and a counter. Costs a thread-local read and write; the
+/// key is derived from it only when asked for.
 #[inline]
 pub(crate) fn next_call_id() -> u128 {
-    let generation = GENERATION.load(Ordering::Relaxed);
     CALLS.with(|c| {
-        let (mut salt, n, salted_in) = c.get();
-        if salt == 0 || salted_in != generation {
-            salt = thread_seed();
+        let (mut salt, n) = c.get();
+        if salt == 0 {
+            salt = fastrand::u64(..) | 1;
         }
-        c.set((salt, n.wrapping_add(1), generation));
+        c.set((salt, n.wrapping_add(1)));
         (u128::from(salt) << 64) | u128::from(n)
     })
 }
