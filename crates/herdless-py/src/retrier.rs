@@ -17,6 +17,7 @@ use herdless::engine::Context;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::attempts::Attempts;
 use crate::call::{Call, Ready, Step, task_string};
@@ -259,6 +260,32 @@ impl Retrier {
     fn attempts(slf: Py<Self>, args: Option<Py<PyTuple>>, kwargs: Option<Py<PyDict>>) -> Attempts {
         Attempts::new(slf, args, kwargs)
     }
+
+    /// Every Python object the configuration holds, for the collector: a
+    /// hook or an `on=` that refers back to the decorated function (a bound
+    /// method of the object that owns it) closes a cycle through here.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let s = &self.setup;
+        match &s.on {
+            On::Types(o) | On::Callable(o) => visit.call(o)?,
+        }
+        if let TaskId::PerCall(f) = &s.task {
+            visit.call(f)?;
+        }
+        visit.call(&s.hook)?;
+        visit.call(&s.budget)?;
+        visit.call(&s.breaker)?;
+        visit.call(&s.throttle)?;
+        visit.call(&s.logger)?;
+        visit.call(&s.logger_name)?;
+        visit.call(&s.record_factory)?;
+        if let Some(site) = &s.site {
+            visit.call(&site.file)?;
+            visit.call(&site.line)?;
+            visit.call(&site.func)?;
+        }
+        Ok(())
+    }
 }
 
 /// The blocking loop (see the module).
@@ -273,7 +300,7 @@ fn drive(
     if setup.throttle.is_some() {
         // The throttle paces first attempts too (a first attempt never
         // gives up at its gate).
-        while let Ready::Wait(wait) = call.ready(py, setup, None) {
+        while let Ready::Wait(wait) = call.ready(py, setup, None)? {
             sleep(py, call, wait)?;
         }
     }
@@ -281,17 +308,18 @@ fn drive(
         call.begin();
         let error = match f.call(args, kwargs) {
             Ok(value) => {
-                call.succeeded(py, setup);
+                call.succeeded(py, setup)?;
                 return Ok(value.unbind());
             }
             Err(e) => e,
         };
         match call.failed(py, setup, &error, Some((args, kwargs)))? {
             Step::Stop => return Err(error),
-            Step::Retry(delay) => sleep(py, call, delay)?,
+            // Counted from the decision: the events' observers took part of it.
+            Step::Retry => sleep(py, call, call.retry_wait())?,
         }
         loop {
-            match call.ready(py, setup, Some(error.value(py).as_any())) {
+            match call.ready(py, setup, Some(error.value(py).as_any()))? {
                 Ready::Go => break,
                 Ready::Wait(wait) => sleep(py, call, wait)?,
                 Ready::Stop => return Err(error),
