@@ -5,10 +5,12 @@
 //! The blocking driver is a loop in Rust (a decorated call makes one call
 //! into the extension, whatever its attempts): call the function; on
 //! success tell the engine and return; on an exception classify it with
-//! `on=`, ask the engine, and either re-raise it unchanged or sleep the
-//! engine's delay with `time.sleep` (which releases the GIL; looked up at
-//! each sleep, so a test that patches `time.sleep` patches herdless too)
-//! and ask the engine whether the retry may start. Coroutines and
+//! `on=`, ask the engine, and either re-raise it unchanged or sleep what is
+//! left of the engine's delay once its events are sent (the delay counts
+//! from the decision) with `time.sleep` (which releases the GIL; looked up
+//! at each sleep, so a test that patches `time.sleep` patches herdless too)
+//! and ask the engine whether the retry may start (every retry: one whose
+//! wait overran the elapsed limit does not). Coroutines and
 //! `retry_context` blocks are driven step by step through
 //! [`Attempts`].
 

@@ -104,13 +104,16 @@ def retry(
     task_id: TaskId = None,
     hook: Optional[Hook] = None,
 ) -> Callable[[F], F]:
-    """Retries the decorated function or coroutine function.
+    """Retries the decorated function or coroutine function (or an object
+    whose ``__call__`` is one).
 
     ``on`` is required: the exception types to retry (anything else is
     terminal), or a callable that answers per exception (see
     ``herdless.Classification``). When the engine gives up, the last
     exception is re-raised unchanged; when a budget ended the call (not a
-    terminal error) it carries a note saying why.
+    terminal error) it carries a note saying why. What a retry cannot
+    re-run (a generator function, a plain function wrapping a coroutine
+    function) is refused with a ``TypeError`` when the decorator is made.
     """
     retrier = _Retrier(
         on=on,
