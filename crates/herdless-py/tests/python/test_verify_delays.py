@@ -4,6 +4,7 @@ decided (the ``sleep_s`` of its ``retry_scheduled`` event), counted from the
 decision."""
 
 import statistics
+import time
 
 import pytest
 
@@ -20,9 +21,11 @@ def draws(jitter, no_sleep, events=None):
         max_elapsed=1e6, jitter=jitter,
     )
     seen = []
+    failed_at = []
 
     @herdless.retry(on=OSError, policy=policy, hook=lambda name, f: seen.append((name, f)))
     def always_fails():
+        failed_at.append(time.monotonic())
         raise OSError("device busy")
 
     for _ in range(CALLS):
@@ -30,7 +33,7 @@ def draws(jitter, no_sleep, events=None):
             always_fails()
     assert len(no_sleep) == CALLS * RETRIES
     scheduled = [f for name, f in seen if name == "retry_scheduled"]
-    assert slept_as_decided(no_sleep, [f["sleep_s"] for f in scheduled])
+    assert slept_as_decided(no_sleep, [f["sleep_s"] for f in scheduled], failed_at)
     per_retry = {n: [] for n in range(RETRIES)}
     for f in scheduled:
         per_retry[f["attempt"] - 1].append(f["sleep_s"])

@@ -95,7 +95,7 @@ def test_a_slow_observer_never_starts_a_retry_after_the_limit():
     with pytest.raises(OSError) as info:
         f()
     assert all(s - start <= 0.5 for s in starts), [s - start for s in starts]
-    assert len(starts) == 2
+    assert len(starts) <= 2  # (one, if a loaded machine made the first hook pass the limit)
     assert "max_elapsed" in info.value.__notes__[0]
 
 
@@ -120,4 +120,4 @@ def test_the_wait_counts_the_observers_time(monkeypatch):
 
     f()
     (wait,) = waits
-    assert 0 < wait <= 0.1
+    assert wait <= 0.3 - 0.2  # what is left of the delay (zero if the hook took it all)
