@@ -175,11 +175,12 @@ async fn another_producers_fields_are_read_by_name() {
     assert_eq!(check(&report, "give_ups")["verdict"], "fail");
     assert_eq!(report["largest_give_up_bucket"]["share_of_give_ups"], 1.0);
     assert_eq!(code, Some(1));
-    // The same log without the field names: nothing is an event.
+    // The same log without the field names: nothing is an event, nothing
+    // judged.
     let (code, report) = analyze_json(&["analyze", "--json", &path]).await;
     assert_eq!(
         (code, report["events"].as_u64()),
-        (Some(0), Some(0)),
+        (Some(4), Some(0)),
         "{report}"
     );
 }
@@ -224,6 +225,49 @@ async fn lockstep_of_a_fixed_period_loop_is_detected_and_thresholds_are_flags() 
     assert_eq!(code, Some(0), "{report}");
 }
 
+/// No event, or no task that retried, is its own outcome with its own exit
+/// status (4), never "passed": a text log, an empty file and a closed stdin
+/// used to print `passed` and exit 0, so a CI gate passed on a broken
+/// pipeline.
+#[tokio::test]
+async fn nothing_to_judge_is_never_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..800)
+        .map(|i| format!("2026-12-01 10:00:{:02} INFO request {i} served\n", i % 60))
+        .collect();
+    let text = write(&dir, "app.log", &text);
+    let empty = write(&dir, "empty.log", "");
+    let first_try = write(
+        &dir,
+        "terminal.jsonl",
+        "{\"timestamp\":1.0,\"event\":\"retry_abandoned_terminal\",\"task_id\":\"a\",\"attempt\":1}\n",
+    );
+    for (path, why) in [
+        (&text, "no retry event in 800 lines"),
+        (&empty, "no retry event in 0 lines"),
+        (&first_try, "no task retried"),
+    ] {
+        let out = herdless(&["analyze", path]).await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(4), "{path}: {stdout}");
+        assert!(stdout.contains(&format!("NOT JUDGED: {why}")), "{stdout}");
+        assert!(!stdout.contains("passed"), "{stdout}");
+        let (code, report) = analyze_json(&["analyze", "--json", path]).await;
+        assert_eq!(code, Some(4));
+        assert_eq!(report["outcome"], "not_judged");
+        assert_eq!(report["passed"], false);
+    }
+    // A closed standard input.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
+        .arg("analyze")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NOT JUDGED"));
+}
+
 #[tokio::test]
 async fn bad_input_is_an_error_not_a_panic() {
     let out = herdless(&["analyze", "/nonexistent/herdless.log"]).await;
@@ -236,7 +280,8 @@ async fn bad_input_is_an_error_not_a_panic() {
     f.write_all(&vec![b'{'; 2 << 20]).unwrap();
     drop(f);
     let (code, report) = analyze_json(&["analyze", "--json", p.to_str().unwrap()]).await;
-    assert_eq!(code, Some(0));
+    // No event read: nothing judged.
+    assert_eq!(code, Some(4));
     assert_eq!(
         (report["lines"].as_u64(), report["skipped"].as_u64()),
         (Some(3), Some(3)),

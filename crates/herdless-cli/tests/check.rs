@@ -223,6 +223,31 @@ fn check_reports_bad_files_with_usage_status() {
     );
 }
 
+/// A policy the file does not define, in a file of 20,000: the error names
+/// the closest few, not every name (it was 160 KB).
+#[test]
+fn a_missing_policy_among_thousands_names_the_closest_few() {
+    let dir = tempfile::tempdir().unwrap();
+    let file: String = (0..20_000)
+        .map(|i| format!("[policy.svc-{i}]\nbase = \"1s\"\n"))
+        .collect();
+    let out = check(&dir, &file, &["--policy", "svc-1234x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.len() < 500, "{} bytes: {err}", err.len());
+    assert!(
+        err.contains("no such policy (the file defines 20000; the closest: svc-1234, "),
+        "{err}"
+    );
+    // A few names are all listed.
+    let out = check(&dir, "[policy.a]\n[policy.b]\n", &["--policy", "c"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no such policy (the file defines: a, b)"),
+        "{err}"
+    );
+}
+
 /// The README's example policy file parses and passes as the README says.
 #[test]
 fn the_readme_example_file_checks_as_documented() {

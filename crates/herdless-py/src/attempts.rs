@@ -140,7 +140,7 @@ impl Attempts {
                             self.finish();
                             return Err(match last {
                                 Some(e) => PyErr::from_value(e.into_bound(py)),
-                                None => PyRuntimeError::new_err("herdless: the call gave up"),
+                                None => self.call.unstarted(py),
                             });
                         }
                     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use herdless::engine::{Context, Decision, Engine, Gate};
 use herdless::{GiveUp, Policy, Rng};
-use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::exceptions::{PyException, PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyString, PyTuple};
 
@@ -254,6 +254,18 @@ impl Call {
     pub(crate) fn cancel(&mut self, setup: &Setup) {
         let policy = self.testing.as_ref().unwrap_or(&setup.policy);
         self.engine.cancel(&setup.context(policy));
+    }
+
+    /// The error of a call whose time ran out before its first attempt (a
+    /// throttle's turn at or past the elapsed limit: the engine gave up after
+    /// 0 attempts, and told it): a `TimeoutError`, noted as any give-up.
+    pub(crate) fn unstarted(&self, py: Python<'_>) -> PyErr {
+        let err = PyTimeoutError::new_err(
+            "herdless: the call's time ran out before its first attempt (the throttle's turn \
+             came at or past max_elapsed); the function was not called",
+        );
+        self.note(py, err.value(py).as_any(), GiveUp::MaxElapsed);
+        err
     }
 
     /// The task id of a call whose id is made per call.

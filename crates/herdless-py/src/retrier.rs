@@ -300,10 +300,14 @@ fn drive(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
     if setup.throttle.is_some() {
-        // The throttle paces first attempts too (a first attempt never
-        // gives up at its gate).
-        while let Ready::Wait(wait) = call.ready(py, setup, None)? {
-            sleep(py, call, wait)?;
+        // The throttle paces first attempts too; one whose turn comes at or
+        // past the elapsed limit is not made (0 attempts).
+        loop {
+            match call.ready(py, setup, None)? {
+                Ready::Go => break,
+                Ready::Wait(wait) => sleep(py, call, wait)?,
+                Ready::Stop => return Err(call.unstarted(py)),
+            }
         }
     }
     loop {

@@ -76,6 +76,11 @@ pub use scenario::spread::SpreadParams;
 pub use scenario::tail::TailParams;
 pub use strategy::{ParseStrategyError, Reply, Strategy, StrategyKind};
 
+/// This crate's README (crates.io's page): its example compiles as written.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadme;
+
 use std::fmt;
 
 /// A scenario with its parameters.

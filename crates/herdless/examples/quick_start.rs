@@ -1,9 +1,9 @@
-//! The README's library quick start, as written there: the one-line form, then
-//! the policy form. `cargo run -p herdless --example quick_start --features tokio`.
+//! The README's library quick start, run: the one-line form, then the policy
+//! form (the README's own blocks are compiled as a doctest of the crate).
+//! `cargo run -p herdless --example quick_start --features tokio`.
 
 use std::time::Duration;
 
-use herdless::RetryBudget;
 use herdless::prelude::*;
 
 #[derive(Debug)]

@@ -138,16 +138,28 @@ pub use rng::{IdempotencyKey, Rng};
 pub use timer::{AsyncSleep, Clock, ManualTimer, Sleep, SystemTimer};
 
 /// The names most code needs: `use herdless::prelude::*;` brings the front
-/// door (`.retry(...)` on closures) with the policy, the retrier and the
-/// classification.
+/// door (`.retry(...)` on closures) with the policy, the retrier, the
+/// classification and the shared retry budget.
 ///
 /// ```
 /// use herdless::prelude::*;
 /// let n = (|| Ok::<_, std::io::Error>(3)).retry(Policy::default()).unwrap();
 /// assert_eq!(n, 3);
+/// let _budget = RetryBudget::aws();
 /// ```
 pub mod prelude {
     pub use crate::classify::{Classification, Classify, Retryable};
     pub use crate::engine::{Retry, RetryAsync, RetryBlocking, RetryError};
+    pub use crate::fleet::RetryBudget;
     pub use crate::policy::{Jitter, Policy};
 }
+
+/// The repository's README: its Rust examples compile as written.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct RepositoryReadme;
+
+/// This crate's README (crates.io's page): its example compiles as written.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadme;

@@ -1,12 +1,14 @@
 //! The adaptive throttle as the executors drive it: a gate before every
-//! attempt, the first included, on the timer's clock (a `ManualTimer`).
+//! attempt, the first included, on the timer's clock (a `ManualTimer`,
+//! `tokio::time::pause`, and the real clocks where two executors share one
+//! throttle).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use herdless::engine::{Context, Engine, Gate};
 use herdless::fleet::Throttle;
-use herdless::{AlwaysRetry, GiveUp, Jitter, ManualTimer, Policy, Retry, Rng};
+use herdless::{AlwaysRetry, ByTrait, GiveUp, Jitter, ManualTimer, Policy, Retry, Rng};
 
 fn policy(max_attempts: u32) -> Policy {
     Policy::builder()
@@ -169,7 +171,7 @@ fn the_async_executor_gates_its_first_attempt_too() {
 }
 
 #[test]
-fn the_engine_gates_a_first_attempt_and_never_gives_it_up() {
+fn the_engine_gives_up_a_first_attempt_that_would_have_no_time() {
     let p = Policy::builder()
         .max_elapsed(Duration::from_millis(30))
         .build()
@@ -179,12 +181,133 @@ fn the_engine_gates_a_first_attempt_and_never_gives_it_up() {
     let mut rng = Rng::with_seed(1);
     let mut a = Engine::new(Duration::ZERO);
     assert_eq!(a.ready(&cx, Duration::ZERO, &mut rng), Gate::Go);
+    // Its turn is 100 ms away, past the 30 ms limit: waiting there would
+    // leave it no time, so it gives up now, with no attempt made.
     let mut b = Engine::new(Duration::ZERO);
-    // Its turn is 100 ms away, past the 30 ms limit: it waits what is left...
     assert_eq!(
         b.ready(&cx, Duration::ZERO, &mut rng),
-        Gate::Wait(Duration::from_millis(30))
+        Gate::GiveUp(GiveUp::MaxElapsed)
     );
-    // ...and at the limit it goes.
-    assert_eq!(b.ready(&cx, Duration::from_millis(30), &mut rng), Gate::Go);
+    assert_eq!(b.attempts(), 0);
+    // One whose turn is within its limit waits for it...
+    let long = Policy::default();
+    let mut c = Engine::new(Duration::ZERO);
+    let wait = c.ready(&Context::new(&long).throttle(&t), Duration::ZERO, &mut rng);
+    assert!(matches!(wait, Gate::Wait(_)), "{wait:?}");
+    // ...and at the limit (a caller that overslept) it takes no token and
+    // gives up.
+    let mut d = Engine::new(Duration::ZERO);
+    assert_eq!(
+        d.ready(&cx, Duration::from_millis(30), &mut rng),
+        Gate::GiveUp(GiveUp::MaxElapsed)
+    );
+}
+
+/// 300 async calls share one throttle against an endpoint that refuses
+/// every call: the throttle probes, the calls wait for their turn, and a
+/// call whose time runs out waiting makes no attempt (it used to go at the
+/// limit with no time left: 290 of 300). Every attempt the operation sees
+/// has time to run.
+#[tokio::test(start_paused = true)]
+async fn async_calls_sharing_a_throttle_never_start_an_attempt_with_no_time() {
+    let policy = Policy::builder()
+        .max_elapsed(Duration::from_secs(2))
+        .attempt_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let retry = Arc::new(
+        Retry::builder()
+            .policy(policy)
+            .classifier(ByTrait)
+            .throttle(Throttle::new())
+            .seed(3)
+            .build(),
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..300 {
+        let (retry, seen) = (retry.clone(), seen.clone());
+        set.spawn(async move {
+            retry
+                .call_async(|a| {
+                    seen.lock().unwrap().push(a.remaining());
+                    async {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        Err::<(), _>(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+                    }
+                })
+                .await
+        });
+    }
+    let (mut unstarted, mut attempts) = (0, 0);
+    while let Some(ended) = set.join_next().await {
+        let e = ended.unwrap().unwrap_err();
+        assert_eq!(e.reason(), GiveUp::MaxElapsed);
+        attempts += e.attempts();
+        if e.attempts() == 0 {
+            unstarted += 1;
+            assert_eq!(e.last_error().kind(), std::io::ErrorKind::TimedOut);
+            assert!(e.to_string().contains("not started"), "{e}");
+        }
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.len() as u32,
+        attempts,
+        "every attempt counted is one made"
+    );
+    assert!(
+        seen.iter().all(|r| !r.is_zero()),
+        "{} of {} attempts started with no time left",
+        seen.iter().filter(|r| r.is_zero()).count(),
+        seen.len()
+    );
+    assert!(
+        unstarted > 200,
+        "the probing throttle lets few go: {unstarted} unstarted"
+    );
+}
+
+/// One throttle shared by async and blocking callers reads one clock: the
+/// blocking executor's own clock (the coarse one) has another epoch than
+/// the async one (tokio's), and the blocking calls that came after async
+/// ones waited for their whole elapsed limit (8 s for 5 calls, 4 of them
+/// starting with no time left).
+#[test]
+fn blocking_calls_after_async_ones_read_the_throttles_clock() {
+    let policy = Policy::builder()
+        .max_elapsed(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let retry = Arc::new(
+        Retry::builder()
+            .policy(policy)
+            .classifier(ByTrait)
+            .throttle(Arc::new(Throttle::new()))
+            .build(),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for _ in 0..300 {
+            retry
+                .call_async(|_| async { Ok::<(), std::io::Error>(()) })
+                .await
+                .unwrap();
+        }
+    });
+    for _ in 0..5 {
+        let left = retry
+            .call(|a| Ok::<_, std::io::Error>(a.remaining()))
+            .unwrap();
+        // The throttle serves 100 calls a second and more: a turn is
+        // milliseconds away, never most of the limit.
+        assert!(
+            left > Duration::from_secs(1),
+            "started with {left:?} of 2 s left"
+        );
+    }
 }

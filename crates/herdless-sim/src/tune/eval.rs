@@ -127,8 +127,10 @@ pub struct Score {
     pub drain_s: Vec<Option<f64>>,
     /// The worst peak after recovery, times the capacity.
     pub peak_over_capacity: f64,
-    /// Mean calls per client over the runs.
+    /// Mean calls per client over the runs (the ranking's).
     pub calls: f64,
+    /// The most calls per client of any run (the worst seed and length).
+    pub calls_worst: f64,
     /// The worst give-up share.
     pub give_up_share: f64,
     /// The worst largest 100 ms bucket of retries, as a share of the clients.
@@ -151,6 +153,7 @@ impl Score {
         let give_up_share = worst(&|r| r.give_up_share);
         let bucket = worst(&|r| r.max_bucket_share);
         let calls = runs.iter().map(|r| r.calls).sum::<f64>() / runs.len().max(1) as f64;
+        let calls_worst = worst(&|r| r.calls);
         let drain_s = facts
             .outages
             .iter()
@@ -201,6 +204,7 @@ impl Score {
             drain_s,
             peak_over_capacity: peak,
             calls,
+            calls_worst,
             give_up_share,
             max_bucket_share: bucket,
             done_after_recovery_s: latency.filter(|v| v.is_finite()),

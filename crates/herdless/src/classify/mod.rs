@@ -222,6 +222,34 @@ pub trait Classify<E: ?Sized> {
         None
     }
 
+    /// The error a call ends with when its time ran out before its first
+    /// attempt could start: a call sharing a [`Throttle`](crate::fleet::Throttle)
+    /// that waited for its turn until `max_elapsed`. Such a call makes no
+    /// attempt (one with no time left would only count as sent) and ends as
+    /// exhausted ([`GiveUp::MaxElapsed`](crate::GiveUp::MaxElapsed)) after
+    /// 0 attempts, with this error. `unstarted` is
+    /// [`TimedOut::unstarted`]. Default: [`timed_out`](Self::timed_out)'s
+    /// error for it (`std::io::Error` of kind `TimedOut` with [`ByTrait`]).
+    ///
+    /// `None` (the default for a type that cannot say "timed out") leaves
+    /// the call no error to end with: its first attempt then goes at the
+    /// limit with [`Attempt::remaining`](crate::Attempt::remaining) zero.
+    /// Give such a classifier one with [`TimeoutAs`] (or
+    /// [`RetryBuilder::on_timeout`](crate::RetryBuilder::on_timeout)).
+    ///
+    /// ```
+    /// use herdless::{ByTrait, Classify};
+    /// use herdless::engine::TimedOut;
+    /// let e: std::io::Error = ByTrait.unstarted(TimedOut::unstarted(1)).unwrap();
+    /// assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    /// ```
+    fn unstarted(&self, unstarted: TimedOut) -> Option<E>
+    where
+        E: Sized,
+    {
+        self.timed_out(unstarted)
+    }
+
     /// The verdict and, for a retryable error, what caused it: the one
     /// classify-then-cause step every driver takes before asking the engine
     /// ([`Engine::failed`](crate::engine::Engine::failed)). The cause is
@@ -310,6 +338,13 @@ impl<E: ?Sized, C: Classify<E>, F: Fn(&E) -> bool> Classify<E> for WithTimeouts<
         E: Sized,
     {
         self.classifier.timed_out(timed_out)
+    }
+
+    fn unstarted(&self, unstarted: TimedOut) -> Option<E>
+    where
+        E: Sized,
+    {
+        self.classifier.unstarted(unstarted)
     }
 }
 

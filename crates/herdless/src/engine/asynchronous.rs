@@ -90,7 +90,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         let mut run = Run::for_async(self);
         if self.throttle.is_some() {
             let cx = run.context();
-            while let Some(wait) = run.first_gate(&cx) {
+            while let Some(wait) = run.first_gate(&cx)? {
                 self.timer.sleep(wait).await;
             }
         }

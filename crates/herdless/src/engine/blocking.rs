@@ -167,7 +167,7 @@ where
     C: Classify<E>,
 {
     let cx = run.context();
-    while let Some(wait) = run.first_gate(&cx) {
+    while let Some(wait) = run.first_gate(&cx)? {
         retry.timer.sleep(wait);
     }
     attempts(retry, run, op)

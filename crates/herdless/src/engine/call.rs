@@ -395,7 +395,10 @@ impl Engine {
     /// wait overran it: a slow event observer, a late timer) gives up with
     /// [`GiveUp::MaxElapsed`], refunded, before any gate: no retry starts
     /// after the limit. The throttle is asked first: until the process's turn
-    /// comes, [`Gate::Wait`] (a first attempt never gives up here). Then,
+    /// comes, [`Gate::Wait`]; an attempt that would have no time left (the
+    /// limit reached, or its turn at or past it) is not made:
+    /// [`Gate::GiveUp`] (`max_elapsed`), a first attempt's included, which
+    /// ends the call after 0 attempts. Then,
     /// without a breaker, or while it is closed, or for a retry in the escape lane:
     /// [`Gate::Go`]. While it is open, the one caller that takes the probe
     /// goes; the others [`Gate::Wait`] a jittered probe wait, or give up when
@@ -439,7 +442,7 @@ impl Engine {
             return self.overdue(cx, now_ns);
         }
         if cx.throttle.is_some() {
-            if let Some(gate) = self.throttle_gate(cx, now_ns, rng) {
+            if let Some(gate) = self.throttle_gate(cx, now_ns, rng, true) {
                 return gate;
             }
         }
@@ -466,6 +469,22 @@ impl Engine {
             return Gate::Go;
         };
         self.wait_or_give_up(cx, now_ns, wait)
+    }
+
+    /// A throttled call's gate before its first attempt, for the executors:
+    /// [`ready_ns`](Self::ready_ns), except that a give-up (no time left) is
+    /// not told: the executor tells it ([`unstarted`](Self::unstarted)) once
+    /// it has the error to end the call with, and otherwise lets the attempt
+    /// go.
+    #[inline]
+    pub(crate) fn first_gate_ns<N: Notify>(
+        &mut self,
+        cx: &Context<'_, N>,
+        now_ns: u64,
+        rng: &mut Rng,
+    ) -> Gate {
+        self.throttle_gate(cx, now_ns, rng, false)
+            .unwrap_or(Gate::Go)
     }
 
     /// Whether [`cancel`](Self::cancel) has anything to settle: an admitted

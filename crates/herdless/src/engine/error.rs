@@ -119,7 +119,11 @@ impl<E> RetryError<E> {
         self.reason
     }
 
-    /// How many attempts were made (at least 1).
+    /// How many attempts were made: at least 1, except for a call whose time
+    /// ran out while its first attempt waited for its turn at a
+    /// [throttle](crate::fleet::Throttle) (0, reason
+    /// [`GiveUp::MaxElapsed`], and the classifier's
+    /// [`unstarted`](crate::Classify::unstarted) error as the last).
     ///
     /// ```
     /// # use herdless::{ManualTimer, Policy, Retry, Classification};
@@ -153,7 +157,8 @@ impl<E> RetryError<E> {
         self.elapsed
     }
 
-    /// The operation's last error.
+    /// The operation's last error (for a call that made no attempt, the
+    /// classifier's [`unstarted`](crate::Classify::unstarted) error).
     ///
     /// ```
     /// # use herdless::{ManualTimer, Policy, Retry, Classification};

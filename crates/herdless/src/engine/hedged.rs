@@ -109,7 +109,7 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         let retries = run.context();
         // A throttled call's first copy waits for its turn, as any first
         // attempt does; its hedges never wait (`HedgeStop::Throttled`).
-        while let Some(wait) = run.first_gate(&retries) {
+        while let Some(wait) = run.first_gate(&retries)? {
             self.timer.sleep(wait).await;
         }
         let mut hedging = Hedging::new();

@@ -24,6 +24,12 @@ use crate::timer::{AsyncSleep, Clock, Sleep};
 /// measuring one is a subtraction, never `Instant` arithmetic.
 pub(crate) trait Reading<T> {
     fn now_ns(timer: &T) -> u64;
+
+    /// A throttled call that starts at `origin` (on this clock): where its
+    /// times sit on the throttle's clock, [`Clock::now_ns`], the one every
+    /// executor sharing a throttle reads (its times are the call's elapsed
+    /// time plus this).
+    fn throttle_origin(timer: &T, origin: u64) -> u64;
 }
 
 /// The async executors' clock: [`Clock::now_ns`].
@@ -34,6 +40,11 @@ impl<T: Clock> Reading<T> for AsyncClock {
     fn now_ns(timer: &T) -> u64 {
         timer.now_ns()
     }
+
+    #[inline]
+    fn throttle_origin(_: &T, origin: u64) -> u64 {
+        origin
+    }
 }
 
 /// The blocking executor's clock: [`Sleep::now_blocking_ns`].
@@ -43,6 +54,15 @@ impl<T: Sleep> Reading<T> for BlockingClock {
     #[inline]
     fn now_ns(timer: &T) -> u64 {
         timer.now_blocking_ns()
+    }
+
+    /// The blocking clock may have another epoch (`SystemTimer`'s is the
+    /// coarse clock's, its async clock tokio's): a throttle shared with
+    /// async callers must see one clock, so the call's start is read on the
+    /// async one too.
+    #[inline]
+    fn throttle_origin(timer: &T, _: u64) -> u64 {
+        timer.now_ns()
     }
 }
 
@@ -166,6 +186,9 @@ pub(crate) struct Run<'r, C, T, N, K = AsyncClock> {
     /// (nanoseconds since the origin): the elapsed time a give-up reports and
     /// a retry's attempt carries.
     last: u64,
+    /// A throttled call's origin on the throttle's clock
+    /// ([`Reading::throttle_origin`]); 0 without a throttle.
+    throttle_origin: u64,
 }
 
 impl<C, T, N, K> Drop for Run<'_, C, T, N, K> {
@@ -202,6 +225,10 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
 
     #[inline]
     fn starting(retry: &'r Retry<C, T, N>, origin: Option<u64>) -> Self {
+        let throttle_origin = match (&retry.throttle, origin) {
+            (Some(_), Some(origin)) => K::throttle_origin(&retry.timer, origin),
+            _ => 0,
+        };
         Run {
             retry,
             clock: PhantomData,
@@ -209,6 +236,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             engine: Engine::new(Duration::ZERO),
             rng: None,
             last: 0,
+            throttle_origin,
             key: retry
                 .key
                 .map_or_else(|| CallKey::Derived(next_call_id()), CallKey::Explicit),
@@ -226,6 +254,7 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
             engine: Engine::new(Duration::ZERO),
             rng: None,
             last: 0,
+            throttle_origin: 0,
             key: first.key,
         };
         run.engine.begin();
@@ -349,8 +378,9 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
     }
 
     /// The engine's view of this call: the retrier's
-    /// [context](Retry::context), with its throttle on the timer's clock
-    /// (the call's times count from its origin). Built once per call and
+    /// [context](Retry::context), with its throttle on the timer's
+    /// [`Clock::now_ns`] (the call's times count from its origin; see
+    /// [`Reading::throttle_origin`]). Built once per call and
     /// passed to every decision as it is: one context whether or not there
     /// is a throttle, so each decision is one call into the engine (two,
     /// one per kind of context, would keep the engine's `failed` out of
@@ -362,20 +392,43 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         let retry: &'r Retry<C, T, N> = self.retry;
         let cx = retry.context();
         match &retry.throttle {
-            Some(t) => cx.throttle_at(t, self.origin.unwrap_or(0)),
+            Some(t) => cx.throttle_at(t, self.throttle_origin),
             None => cx,
         }
     }
 
     /// A throttled call's first attempt waits for its turn (nothing without
-    /// a throttle): `Some(wait)` to sleep, then ask again; `None` to go.
+    /// a throttle): `Ok(Some(wait))` to sleep, then ask again; `Ok(None)` to
+    /// go; `Err(error)` when the call's time ran out before its turn: it
+    /// ends as exhausted (`max_elapsed`) after 0 attempts, with the
+    /// classifier's [`unstarted`](Classify::unstarted) error (a classifier
+    /// with none lets the attempt go, with no time left).
     #[inline]
-    pub(crate) fn first_gate(&mut self, cx: &Context<'_, N>) -> Option<Duration> {
-        self.retry.throttle.as_ref()?;
-        match self.ready(cx) {
-            Gate::Wait(wait) => Some(wait),
-            // A first attempt never gives up at the gate.
-            Gate::Go | Gate::GiveUp(_) => None,
+    pub(crate) fn first_gate<E>(
+        &mut self,
+        cx: &Context<'_, N>,
+    ) -> Result<Option<Duration>, RetryError<E>>
+    where
+        C: Classify<E>,
+    {
+        if self.retry.throttle.is_none() {
+            return Ok(None);
+        }
+        self.last = self.now();
+        // The gate may come before any failure made the call's generator:
+        // make it from the seed, as a failure would.
+        let retry = self.retry;
+        let rng = self.rng.get_or_insert_with(|| new_rng(retry));
+        match self.engine.first_gate_ns(cx, self.last, rng) {
+            Gate::Wait(wait) => Ok(Some(wait)),
+            Gate::Go => Ok(None),
+            Gate::GiveUp(reason) => match retry.classifier.unstarted(TimedOut::unstarted(1)) {
+                Some(error) => {
+                    self.engine.unstarted(cx, self.last);
+                    Err(self.error(reason, error))
+                }
+                None => Ok(None),
+            },
         }
     }
 

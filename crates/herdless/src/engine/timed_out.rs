@@ -22,6 +22,7 @@ use std::time::Duration;
 pub struct TimedOut {
     attempt: u32,
     after: Duration,
+    started: bool,
 }
 
 impl TimedOut {
@@ -32,7 +33,40 @@ impl TimedOut {
     /// assert_eq!(t.attempt(), 1);
     /// ```
     pub fn new(attempt: u32, after: Duration) -> Self {
-        TimedOut { attempt, after }
+        TimedOut {
+            attempt,
+            after,
+            started: true,
+        }
+    }
+
+    /// Attempt `attempt` (1-based) never started: its call's time ran out
+    /// while it waited for its turn at a [throttle](crate::fleet::Throttle).
+    /// What [`Classify::unstarted`](crate::Classify::unstarted) turns into
+    /// the error a call that made no attempt ends with; it ran for no time.
+    ///
+    /// ```
+    /// let t = herdless::engine::TimedOut::unstarted(1);
+    /// assert!(!t.started());
+    /// assert!(t.after().is_zero());
+    /// assert_eq!(t.to_string(), "attempt 1 not started: the call's time ran out before its turn");
+    /// ```
+    pub fn unstarted(attempt: u32) -> Self {
+        TimedOut {
+            attempt,
+            after: Duration::ZERO,
+            started: false,
+        }
+    }
+
+    /// Whether the attempt started (and was cut); `false` for
+    /// [`unstarted`](Self::unstarted).
+    ///
+    /// ```
+    /// assert!(herdless::engine::TimedOut::new(1, Default::default()).started());
+    /// ```
+    pub fn started(&self) -> bool {
+        self.started
     }
 
     /// The attempt that was cut (1-based).
@@ -57,6 +91,13 @@ impl TimedOut {
 
 impl fmt::Display for TimedOut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.started {
+            return write!(
+                f,
+                "attempt {} not started: the call's time ran out before its turn",
+                self.attempt
+            );
+        }
         write!(
             f,
             "attempt {} timed out after {} s",

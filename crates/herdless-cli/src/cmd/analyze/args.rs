@@ -52,7 +52,9 @@ library's events through tracing-subscriber's JSON layer, or any producer whose 
 amplification, retries per 100 ms, lockstep, synchronized give-ups, terminal errors that were retried, \
 the Retry-After honored share and the budget-exhausted reasons, with a verdict per check.\n\n\
 Exit status: 0 when every check passed (notes allowed), 1 when a check failed, 2 for usage errors or \
-an input that cannot be read, 3 when the figure cannot be written."
+an input that cannot be read, 3 when the figure cannot be written (after the report), 4 when nothing \
+was judged: no retry event, no task that retried, or a check --max-open-tasks left unjudged (never \
+\"passed\")."
 )]
 pub struct AnalyzeArgs {
     /// Files of JSON lines, `-` (or none) for standard input; read in order.
@@ -76,7 +78,7 @@ pub struct AnalyzeArgs {
     /// The field holding the failed attempt's HTTP status.
     #[arg(long, value_parser = field, value_name = "NAME", default_value = "status")]
     pub status_field: String,
-    /// spread: the largest 100 ms bucket of retries, at most this share of the retrying tasks.
+    /// spread: a wave of retries (those after one attempt number) fails when more than this share of it slept the same (no jitter), or went out in one 100 ms bucket lined up by the sleeps (--follow: of the tasks retrying in the window).
     #[arg(long, value_parser = share, value_name = "SHARE", default_value = "0.25")]
     pub max_bucket_share: f64,
     /// lockstep: a spike is a 100 ms bucket holding at least this share of the retrying tasks.

@@ -1,21 +1,29 @@
 //! `herdless analyze --follow`: tail a growing log, say when a storm forms.
 //!
-//! The file is read to its end, then polled every 100 ms for new bytes (a
-//! file that shrinks was truncated or rotated in place: it is read again
-//! from its start). Every line goes into the tally as without `--follow`, and
-//! every scheduled retry into a rolling window of `--window` (by the log's
-//! own clock: the latest event time). A storm is forming when one 100 ms
-//! bucket of retries about to go out holds more than `--max-bucket-share` of
-//! the tasks that retried within the window (at least `--min-tasks` of
-//! them): that is visible in the log before the retries reach the device,
-//! since each event says when its retry goes out (time + `sleep_s`). One
-//! line is printed per such bucket, as text or (`--json`) one JSON object
-//! (`event` = `storm_forming`). On SIGINT or SIGTERM (or the end of standard
-//! input) the full report is printed, and the exit status is the report's.
+//! A file is followed by name as `tail -F` follows it ([`tail`](super::tail):
+//! polled every 100 ms; a rename or truncation, even one grown back within
+//! a poll, is seen and the new content read from its start); standard input,
+//! a pipe or a FIFO is read as it comes, never seeked, to its end. Every line
+//! goes into the tally as without `--follow`, and every scheduled retry into
+//! a rolling window of `--window` (by the log's own clock: the latest event
+//! time). A storm is forming when, in one 100 ms bucket of retries about to
+//! go out, more retries that slept the same (within 2 %, as the `spread`
+//! check counts them; without a sleep field, every retry of the bucket)
+//! than `--max-bucket-share` of the tasks that retried within the window (at
+//! least `--min-tasks` of them): that is visible in the log before the
+//! retries reach the device, since each event says when its retry goes out
+//! (time + `sleep_s`). Jitter's spread retries bunched by a short base do not
+//! count: their sleeps differ. One line is printed per such bucket, as text
+//! or (`--json`) one JSON object (`event` = `storm_forming`). On SIGINT or
+//! SIGTERM, or at the end of a stream, the full report is printed, once, and
+//! the exit status is the report's.
+//!
+//! Linear in the lines: the window's buckets are a map ordered by time
+//! (pruned from the front) and its tasks expire through a queue in the
+//! order they were seen.
 
-use std::collections::{HashMap, VecDeque};
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,7 +31,9 @@ use serde_json::json;
 
 use super::lines::Lines;
 use super::parse::parse_line;
+use super::spread::sleep_bin;
 use super::stats::BUCKET_NS;
+use super::tail::{Change, Tail, is_stream, stream};
 use super::time::format;
 use super::{AnalyzeArgs, Analyzer, finish};
 use crate::shared::error::{CliError, CliResult};
@@ -35,13 +45,15 @@ pub struct Window {
     width_ns: i64,
     share: f64,
     min_tasks: u64,
-    /// Retries per bucket of when they go out, oldest first.
-    buckets: VecDeque<(i64, u32)>,
+    /// Per bucket of when they go out: the retries by the bin of their
+    /// sleep (`None`: no sleep logged).
+    buckets: BTreeMap<i64, HashMap<Option<u16>, u32>>,
     /// Each retrying task's latest event time.
     tasks: HashMap<String, i64>,
+    /// Tasks in the order they were seen, to expire them.
+    seen: VecDeque<(i64, String)>,
     latest_ns: i64,
     alerted: Option<i64>,
-    since_prune: u32,
 }
 
 /// A storm line's numbers.
@@ -49,7 +61,8 @@ pub struct Window {
 pub struct Storm {
     /// The bucket's start, ns since the epoch.
     pub bucket_ns: i64,
-    /// Retries going out in it.
+    /// Retries going out in it that slept the same (within 2 %; without a
+    /// sleep field, all of them).
     pub retries: u32,
     /// Tasks that retried within the window.
     pub tasks: usize,
@@ -62,49 +75,64 @@ impl Window {
             width_ns: i64::try_from(width.as_nanos()).unwrap_or(i64::MAX),
             share,
             min_tasks,
-            buckets: VecDeque::new(),
+            buckets: BTreeMap::new(),
             tasks: HashMap::new(),
+            seen: VecDeque::new(),
             latest_ns: i64::MIN,
             alerted: None,
-            since_prune: 0,
         }
     }
 
-    /// Adds a retry scheduled at `t_ns` by `task`, going out at `at_ns`; a
-    /// [`Storm`] when its bucket now crosses the share (once per bucket).
-    pub fn retry(&mut self, task: &str, t_ns: i64, at_ns: i64) -> Option<Storm> {
+    /// Adds a retry scheduled at `t_ns` by `task`, going out at `at_ns`
+    /// after sleeping `sleep_ns` (if logged); a [`Storm`] when its bucket
+    /// now crosses the share (once per bucket).
+    pub fn retry(
+        &mut self,
+        task: &str,
+        t_ns: i64,
+        at_ns: i64,
+        sleep_ns: Option<i64>,
+    ) -> Option<Storm> {
         self.latest_ns = self.latest_ns.max(t_ns);
         let oldest = self.latest_ns.saturating_sub(self.width_ns);
-        while self
-            .buckets
-            .front()
-            .is_some_and(|(b, _)| b * BUCKET_NS < oldest)
-        {
-            self.buckets.pop_front();
-        }
-        self.since_prune += 1;
-        if self.since_prune >= 1_024 {
-            self.since_prune = 0;
-            self.tasks.retain(|_, t| *t >= oldest);
-        }
-        *self.tasks.entry(task.to_owned()).or_insert(t_ns) = t_ns;
-        let b = at_ns.div_euclid(BUCKET_NS);
-        let count = match self.buckets.iter_mut().rev().find(|(x, _)| *x == b) {
-            Some((_, c)) => {
-                *c += 1;
-                *c
+        while let Some((&b, _)) = self.buckets.first_key_value() {
+            if b.saturating_mul(BUCKET_NS) >= oldest {
+                break;
             }
-            None => {
-                let pos = self
-                    .buckets
-                    .iter()
-                    .position(|(x, _)| *x > b)
-                    .unwrap_or(self.buckets.len());
-                self.buckets.insert(pos, (b, 1));
-                1
+            self.buckets.pop_first();
+        }
+        while let Some((t, _)) = self.seen.front() {
+            if *t >= oldest {
+                break;
+            }
+            if let Some((_, name)) = self.seen.pop_front() {
+                // Expired unless seen again since.
+                if self.tasks.get(&name).is_some_and(|last| *last < oldest) {
+                    self.tasks.remove(&name);
+                }
+            }
+        }
+        if self
+            .tasks
+            .insert(task.to_owned(), t_ns)
+            .is_none_or(|was| was != t_ns)
+        {
+            self.seen.push_back((t_ns, task.to_owned()));
+        }
+        let b = at_ns.div_euclid(BUCKET_NS);
+        let bin = sleep_ns.map(sleep_bin);
+        let bucket = self.buckets.entry(b).or_default();
+        *bucket.entry(bin).or_default() += 1;
+        // The retries of this bucket that slept as this one did (within 2 %).
+        let count = match bin {
+            None => bucket.get(&None).copied().unwrap_or(0),
+            Some(k) => {
+                let at =
+                    |k: Option<u16>| k.and_then(|k| bucket.get(&Some(k))).copied().unwrap_or(0);
+                let here = at(Some(k));
+                here + at(k.checked_sub(1)).max(at(k.checked_add(1)))
             }
         };
-        // Tasks of the window (those older are pruned every 1,024 retries).
         let tasks = self.tasks.len();
         let storm = tasks as u64 >= self.min_tasks && f64::from(count) > self.share * tasks as f64;
         (storm && self.alerted != Some(b)).then(|| {
@@ -131,8 +159,8 @@ fn say(storm: &Storm, args: &AnalyzeArgs) {
         }))
     } else {
         format!(
-            "herdless analyze: storm forming: {} retries go out in the 100 ms from {} = {:.0}% of the {} tasks \
-             retrying in the last {} (limit {:.0}%)",
+            "herdless analyze: storm forming: {} retries that slept the same go out in the 100 ms from {} = \
+             {:.0}% of the {} tasks retrying in the last {} (limit {:.0}%)",
             storm.retries,
             format(storm.bucket_ns),
             share * 100.0,
@@ -145,7 +173,7 @@ fn say(storm: &Storm, args: &AnalyzeArgs) {
     let _ = crate::shared::output::print(&format!("{line}\n"));
 }
 
-/// Runs `--follow` until SIGINT, SIGTERM or the end of standard input.
+/// Runs `--follow` until SIGINT or SIGTERM, or the end of a stream.
 ///
 /// # Errors
 ///
@@ -159,6 +187,7 @@ pub fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
     if !(Duration::from_secs(1)..=Duration::from_secs(86_400)).contains(&args.window) {
         return Err(CliError::usage("--window must be within 1s..=1d"));
     }
+    let cannot = |e: io::Error| CliError::usage(format!("cannot read {}: {e}", path.display()));
     let mut w = Window::new(args.window, args.max_bucket_share, args.min_tasks);
     let mut lines = Lines::default();
     let mut on_line = |l: Option<&[u8]>, a: &mut Analyzer| {
@@ -167,55 +196,59 @@ pub fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
             .as_ref()
             .map(|r| r.task.as_deref().unwrap_or("").to_owned());
         let t = rec.as_ref().and_then(|r| r.time_ns);
+        let sleep = rec
+            .as_ref()
+            .and_then(|r| r.sleep_s)
+            .map(|s| (s * 1e9) as i64);
         if let (Some(at), Some(task), Some(t)) = (a.stats.add(rec), task, t) {
-            if let Some(storm) = w.retry(&task, t, at) {
+            if let Some(storm) = w.retry(&task, t, at, sleep) {
                 say(&storm, args);
             }
         }
     };
-    let cannot = |e: io::Error| CliError::usage(format!("cannot read {}: {e}", path.display()));
+    let mut tail = if is_stream(&path) {
+        None
+    } else {
+        Some(Tail::open(&path).map_err(cannot)?)
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the runtime: {e}")))?;
-    let mut buf = vec![0u8; 1 << 16];
-    if path.as_os_str() == "-" {
-        // Standard input: blocking reads, each chunk judged as it comes.
-        let mut stdin = io::stdin().lock();
-        loop {
-            match stdin.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => lines.feed(&buf[..n], &mut |l| on_line(l, &mut a)),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(cannot(e)),
-            }
-        }
-        lines.finish(&mut |l| on_line(l, &mut a));
-        return finish(args, a);
-    }
-    let mut file = File::open(&path).map_err(cannot)?;
-    let mut pos = 0u64;
     rt.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
         let mut int =
             signal(SignalKind::interrupt()).map_err(|e| CliError::failure(e.to_string()))?;
         let mut term =
             signal(SignalKind::terminate()).map_err(|e| CliError::failure(e.to_string()))?;
-        loop {
-            let len = file.metadata().map_err(cannot)?.len();
-            if len < pos {
-                file.seek(SeekFrom::Start(0)).map_err(cannot)?;
-                pos = 0;
-                lines = Lines::default();
-            }
+        let Some(tail) = tail.as_mut() else {
+            // A stream: each chunk as it comes, to its end or a signal.
+            let mut chunks = stream(path.clone());
             loop {
-                let n = file.read(&mut buf).map_err(cannot)?;
-                if n == 0 {
-                    break;
+                tokio::select! {
+                    _ = int.recv() => break,
+                    _ = term.recv() => break,
+                    chunk = chunks.recv() => match chunk {
+                        Some(Ok(c)) => lines.feed(&c, &mut |l| on_line(l, &mut a)),
+                        Some(Err(e)) => return Err(cannot(e)),
+                        None => break,
+                    },
                 }
-                pos += n as u64;
-                lines.feed(&buf[..n], &mut |l| on_line(l, &mut a));
             }
+            return Ok(());
+        };
+        loop {
+            tail.poll(&mut |change, bytes| {
+                match change {
+                    Change::None => {}
+                    // The old content's partial line goes with it.
+                    Change::Truncated => lines = Lines::default(),
+                    // The old file's unterminated last line ends with it.
+                    Change::Rotated => lines.finish(&mut |l| on_line(l, &mut a)),
+                }
+                lines.feed(bytes, &mut |l| on_line(l, &mut a));
+            })
+            .map_err(cannot)?;
             tokio::select! {
                 _ = int.recv() => break,
                 _ = term.recv() => break,

@@ -5,9 +5,10 @@
 //! RFC 3339 timestamps in place), tallies them ([`stats`]: memory bounded by
 //! the open tasks and the 100 ms buckets of the log's span), judges them
 //! ([`verdict`]: one verdict per check, thresholds as flags) and renders
-//! ([`render`]: text, JSON, the timeline figure). `--follow` ([`follow`])
-//! tails a growing file and prints a line when a storm forms in a rolling
-//! window. See docs/cli.md for every flag and field.
+//! ([`render`]: text, JSON, the timeline figure). `--follow` ([`follow`],
+//! reading with [`tail`]) follows a file by name, or a stream, and prints a
+//! line when a storm forms in a rolling window. See docs/cli.md for every
+//! flag and field.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -22,7 +23,9 @@ pub mod follow;
 pub mod lines;
 pub mod parse;
 pub mod render;
+pub mod spread;
 pub mod stats;
+pub mod tail;
 pub mod time;
 pub mod verdict;
 
@@ -31,8 +34,12 @@ pub use args::AnalyzeArgs;
 use parse::{Fields, parse_line};
 use stats::Stats;
 
-/// Exit status when the figure cannot be written.
+/// Exit status when the figure cannot be written (the report is printed first).
 pub const FIGURE_FAILED: i32 = 3;
+
+/// Exit status when nothing was judged: no retry event, no task that
+/// retried, or a check the memory bound left unjudged (never "passed").
+pub const NOT_JUDGED: i32 = 4;
 
 /// The fields and the tally of one analysis.
 #[derive(Debug)]
@@ -88,7 +95,8 @@ impl Analyzer {
     }
 }
 
-/// Runs `herdless analyze`: 0 when every check passed, 1 when one failed.
+/// Runs `herdless analyze`: 0 when every check passed, 1 when one failed,
+/// [`NOT_JUDGED`] when nothing was judged.
 ///
 /// # Errors
 ///
@@ -123,34 +131,40 @@ fn read_one(a: &mut Analyzer, f: &Path) -> Result<(), CliError> {
 ///
 /// # Errors
 ///
-/// As [`run`].
+/// As [`run`]; a figure that cannot be written fails after the report is
+/// printed (as `simulate`).
 pub fn finish(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
     a.stats.flush();
     let t = args.thresholds();
     let lock = verdict::lockstep(&a.stats, t.spike_share, t.lockstep_spikes);
     let checks = verdict::checks(&a.stats, &t, &lock);
-    let passed = checks.iter().all(|c| c.verdict != verdict::Verdict::Fail);
-    let figures = match &args.out {
-        Some(dir) => {
-            render::figure(&a.stats, &lock, dir).map_err(|e| CliError::new(FIGURE_FAILED, e))?
-        }
-        None => Vec::new(),
+    let (outcome, why) = verdict::outcome(&a.stats, &checks);
+    let waves = spread::judge(&a.stats.waves, &t).1;
+    let figure = match &args.out {
+        Some(dir) => render::figure(&a.stats, &lock, dir),
+        None => Ok(Vec::new()),
     };
+    let written = figure.clone().unwrap_or_default();
     let report = render::Report {
         stats: &a.stats,
         lockstep: &lock,
         checks: &checks,
-        passed,
-        figures: &figures,
+        outcome,
+        why: why.as_deref(),
+        waves: &waves,
+        figures: &written,
     };
     if args.json {
         print(&format!("{}\n", report.json()))?;
     } else {
         print(&report.text())?;
     }
-    Ok(if passed {
-        exit::SUCCESS
-    } else {
-        exit::CHECK_FAILED
+    if let Err(e) = figure {
+        return Err(CliError::new(FIGURE_FAILED, e));
+    }
+    Ok(match outcome {
+        verdict::Outcome::Passed => exit::SUCCESS,
+        verdict::Outcome::Failed => exit::CHECK_FAILED,
+        verdict::Outcome::NotJudged => NOT_JUDGED,
     })
 }

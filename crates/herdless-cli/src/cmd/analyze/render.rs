@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use herdless_sim::plots::{TimelineFigure, write_timeline};
 use serde_json::{Value, json};
 
+use super::spread::WaveReport;
 use super::stats::{BUCKET_NS, Stats};
 use super::time::format;
-use super::verdict::{Check, Lockstep};
+use super::verdict::{Check, Lockstep, Outcome};
 
 /// The most buckets a series in the report holds; a longer log is shown in
 /// coarser buckets (a whole multiple of 100 ms).
@@ -82,8 +83,12 @@ pub struct Report<'a> {
     pub lockstep: &'a Lockstep,
     /// The verdicts.
     pub checks: &'a [Check],
-    /// Whether no check failed.
-    pub passed: bool,
+    /// What they conclude.
+    pub outcome: Outcome,
+    /// Why nothing was judged (with [`Outcome::NotJudged`]).
+    pub why: Option<&'a str>,
+    /// The `spread` check's waves.
+    pub waves: &'a [WaveReport],
     /// The figure's files.
     pub figures: &'a [PathBuf],
 }
@@ -155,8 +160,11 @@ impl Report<'_> {
                 "honored": s.honored,
                 "honored_share": (s.honored_known > 0).then(|| s.honored as f64 / s.honored_known as f64),
             },
+            "spread": { "waves": self.waves },
             "checks": self.checks,
-            "passed": self.passed,
+            "outcome": self.outcome.as_str(),
+            "not_judged": self.why,
+            "passed": self.outcome == Outcome::Passed,
             "figures": self.figures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         })
     }
@@ -248,7 +256,13 @@ impl Report<'_> {
             };
             let _ = writeln!(o, "  {v:<4} {}: {}", c.check, c.message);
         }
-        let _ = writeln!(o, "\n{}", if self.passed { "passed" } else { "FAILED" });
+        let _ = match (self.outcome, self.why) {
+            (Outcome::Passed, _) => writeln!(o, "\npassed"),
+            (Outcome::Failed, _) => writeln!(o, "\nFAILED"),
+            (Outcome::NotJudged, why) => {
+                writeln!(o, "\nNOT JUDGED: {}", why.unwrap_or("nothing to judge"))
+            }
+        };
         if !self.figures.is_empty() {
             let names: Vec<String> = self
                 .figures

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use herdless::http::{StatusClass, StatusClassifier};
 
 use super::parse::Record;
+use super::spread::Waves;
 
 /// 100 ms in nanoseconds.
 pub const BUCKET_NS: i64 = 100_000_000;
@@ -81,6 +82,9 @@ struct Open {
     attempts: u32,
     retries: u32,
     terminal_retried: bool,
+    /// A retry logged without a sleep: its wave and when its attempt
+    /// failed; its sleep is the time to the task's next event.
+    pending: Option<(u32, i64)>,
 }
 
 /// Everything counted so far.
@@ -133,6 +137,14 @@ pub struct Stats {
     pub honored: u64,
     /// Give-ups by reason.
     pub reasons: BTreeMap<String, u64>,
+    /// The retries wave by wave, for the `spread` check.
+    pub waves: Waves,
+    /// Scheduled retries with no attempt field (their wave is the task's
+    /// count of retries, which a task flushed by the bound loses).
+    pub without_attempt: u64,
+    /// Tasks counted as unfinished mid-log because `max_open` was reached
+    /// (their later events count as new tasks).
+    pub bound_flushed: u64,
     classifier: StatusClassifier,
 }
 
@@ -164,6 +176,9 @@ impl Stats {
             honored_known: 0,
             honored: 0,
             reasons: BTreeMap::new(),
+            waves: Waves::default(),
+            without_attempt: 0,
+            bound_flushed: 0,
             classifier: StatusClassifier::default(),
         }
     }
@@ -202,12 +217,25 @@ impl Stats {
                     self.honored_known += 1;
                     self.honored += u64::from(h);
                 }
+                self.without_attempt += u64::from(rec.attempt.is_none());
                 let o = self.open_task(task);
+                let pending = o.pending.take();
+                let wave = rec.attempt.unwrap_or(o.retries.saturating_add(1));
                 o.retries += 1;
                 o.attempts = o
                     .attempts
                     .max(rec.attempt.unwrap_or(o.attempts).saturating_add(1));
                 o.terminal_retried |= terminal == Some(true);
+                let sleep_ns = rec.sleep_s.map(|s| (s * 1e9) as i64);
+                if rec.honored != Some(true) && sleep_ns.is_none() {
+                    o.pending = Some((wave, t));
+                }
+                self.sent_after(pending, t);
+                match (rec.honored, sleep_ns) {
+                    (Some(true), _) => self.waves.honored(wave),
+                    (_, Some(sleep)) => self.waves.retry(wave, t, sleep),
+                    (_, None) => {}
+                }
                 Some(at)
             }
             "retry_succeeded" | "retry_abandoned_terminal" | "retry_budget_exhausted" => {
@@ -225,6 +253,7 @@ impl Stats {
                     }
                 }
                 let mut o = self.open.remove(task).unwrap_or_default();
+                self.sent_after(o.pending.take(), t);
                 o.attempts = o.attempts.max(rec.attempt.unwrap_or(1)).max(1);
                 self.close(o, false);
                 None
@@ -241,6 +270,15 @@ impl Stats {
         }
     }
 
+    /// A retry logged without a sleep went out by `next_ns`, its task's
+    /// next event: its sleep is the time between.
+    fn sent_after(&mut self, pending: Option<(u32, i64)>, next_ns: i64) {
+        if let Some((wave, failed)) = pending {
+            self.waves
+                .retry(wave, failed, next_ns.saturating_sub(failed).max(0));
+        }
+    }
+
     fn seen(&mut self, t: i64) {
         self.events += 1;
         self.first_ns = Some(self.first_ns.map_or(t, |f| f.min(t)));
@@ -249,6 +287,7 @@ impl Stats {
 
     fn open_task(&mut self, task: &str) -> &mut Open {
         if !self.open.contains_key(task) && self.open.len() >= self.max_open {
+            self.bound_flushed += self.open.len() as u64;
             self.flush();
         }
         self.open.entry(task.to_owned()).or_default()

@@ -2,7 +2,7 @@
 //!
 //! | check | fails when | flag (default) |
 //! |---|---|---|
-//! | `spread` | the largest 100 ms bucket of retries holds more than the share of the retrying tasks | `--max-bucket-share` (0.25) |
+//! | `spread` | more than the share of a wave of retries (those after one attempt number) slept the same (no jitter), or went out in one 100 ms bucket lined up by their sleeps (see [`super::spread`]) | `--max-bucket-share` (0.25) |
 //! | `lockstep` | spikes (buckets holding at least `--spike-share` of the retrying tasks, and 3 times the mean of the second around them) recur at a fixed period, `--lockstep-spikes` times or more | `--spike-share` (0.1), `--lockstep-spikes` (3) |
 //! | `give_up_sync` | the largest 100 ms bucket of give-ups holds more than the share of all give-ups | `--max-give-up-share` (0.5) |
 //! | `terminal_retried` | more retries than allowed followed a status the library calls terminal (a wrong classifier) | `--max-terminal-retries` (0) |
@@ -13,15 +13,26 @@
 //! A share of fewer than `--min-tasks` (10) retrying tasks or give-ups is a
 //! note, not a verdict: a bucket holding 2 of 3 tasks says nothing about a
 //! fleet. A check whose field no event carries is a note too.
+//!
+//! A memory bound may cost precision, never a verdict: once
+//! `--max-open-tasks` made open tasks count as unfinished mid-log (their
+//! later events then count as new tasks), the checks that count tasks
+//! (`lockstep`, `amplification`, `give_ups`, and `spread` when a retry has
+//! no attempt number) are notes saying so. The report's [`Outcome`] is
+//! `passed` only when something was judged and nothing was left unjudged by
+//! the bound: a log with no event, or no task that retried, is `not_judged`
+//! (its own exit status), never `passed`.
 
 use serde::Serialize;
 
+use super::spread;
 use super::stats::{BUCKET_NS, Stats};
 
 /// The thresholds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Thresholds {
-    /// `spread`: the largest bucket's share of the retrying tasks.
+    /// `spread`: the share of a wave that may sleep the same, or go out in
+    /// one 100 ms bucket.
     pub max_bucket_share: f64,
     /// `lockstep`: a spike's share of the retrying tasks.
     pub spike_share: f64,
@@ -89,9 +100,12 @@ pub const NEIGHBOURS: i64 = 10;
 
 /// Finds spikes and the longest train of them whose gaps are equal within
 /// one bucket. A spike is a bucket of grid A holding at least `share` of the
-/// retrying tasks and at least [`SPIKE_OVER_NEIGHBOURS`] times the mean of
-/// the [`NEIGHBOURS`] buckets on each side: a smear of full jitter, where
+/// retrying tasks and at least [`SPIKE_OVER_NEIGHBOURS`] times the mean `m`
+/// of the [`NEIGHBOURS`] buckets on each side: a smear of full jitter, where
 /// every bucket holds a similar share, has no spike however dense it is.
+/// It must also stand out of the neighbours' noise: at least `m + 3√m + 3`
+/// retries (a bucket of 2 or 3 among empty ones is chance in a small fleet:
+/// 20 tasks with full jitter made trains of such "spikes").
 pub fn lockstep(stats: &Stats, share: f64, min_train: u32) -> Lockstep {
     let floor = (share * stats.retrying_tasks as f64).max(2.0);
     let a = &stats.retries.a;
@@ -105,7 +119,8 @@ pub fn lockstep(stats: &Stats, share: f64, min_train: u32) -> Lockstep {
     let mut spikes: Vec<i64> = a
         .iter()
         .filter(|&(&i, &c)| {
-            f64::from(c) >= floor && f64::from(c) >= SPIKE_OVER_NEIGHBOURS * around(i)
+            let (c, m) = (f64::from(c), around(i));
+            c >= floor && c >= SPIKE_OVER_NEIGHBOURS * m && c >= m + 3.0 * m.sqrt() + 3.0
         })
         .map(|(&i, _)| i)
         .collect();
@@ -164,29 +179,88 @@ fn share_check(
     }
 }
 
+/// What the report concludes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Something was judged and no check failed.
+    Passed,
+    /// A check failed.
+    Failed,
+    /// Nothing to judge (no event, no task that retried), or a check the
+    /// memory bound left unjudged while none failed.
+    NotJudged,
+}
+
+impl Outcome {
+    /// The name in the reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::NotJudged => "not_judged",
+        }
+    }
+}
+
+/// A check the memory bound left unjudged says so in its message.
+const UNJUDGED_BY_BOUND: &str = "not judged: --max-open-tasks";
+
+/// The outcome of `checks` over `s`, and why when nothing was judged.
+pub fn outcome(s: &Stats, checks: &[Check]) -> (Outcome, Option<String>) {
+    if s.events == 0 {
+        let why = format!(
+            "no retry event in {} lines ({} skipped)",
+            s.lines, s.skipped
+        );
+        return (Outcome::NotJudged, Some(why));
+    }
+    if checks.iter().any(|c| c.verdict == Verdict::Fail) {
+        return (Outcome::Failed, None);
+    }
+    if s.retrying_tasks == 0 {
+        let why = format!("no task retried ({} tasks)", s.tasks);
+        return (Outcome::NotJudged, Some(why));
+    }
+    let unjudged: Vec<&str> = checks
+        .iter()
+        .filter(|c| c.message.starts_with(UNJUDGED_BY_BOUND))
+        .map(|c| c.check)
+        .collect();
+    if !unjudged.is_empty() {
+        let why = format!(
+            "--max-open-tasks was reached: {} left unjudged",
+            unjudged.join(", ")
+        );
+        return (Outcome::NotJudged, Some(why));
+    }
+    (Outcome::Passed, None)
+}
+
+/// `c` as a note: the memory bound counted `flushed` open tasks as
+/// unfinished mid-log, so its numbers may count a task twice.
+fn unjudged(mut c: Check, max_open: usize, flushed: u64) -> Check {
+    c.verdict = Verdict::Note;
+    c.message = format!(
+        "{UNJUDGED_BY_BOUND} ({max_open}) was reached and {flushed} open tasks were counted as \
+         unfinished mid-log (their later events as new tasks); raise it to judge: {}",
+        c.message
+    );
+    c
+}
+
 /// Every check, in report order.
 pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
+    let bound = |c: Check, counts_tasks: bool| {
+        if counts_tasks && s.bound_flushed > 0 {
+            unjudged(c, s.max_open, s.bound_flushed)
+        } else {
+            c
+        }
+    };
     let mut out = Vec::new();
-    let largest = s.retries.largest();
-    let share = largest
-        .filter(|_| s.retrying_tasks > 0)
-        .map(|(_, c)| f64::from(c) / s.retrying_tasks as f64);
-    out.push(share_check(
-        "spread",
-        share,
-        t.max_bucket_share,
-        s.retrying_tasks >= t.min_tasks,
-        match share {
-            Some(v) => format!(
-                "the largest 100 ms bucket holds {} retries = {:.1}% of the {} retrying tasks",
-                largest.map_or(0, |l| l.1),
-                v * 100.0,
-                s.retrying_tasks
-            ),
-            None => "no retry".into(),
-        },
-    ));
-    out.push(if s.retrying_tasks < t.min_tasks {
+    out.push(bound(spread::judge(&s.waves, t).0, s.without_attempt > 0));
+    out.push(bound(if s.retrying_tasks < t.min_tasks {
         Check { check: "lockstep", verdict: Verdict::Note, value: None, limit: Some(f64::from(t.lockstep_spikes)),
             message: format!("too few to judge: {} retrying tasks", s.retrying_tasks) }
     } else {
@@ -210,7 +284,7 @@ pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
                 ),
             },
         }
-    });
+    }, true));
     let gl = s.give_ups.largest();
     let gshare = gl
         .filter(|_| s.give_ups.total > 0)
@@ -254,23 +328,26 @@ pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
         }
     });
     let amp = (s.tasks > 0).then(|| s.attempts as f64 / s.tasks as f64);
-    out.push(Check {
-        check: "amplification",
-        verdict: match (amp, t.max_amplification) {
-            (Some(a), Some(max)) if a > max => Verdict::Fail,
-            (Some(_), Some(_)) => Verdict::Pass,
-            _ => Verdict::Note,
+    out.push(bound(
+        Check {
+            check: "amplification",
+            verdict: match (amp, t.max_amplification) {
+                (Some(a), Some(max)) if a > max => Verdict::Fail,
+                (Some(_), Some(_)) => Verdict::Pass,
+                _ => Verdict::Note,
+            },
+            value: amp,
+            limit: t.max_amplification,
+            message: match amp {
+                Some(a) => format!(
+                    "{} attempts for {} tasks = {a:.2} per task",
+                    s.attempts, s.tasks
+                ),
+                None => "no task".into(),
+            },
         },
-        value: amp,
-        limit: t.max_amplification,
-        message: match amp {
-            Some(a) => format!(
-                "{} attempts for {} tasks = {a:.2} per task",
-                s.attempts, s.tasks
-            ),
-            None => "no task".into(),
-        },
-    });
+        true,
+    ));
     let rate = (s.tasks > 0).then(|| s.give_ups.total as f64 / s.tasks as f64);
     let reasons: Vec<String> = s.reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let mut g = share_check(
@@ -292,7 +369,7 @@ pub fn checks(s: &Stats, t: &Thresholds, lock: &Lockstep) -> Vec<Check> {
     if rate.is_none() {
         g.message = "no task".into();
     }
-    out.push(g);
+    out.push(bound(g, true));
     let honored = (s.honored_known > 0).then(|| s.honored as f64 / s.honored_known as f64);
     out.push(Check {
         check: "retry_after",

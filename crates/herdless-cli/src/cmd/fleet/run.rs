@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use herdless::adapters::reqwest::{AttemptRecord, Discard, HttpRetry, SendError};
+use herdless::adapters::reqwest::{AttemptRecord, AttemptWatch, Discard, HttpRetry, SendError};
 use herdless::{GiveUp, Policy, Retry};
 
 use super::args::{FleetStrategy, GuardFlags};
@@ -61,11 +61,62 @@ pub struct AttemptAt {
     pub body_bytes: u64,
 }
 
+/// What one worker's attempts did, told as each starts and ends: the
+/// attempt in flight is known when the fleet is interrupted.
+struct Watch {
+    ended: Vec<AttemptRecord>,
+    in_flight: Option<(u32, Instant)>,
+    last_status: Arc<AtomicU32>,
+}
+
+impl AttemptWatch for Watch {
+    fn started(&mut self, number: u32, at: Instant) {
+        self.in_flight = Some((number, at));
+    }
+
+    fn ended(&mut self, a: &AttemptRecord) {
+        self.in_flight = None;
+        self.last_status
+            .store(a.status.map_or(0, u32::from), Ordering::Relaxed);
+        self.ended.push(*a);
+    }
+}
+
+/// A request a worker sent: its attempt ended, or was in flight when the
+/// fleet was interrupted.
+enum Sent {
+    Ended(AttemptRecord),
+    InFlight(u32, Instant),
+}
+
+impl Sent {
+    fn at(&self, worker: u32, start: Instant) -> AttemptAt {
+        let since = |t: Instant| nanos(t.saturating_duration_since(start));
+        match *self {
+            Sent::Ended(a) => AttemptAt {
+                t_ns: since(a.started),
+                number: a.number,
+                worker,
+                timed_out: a.timed_out,
+                body_bytes: a.body_bytes,
+            },
+            Sent::InFlight(number, at) => AttemptAt {
+                t_ns: since(at),
+                number,
+                worker,
+                timed_out: false,
+                body_bytes: 0,
+            },
+        }
+    }
+}
+
 /// Runs the fleet against `url` and returns the report (the engine of
 /// `herdless fleet`, usable in-process).
 ///
 /// When `interrupt` completes first, every call still running is stopped and
-/// counted as [`Outcome::Interrupted`] (its attempts so far are kept), and the
+/// counted as [`Outcome::Interrupted`] (its attempts so far are kept, the one
+/// in flight included: its request was sent), and the
 /// report is marked `interrupted`: a partial report of what finished.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_fleet(
@@ -128,7 +179,11 @@ pub async fn run_fleet(
                 retry = retry.urgent(urgent);
             }
             let http = HttpRetry::from_retry(retry.build());
-            let mut attempts: Vec<AttemptRecord> = Vec::with_capacity(4);
+            let mut watch = Watch {
+                ended: Vec::with_capacity(4),
+                in_flight: None,
+                last_status,
+            };
             // Each attempt reads the body to its end (constant memory): a
             // call succeeds when the whole response arrived, and a body that
             // breaks off or stalls past --timeout is a failed attempt.
@@ -138,13 +193,16 @@ pub async fn run_fleet(
                 .header("x-worker-id", i.to_string())
                 .timeout(timeout);
             let outcome = tokio::select! {
-                o = http.send_to_observed(request, &mut body, |a| {
-                    last_status.store(a.status.map_or(0, u32::from), Ordering::Relaxed);
-                    attempts.push(*a);
-                }) => Some(o),
+                o = http.send_to_watched(request, &mut body, &mut watch) => Some(o),
                 // Resolves once `stop` is true (an error: the fleet is ending anyway).
                 _ = stop.wait_for(|&s| s) => None,
             };
+            let Watch {
+                ended, in_flight, ..
+            } = watch;
+            let mut attempts: Vec<Sent> = ended.into_iter().map(Sent::Ended).collect();
+            // Interrupted mid-attempt: its request was sent; it is counted.
+            attempts.extend(in_flight.map(|(number, at)| Sent::InFlight(number, at)));
             let (outcome, reason) = match outcome {
                 None => (Outcome::Interrupted, None),
                 Some(Ok(_)) => (Outcome::Succeeded, None),
@@ -167,13 +225,7 @@ pub async fn run_fleet(
         match joined {
             Ok((worker, end, times)) => {
                 ends.push(end);
-                attempts.extend(times.into_iter().map(|a| AttemptAt {
-                    t_ns: nanos(a.started.saturating_duration_since(start)),
-                    number: a.number,
-                    worker,
-                    timed_out: a.timed_out,
-                    body_bytes: a.body_bytes,
-                }));
+                attempts.extend(times.into_iter().map(|a| a.at(worker, start)));
             }
             Err(e) => {
                 eprintln!("herdless fleet: a worker task died ({e}); counted as terminal");

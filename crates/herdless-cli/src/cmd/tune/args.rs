@@ -43,6 +43,46 @@ pub fn parse_outage(s: &str) -> Result<(Duration, Duration), String> {
     Ok((a, b))
 }
 
+/// A policy table's name for the block: letters, digits, `-` and `_` (a
+/// bare TOML key, as `--policy` names it).
+///
+/// ```
+/// use herdless_cli::cmd::tune::args::parse_table_name;
+/// assert_eq!(parse_table_name("ingest-v2"), Ok("ingest-v2".to_owned()));
+/// assert!(parse_table_name("x.y").is_err());
+/// assert!(parse_table_name("").is_err());
+/// ```
+///
+/// # Errors
+///
+/// Any other character, or an empty or overlong name.
+pub fn parse_table_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?}: a table name is 1 to 128 letters, digits, '-' and '_'"
+        ))
+    }
+}
+
+/// What `tune` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TuneFormat {
+    /// The report.
+    Text,
+    /// The report as one JSON object (as `--json`).
+    Json,
+    /// The recommended `[policy.NAME]` block alone: valid TOML, for a
+    /// policy file (nothing when no policy fits; the report then goes to
+    /// stderr).
+    Toml,
+}
+
 /// A guard tune may add: `budget` or `breaker`.
 ///
 /// # Errors
@@ -153,8 +193,17 @@ pub struct TuneArgs {
     #[arg(long, env = "HERDLESS_CONFIG", value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// The name of the recommended policy's table in the printed block.
-    #[arg(long, value_name = "NAME", default_value = "tuned")]
+    #[arg(long, value_name = "NAME", default_value = "tuned", value_parser = parse_table_name)]
     pub name: String,
+    /// Add the recommended [policy.NAME] table to this policy file, or replace the table of that name (created if missing; everything else kept byte for byte).
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// With --write: replace a [policy.NAME] table that reads differently.
+    #[arg(long, requires = "write")]
+    pub force: bool,
+    /// What stdout gets: text, json (as --json) or toml (the block alone).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub format: Option<TuneFormat>,
     /// Grid: jitter modes (comma-separated) [default: all five].
     #[arg(long, value_parser = parse_jitter, value_delimiter = ',', value_name = "MODES")]
     pub jitters: Vec<Jitter>,
@@ -188,7 +237,7 @@ pub struct TuneArgs {
     /// Threads [default: every core].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
-    /// One JSON object on stdout instead of the text report.
+    /// One JSON object on stdout instead of the text report (--format json).
     #[arg(long)]
     pub json: bool,
     /// Write the figure (SVG and PNG) into DIR.
@@ -197,4 +246,15 @@ pub struct TuneArgs {
     /// Say why the runner-up lost (and why better-ranked candidates were not recommended).
     #[arg(long)]
     pub explain: bool,
+}
+
+impl TuneArgs {
+    /// What stdout gets (`--json` is `--format json`).
+    pub fn format(&self) -> TuneFormat {
+        match (self.format, self.json) {
+            (Some(f), _) => f,
+            (None, true) => TuneFormat::Json,
+            (None, false) => TuneFormat::Text,
+        }
+    }
 }

@@ -24,8 +24,9 @@ use crate::shared::policy_args::{PolicyArgs, Resolved};
 pub mod args;
 pub mod explain;
 pub mod render;
+pub mod write;
 
-pub use args::TuneArgs;
+pub use args::{TuneArgs, TuneFormat};
 
 /// Workers when neither the flag nor the policy file says.
 pub const DEFAULT_WORKERS: u32 = 40_000;
@@ -122,7 +123,8 @@ pub fn run(args: &TuneArgs) -> CliResult {
             }),
         }
     };
-    let report = search(&params, &admit, args.json)?;
+    let format = args.format();
+    let report = search(&params, &admit, format != TuneFormat::Text)?;
     let block = report
         .recommended
         .as_ref()
@@ -132,23 +134,44 @@ pub fn run(args: &TuneArgs) -> CliResult {
     if let (Some(block), Some(r)) = (&block, &report.recommended) {
         checked_by_check(&args.name, block, &r.policy.policy)?;
     }
+    // The figure is written before the report, which names its files; one
+    // that cannot be written fails after the report is printed.
     let figures = match (&args.out, &report.figure) {
-        (Some(dir), Some(fig)) => write_figure(fig, dir)?,
-        _ => Vec::new(),
+        (Some(dir), Some(fig)) => write_figure(fig, dir),
+        _ => Ok(Vec::new()),
     };
-    if args.json {
-        print(&format!(
+    let written = figures.as_ref().map_or(&[][..], Vec::as_slice);
+    match format {
+        TuneFormat::Json => print(&format!(
             "{}\n",
-            render::json(&report, block.as_deref(), &figures)
-        ))?;
-    } else {
-        print(&render::text(
+            render::json(&report, block.as_deref(), written)
+        ))?,
+        TuneFormat::Text => print(&render::text(
             &report,
             block.as_deref(),
             args.explain,
-            &figures,
-        ))?;
+            written,
+        ))?,
+        // The block alone (a policy file); without one, the report says why.
+        TuneFormat::Toml => match &block {
+            Some(b) => print(b)?,
+            None => eprint!("{}", render::text(&report, None, args.explain, written)),
+        },
     }
+    if let (Some(file), Some(b), Some(r)) = (&args.write, &block, &report.recommended) {
+        let done = write::write(file, &args.name, b, &r.policy.policy, args.force)?;
+        let what = match done {
+            write::Written::Added => "added to",
+            write::Written::Replaced => "replaced in",
+            write::Written::Unchanged => "already in",
+        };
+        eprintln!(
+            "herdless tune: [policy.{}] {what} {}",
+            args.name,
+            file.display()
+        );
+    }
+    figures?;
     Ok(if report.recommended.is_some() {
         exit::SUCCESS
     } else {
@@ -233,10 +256,16 @@ fn checked_by_check(name: &str, block: &str, policy: &Policy) -> Result<(), CliE
     let path = dir.path().join(crate::shared::config::FILE_NAME);
     std::fs::write(&path, block)
         .map_err(|e| internal(format!("cannot write {}: {e}", path.display())))?;
+    reads_back(&path, name, policy).map_err(internal)
+}
+
+/// Whether the policy file `path` reads as one, with `[policy.NAME]`
+/// passing `herdless check --strict` and reading back as `policy`.
+pub(crate) fn reads_back(path: &Path, name: &str, policy: &Policy) -> Result<(), String> {
     let args = CheckArgs {
         policy: PolicyArgs {
             policy: Some(name.to_string()),
-            config: Some(path),
+            config: Some(path.to_owned()),
             ..PolicyArgs::default()
         },
         recovery_time: None,
@@ -248,19 +277,18 @@ fn checked_by_check(name: &str, block: &str, policy: &Policy) -> Result<(), CliE
         strict: true,
         format: ReportFormat::Text,
     };
-    let e = check::evaluate(&args)
-        .map_err(|e| internal(format!("the block does not read back: {e}")))?;
+    let e = check::evaluate(&args).map_err(|e| format!("it does not read back: {e}"))?;
     if let Some(f) = check::first_failing(&e.findings, true) {
-        return Err(internal(format!(
-            "herdless check --strict refuses the block: {}: {}",
+        return Err(format!(
+            "herdless check --strict refuses [policy.{name}]: {}: {}",
             f.check, f.message
-        )));
+        ));
     }
     if e.resolved.policy != *policy {
-        return Err(internal(format!(
-            "the block reads back as {:?}, not {policy:?}",
+        return Err(format!(
+            "[policy.{name}] reads back as {:?}, not {policy:?}",
             e.resolved.policy
-        )));
+        ));
     }
     Ok(())
 }

@@ -171,7 +171,17 @@ impl ConfigFile {
     ///
     /// # Errors
     ///
-    /// No such table; the message lists the names the file has.
+    /// No such table; the message lists the names the file has, or, past
+    /// ten of them, how many and the five closest (by edit distance).
+    ///
+    /// ```
+    /// use herdless_cli::shared::config::ConfigFile;
+    /// let text: String = (0..20_000).map(|i| format!("[policy.p{i}]\n")).collect();
+    /// let file = ConfigFile::parse("h.toml".as_ref(), &text).unwrap();
+    /// let e = file.policy("p1234x").unwrap_err().to_string();
+    /// assert!(e.contains("the file defines 20000; the closest: p1234, "), "{e}");
+    /// assert!(e.len() < 200, "{e}");
+    /// ```
     pub fn policy(&self, name: &str) -> Result<&FilePolicy, ConfigError> {
         self.policies.get(name).ok_or_else(|| {
             let have: Vec<&str> = self.policies.keys().map(String::as_str).collect();
@@ -181,12 +191,47 @@ impl ConfigFile {
                 key: Some(format!("policy.{name}")),
                 message: if have.is_empty() {
                     "no such policy (the file defines none)".into()
-                } else {
+                } else if have.len() <= NAMES_LISTED {
                     format!("no such policy (the file defines: {})", have.join(", "))
+                } else {
+                    format!(
+                        "no such policy (the file defines {}; the closest: {})",
+                        have.len(),
+                        closest(name, &have, CLOSEST).join(", ")
+                    )
                 },
             }
         })
     }
+}
+
+/// A missing policy's error lists every name up to this many.
+const NAMES_LISTED: usize = 10;
+
+/// Past [`NAMES_LISTED`], the names closest to the one asked for that it lists.
+const CLOSEST: usize = 5;
+
+/// The `n` names nearest `to` by edit distance (ties by name).
+fn closest<'a>(to: &str, names: &[&'a str], n: usize) -> Vec<&'a str> {
+    let mut by: Vec<(usize, &str)> = names.iter().map(|h| (edit_distance(to, h), *h)).collect();
+    by.sort_unstable();
+    by.into_iter().take(n).map(|(_, h)| h).collect()
+}
+
+/// Levenshtein distance over chars (names are short: a table header).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let up = row[j + 1];
+            row[j + 1] = (diag + usize::from(ca != *cb)).min(up + 1).min(row[j] + 1);
+            diag = up;
+        }
+    }
+    row[b.len()]
 }
 
 /// The refusal of a file past [`MAX_FILE_BYTES`].

@@ -11,6 +11,7 @@ use reqwest::header::HeaderValue;
 use crate::adapters::reqwest::error::{HttpError, Kind};
 use crate::adapters::reqwest::transport::{classify_transport, is_transport_timeout};
 use crate::classify::{Classification, Classify};
+use crate::engine::TimedOut;
 use crate::http::RETRY_AFTER_MS;
 use crate::http::{StatusClassifier, classify_response_ms};
 
@@ -114,6 +115,8 @@ impl Classify<HttpError> for ReqwestClassifier {
             Kind::Middleware(e) => {
                 crate::adapters::reqwest::middleware::classify::classify_middleware(e)
             }
+            // Never sent (not an attempt's outcome): nothing to retry.
+            Kind::Unstarted(_) => Classification::Terminal,
         }
     }
 
@@ -128,8 +131,16 @@ impl Classify<HttpError> for ReqwestClassifier {
             Kind::Middleware(e) => {
                 crate::adapters::reqwest::middleware::classify::is_middleware_timeout(e)
             }
-            Kind::Status(_) => false,
+            Kind::Status(_) | Kind::Unstarted(_) => false,
         }
+    }
+
+    /// A request never sent (its call's time ran out at a throttle's gate):
+    /// an [`HttpError`] that says so ([`HttpError::unstarted`]). Attempts
+    /// are cut by the request's own timeout, not by the executor
+    /// ([`timed_out`](Classify::timed_out) stays `None`).
+    fn unstarted(&self, unstarted: TimedOut) -> Option<HttpError> {
+        Some(HttpError::new(Kind::Unstarted(unstarted), None))
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use reqwest::header::HeaderValue;
 use reqwest::{Method, Response, StatusCode};
 
-use crate::engine::RetryError;
+use crate::engine::{RetryError, TimedOut};
 use crate::http::parse_retry_after;
 
 /// What went wrong in one attempt.
@@ -19,6 +19,9 @@ pub(crate) enum Kind {
     /// An error from a middleware further down a `reqwest-middleware` stack.
     #[cfg(feature = "reqwest-middleware")]
     Middleware(reqwest_middleware::Error),
+    /// Never sent: the call's time ran out while it waited for its turn at a
+    /// throttle ([`Classify::unstarted`](crate::Classify::unstarted)).
+    Unstarted(TimedOut),
 }
 
 /// Why a request was sent once, without retries, though its failure might
@@ -100,6 +103,7 @@ impl HttpError {
             Kind::Transport(e) => e.status(),
             #[cfg(feature = "reqwest-middleware")]
             Kind::Middleware(e) => e.status(),
+            Kind::Unstarted(_) => None,
         }
     }
 
@@ -123,6 +127,25 @@ impl HttpError {
     pub fn transport(&self) -> Option<&reqwest::Error> {
         match &self.kind {
             Kind::Transport(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Set when the request was never sent: the call's time
+    /// (`max_elapsed`) ran out while it waited for its turn at a
+    /// [throttle](crate::fleet::Throttle), so it ended after 0 attempts.
+    ///
+    /// ```
+    /// use herdless::Classify;
+    /// use herdless::adapters::reqwest::ReqwestClassifier;
+    /// use herdless::engine::TimedOut;
+    /// let e = ReqwestClassifier::default().unstarted(TimedOut::unstarted(1)).unwrap();
+    /// assert_eq!(e.unstarted(), Some(TimedOut::unstarted(1)));
+    /// assert!(e.status().is_none() && e.transport().is_none());
+    /// ```
+    pub fn unstarted(&self) -> Option<TimedOut> {
+        match &self.kind {
+            Kind::Unstarted(t) => Some(*t),
             _ => None,
         }
     }
@@ -164,6 +187,7 @@ impl fmt::Debug for HttpError {
             Kind::Transport(e) => d.field("transport", e),
             #[cfg(feature = "reqwest-middleware")]
             Kind::Middleware(e) => d.field("middleware", e),
+            Kind::Unstarted(t) => d.field("unstarted", t),
         };
         d.field("not_retried", &self.not_retried).finish()
     }
@@ -185,6 +209,7 @@ impl fmt::Display for HttpError {
             Kind::Middleware(reqwest_middleware::Error::Middleware(e)) => write!(f, "{e:#}")?,
             #[cfg(feature = "reqwest-middleware")]
             Kind::Middleware(e) => write!(f, "{e}")?,
+            Kind::Unstarted(t) => write!(f, "not sent: {t}")?,
         }
         if let Some(why) = self.not_retried {
             write!(f, " (not retried: {why})")?;
@@ -199,6 +224,7 @@ impl std::error::Error for HttpError {
             Kind::Transport(e) => Some(e),
             #[cfg(feature = "reqwest-middleware")]
             Kind::Middleware(e) => Some(e),
+            Kind::Unstarted(t) => Some(t),
             Kind::Status(_) => None,
         }
     }

@@ -161,7 +161,7 @@ pub(crate) use error::Kind;
 pub use error::{HttpError, NotRetried, SendError};
 pub(crate) use replay::Replay;
 pub use replay::{IDEMPOTENCY_KEY, is_idempotent};
-pub use stream::{BodySink, Discard, Streamed};
+pub use stream::{AttemptWatch, BodySink, Discard, Streamed};
 pub use transport::{classify_io, classify_transport, is_transport_timeout};
 
 /// What one attempt did, for [`HttpRetry::send_observed`] and the other

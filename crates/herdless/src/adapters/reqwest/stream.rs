@@ -14,6 +14,7 @@ use std::io;
 use std::pin::pin;
 use std::sync::Mutex;
 use std::task::Poll;
+use std::time::Instant;
 
 use reqwest::{RequestBuilder, StatusCode};
 
@@ -149,6 +150,36 @@ fn lock<'a, T>(m: &'a Mutex<T>) -> std::sync::MutexGuard<'a, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Told as each attempt of [`HttpRetry::send_to_watched`] starts and ends.
+pub trait AttemptWatch: Send {
+    /// Attempt `number` (1-based) starts at `at` (the retrier's clock): its
+    /// request is about to be sent.
+    fn started(&mut self, number: u32, at: Instant);
+    /// The attempt ended: what it did.
+    fn ended(&mut self, record: &AttemptRecord);
+}
+
+impl<W: AttemptWatch + ?Sized> AttemptWatch for &mut W {
+    fn started(&mut self, number: u32, at: Instant) {
+        (**self).started(number, at);
+    }
+
+    fn ended(&mut self, record: &AttemptRecord) {
+        (**self).ended(record);
+    }
+}
+
+/// An `observe` hook: told only as attempts end.
+struct Ended<F>(F);
+
+impl<F: FnMut(&AttemptRecord) + Send> AttemptWatch for Ended<F> {
+    fn started(&mut self, _: u32, _: Instant) {}
+
+    fn ended(&mut self, record: &AttemptRecord) {
+        (self.0)(record);
+    }
+}
+
 /// How one attempt ended, before it is told to the engine.
 enum Step {
     Done(Streamed),
@@ -196,10 +227,47 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
         sink: &mut S,
         observe: impl FnMut(&AttemptRecord) + Send,
     ) -> Result<Streamed, SendError> {
+        self.send_to_watched(request, sink, Ended(observe)).await
+    }
+
+    /// Like [`send_to`](Self::send_to), telling `watch` as each attempt
+    /// starts and ends: a caller dropped mid-attempt (a fleet interrupted)
+    /// still knows the request it sent.
+    ///
+    /// # Errors
+    ///
+    /// As for [`send_to`](Self::send_to).
+    ///
+    /// ```no_run
+    /// use std::time::Instant;
+    /// use herdless::adapters::reqwest::{AttemptRecord, AttemptWatch, Discard, HttpRetry};
+    ///
+    /// /// Counts the requests sent, ended or not.
+    /// #[derive(Default)]
+    /// struct Sent(u32);
+    /// impl AttemptWatch for Sent {
+    ///     fn started(&mut self, _: u32, _: Instant) {
+    ///         self.0 += 1;
+    ///     }
+    ///     fn ended(&mut self, _: &AttemptRecord) {}
+    /// }
+    /// # async fn run() -> Result<(), herdless::adapters::reqwest::SendError> {
+    /// let mut sent = Sent::default();
+    /// HttpRetry::new(herdless::Policy::default())
+    ///     .send_to_watched(reqwest::Client::new().get("http://127.0.0.1:8080/"), &mut Discard::default(), &mut sent)
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn send_to_watched<S: BodySink>(
+        &self,
+        request: RequestBuilder,
+        sink: &mut S,
+        watch: impl AttemptWatch,
+    ) -> Result<Streamed, SendError> {
         let (client, mut replay) = self.prepare(request)?;
         let not_retried = replay.not_retried();
         let bounded = self.retry.policy().attempt_timeout().is_some();
-        let observe = Mutex::new(observe);
+        let observe = Mutex::new(watch);
         let shared = Mutex::new(Shared {
             sink: Some(sink),
             written: 0,
@@ -210,6 +278,9 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
             let (client, timer, observe, shared) = (&client, &self.retry.timer, &observe, &shared);
             async move {
                 let started = timer.now();
+                if let Ok(mut watch) = observe.lock() {
+                    watch.started(attempt.number(), started);
+                }
                 let (sink, earlier) = {
                     let mut s = lock(shared);
                     (s.sink.take(), std::mem::take(&mut s.written))
@@ -238,8 +309,8 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
                         if is_transport_timeout(e)),
                     body_bytes: wrote,
                 };
-                if let Ok(mut hook) = observe.lock() {
-                    (*hook)(&record);
+                if let Ok(mut watch) = observe.lock() {
+                    watch.ended(&record);
                 }
                 lock(shared).written = wrote;
                 match step {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::engine::GiveUp;
-use crate::engine::call::Engine;
+use crate::engine::call::{Engine, nanos};
 use crate::engine::context::Context;
 use crate::engine::events::Notify;
 use crate::fleet::Throttle;
@@ -16,10 +16,17 @@ use super::Gate;
 impl Engine {
     /// The throttle's gate at `now_ns` (the call's clock): `None` to go on
     /// to the breaker's gate, `Some(gate)` when the throttle has decided (a
-    /// wait, or a give-up when waiting would pass the elapsed limit). An
-    /// urgent call's lane skips it, as it skips the breaker. A first attempt
-    /// never gives up here (no attempt has failed): the throttle's wait is
-    /// cut to what is left before the limit, and at the limit it goes.
+    /// wait, or a give-up). An urgent call's lane skips it, as it skips the
+    /// breaker.
+    ///
+    /// An attempt with no time left is not made, the first included: at
+    /// or past the elapsed limit the call gives up (`max_elapsed`) without
+    /// asking the throttle (no token is taken), and so it does when its
+    /// turn is at or past the limit (a wait that ends there leaves the
+    /// attempt no time). A first attempt that gives up here ends the call
+    /// after 0 attempts; `tell`: whether that give-up is told (its event)
+    /// here, or by the executor once it has the error to end the call with
+    /// ([`unstarted`](Self::unstarted)).
     #[cold]
     #[inline(never)]
     pub(super) fn throttle_gate<N: Notify>(
@@ -27,10 +34,16 @@ impl Engine {
         cx: &Context<'_, N>,
         now_ns: u64,
         rng: &mut Rng,
+        tell: bool,
     ) -> Option<Gate> {
         let throttle = cx.throttle?;
         if self.bypasses(cx) {
             return None;
+        }
+        let elapsed = now_ns.saturating_sub(self.start_ns);
+        let limit = cx.max_elapsed_ns();
+        if elapsed >= limit {
+            return Some(self.no_time(cx, elapsed, tell));
         }
         let wait = throttle
             .acquire_ns(
@@ -39,12 +52,29 @@ impl Engine {
                 self.attempts() > 0,
             )
             .err()?;
-        if self.attempts() == 0 {
-            let elapsed = now_ns.saturating_sub(self.start_ns);
-            let left = cx.max_elapsed_ns().saturating_sub(elapsed);
-            return (left > 0).then(|| Gate::Wait(wait.min(Duration::from_nanos(left))));
+        if elapsed.saturating_add(nanos(wait)) >= limit {
+            return Some(self.no_time(cx, elapsed, tell));
         }
-        Some(self.wait_or_give_up(cx, now_ns, wait))
+        Some(Gate::Wait(wait))
+    }
+
+    /// The call's time runs out at the gate: a retry's admission is
+    /// refunded; a first attempt's give-up is told if `tell`.
+    fn no_time<N: Notify>(&mut self, cx: &Context<'_, N>, elapsed_ns: u64, tell: bool) -> Gate {
+        if self.attempts() > 0 || tell {
+            self.refund(cx);
+            let elapsed = Duration::from_nanos(elapsed_ns);
+            self.exhausted(cx, GiveUp::MaxElapsed, elapsed, false, false);
+        }
+        Gate::GiveUp(GiveUp::MaxElapsed)
+    }
+
+    /// A call whose first attempt gave up at the throttle's gate (told
+    /// nothing there) ends: `retry_budget_exhausted` with attempt 0, at
+    /// `now_ns`.
+    pub(crate) fn unstarted<N: Notify>(&self, cx: &Context<'_, N>, now_ns: u64) {
+        let elapsed = Duration::from_nanos(now_ns.saturating_sub(self.start_ns));
+        self.exhausted(cx, GiveUp::MaxElapsed, elapsed, false, false);
     }
 
     /// The throttle learns that the endpoint answered (`served`) or refused.

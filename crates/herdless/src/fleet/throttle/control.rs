@@ -138,10 +138,42 @@ impl State {
         }
     }
 
+    /// A time earlier than the last seen: the driver's clock stepped back,
+    /// or two drivers read clocks a little apart. Within a window it is read
+    /// as the last seen (clocks a tick apart: a caller behind waits at most
+    /// that much longer). Beyond a window every time the state holds moves
+    /// back by the step, which passes as no time: the times that follow
+    /// count from there, so a clock stepped back never stalls the callers
+    /// (reading it as the last seen would, until the clock caught up), and
+    /// booked turns keep their distance. Returns the time to decide at.
+    fn rebase(&mut self, now: u64, s: &Settings) -> u64 {
+        let Some(back) = self.last.checked_sub(now).filter(|&b| b > 0) else {
+            return now;
+        };
+        if back <= s.window {
+            return self.last;
+        }
+        for t in [
+            &mut self.last,
+            &mut self.next_wake,
+            &mut self.grown_at,
+            &mut self.window_start,
+            &mut self.ramp_at,
+            &mut self.probe_at,
+        ] {
+            *t = t.saturating_sub(back);
+        }
+        if let Some(t) = &mut self.last_ok {
+            *t = t.saturating_sub(back);
+        }
+        now
+    }
+
     /// Time passes: tokens accrue, the rate grows while calls wait and
-    /// nothing is refused, a window closes. A time earlier than the last
-    /// seen (a driver's clocks disagreeing) changes nothing.
-    fn advance(&mut self, now: u64, s: &Settings) {
+    /// nothing is refused, a window closes. Returns the time to decide at
+    /// (`now`, unless it is earlier than the last seen: [`rebase`](Self::rebase)).
+    fn advance(&mut self, now: u64, s: &Settings) -> u64 {
+        let now = self.rebase(now, s);
         if now > self.last {
             let add = (now - self.last) as f64 * self.rate / 1e9;
             self.tokens = (self.tokens + add).min(self.burst(s));
@@ -166,6 +198,7 @@ impl State {
         if now.saturating_sub(self.window_start) >= s.window {
             self.close(now, s);
         }
+        now
     }
 
     /// A window closes: a partial refusal sets the rate to what was served.
@@ -211,7 +244,7 @@ impl State {
         rng: &mut Rng,
         refused: bool,
     ) -> Result<(), Duration> {
-        self.advance(now, s);
+        let now = self.advance(now, s);
         if let Phase::Probe { interval } = self.phase {
             let grace = self.probe_at.saturating_add(s.max_wait);
             if refused && self.fresh && now >= self.probe_at && now < grace {
@@ -262,7 +295,7 @@ impl State {
     }
 
     pub(crate) fn success(&mut self, now: u64, s: &Settings) {
-        self.advance(now, s);
+        let now = self.advance(now, s);
         self.ok = self.ok.saturating_add(1);
         self.run = 0;
         self.last_ok = Some(self.last_ok.map_or(now, |t| t.max(now)));
@@ -296,7 +329,7 @@ impl State {
     }
 
     pub(crate) fn failure(&mut self, now: u64, s: &Settings) {
-        self.advance(now, s);
+        let now = self.advance(now, s);
         self.failed = self.failed.saturating_add(1);
         self.run = self.run.saturating_add(1);
         // "Down": `threshold` refusals in a row and nothing served for a

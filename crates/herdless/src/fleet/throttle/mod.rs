@@ -50,9 +50,22 @@
 //! * The decrease is measured, not guessed (the rate the endpoint served, as
 //!   in BBR); the probe is the breaker's, without its all-or-nothing release.
 //!
+//! * **A call with no time left is not made.** A call waits at the gate
+//!   while its turn is within its elapsed limit; when the turn is at or past
+//!   it (or the limit has come), the call gives up there (`max_elapsed`),
+//!   its first attempt included: it then ends after 0 attempts, nothing
+//!   sent, with its classifier's [`unstarted`](crate::Classify::unstarted)
+//!   error. An attempt started with no time left would only be counted as
+//!   sent (a connection opened and dropped at once).
+//!
 //! Time is the driver's: every call takes `now` since an epoch of the
-//! driver's choosing, shared by every call of the process (the executors use
-//! one per process; the simulator, virtual time). The state sits behind a
+//! driver's choosing, shared by every caller of the throttle. The executors
+//! all read the timer's [`Clock::now_ns`](crate::Clock::now_ns), the blocking
+//! one included (its own clock, the coarse one, has another epoch); the
+//! simulator, virtual time. A time earlier than the last seen never makes a
+//! caller wait: a step back within a window (two clocks a tick apart) is
+//! read as the last time seen, a longer one (a clock set back) as no time
+//! passing, the times that follow counting from it. The state sits behind a
 //! mutex held for a few arithmetic operations; a poisoned lock is recovered.
 //!
 //! ```

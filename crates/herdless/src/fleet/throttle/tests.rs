@@ -349,3 +349,58 @@ proptest! {
         }
     }
 }
+
+/// Calls through the public `acquire` for `secs` seconds of the driver's
+/// clock, each caller going again as soon as it is let go or its wait ends;
+/// `at(t)` is what the driver passes at its time `t`.
+fn admitted(secs: u64, at: impl Fn(Duration) -> Duration) -> u32 {
+    let t = Throttle::new();
+    let mut rng = Rng::with_seed(5);
+    let (mut now, mut passed) = (Duration::ZERO, 0);
+    while now < Duration::from_secs(secs) {
+        match t.acquire(at(now), &mut rng) {
+            Ok(()) => {
+                passed += 1;
+                t.record_success(at(now));
+                now += MS;
+            }
+            Err(wait) => now += wait,
+        }
+    }
+    passed
+}
+
+/// A clock stepped back by an hour (a driver's clock set back, or another
+/// epoch) is read as no time passing, not as an hour to wait: the calls go
+/// on at the rate they had (they used to stall: 9 in 20 s against 2,000).
+#[test]
+fn a_clock_stepped_back_never_stalls_the_callers() {
+    let hour = Duration::from_secs(3_600);
+    let steady = admitted(20, |t| t + hour);
+    let stepped = admitted(20, |t| {
+        if t < Duration::from_secs(2) {
+            t + hour
+        } else {
+            t
+        }
+    });
+    assert!(steady > 1_000, "{steady}");
+    assert!(
+        stepped * 100 >= steady * 95,
+        "stepped back: {stepped} calls, steady: {steady}"
+    );
+}
+
+/// A time a little earlier than the last seen (two clocks a tick apart) is
+/// read as the last seen: it neither stalls a caller nor moves the
+/// throttle's time.
+#[test]
+fn a_time_a_tick_earlier_is_read_as_the_last_seen() {
+    let mut rng = Rng::with_seed(5);
+    let t = Throttle::builder().initial(1).build().unwrap();
+    let at = Duration::from_secs(10);
+    assert!(t.acquire(at, &mut rng).is_ok());
+    // 10/s: the next turn is 100 ms after `at`, whoever asks.
+    assert_eq!(t.acquire(at - ms(4), &mut rng), Err(ms(100)));
+    assert!(t.acquire(at + ms(200), &mut rng).is_ok());
+}

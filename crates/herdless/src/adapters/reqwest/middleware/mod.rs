@@ -232,6 +232,7 @@ where
             }
             Kind::Transport(e) => Err(e.into()),
             Kind::Middleware(e) => Err(e),
+            Kind::Unstarted(t) => Err(reqwest_middleware::Error::middleware(t)),
         }
     }
 }
