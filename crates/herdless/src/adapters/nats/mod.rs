@@ -6,7 +6,8 @@
 //!
 //! | the engine says | the worker does |
 //! |---|---|
-//! | success | record the completion under the task's key (`completion.rs`), then `+ACK` (confirmed by the server) |
+//! | (before running) | claim the task under its key in the completion bucket (`claim.rs`): a copy whose task is done is acked without running, one whose task another delivery holds is left to it |
+//! | success | record the completion on the claim, then `+ACK` (confirmed by the server) |
 //! | `Decision::Retry { delay }` | `-NAK {"delay": delay}`: the broker redelivers the task after `delay`, to any worker |
 //! | `Decision::GiveUp(reason)` (terminal, attempts, elapsed, shared budget, server pushback) | publish the message, its headers and the reason, attempts and elapsed time to the dead-letter subject (confirmed by the stream that stores it), then `+ACK`; without a dead-letter subject, `+TERM` |
 //! | a redelivered retry the gate refuses ([`Engine::redelivered`]) | dead letter, as above, without running it |
@@ -99,6 +100,7 @@
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 
+mod claim;
 mod completion;
 mod confirm;
 mod connect;
