@@ -295,6 +295,7 @@ impl<C, N: Notify> Worker<C, N> {
                 &info,
                 self.dead_letter.as_deref(),
                 self.completion_record,
+                None,
             )
             .await?,
         );
@@ -339,7 +340,8 @@ impl<C, N: Notify> Worker<C, N> {
             }
             if tending.is_none() && !stopping && (pull.want.0 || pull.want.1) {
                 let sweep = std::mem::take(&mut pull.want).1;
-                tending = Some(Box::pin(self.tend(js, consumer, sweep)));
+                let open = site.completions.clone();
+                tending = Some(Box::pin(self.tend(js, consumer, sweep, open)));
             }
             tokio::select! {
                 biased;
@@ -402,13 +404,15 @@ impl<C, N: Notify> Worker<C, N> {
 }
 
 impl<C, N> Worker<C, N> {
-    /// Reads the site again and, if `sweep`, settles the messages the client
-    /// cannot decode (see `poison.rs`).
+    /// Reads the site again (keeping the completion bucket `open`, if one
+    /// is) and, if `sweep`, settles the messages the client cannot decode
+    /// (see `poison.rs`).
     async fn tend(
         &self,
         js: &jetstream::Context,
         consumer: &PullConsumer,
         sweep: bool,
+        open: Option<super::completion::Completions>,
     ) -> Result<(Site, Vec<Outcome>), NatsError> {
         let info = consumer
             .get_info()
@@ -419,6 +423,7 @@ impl<C, N> Worker<C, N> {
             &info,
             self.dead_letter.as_deref(),
             self.completion_record,
+            open,
         )
         .await?;
         let outcomes = if sweep {

@@ -28,12 +28,17 @@ pub(super) struct Site {
 
 impl Site {
     /// Reads the stream behind `info` and the stream storing `dead_letter`;
-    /// with `record`, opens (or creates) the stream's completion bucket.
+    /// with `record`, the stream's completion bucket: `open`, the one a
+    /// previous read opened, else opened (or created) now. An open bucket is
+    /// kept across reads: a read during a leader change (after a reconnect,
+    /// a failed pull) that could not reach it must not leave the worker
+    /// running without its claims.
     pub(super) async fn read(
         js: &jetstream::Context,
         info: &consumer::Info,
         dead_letter: Option<&str>,
         record: bool,
+        open: Option<Completions>,
     ) -> Result<Site, NatsError> {
         let stream = js
             .get_stream(info.stream_name.as_str())
@@ -64,7 +69,9 @@ impl Site {
         } else {
             c.filter_subject.clone()
         };
-        let completions = if record {
+        let completions = if record && open.is_some() {
+            open
+        } else if record {
             let tasks = &stream.cached_info().config;
             match Completions::open(js, tasks, c.ack_wait).await {
                 Ok(c) => Some(c),
