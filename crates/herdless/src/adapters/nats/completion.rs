@@ -26,14 +26,26 @@
 use std::time::Duration;
 
 use async_nats::header::NATS_EXPECTED_LAST_SUBJECT_SEQUENCE;
+use async_nats::jetstream::context::CreateStreamError;
 use async_nats::jetstream::{self, stream};
 
 use super::NatsError;
+use super::confirm::{RECORD_ACK_WAITS, pauses};
 use crate::redelivery::claim::{Record, Seen};
 use crate::rng::IdempotencyKey;
 
 /// The bucket's TTL is at least this many of the consumer's ack waits.
 pub const TTL_ACK_WAITS: u32 = 10;
+
+/// Whether a failure to open the bucket is one the cluster gets over.
+fn passing(e: &CreateStreamError) -> bool {
+    use async_nats::jetstream::context::CreateStreamErrorKind as Kind;
+    match e.kind() {
+        Kind::TimedOut | Kind::JetStreamUnavailable | Kind::Response => true,
+        Kind::JetStream(e) => e.code() == 503,
+        _ => false,
+    }
+}
 
 /// The longest stream name used as it is in the bucket's name.
 const MAX_NAME_IN_BUCKET: usize = 200;
@@ -60,12 +72,37 @@ pub(super) fn bucket_name(stream: &str) -> String {
 }
 
 impl Completions {
-    /// The bucket of the task stream `tasks`, created if missing.
+    /// The bucket of the task stream `tasks`, created if missing. A failure
+    /// the cluster gets over (no answer in time, JetStream unavailable or
+    /// answering 503 while it elects a leader or is loaded) is asked again
+    /// for up to [`RECORD_ACK_WAITS`] ack waits: a worker that started
+    /// without its bucket would run every task without a claim. Any other
+    /// (permissions, limits, a stream of that name that is not a bucket) is
+    /// returned at once.
     pub(super) async fn open(
         js: &jetstream::Context,
         tasks: &stream::Config,
         ack_wait: Duration,
     ) -> Result<Completions, NatsError> {
+        let deadline = tokio::time::Instant::now() + ack_wait * RECORD_ACK_WAITS;
+        let mut pauses = pauses();
+        loop {
+            match Self::open_once(js, tasks, ack_wait).await {
+                Ok(c) => return Ok(c),
+                Err(e) if passing(&e) && tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(target: "herdless", error = %e, "the completion bucket: asking again");
+                    tokio::time::sleep(pauses.next_delay()).await;
+                }
+                Err(e) => return Err(NatsError::broker("creating the completion bucket", e)),
+            }
+        }
+    }
+
+    async fn open_once(
+        js: &jetstream::Context,
+        tasks: &stream::Config,
+        ack_wait: Duration,
+    ) -> Result<Completions, CreateStreamError> {
         let bucket = bucket_name(&tasks.name);
         let name = format!("KV_{bucket}");
         let prefix = format!("$KV.{bucket}.");
@@ -87,10 +124,7 @@ impl Completions {
             allow_direct: false,
             ..Default::default()
         };
-        let stream = js
-            .get_or_create_stream(config)
-            .await
-            .map_err(|e| NatsError::broker("creating the completion bucket", e))?;
+        let stream = js.get_or_create_stream(config).await?;
         Ok(Completions { stream, prefix })
     }
 

@@ -79,8 +79,9 @@ impl Site {
                     tracing::warn!(
                         target: "herdless",
                         error = %e,
-                        "no completion bucket: completions are not recorded (a success whose \
-                         ack is lost runs again)"
+                        "no completion bucket: tasks run without a claim or a completion \
+                         record (a copy the broker delivers twice may run twice) until a later \
+                         read of the stream opens it"
                     );
                     None
                 }
