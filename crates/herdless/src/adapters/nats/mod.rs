@@ -318,13 +318,18 @@ impl<C, N> Worker<C, N> {
         self
     }
 
-    /// Whether to record each success in the stream's completion bucket
-    /// before acking it, and ack without running a delivery whose key is
-    /// recorded (default: on, where the bucket can be created; see
-    /// `completion.rs` for the bucket, its name and TTL). Off, a success
-    /// whose acknowledgement is lost in a leader change runs again when the
-    /// broker redelivers it; on, each delivery costs one more request and
-    /// each success one more confirmed publish.
+    /// Whether to claim each task in the stream's completion bucket before
+    /// running it and record its success there before acking it (default:
+    /// on, where the bucket can be created; see `completion.rs` for the
+    /// bucket, its name and TTL, and `redelivery/claim/mod.rs` for the
+    /// claim's design). On, a
+    /// delivery whose task is recorded as done is acked without running and
+    /// one whose task another delivery holds is left to it; each first
+    /// delivery costs one more confirmed publish (the claim), each
+    /// redelivery a read more, each attempt one more confirmed publish (its
+    /// end), and a long attempt a renewal every third of the ack wait. Off,
+    /// a success whose acknowledgement is lost in a leader change, or a copy
+    /// the broker hands out while the first runs, runs again.
     ///
     /// ```
     /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)

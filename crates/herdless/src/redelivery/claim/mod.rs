@@ -18,12 +18,12 @@
 //! wins, whichever server each reached. A JetStream key-value store offers
 //! two: a create (`Nats-Expected-Last-Subject-Sequence: 0`) and an update
 //! at a revision. On `nats-server` 2.9.10 with three replicas only the
-//! first holds: eight writers from three servers on each of 2,000 keys gave
-//! exactly one winning create per key, but an update at a revision had more
-//! than one winner on 1,371 of the 2,000 keys (the server checks a create as
-//! each replica applies it, in the log's order, and an update only at the
-//! leader before proposing it; `tests/nats_cluster.rs` keeps the create
-//! half as a test). So a task's records are a sequence of *turns*, each its
+//! first holds (the server checks a create as each replica applies it, in
+//! the log's order, and an update only at the leader before proposing it):
+//! concurrent updates at one revision through different servers are often
+//! all accepted (figures in docs/broker.md; `tests/nats_cluster.rs` keeps
+//! the create half as a test and measures the update half). So a task's
+//! records are a sequence of *turns*, each its
 //! own key (`KEY.1`, `KEY.2`, …), each created once; after its create only
 //! the turn's holder writes it, so no write needs a condition:
 //!
