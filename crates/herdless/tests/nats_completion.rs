@@ -9,7 +9,7 @@
 mod nats_server;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use herdless::adapters::nats::{Summary, Task, Worker};
@@ -214,4 +214,60 @@ async fn a_copy_delivered_while_the_first_runs_is_not_run() {
     // Copies did come, and none ran.
     let copies = a.already_completed + a.held_elsewhere + b.already_completed + b.held_elsewhere;
     assert!(copies >= 1, "no second copy was delivered: {a:?} {b:?}");
+}
+
+/// A holder that cannot renew its claim (here the bucket is deleted under
+/// it) stops its attempt at the lease's fence, an ack wait after it took the
+/// claim, rather than run on beside a delivery that may take the task over;
+/// the task comes back and, with the bucket still gone, runs without a
+/// claim after the worker has asked for 4 ack waits.
+#[tokio::test]
+async fn an_attempt_whose_claim_cannot_be_renewed_stops_at_its_fence() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    task_streams(&js, Duration::from_secs(1)).await;
+    publish(&js, "tasks.scan", "e", None).await;
+    let consumer = consumer(&js).await;
+    // When attempt 1 started, and when it was dropped or finished.
+    let first: Arc<Mutex<(Option<Instant>, Option<Instant>, bool)>> = Arc::default();
+    struct Dropped(Arc<Mutex<(Option<Instant>, Option<Instant>, bool)>>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.lock().unwrap().1 = Some(Instant::now());
+        }
+    }
+    let op = |task: Task| {
+        let (first, js) = (Arc::clone(&first), js.clone());
+        async move {
+            if task.attempt > 1 {
+                return Ok(());
+            }
+            first.lock().unwrap().0 = Some(Instant::now());
+            let _guard = Dropped(Arc::clone(&first));
+            js.delete_stream(BUCKET_STREAM)
+                .await
+                .expect("delete the bucket");
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            first.lock().unwrap().2 = true;
+            Ok::<(), std::io::Error>(())
+        }
+    };
+    let worker = Worker::new(policy(), AlwaysRetry).exit_when_idle(true);
+    let run = worker.run(
+        &js,
+        &consumer,
+        op,
+        std::future::pending::<()>(),
+        std::future::pending::<()>(),
+    );
+    let summary = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the worker drains")
+        .expect("the worker runs");
+    let (started, ended, finished) = *first.lock().unwrap();
+    let ran = ended.unwrap() - started.unwrap();
+    assert!(!finished, "attempt 1 ran to its end: {summary:?}");
+    // The lease (the ack wait, 1 s) ran from the claim, taken just before.
+    assert!(ran < Duration::from_millis(1500), "stopped after {ran:?}");
+    assert_eq!((summary.lease_lost, summary.acked), (1, 1), "{summary:?}");
 }
