@@ -21,6 +21,10 @@ const BUCKET_STREAM: &str = "KV_herdless_done_TASKS";
 /// Attempts run: (attempt, key).
 type Seen = Arc<Mutex<Vec<(u32, String)>>>;
 
+/// An attempt's start, its end (dropped or finished), and whether it ran
+/// to its end.
+type Span = Arc<Mutex<(Option<Instant>, Option<Instant>, bool)>>;
+
 async fn consumer(js: &jetstream::Context) -> jetstream::consumer::PullConsumer {
     js.get_stream("TASKS")
         .await
@@ -228,9 +232,8 @@ async fn an_attempt_whose_claim_cannot_be_renewed_stops_at_its_fence() {
     task_streams(&js, Duration::from_secs(1)).await;
     publish(&js, "tasks.scan", "e", None).await;
     let consumer = consumer(&js).await;
-    // When attempt 1 started, and when it was dropped or finished.
-    let first: Arc<Mutex<(Option<Instant>, Option<Instant>, bool)>> = Arc::default();
-    struct Dropped(Arc<Mutex<(Option<Instant>, Option<Instant>, bool)>>);
+    let first = Span::default();
+    struct Dropped(Span);
     impl Drop for Dropped {
         fn drop(&mut self) {
             self.0.lock().unwrap().1 = Some(Instant::now());
