@@ -229,6 +229,40 @@ impl Holder {
         .value(&self.task_id, attempt, unix_now().as_millis())
     }
 
+    /// Before the attempt starts: whether at least half the lease is left,
+    /// renewing the turn first when it is not (a create confirmed late, or
+    /// a slow gate, leaves little of it). `false`: the lease ran out first,
+    /// and the attempt must not start (a contender may take the next turn a
+    /// margin later).
+    pub(super) async fn fresh(&mut self, js: &jetstream::Context) -> bool {
+        let mut pauses = pauses();
+        loop {
+            let now = self.now();
+            if self.lease.lapsed(now) {
+                return false;
+            }
+            let left = self.lease.fence() - now;
+            if left >= self.length / 2 {
+                return true;
+            }
+            let value = self.value(
+                State::Running {
+                    lease: Some(self.length),
+                },
+                None,
+            );
+            let write = self.bucket.write(js, self.key, self.lease.turn, value);
+            match tokio::time::timeout(left.min(TRY), write).await {
+                Ok(Ok(())) => {
+                    if !self.lease.renewed(now, self.now()) {
+                        return false;
+                    }
+                }
+                _ => tokio::time::sleep(pauses.next_delay().min(left)).await,
+            }
+        }
+    }
+
     /// Runs `attempt` while holding the turn: an in-progress ack every
     /// `progress`, a renewal of the turn every third of the lease (or every
     /// `progress`, if sooner). `None` when the lease ran out first (no

@@ -96,8 +96,8 @@ pub enum Outcome {
     HeldElsewhere,
     /// The attempt's claim could not be renewed within its lease (the
     /// completion bucket out of reach): the attempt was stopped at the
-    /// lease's fence, before another delivery could take the task over,
-    /// and the task is left to the broker's ack wait.
+    /// lease's fence, or not started, before another delivery could take
+    /// the task over, and the task is left to the broker's ack wait.
     LeaseLost,
     /// The chain gave up; the task is in the dead-letter subject (or
     /// terminated, without one).
@@ -247,6 +247,17 @@ impl<C, N: Notify> Worker<C, N> {
                 release(js, holder.as_deref(), back).await;
                 return self.give_up(js, &d, reason, None).await;
             }
+        }
+        if let Some(h) = holder.as_mut()
+            && !h.fresh(js).await
+        {
+            tracing::warn!(
+                target: "herdless",
+                task_id = %task_id,
+                "claim lost before the attempt (no renewal confirmed within its lease): the \
+                 task is left to the broker"
+            );
+            return Ok(Outcome::LeaseLost);
         }
         let remaining = d.resumed.engine.remaining(&cx, unix_now());
         let attempt = d.resumed.engine.begin();

@@ -58,8 +58,8 @@ pub struct Summary {
     pub by_reason: BTreeMap<&'static str, u64>,
     /// Attempts abandoned by an abort and handed back.
     pub handed_back: u64,
-    /// Attempts stopped because their claim could not be renewed within its
-    /// lease; the task left to the broker's ack wait.
+    /// Attempts stopped (or not started) because their claim could not be
+    /// renewed within its lease; the task left to the broker's ack wait.
     pub lease_lost: u64,
     /// Tasks left to the ack wait (a dead letter that could not be stored,
     /// an acknowledgement the broker did not confirm).
