@@ -144,6 +144,7 @@ async fn claim(js: &jetstream::Context, d: &Delivered) -> Claimed {
                 step = next;
             }
             Err(e) => {
+                contender.unanswered();
                 let (since, backoff) = failing.get_or_insert_with(|| (Instant::now(), pauses()));
                 if since.elapsed() >= d.site.ack_wait * RECORD_ACK_WAITS {
                     tracing::warn!(

@@ -20,7 +20,9 @@
 //! clocks read; it covers the two clocks' rates (parts per million), the
 //! holder's timer waking late on a busy machine, and the time to end the
 //! attempt's process. The cost: a takeover waits a whole lease after the
-//! contender first looks, not after the holder's last renewal.
+//! contender first looks, not after the holder's last renewal; and time
+//! during which the bucket did not answer the contender does not count
+//! (the holder most likely could not write then either).
 
 use std::time::Duration;
 
@@ -92,6 +94,9 @@ pub(crate) struct Contender {
     watched: Option<Watched>,
     /// When a read first found no record at all.
     empty_since: Option<Duration>,
+    /// A request went unanswered since the last read: the watch starts
+    /// again at the next answer (see [`Contender::unanswered`]).
+    blind: bool,
 }
 
 impl Contender {
@@ -105,6 +110,7 @@ impl Contender {
             floor: 0,
             watched: None,
             empty_since: None,
+            blind: false,
         };
         let first = if first_delivery {
             Step::Create(1)
@@ -120,8 +126,24 @@ impl Contender {
         Step::ReadLatest
     }
 
+    /// A request to the bucket went unanswered or failed. The time until
+    /// the next answer does not count towards a watched claim's lapse: a
+    /// bucket without a leader answers nobody, so the holder could not
+    /// renew or record its success either, and its silence says nothing
+    /// about it. (A watch that counted through an outage of the bucket's
+    /// leader took over, at its first answer, from a holder whose `done`
+    /// was waiting for that same leader.)
+    pub(crate) fn unanswered(&mut self) {
+        self.blind = true;
+    }
+
     /// What a read at `now` showed (`exact`: a read of one turn).
     pub(crate) fn read(&mut self, now: Duration, seen: Option<Seen>, exact: bool) -> Step {
+        if std::mem::take(&mut self.blind)
+            && let Some(w) = &mut self.watched
+        {
+            w.since = now;
+        }
         let Some(s) = seen else {
             if self.floor > 0 && !exact {
                 // A turn known to exist: read it by name.

@@ -56,6 +56,30 @@ fn a_live_claim_is_waited_out_for_its_lease_and_the_margin() {
 }
 
 #[test]
+fn an_outage_of_the_bucket_starts_the_wait_again_at_its_next_answer() {
+    let (mut c, _) = Contender::new(ME, LEASE, false);
+    let lapse = LEASE + margin(LEASE);
+    assert_eq!(
+        c.read(s(0.0), running(1, 10, OTHER), false),
+        Step::Wait { lapses_at: lapse }
+    );
+    // Reads fail from 3 s to past the lapse: the holder could not write
+    // either. The first answer after it shows the same revision.
+    c.unanswered();
+    let back = lapse + s(0.5);
+    assert_eq!(
+        c.read(back, running(1, 10, OTHER), false),
+        Step::Wait {
+            lapses_at: back + lapse
+        }
+    );
+    assert_eq!(
+        c.read(back + lapse, running(1, 10, OTHER), false),
+        Step::Create(2)
+    );
+}
+
+#[test]
 fn a_renewal_starts_the_wait_again() {
     let (mut c, _) = Contender::new(ME, LEASE, false);
     c.read(s(0.0), running(3, 10, OTHER), false);
