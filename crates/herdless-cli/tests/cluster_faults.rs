@@ -122,3 +122,59 @@ async fn a_rolling_restart_of_every_server() {
     let (r, _) = run(Fault::Rolling).await;
     check(&r);
 }
+
+/// A worker started while its stream has no quorum (its leader and one
+/// more server frozen) waits for one instead of exiting: its lookup of the stream gets
+/// no answer, or "JetStream unavailable", and is asked again. (Before: exit
+/// 2 at once, `stream "TASKS": request timed out`, which also ended a fault
+/// run at load 10 when a starting worker's first request went unanswered.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_without_a_quorum_waits_for_one() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let mut cluster = NatsCluster::start();
+    let js = cluster.jetstream().await;
+    nats_cluster::cluster_streams(&js, ACK_WAIT).await;
+    for i in 0..20 {
+        let sent = js.publish("tasks.scan", format!("{i} ok\n").into()).await;
+        sent.expect("publish").await.expect("stored");
+    }
+    // The stream's leader and one more frozen: the server left answers
+    // nothing about the stream (a server that still leads it would).
+    let leader = cluster.stream_leader("TASKS").await;
+    let (other, left) = ((leader + 1) % 3, (leader + 2) % 3);
+    cluster.freeze(leader);
+    cluster.freeze(other);
+    let mut worker = tokio::process::Command::new(env!("CARGO_BIN_EXE_herdless"))
+        .args(["worker", "--nats", cluster.url(left), "--stream", "TASKS"])
+        .args(["--consumer", "workers", "--dead-letter", "dead.tasks"])
+        .args([
+            "--exit-when-idle",
+            "--quiet",
+            "--log-format",
+            "json",
+            "--",
+            "true",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start herdless worker");
+    // The fault's length, not a wait for a condition: past async-nats's
+    // request timeout (5 s), so the lookup has failed at least once.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let early = worker.try_wait().expect("the worker's status");
+    cluster.thaw(leader);
+    cluster.thaw(other);
+    assert!(
+        early.is_none(),
+        "the worker exited without a quorum: {early:?}"
+    );
+    let out = tokio::time::timeout(Duration::from_secs(60), worker.wait_with_output())
+        .await
+        .expect("the worker drains once the cluster has a quorum")
+        .expect("the worker's output");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{:?}: {summary}", out.status);
+    assert!(summary.contains("\"acked\":20"), "{summary}");
+}
