@@ -9,7 +9,7 @@ use async_nats::HeaderMap;
 use async_nats::jetstream::{self, AckKind};
 use bytes::Bytes;
 
-use super::claim::{Holder, before_running};
+use super::claim::{before_running, release, run_attempt};
 use super::confirm::RECORD_ACK_WAITS;
 use super::dead_letter::{self, Sent};
 use super::{NatsError, Site, Worker};
@@ -130,7 +130,7 @@ pub enum Outcome {
 pub(super) struct Abort(pub(super) tokio::sync::watch::Receiver<bool>);
 
 impl Abort {
-    fn raised(&self) -> bool {
+    pub(super) fn raised(&self) -> bool {
         *self.0.borrow()
     }
 
@@ -227,8 +227,10 @@ impl<C, N: Notify> Worker<C, N> {
             Err(outcome) => return Ok(outcome),
         };
         // Handing the task back: its turn is released first, so that the
-        // redelivery finds it free instead of waiting out the lease.
-        let back = d.site.ack_wait / 3;
+        // redelivery finds it free instead of waiting out the lease (asked
+        // again as long as a success's record: the broker hands out no copy
+        // meanwhile, see `Holder::finish`).
+        let back = d.site.ack_wait * RECORD_ACK_WAITS;
         if let Some(e) = d.resumed.refused {
             d.resumed.engine.state_invalid(&cx, e.reason());
         }
@@ -239,24 +241,18 @@ impl<C, N: Notify> Worker<C, N> {
         {
             Gate::Go => {}
             Gate::Wait(delay) => {
-                release(js, holder.as_deref(), back).await;
+                release(js, holder.as_deref(), &d, back, progress).await;
                 settle(&d, AckKind::Nak(Some(delay))).await?;
                 return Ok(Outcome::Deferred { delay });
             }
             Gate::GiveUp(reason) => {
-                release(js, holder.as_deref(), back).await;
+                release(js, holder.as_deref(), &d, back, progress).await;
                 return self.give_up(js, &d, reason, None).await;
             }
         }
         if let Some(h) = holder.as_mut()
             && !h.fresh(js).await
         {
-            tracing::warn!(
-                target: "herdless",
-                task_id = %task_id,
-                "claim lost before the attempt (no renewal confirmed within its lease): the \
-                 task is left to the broker"
-            );
             return Ok(Outcome::LeaseLost);
         }
         let remaining = d.resumed.engine.remaining(&cx, unix_now());
@@ -270,49 +266,28 @@ impl<C, N: Notify> Worker<C, N> {
             task_id: task_id.clone(),
             remaining,
         };
-        let running = async {
-            match holder.as_mut() {
-                Some(h) => h.hold(js, op(task), &d.message, progress).await,
-                None => Some(with_progress(op(task), &d.message, progress).await),
+        let result = match run_attempt(js, &d, &mut holder, op(task), progress, abort).await? {
+            Ok(result) => result,
+            Err(stopped) => {
+                // The attempt's future was dropped (its delivery counts).
+                d.resumed.engine.cancel(&cx);
+                return Ok(stopped);
             }
-        };
-        let result = tokio::select! {
-            biased;
-            result = running => result,
-            () = abort.wait() => None,
-        };
-        let Some(result) = result else {
-            // Stopped mid-attempt (the attempt's future is dropped): by an
-            // abort, the task goes back to the broker now (its delivery
-            // counts); at the lease's fence, it is left as it is.
-            d.resumed.engine.cancel(&cx);
-            if abort.raised() {
-                release(js, holder.as_deref(), back).await;
-                settle(&d, AckKind::Nak(None)).await?;
-                return Ok(Outcome::HandedBack);
-            }
-            tracing::warn!(
-                target: "herdless",
-                task_id = %task_id,
-                "claim lost mid-attempt (no renewal confirmed within its lease): the attempt \
-                 was stopped and the task left to the broker"
-            );
-            return Ok(Outcome::LeaseLost);
         };
         let now = unix_now();
         let error = match result {
             Ok(()) => {
                 d.resumed.engine.succeeded(&cx, now);
                 if let Some(h) = &holder {
-                    let within = d.site.ack_wait * RECORD_ACK_WAITS;
-                    h.finish(js, State::Done, Some(attempt), within).await;
+                    let kept = (&d.message, progress);
+                    h.finish(js, State::Done, Some(attempt), back, kept).await;
                 }
                 settle(&d, AckKind::Ack).await?;
                 return Ok(Outcome::Acked { attempt });
             }
             Err(e) => e,
         };
-        release(js, holder.as_deref(), back).await;
+        release(js, holder.as_deref(), &d, back, progress).await;
         let (classification, cause) = self.classifier.classify_cause(&error);
         let mut rng = d.resumed.rng();
         match d
@@ -415,13 +390,6 @@ pub(super) fn key_only(identity: u128) -> String {
         ..TaskState::default()
     }
     .encode()
-}
-
-/// Releases the turn `holder` holds (if any), for up to `within`.
-async fn release(js: &jetstream::Context, holder: Option<&Holder>, within: Duration) {
-    if let Some(h) = holder {
-        h.finish(js, State::Free, None, within).await;
-    }
 }
 
 /// Sends `kind` and waits for the server's confirmation, asking again

@@ -7,10 +7,16 @@
 //! each in-progress ack, when those come more often), so a holder that
 //! sends in-progress acks keeps its claim the same way it keeps its
 //! delivery, and one that cannot reach the bucket for two thirds of an ack
-//! wait stops its attempt at the fence ([`Holder::hold`]). A waiting copy
-//! keeps its delivery with in-progress acks (a NAK would spend a delivery,
-//! and deliveries count as attempts) and reads the bucket again every half
-//! second to second.
+//! wait stops its attempt at the fence ([`Holder::hold`], `hold.rs`). A
+//! waiting copy keeps its delivery with in-progress acks (a NAK would spend
+//! a delivery, and deliveries count as attempts) and reads the bucket again
+//! every half second to second. The holder writes its turn's last record
+//! (`done` before the ack, `free` before a NAK) with in-progress acks too,
+//! for up to 4 ack waits: while the bucket elects a leader the broker hands
+//! out no copy, and the redelivery finds the turn free instead of waiting
+//! out the lease.
+
+mod hold;
 
 use std::future::Future;
 use std::time::Duration;
@@ -19,12 +25,13 @@ use async_nats::jetstream::{self, AckKind};
 use tokio::time::Instant;
 
 use super::NatsError;
-use super::completion::Completions;
-use super::confirm::{RECORD_ACK_WAITS, TRY, again, pauses};
+use super::confirm::{RECORD_ACK_WAITS, TRY, pauses};
 use super::handle::{Abort, Delivered, Outcome, settle, with_progress};
 use crate::redelivery::claim::{Contender, Lease, Record, State, Step};
 use crate::redelivery::unix_now;
-use crate::rng::{IdempotencyKey, Rng};
+use crate::rng::Rng;
+
+pub(super) use hold::{Holder, release, run_attempt};
 
 /// The shortest and longest pause between two reads of a claim being waited
 /// out (drawn at random between them: the waiting copies of a fleet do not
@@ -43,19 +50,6 @@ enum Claimed {
     /// No claim is kept (no bucket), or the bucket did not answer for
     /// [`RECORD_ACK_WAITS`] ack waits: run without one.
     Unclaimed,
-}
-
-/// The holder of a task's turn.
-pub(super) struct Holder {
-    bucket: Completions,
-    key: IdempotencyKey,
-    token: u64,
-    lease: Lease,
-    /// The lease's length.
-    length: Duration,
-    /// The origin of the lease's times (this worker's monotonic clock).
-    origin: Instant,
-    task_id: String,
 }
 
 /// Asks the bucket whether delivery `d` may run its task (see the module
@@ -204,147 +198,4 @@ async fn within_try<T>(
                 "no answer in time",
             ))
         })
-}
-
-/// A renewal in flight: the send time of the write, once confirmed.
-type Renewal = std::pin::Pin<Box<dyn Future<Output = Option<Duration>> + Send>>;
-
-async fn next_renewal(renewing: &mut Option<Renewal>) -> Option<Duration> {
-    match renewing {
-        Some(r) => r.await,
-        None => std::future::pending().await,
-    }
-}
-
-impl Holder {
-    fn now(&self) -> Duration {
-        self.origin.elapsed()
-    }
-
-    /// The turn's record in `state`, as stored.
-    fn value(&self, state: State, attempt: Option<u32>) -> String {
-        Record {
-            state,
-            by: self.token,
-        }
-        .value(&self.task_id, attempt, unix_now().as_millis())
-    }
-
-    /// Before the attempt starts: whether at least half the lease is left,
-    /// renewing the turn first when it is not (a create confirmed late, or
-    /// a slow gate, leaves little of it). `false`: the lease ran out first,
-    /// and the attempt must not start (a contender may take the next turn a
-    /// margin later).
-    pub(super) async fn fresh(&mut self, js: &jetstream::Context) -> bool {
-        let mut pauses = pauses();
-        loop {
-            let now = self.now();
-            if self.lease.lapsed(now) {
-                return false;
-            }
-            let left = self.lease.fence() - now;
-            if left >= self.length / 2 {
-                return true;
-            }
-            let value = self.value(
-                State::Running {
-                    lease: Some(self.length),
-                },
-                None,
-            );
-            let write = self.bucket.write(js, self.key, self.lease.turn, value);
-            match tokio::time::timeout(left.min(TRY), write).await {
-                Ok(Ok(())) => {
-                    if !self.lease.renewed(now, self.now()) {
-                        return false;
-                    }
-                }
-                _ => tokio::time::sleep(pauses.next_delay().min(left)).await,
-            }
-        }
-    }
-
-    /// Runs `attempt` while holding the turn: an in-progress ack every
-    /// `progress`, a renewal of the turn every third of the lease (or every
-    /// `progress`, if sooner). `None` when the lease ran out first (no
-    /// renewal confirmed in time): the attempt is dropped at the fence,
-    /// since a contender may take the next turn a margin later.
-    pub(super) async fn hold<T>(
-        &mut self,
-        js: &jetstream::Context,
-        attempt: impl Future<Output = T>,
-        message: &jetstream::Message,
-        progress: Option<Duration>,
-    ) -> Option<T> {
-        let every = progress
-            .unwrap_or(self.length)
-            .max(Duration::from_millis(10));
-        let renew_every = every.min(self.length / 3).max(Duration::from_millis(10));
-        tokio::pin!(attempt);
-        let mut tick = tokio::time::interval_at(Instant::now() + every, every);
-        let mut renew = tokio::time::interval_at(Instant::now() + renew_every, renew_every);
-        let fence = tokio::time::sleep_until(self.origin + self.lease.fence());
-        tokio::pin!(fence);
-        let mut renewing: Option<Renewal> = None;
-        let running = State::Running {
-            lease: Some(self.length),
-        };
-        loop {
-            tokio::select! {
-                biased;
-                () = &mut fence => return None,
-                value = &mut attempt => return Some(value),
-                confirmed = next_renewal(&mut renewing) => {
-                    renewing = None;
-                    if let Some(sent) = confirmed {
-                        if !self.lease.renewed(sent, self.now()) {
-                            return None;
-                        }
-                        fence.as_mut().reset(self.origin + self.lease.fence());
-                    }
-                }
-                _ = tick.tick() => {
-                    // A lost one is covered by the next; a failed attempt at
-                    // the broker is the ack wait's to notice.
-                    let _ = message.ack_with(AckKind::Progress).await;
-                }
-                _ = renew.tick(), if renewing.is_none() => {
-                    let sent = self.now();
-                    let value = self.value(running, None);
-                    let (bucket, js) = (self.bucket.clone(), js.clone());
-                    let (key, turn) = (self.key, self.lease.turn);
-                    renewing = Some(Box::pin(async move {
-                        within_try(bucket.write(&js, key, turn, value)).await.ok().map(|()| sent)
-                    }));
-                }
-            }
-        }
-    }
-
-    /// Writes the turn's last record: `done` after a success (asked again
-    /// for up to [`RECORD_ACK_WAITS`] ack waits: it is what keeps a copy
-    /// from running again), `free` before handing the task back (for up to
-    /// `within`: the redelivery otherwise waits out the lease). A record
-    /// that cannot be stored is a warning.
-    pub(super) async fn finish(
-        &self,
-        js: &jetstream::Context,
-        state: State,
-        attempt: Option<u32>,
-        within: Duration,
-    ) {
-        let value = self.value(state, attempt);
-        let turn = self.lease.turn;
-        let stored = again(within, || {
-            self.bucket.write(js, self.key, turn, value.clone())
-        })
-        .await;
-        if let Err(e) = stored {
-            let what = match state {
-                State::Done => "success not recorded: if its ack is lost too, the task runs again",
-                _ => "claim not released: the task's next delivery waits out its lease",
-            };
-            tracing::warn!(target: "herdless", task_id = %self.task_id, error = %e, "{what}");
-        }
-    }
 }
