@@ -6,6 +6,7 @@ use async_nats::jetstream::{self, consumer};
 
 use super::NatsError;
 use super::completion::Completions;
+use super::confirm::{RECORD_ACK_WAITS, pauses};
 use crate::redelivery::Delivery;
 
 /// The stream, the consumer and the dead-letter limit of one run.
@@ -26,6 +27,46 @@ pub(super) struct Site {
     pub(super) completions: Option<Completions>,
 }
 
+/// The `max_msg_size` of the stream that stores `subject`, if it sets one.
+/// A cluster that cannot answer (no answer in time, JetStream unavailable
+/// while it elects a leader) is asked again for up to `within`: only its
+/// answer that no stream stores the subject is a configuration error (a
+/// worker started just after a leader change took the one for the other,
+/// and exited).
+async fn letter_limit(
+    js: &jetstream::Context,
+    subject: &str,
+    within: std::time::Duration,
+) -> Result<Option<usize>, NatsError> {
+    use async_nats::jetstream::context::GetStreamByNameErrorKind as Kind;
+    let deadline = tokio::time::Instant::now() + within;
+    let mut pauses = pauses();
+    loop {
+        let found = match js.stream_by_subject(subject).await {
+            Ok(name) => js
+                .get_stream(name.as_str())
+                .await
+                .map(|s| s.cached_info().config.max_message_size)
+                .map_err(|e| NatsError::broker("reading the dead-letter stream", e)),
+            Err(e) if matches!(e.kind(), Kind::NotFound | Kind::InvalidSubject) => {
+                return Err(NatsError::Config(format!(
+                    "no stream stores the dead-letter subject {subject:?}: a dead letter \
+                     published there would be lost (add it to a stream's subjects)"
+                )));
+            }
+            Err(e) => Err(NatsError::broker("finding the dead-letter stream", e)),
+        };
+        match found {
+            Ok(max) => return Ok(usize::try_from(max).ok().filter(|n| *n > 0)),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+            Err(e) => {
+                tracing::debug!(target: "herdless", error = %e, "the dead-letter stream: asking again");
+                tokio::time::sleep(pauses.next_delay()).await;
+            }
+        }
+    }
+}
+
 impl Site {
     /// Reads the stream behind `info` and the stream storing `dead_letter`;
     /// with `record`, the stream's completion bucket: `open`, the one a
@@ -44,26 +85,11 @@ impl Site {
             .get_stream(info.stream_name.as_str())
             .await
             .map_err(|e| NatsError::broker("reading the stream", e))?;
+        let c = &info.config;
         let letter_max = match dead_letter {
-            Some(subject) => {
-                let dead = js.stream_by_subject(subject).await.map_err(|_| {
-                    NatsError::Config(format!(
-                        "no stream stores the dead-letter subject {subject:?}: a dead letter \
-                         published there would be lost (add it to a stream's subjects)"
-                    ))
-                })?;
-                let config = js
-                    .get_stream(dead.as_str())
-                    .await
-                    .map_err(|e| NatsError::broker("reading the dead-letter stream", e))?
-                    .cached_info()
-                    .config
-                    .max_message_size;
-                usize::try_from(config).ok().filter(|n| *n > 0)
-            }
+            Some(subject) => letter_limit(js, subject, c.ack_wait * RECORD_ACK_WAITS).await?,
             None => None,
         };
-        let c = &info.config;
         let filter = if c.filter_subject.is_empty() {
             ">".to_owned()
         } else {
