@@ -8,6 +8,11 @@
 //! scripts/instructions.sh          # every case, a table of instructions per call
 //! ```
 //!
+//! Built with the package's `metrics` feature (the library's, and a recorder)
+//! the binary has three more cases, `*_recorder`: the same calls with a
+//! recorder installed ([`recorder::RegistryRecorder`]); `scripts/instructions.sh`
+//! builds both and prints the two columns side by side.
+//!
 //! Run one case by hand: `valgrind --tool=callgrind BENCH_BINARY CASE N`
 //! (the `Collected` line is the total). `BENCH_BINARY --list` names the cases;
 //! `BENCH_BINARY --time N` times every case, interleaved, 31 rounds of `N`
@@ -51,6 +56,73 @@ const CASES: &[&str] = &[
     "delay_herdless_full",
     "delay_backon",
 ];
+
+/// The cases with a recorder installed (the `metrics` feature only).
+#[cfg(feature = "metrics")]
+const RECORDER_CASES: &[&str] = &[
+    "herdless_blocking_recorder",
+    "retry_herdless_blocking_recorder",
+    "retry_herdless_async_recorder",
+];
+#[cfg(not(feature = "metrics"))]
+const RECORDER_CASES: &[&str] = &[];
+
+/// A recorder as an exporter builds one (the Prometheus exporter's is this
+/// registry with generational storage): each registration a lookup in a
+/// sharded hash map, each handle an atomic.
+#[cfg(feature = "metrics")]
+mod recorder {
+    use metrics::{
+        Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
+    use metrics_util::registry::{AtomicStorage, Registry};
+
+    pub(crate) struct RegistryRecorder(Registry<Key, AtomicStorage>);
+
+    impl RegistryRecorder {
+        pub(crate) fn new() -> Self {
+            RegistryRecorder(Registry::atomic())
+        }
+    }
+
+    impl Recorder for RegistryRecorder {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            self.0
+                .get_or_create_counter(key, |c| Counter::from_arc(c.clone()))
+        }
+        fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+            self.0
+                .get_or_create_gauge(key, |g| Gauge::from_arc(g.clone()))
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            self.0
+                .get_or_create_histogram(key, |h| Histogram::from_arc(h.clone()))
+        }
+    }
+}
+
+/// Runs a `*_recorder` case: its case without the suffix, with a recorder
+/// installed for this thread. False when there is no such case.
+#[cfg(feature = "metrics")]
+fn run_recorded(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
+    let Some(plain) = case.strip_suffix("_recorder") else {
+        return false;
+    };
+    let plain = match plain {
+        "retry_herdless_async" => "retry_herdless_async_unseeded",
+        "retry_herdless_blocking" => "retry_herdless_blocking_unseeded",
+        other => other,
+    };
+    let recorder = recorder::RegistryRecorder::new();
+    metrics::with_local_recorder(&recorder, || run(plain, n, rt))
+}
+#[cfg(not(feature = "metrics"))]
+fn run_recorded(_: &str, _: u64, _: &tokio::runtime::Runtime) -> bool {
+    false
+}
 
 /// Runs `case` `n` times; false when there is no such case.
 fn run(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
@@ -198,10 +270,13 @@ fn main() {
     let n: u64 = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
     let rt = rt();
     match case.as_str() {
-        "" | "--list" => CASES.iter().for_each(|c| println!("{c}")),
+        "" | "--list" => CASES
+            .iter()
+            .chain(RECORDER_CASES)
+            .for_each(|c| println!("{c}")),
         "--time" => time(n.max(1), 31, &rt),
         _ => {
-            if !run(&case, n, &rt) {
+            if !run(&case, n, &rt) && !run_recorded(&case, n, &rt) {
                 eprintln!("unknown case {case}; --list names them");
                 std::process::exit(2);
             }
