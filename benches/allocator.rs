@@ -13,10 +13,13 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use std::future::Future;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use herdless::SystemTimer;
 use herdless::adapters::tower::PushbackLayer;
 use herdless::pushback::{AdaptiveAllocator, Allocator, SlotAllocator};
+use tower::Layer;
 
 /// A layer on the system clock, as deployed (each decision reads it).
 fn layer<A: Allocator>(alloc: A) -> PushbackLayer<SystemTimer, A> {
@@ -77,6 +80,30 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
 
+    // A request through the layer's service, its response future polled to
+    // its end (the handler a ready future): the layer's whole cost per
+    // request, admitted or refused, beside the bare handler.
+    let mut g = c.benchmark_group("service");
+    let handler = || {
+        tower::service_fn(|_: http::Request<()>| {
+            std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(())))
+        })
+    };
+    let mut bare = handler();
+    g.bench_function("bare_handler", |b| b.iter(|| ready(&mut bare)));
+    let horizon = Duration::from_secs(60);
+    let mut admit = layer(SlotAllocator::new(1e9, horizon).expect("valid")).layer(handler());
+    g.bench_function("admit_slots", |b| b.iter(|| ready(&mut admit)));
+    let mut admit = layer(AdaptiveAllocator::new(1e9, horizon).expect("valid")).layer(handler());
+    g.bench_function("admit_adaptive", |b| b.iter(|| ready(&mut admit)));
+    let alloc = SlotAllocator::new(1e9, horizon).expect("valid").outage();
+    let mut refuse = layer(alloc).layer(handler());
+    g.bench_function("refuse_slots", |b| b.iter(|| ready(&mut refuse)));
+    let alloc = AdaptiveAllocator::new(1e9, horizon).expect("valid");
+    let mut refuse = layer(alloc.outage_until(Duration::from_secs(3600))).layer(handler());
+    g.bench_function("refuse_adaptive", |b| b.iter(|| ready(&mut refuse)));
+    g.finish();
+
     // Held requests released (the driver's side of a hold, on the allocator
     // alone): a thousand held during an outage, released at its end.
     c.bench_function("release_adaptive/1_thread", |b| {
@@ -107,6 +134,21 @@ fn bench(c: &mut Criterion) {
             total
         })
     });
+}
+
+/// One request through `svc`, its response future polled once (every
+/// answer here is ready at once).
+fn ready<S>(svc: &mut S) -> http::StatusCode
+where
+    S: tower::Service<http::Request<()>, Response = http::Response<()>>,
+{
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(svc.poll_ready(&mut cx).is_ready());
+    let future = std::pin::pin!(svc.call(http::Request::new(())));
+    match future.poll(&mut cx) {
+        std::task::Poll::Ready(Ok(response)) => black_box(response.status()),
+        _ => panic!("a ready answer"),
+    }
 }
 
 /// `iters` calls of `f`, half on each of two threads started together; the

@@ -24,12 +24,15 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use backon::{BlockingRetryable, ExponentialBuilder, Retryable};
+use herdless::adapters::tower::PushbackLayer;
 use herdless::policy::Schedule;
+use herdless::pushback::{AdaptiveAllocator, SlotAllocator};
 use herdless::timer::CoarseClock;
 use herdless::{AlwaysRetry, Clock, Policy, Retry, Rng, SystemTimer};
 use herdless_benches::{
     NoSleep, NoSleepTokioClock, backon_delays, backon_ns, flaky, flaky_async, op, op_async,
 };
+use tower::Layer;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -55,6 +58,11 @@ const CASES: &[&str] = &[
     "retry_backon_async",
     "delay_herdless_full",
     "delay_backon",
+    "pushback_bare_handler",
+    "pushback_admit_slots",
+    "pushback_admit_adaptive",
+    "pushback_refuse_slots",
+    "pushback_refuse_adaptive",
 ];
 
 /// The cases with a recorder installed (the `metrics` feature only).
@@ -243,9 +251,72 @@ fn run(case: &str, n: u64, rt: &tokio::runtime::Runtime) -> bool {
                 black_box(backoff.next());
             })
         }
+        // The server side: one request through `PushbackLayer`'s service to
+        // a handler whose answer is ready at once, its response future polled
+        // to its end; beside the bare handler (benches/allocator.rs times the
+        // same calls).
+        "pushback_bare_handler" => {
+            let mut svc = pushback::handler();
+            (0..n).for_each(|_| pushback::one(&mut svc))
+        }
+        "pushback_admit_slots" => {
+            let alloc = SlotAllocator::new(1e9, HORIZON).expect("valid");
+            let mut svc = PushbackLayer::new(alloc).layer(pushback::handler());
+            (0..n).for_each(|_| pushback::one(&mut svc))
+        }
+        "pushback_admit_adaptive" => {
+            let alloc = AdaptiveAllocator::new(1e9, HORIZON).expect("valid");
+            let mut svc = PushbackLayer::new(alloc).layer(pushback::handler());
+            (0..n).for_each(|_| pushback::one(&mut svc))
+        }
+        "pushback_refuse_slots" => {
+            let alloc = SlotAllocator::new(1e9, HORIZON).expect("valid").outage();
+            let mut svc = PushbackLayer::new(alloc).layer(pushback::handler());
+            (0..n).for_each(|_| pushback::one(&mut svc))
+        }
+        "pushback_refuse_adaptive" => {
+            let alloc = AdaptiveAllocator::new(1e9, HORIZON).expect("valid");
+            let alloc = alloc.outage_until(Duration::from_secs(3600));
+            let mut svc = PushbackLayer::new(alloc).layer(pushback::handler());
+            (0..n).for_each(|_| pushback::one(&mut svc))
+        }
         _ => return false,
     }
     true
+}
+
+const HORIZON: Duration = Duration::from_secs(60);
+
+/// One request through a tower service whose answers are ready at once.
+mod pushback {
+    use std::hint::black_box;
+    use std::task::{Context, Poll, Waker};
+
+    use tower::Service;
+
+    pub(crate) fn handler() -> impl Service<
+        http::Request<()>,
+        Response = http::Response<()>,
+        Error = std::convert::Infallible,
+        Future = std::future::Ready<Result<http::Response<()>, std::convert::Infallible>>,
+    > + Clone {
+        tower::service_fn(|_: http::Request<()>| std::future::ready(Ok(http::Response::new(()))))
+    }
+
+    pub(crate) fn one<S>(svc: &mut S)
+    where
+        S: Service<http::Request<()>, Response = http::Response<()>>,
+    {
+        let mut cx = Context::from_waker(Waker::noop());
+        let _ = svc.poll_ready(&mut cx);
+        let future = std::pin::pin!(svc.call(http::Request::new(())));
+        match std::future::Future::poll(future, &mut cx) {
+            Poll::Ready(Ok(response)) => {
+                black_box(response.status());
+            }
+            _ => panic!("a ready answer"),
+        }
+    }
 }
 
 /// Interleaved timing: every case in turn, `rounds` times `n` calls each; the
