@@ -19,6 +19,10 @@
 //! tenth of it). Cohort waves are not on this branch: their row is left for
 //! when they land (`--layer waves` is refused until then).
 //!
+//! With `--outage-s S` the herdless layers start in an outage whose end (S
+//! seconds after the start) they know: `hold` then holds every request
+//! until then (`scripts/held-memory.sh` measures what a held request costs).
+//!
 //! The handler spins `--work-us` microseconds of CPU (calibrated at start)
 //! and answers `ok`; with `--capacity C` it refuses (`503`, no work) what
 //! goes past C per second (a GCRA of its own, as a service that sheds its
@@ -44,6 +48,9 @@ struct Args {
     work_us: f64,
     capacity: f64,
     threads: usize,
+    /// Seconds from the start in which the herdless layers see an outage
+    /// whose end they know (0: none): with `hold`, every request is held.
+    outage_s: f64,
 }
 
 fn flag(args: &[String], name: &str) -> Option<String> {
@@ -149,24 +156,33 @@ fn layered(args: &Args) -> Router {
     let app = app(args);
     let limit = args.limit;
     let horizon = Duration::from_secs(60);
+    let end = Duration::from_secs_f64(args.outage_s);
+    let outage = args.outage_s > 0.0;
     match args.layer.as_str() {
         "none" => app,
-        "slots" => app.layer(PushbackLayer::new(
-            SlotAllocator::new(limit, horizon).unwrap_or_else(|e| fail(&e.to_string())),
-        )),
-        "adaptive" => app.layer(PushbackLayer::new(
-            AdaptiveAllocator::builder()
-                .estimate(limit)
-                .build()
-                .unwrap_or_else(|e| fail(&e.to_string())),
-        )),
-        "hold" => app.layer(PushbackLayer::new(
-            AdaptiveAllocator::builder()
-                .estimate(limit)
-                .hold()
-                .build()
-                .unwrap_or_else(|e| fail(&e.to_string())),
-        )),
+        "slots" => {
+            let alloc = SlotAllocator::new(limit, horizon).unwrap_or_else(|e| fail(&e.to_string()));
+            app.layer(PushbackLayer::new(if outage {
+                alloc.outage_until(end)
+            } else {
+                alloc
+            }))
+        }
+        "adaptive" | "hold" => {
+            let builder = AdaptiveAllocator::builder().estimate(limit);
+            // Held through the outage, however many: the memory measurement.
+            let builder = match (args.layer.as_str(), outage) {
+                ("hold", true) => builder.hold_max(1_000_000).hold_for(end),
+                ("hold", false) => builder.hold(),
+                _ => builder,
+            };
+            let alloc = builder.build().unwrap_or_else(|e| fail(&e.to_string()));
+            app.layer(PushbackLayer::new(if outage {
+                alloc.outage_until(end)
+            } else {
+                alloc
+            }))
+        }
         "concurrency" => app.layer(tower::limit::ConcurrencyLimitLayer::new(limit as usize)),
         "governor" => {
             use tower_governor::governor::GovernorConfigBuilder;
@@ -292,6 +308,7 @@ fn main() {
             work_us: number(&args, "--work-us", 50.0),
             capacity: number(&args, "--capacity", 0.0),
             threads: number(&args, "--threads", 1.0) as usize,
+            outage_s: number(&args, "--outage-s", 0.0),
         }),
         Some("probe") => probe(
             args.get(1).map_or("http://127.0.0.1:8080/", String::as_str),
