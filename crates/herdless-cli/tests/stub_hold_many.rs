@@ -8,6 +8,7 @@
 //! --ignored`). Each test raises its own soft file-descriptor limit (and the
 //! hard one when it is allowed to).
 
+#[allow(dead_code)] // each test binary uses part of it
 mod support;
 
 use std::time::{Duration, Instant};
