@@ -353,3 +353,28 @@ async fn follow_prints_a_line_when_a_storm_forms_and_the_report_on_sigterm() {
     assert!(rest.contains("FAIL spread"), "{rest}");
     assert_eq!(status.code(), Some(1), "{rest}");
 }
+
+/// A UTF-8 byte order mark (PowerShell's `Out-File -Encoding utf8`,
+/// Notepad) does not cost the file its first event.
+#[tokio::test]
+async fn a_byte_order_mark_does_not_cost_the_first_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |t: u32, e: &str| {
+        format!(
+            "{{\"timestamp\":\"2026-01-01T00:00:0{t}Z\",\"event\":\"{e}\",\"task_id\":\"a\",\"attempt\":{t},\"sleep_s\":1}}\n"
+        )
+    };
+    let text = format!(
+        "\u{feff}{}{}",
+        line(1, "retry_scheduled"),
+        line(2, "retry_succeeded")
+    );
+    let log = write(&dir, "bom.jsonl", &text);
+    let (_, report) = analyze_json(&["analyze", "--json", &log]).await;
+    assert_eq!(
+        (report["events"].as_u64(), report["skipped"].as_u64()),
+        (Some(2), Some(0)),
+        "{report}"
+    );
+    assert_eq!(report["retrying_tasks"], 1, "{report}");
+}
