@@ -378,3 +378,55 @@ async fn a_byte_order_mark_does_not_cost_the_first_line() {
     );
     assert_eq!(report["retrying_tasks"], 1, "{report}");
 }
+
+/// A task that ended after a retry retried, whether or not its
+/// `retry_scheduled` lines are there: a log filtered to its ERROR events
+/// (`RUST_LOG=herdless=error`: the give-ups), or `exec` runs in parallel
+/// without `--task-id` (every event's `task_id` is empty, so their events
+/// interleave under one id). Before, such a log counted 1 retrying task of
+/// 40 ("40 succeeded after a retry"), a bucket of 1,600 % of the retrying
+/// tasks, and `lockstep` "too few to judge".
+#[tokio::test]
+async fn a_task_that_ended_after_its_first_attempt_counts_as_retrying() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 runs of `herdless exec` at once, no --task-id: their events interleave.
+    let mut text = String::new();
+    for attempt in 1..=2 {
+        for run in 0..40 {
+            let t = 1_700_000_000.0 + f64::from(attempt) * 0.3 + f64::from(run) * 0.002;
+            text += &format!(
+                "{{\"timestamp\":{t},\"event\":\"retry_scheduled\",\"task_id\":\"\",\"attempt\":{attempt},\"sleep_s\":{}}}\n",
+                0.1 + f64::from(run) * 0.005
+            );
+        }
+    }
+    for run in 0..40 {
+        let t = 1_700_000_001.0 + f64::from(run) * 0.002;
+        text += &format!(
+            "{{\"timestamp\":{t},\"event\":\"retry_succeeded\",\"task_id\":\"\",\"attempt\":3}}\n"
+        );
+    }
+    let log = write(&dir, "exec.jsonl", &text);
+    let (_, report) = analyze_json(&["analyze", "--json", &log]).await;
+    assert_eq!(report["tasks"], 40, "{report}");
+    assert_eq!(report["retrying_tasks"], 40, "{report}");
+    let share = report["largest_retry_bucket"]["share_of_retrying_tasks"]
+        .as_f64()
+        .unwrap();
+    assert!(share <= 1.0, "{report}");
+    assert_ne!(check(&report, "lockstep")["verdict"], "note", "{report}");
+    // Only the give-ups of 50 tasks that tried 6 times.
+    let text: String = (0..50)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\":{},\"event\":\"retry_budget_exhausted\",\"task_id\":\"t{i}\",\"attempt\":6,\"reason\":\"max_attempts\"}}\n",
+                1_700_000_000.0 + f64::from(i) * 0.01
+            )
+        })
+        .collect();
+    let log = write(&dir, "errors.jsonl", &text);
+    let (code, report) = analyze_json(&["analyze", "--json", &log]).await;
+    assert_eq!(report["retrying_tasks"], 50, "{report}");
+    assert_eq!(code, Some(1), "every task gave up: {report}");
+    assert_eq!(check(&report, "give_ups")["verdict"], "fail", "{report}");
+}

@@ -279,7 +279,10 @@ impl Stats {
     fn close(&mut self, o: Open, unfinished: bool) {
         self.tasks += 1;
         self.unfinished += u64::from(unfinished);
-        self.retrying_tasks += u64::from(o.retries > 0);
+        // A task whose end names a later attempt retried, whether or not
+        // its retry_scheduled lines are in the log (filtered to ERROR, or
+        // runs interleaved under one id: exec without --task-id).
+        self.retrying_tasks += u64::from(o.retries > 0 || o.attempts > 1);
         self.terminal_retried_tasks += u64::from(o.terminal_retried);
         self.attempts += u64::from(o.attempts);
         *self.attempts_per_task.entry(o.attempts).or_default() += 1;
