@@ -13,7 +13,10 @@
 //! least `--min-tasks` of them): that is visible in the log before the
 //! retries reach the device, since each event says when its retry goes out
 //! (time + `sleep_s`). Jitter's spread retries bunched by a short base do not
-//! count: their sleeps differ. One line is printed per such bucket, as text
+//! count: their sleeps differ. Sleeps written rounded (to 0.1 s, 0.01 s)
+//! are counted as the `spread` check counts them at the log's
+//! resolution: where its step cannot tell 2 %, a bucket needs the larger
+//! share [`same_limit`] gives. One line is printed per such bucket, as text
 //! or (`--json`) one JSON object (`event` = `storm_forming`). On SIGINT or
 //! SIGTERM, or at the end of a stream, the full report is printed, once, and
 //! the exit status is the report's.
@@ -31,7 +34,7 @@ use serde_json::json;
 
 use super::lines::Lines;
 use super::parse::parse_line;
-use super::spread::sleep_bin;
+use super::spread::{decimal_step, same_limit, sleep_bin};
 use super::stats::BUCKET_NS;
 use super::tail::{Change, Tail, is_stream, stream};
 use super::time::format;
@@ -54,6 +57,8 @@ pub(crate) struct Window {
     seen: VecDeque<(i64, String)>,
     latest_ns: i64,
     alerted: Option<i64>,
+    /// The coarsest decimal step every positive sleep seen is written on.
+    step_ns: Option<u64>,
 }
 
 /// A storm line's numbers.
@@ -80,6 +85,7 @@ impl Window {
             seen: VecDeque::new(),
             latest_ns: i64::MIN,
             alerted: None,
+            step_ns: None,
         }
     }
 
@@ -133,8 +139,18 @@ impl Window {
                 here + at(k.checked_sub(1)).max(at(k.checked_add(1)))
             }
         };
+        let share = match sleep_ns {
+            Some(s) => {
+                if s > 0 {
+                    let step = decimal_step(s);
+                    self.step_ns = Some(self.step_ns.map_or(step, |d| d.min(step)));
+                }
+                same_limit(self.step_ns, s.max(0) as f64, self.share)
+            }
+            None => self.share,
+        };
         let tasks = self.tasks.len();
-        let storm = tasks as u64 >= self.min_tasks && f64::from(count) > self.share * tasks as f64;
+        let storm = tasks as u64 >= self.min_tasks && f64::from(count) > share * tasks as f64;
         (storm && self.alerted != Some(b)).then(|| {
             self.alerted = Some(b);
             Storm {
@@ -199,7 +215,7 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
         let sleep = rec
             .as_ref()
             .and_then(|r| r.sleep_s)
-            .map(|s| (s * 1e9) as i64);
+            .map(|s| (s * 1e9).round() as i64);
         if let (Some(at), Some(task), Some(t)) = (a.stats.add(rec), task, t) {
             if let Some(storm) = w.retry(&task, t, at, sleep) {
                 say(&storm, args);
