@@ -94,6 +94,10 @@ pub(crate) struct State {
     asks: f64,
     /// While probing: a call not yet refused asked since the last probe.
     fresh: bool,
+    /// While probing: a probe went and has not been answered. A refusal
+    /// without one is of a call sent before the probing began (or a
+    /// probe already counted): not a refused probe.
+    probe_out: bool,
     /// A share in `[0.5, 1]` drawn at the last admission: the next probe
     /// interval's jitter (so the processes of a fleet do not probe in step).
     jitter: f64,
@@ -127,6 +131,7 @@ impl State {
             asks: 0.0,
             before: 0.0,
             fresh: false,
+            probe_out: false,
             jitter: 1.0,
         }
     }
@@ -253,6 +258,7 @@ impl State {
             }
             if now >= self.probe_at {
                 self.fresh = false;
+                self.probe_out = true;
                 // The next probe goes an interval later even if this one
                 // never reports (a cancelled call): probing never stops.
                 self.probe_at = now.saturating_add(interval);
@@ -338,6 +344,11 @@ impl State {
             .last_ok
             .is_none_or(|t| now.saturating_sub(t) >= s.window);
         let interval = match self.phase {
+            // A refusal with no probe out is of a call sent before the
+            // probing began: the probe's schedule stands (ten calls refused
+            // together used to double the interval to `probe_max` at once
+            // and push the first probe back each time).
+            Phase::Probe { .. } if !self.probe_out => return,
             Phase::Probe { interval } => interval.saturating_mul(2).min(s.probe_max),
             _ if self.run >= s.threshold && quiet => s.probe_min,
             Phase::Start | Phase::Ramp => {
@@ -355,6 +366,7 @@ impl State {
             self.fresh = false;
             self.before = self.rate;
         }
+        self.probe_out = false;
         self.phase = Phase::Probe { interval };
         self.rate = interval_ns(interval as f64);
         self.tokens = 0.0;

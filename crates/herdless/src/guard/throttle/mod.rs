@@ -40,6 +40,11 @@
 //!   `max_wait`, when one has asked since the last probe (otherwise the
 //!   callers back from a refused probe spend their attempts on probe after
 //!   probe, and give up in a long outage).
+//! * **A refused probe is a probe's refusal**: the calls that went before
+//!   the probing began and are refused after it (a burst refused together,
+//!   a slow call timing out) neither double the interval nor push the next
+//!   probe back (ten refused together used to put the first probe 1.5 to
+//!   3 s away, `probe_max`, instead of within `probe_min`).
 //! * **It never deadlocks**: while the endpoint refuses everything one call
 //!   per probe interval still goes, so a recovery is seen within `probe_max`.
 //! * **Waiting calls are spread**: each is given its own turn, one interval
