@@ -45,6 +45,11 @@
 //!   a slow call timing out) neither double the interval nor push the next
 //!   probe back (ten refused together used to put the first probe 1.5 to
 //!   3 s away, `probe_max`, instead of within `probe_min`).
+//! * **The rate grows only while calls wait for it**: over the time up to
+//!   which a waiting caller was told to come back, never over an idle
+//!   spell or a clock stepped forward (10 s idle after one window of
+//!   waiters used to take the rate to the maximum, 1e9/s, and let every
+//!   call go).
 //! * **It never deadlocks**: while the endpoint refuses everything one call
 //!   per probe interval still goes, so a recovery is seen within `probe_max`.
 //! * **Waiting calls are spread**: each is given its own turn, one interval

@@ -451,3 +451,52 @@ fn refusals_of_calls_sent_before_the_probing_began_do_not_delay_the_probe() {
     let first = next_go(&t, ms(200), &mut rng);
     assert!(first <= ms(3 + 500), "the first probe at {first:?}");
 }
+
+/// The rate grows only over the time calls waited for it: a process whose
+/// callers were told to wait at its start, then made no call for 10 s,
+/// comes back at the rate those waits earned (doubling per 100 ms window
+/// over at most the longest wait handed out). The idle time used to count
+/// as windows of demand: 100/s became the maximum, 1e9/s, and the throttle
+/// let every call go.
+#[test]
+fn the_rate_grows_only_while_calls_wait() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::new();
+    let waits: Vec<Duration> = (0..50)
+        .filter_map(|_| t.acquire(Duration::ZERO, &mut rng).err())
+        .collect();
+    assert_eq!(waits.len(), 40);
+    let longest = waits.iter().max().copied().unwrap();
+    // Nobody comes back (the callers went elsewhere); 10 s later, a call.
+    let _ = t.acquire(Duration::from_secs(10), &mut rng);
+    let bound = 100.0 * 2f64.powf(longest.as_secs_f64() / 0.1);
+    assert!(
+        t.rate() <= bound * 1.000_001,
+        "rate {} after 10 s idle; the waits earned at most {bound}",
+        t.rate()
+    );
+    // In steady state too: set to what was served, then idle.
+    let t = Throttle::new();
+    let mut now = Duration::ZERO;
+    for _ in 0..3 {
+        for i in 0..20 {
+            if t.acquire(now, &mut rng).is_ok() {
+                if i % 2 == 0 {
+                    t.record_success(now);
+                } else {
+                    t.record_failure(now);
+                }
+            }
+        }
+        now += ms(100);
+    }
+    assert!(!t.is_probing());
+    let rate = t.rate();
+    let _ = t.acquire(now, &mut rng); // told to wait: demand
+    let _ = t.acquire(now + Duration::from_secs(30), &mut rng);
+    assert!(
+        t.rate() <= rate * 1.1f64.powf(5.0) * 1.000_001,
+        "{rate} then {} after 30 s idle",
+        t.rate()
+    );
+}
