@@ -2,7 +2,8 @@
 //!
 //! A file is followed by name as `tail -F` follows it ([`tail`](super::tail):
 //! polled every 100 ms; a rename or truncation, even one grown back within
-//! a poll, is seen and the new content read from its start); standard input,
+//! a poll, is seen and the new content read from its start; a file that does
+//! not exist yet is waited for); standard input,
 //! a pipe or a FIFO is read as it comes, never seeked, to its end. Every line
 //! goes into the tally as without `--follow`, and every scheduled retry into
 //! a rolling window of `--window` (by the log's own clock: the latest event
@@ -222,10 +223,19 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
             }
         }
     };
+    // A file not there yet is waited for, as `tail -F` does.
+    let mut absent = false;
     let mut tail = if is_stream(&path) {
         None
     } else {
-        Some(Tail::open(&path).map_err(cannot)?)
+        match Tail::open(&path) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                absent = true;
+                None
+            }
+            Err(e) => return Err(cannot(e)),
+        }
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -237,6 +247,24 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
             signal(SignalKind::interrupt()).map_err(|e| CliError::failure(e.to_string()))?;
         let mut term =
             signal(SignalKind::terminate()).map_err(|e| CliError::failure(e.to_string()))?;
+        if absent {
+            eprintln!(
+                "herdless analyze: {} does not exist yet; waiting for it",
+                path.display()
+            );
+            while tail.is_none() {
+                tokio::select! {
+                    _ = int.recv() => return Ok(()),
+                    _ = term.recv() => return Ok(()),
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                }
+                match Tail::open(&path) {
+                    Ok(t) => tail = Some(t),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(cannot(e)),
+                }
+            }
+        }
         let Some(tail) = tail.as_mut() else {
             // A stream: each chunk as it comes, to its end or a signal.
             let mut chunks = stream(path.clone());
