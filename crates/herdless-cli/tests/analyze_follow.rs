@@ -94,11 +94,11 @@ async fn stop(
     (rest.join("\n"), status.code())
 }
 
-/// On standard input, SIGTERM and SIGINT end the run with the report (they
-/// used to kill it: exit 143 or 130, nothing printed).
+/// On standard input, SIGTERM, SIGINT and SIGHUP end the run with the
+/// report (they used to kill it: exit 143, 130 or 129, nothing printed).
 #[tokio::test]
 async fn on_stdin_a_signal_ends_with_the_report() {
-    for signal in [Signal::SIGTERM, Signal::SIGINT] {
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         let (mut child, mut out) = follow(&["-"], Stdio::piped());
         let mut stdin = child.stdin.take().unwrap();
         stdin

@@ -190,7 +190,7 @@ fn say(storm: &Storm, args: &AnalyzeArgs) {
     let _ = crate::shared::output::print(&format!("{line}\n"));
 }
 
-/// Runs `--follow` until SIGINT or SIGTERM, or the end of a stream.
+/// Runs `--follow` until SIGINT, SIGTERM or SIGHUP, or the end of a stream.
 ///
 /// # Errors
 ///
@@ -247,6 +247,8 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
             signal(SignalKind::interrupt()).map_err(|e| CliError::failure(e.to_string()))?;
         let mut term =
             signal(SignalKind::terminate()).map_err(|e| CliError::failure(e.to_string()))?;
+        // SIGHUP (the terminal closed) ends the run as SIGTERM does.
+        let mut hup = signal(SignalKind::hangup()).map_err(|e| CliError::failure(e.to_string()))?;
         if absent {
             eprintln!(
                 "herdless analyze: {} does not exist yet; waiting for it",
@@ -256,6 +258,7 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
                 tokio::select! {
                     _ = int.recv() => return Ok(()),
                     _ = term.recv() => return Ok(()),
+                    _ = hup.recv() => return Ok(()),
                     () = tokio::time::sleep(Duration::from_millis(100)) => {}
                 }
                 match Tail::open(&path) {
@@ -272,6 +275,7 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
                 tokio::select! {
                     _ = int.recv() => break,
                     _ = term.recv() => break,
+                    _ = hup.recv() => break,
                     chunk = chunks.recv() => match chunk {
                         Some(Ok(c)) => lines.feed(&c, &mut |l| on_line(l, &mut a)),
                         Some(Err(e)) => return Err(cannot(e)),
@@ -296,6 +300,7 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
             tokio::select! {
                 _ = int.recv() => break,
                 _ = term.recv() => break,
+                _ = hup.recv() => break,
                 () = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
         }
