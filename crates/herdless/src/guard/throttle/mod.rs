@@ -50,6 +50,11 @@
 //!   spell or a clock stepped forward (10 s idle after one window of
 //!   waiters used to take the rate to the maximum, 1e9/s, and let every
 //!   call go).
+//! * **It cannot tell refusals that do not follow the rate**: an endpoint
+//!   failing a steady share of its calls whatever the load (one in 20) is
+//!   taken for one at its capacity in every window, and the rate falls
+//!   toward its floor. Use it where failures mean overload (figures in the
+//!   repository's `docs/fleet-protection.md`).
 //! * **It never deadlocks**: while the endpoint refuses everything one call
 //!   per probe interval still goes, so a recovery is seen within `probe_max`.
 //! * **Waiting calls are spread**: each is given its own turn, one interval
