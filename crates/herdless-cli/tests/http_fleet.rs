@@ -405,7 +405,8 @@ async fn fleet_urgent_calls_end_by_their_deadline() {
 
 /// Interrupting a fleet keeps the run: the partial report is printed (marked
 /// interrupted, every worker counted in exactly one outcome) and the exit is
-/// 128 + the signal. The stub fails everything for an hour, so every call is
+/// 128 + the signal, SIGHUP's included (a closed terminal used to kill the
+/// fleet with no report). The stub fails everything for an hour, so every call is
 /// still retrying; the signal is sent once every worker has scheduled a retry
 /// (its `retry_scheduled` event on fleet's stderr).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -414,7 +415,11 @@ async fn an_interrupted_fleet_prints_its_partial_report_and_exits_128_plus_the_s
     use nix::unistd::Pid;
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
     let (stub, url) = start_stub(&["--outage", "1h"]);
-    for (signal, json, code) in [(Signal::SIGTERM, true, 143), (Signal::SIGINT, false, 130)] {
+    for (signal, json, code) in [
+        (Signal::SIGTERM, true, 143),
+        (Signal::SIGINT, false, 130),
+        (Signal::SIGHUP, true, 129),
+    ] {
         let workers = 8;
         let mut args = vec![
             "fleet".to_owned(),

@@ -35,7 +35,7 @@
 //!   `retry_budget`), `budget_denials`, and how concentrated the give-ups were
 //!   in time (`give_ups_peak_100ms`).
 //!
-//! SIGINT or SIGTERM stops the calls still running (counted as interrupted),
+//! SIGINT, SIGTERM or SIGHUP stops the calls still running (counted as interrupted),
 //! prints the partial report (marked `interrupted`) and exits 130 or 143.
 //!
 //! # Fleet-level protection
@@ -94,8 +94,8 @@ use crate::shared::http::parse_url;
 use crate::shared::output::print;
 use crate::shared::{descriptors, exit};
 
-/// Completes on the first SIGINT or SIGTERM after this call, storing its
-/// number in `caught`. The handlers are installed here, before the fleet
+/// Completes on the first SIGINT, SIGTERM or SIGHUP (the terminal closed)
+/// after this call, storing its number in `caught`. The handlers are installed here, before the fleet
 /// starts, so no signal between the start and the first poll is lost.
 fn interrupt_signal(
     caught: Arc<AtomicI32>,
@@ -107,18 +107,21 @@ fn interrupt_signal(
     };
     let mut int = install(SignalKind::interrupt())?;
     let mut term = install(SignalKind::terminate())?;
+    let mut hup = install(SignalKind::hangup())?;
     Ok(async move {
         let number = tokio::select! {
             _ = int.recv() => Signal::SIGINT as i32,
             _ = term.recv() => Signal::SIGTERM as i32,
+            _ = hup.recv() => Signal::SIGHUP as i32,
         };
         caught.store(number, Ordering::SeqCst);
     })
 }
 
 /// Runs `herdless fleet`: exit 0 when every worker succeeded, 4 when any
-/// exhausted its budget, else 3 when any ended terminal; 130 (SIGINT) or 143
-/// (SIGTERM) when interrupted, after printing the partial report.
+/// exhausted its budget, else 3 when any ended terminal; 130 (SIGINT), 143
+/// (SIGTERM) or 129 (SIGHUP) when interrupted, after printing the partial
+/// report.
 ///
 /// # Errors
 ///

@@ -60,7 +60,7 @@ pub(crate) struct FleetReport {
     pub(crate) terminal: u64,
     /// Workers whose budget ran out.
     pub(crate) exhausted: u64,
-    /// Whether SIGINT or SIGTERM ended the fleet before every call ended:
+    /// Whether SIGINT, SIGTERM or SIGHUP ended the fleet before every call ended:
     /// the report is then partial, over what finished.
     pub(crate) interrupted: bool,
     /// Workers whose call was still running when the fleet was interrupted

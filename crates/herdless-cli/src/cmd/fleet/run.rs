@@ -30,7 +30,7 @@ pub(crate) enum Outcome {
     Terminal,
     /// The budget ran out.
     Exhausted,
-    /// The fleet was interrupted (SIGINT or SIGTERM) before the call ended.
+    /// The fleet was interrupted (SIGINT, SIGTERM or SIGHUP) before the call ended.
     Interrupted,
 }
 

@@ -55,7 +55,7 @@ pub struct StubArgs {
     /// --capacity-estimate].
     #[arg(long, value_name = "N", requires = "capacity")]
     pub hold_max: Option<usize>,
-    /// With --pushback on: the longest a request is held, 1ms to 1h, before it
+    /// With --pushback on: the longest a request is held, 10ms to 1h, before it
     /// is answered with a slot; keep it below the clients' per-attempt
     /// timeouts [default with --hold-max: 10s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]

@@ -9,7 +9,7 @@
 //!
 //! Every path except `/stats` is "the device". The first stdout line is
 //! `listening on 127.0.0.1:PORT` (port 0, the default, picks a free one);
-//! SIGINT or SIGTERM shut it down within a bounded grace (`server.rs`).
+//! SIGINT, SIGTERM or SIGHUP shut it down within a bounded grace (`server.rs`).
 //!
 //! # The library's layer, and what a stub adds
 //!
@@ -70,7 +70,7 @@ use crate::shared::{descriptors, exit};
 use book::{Book, Recorder};
 use plan::Plan;
 
-/// Runs `herdless stub` until SIGINT or SIGTERM.
+/// Runs `herdless stub` until SIGINT, SIGTERM or SIGHUP.
 ///
 /// # Errors
 ///

@@ -102,10 +102,10 @@ fn hold(args: &StubArgs, mode: Option<PushbackMode>) -> Result<Option<Hold>, Str
     }
     if let Some(d) = args
         .hold_for
-        .filter(|d| !(Duration::from_millis(1)..=Duration::from_secs(3_600)).contains(d))
+        .filter(|d| !(Duration::from_millis(10)..=Duration::from_secs(3_600)).contains(d))
     {
         return Err(format!(
-            "--hold-for {}: must be within 1ms..=1h",
+            "--hold-for {}: must be within 10ms..=1h",
             herdless_sim::report::units::duration(d)
         ));
     }

@@ -111,6 +111,18 @@ fn hold_flags_need_adaptive_pushback_and_stay_in_range() {
     assert!(e.contains("--hold-max 0"), "{e}");
     let e = with(|a| a.hold_for = Some(Duration::from_secs(7_200))).unwrap_err();
     assert!(e.contains("--hold-for"), "{e}");
+    // The range is the library's hold's, 10 ms to 1 h, said as the flag's
+    // (5 ms used to pass the flag's own check, 1 ms, and come back from the
+    // allocator naming --capacity-estimate and --horizon, which were not given).
+    let e = with(|a| a.hold_for = Some(Duration::from_millis(5))).unwrap_err();
+    assert!(
+        e.contains("--hold-for 5 ms: must be within 10ms..=1h"),
+        "{e}"
+    );
+    assert_eq!(
+        with(|a| a.hold_for = Some(Duration::from_millis(10))),
+        Ok(true)
+    );
 }
 
 fn base_args() -> StubArgs {
