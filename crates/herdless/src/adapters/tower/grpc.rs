@@ -171,6 +171,17 @@ impl<B, E, C: Classify<E>> ClassifyResult<Response<B>, E> for GrpcClassifier<C> 
             .err()
             .is_some_and(|e| self.errors.is_timeout(e))
     }
+
+    /// A trailers-only answer's `herdless-plan` (the shape of an immediate
+    /// rejection, whose trailers arrive as headers), if readable.
+    fn plan(&self, result: &Result<Response<B>, E>) -> Option<crate::pushback::waves::WavePlan> {
+        let value = result
+            .as_ref()
+            .ok()?
+            .headers()
+            .get(crate::http::HERDLESS_PLAN)?;
+        crate::pushback::waves::WavePlan::from_header(value.as_bytes())
+    }
 }
 
 #[cfg(test)]
