@@ -53,7 +53,13 @@ fn ipv4(n: usize) -> Vec<String> {
     (0..n as u32)
         .map(|i| {
             let a = 0x0a00_0001 + i; // 10.0.0.1 and on
-            format!("{}.{}.{}.{}", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255)
+            format!(
+                "{}.{}.{}.{}",
+                a >> 24,
+                (a >> 16) & 255,
+                (a >> 8) & 255,
+                a & 255
+            )
         })
         .collect()
 }
@@ -123,7 +129,10 @@ fn waves_are_balanced_over_sequential_ids_uuids_and_addresses() {
         let keys: Vec<u64> = ids.iter().map(|id| caller_key(id.as_bytes())).collect();
         for waves in [10u32, 37] {
             let limit = chi2_99(f64::from(waves - 1));
-            let chis: Vec<f64> = salts().iter().map(|&s| balance(&keys, plan(waves, s))).collect();
+            let chis: Vec<f64> = salts()
+                .iter()
+                .map(|&s| balance(&keys, plan(waves, s)))
+                .collect();
             let failures = chis.iter().filter(|&&c| c > limit).count();
             let mean = chis.iter().sum::<f64>() / chis.len() as f64;
             println!(
@@ -131,7 +140,10 @@ fn waves_are_balanced_over_sequential_ids_uuids_and_addresses() {
                  mean chi-square {mean:.2} (expected {})",
                 waves - 1
             );
-            assert!(failures <= MOST_FAILURES, "{family} K={waves}: {failures} failures");
+            assert!(
+                failures <= MOST_FAILURES,
+                "{family} K={waves}: {failures} failures"
+            );
         }
     }
 }
@@ -148,7 +160,12 @@ fn the_waves_of_two_salts_are_independent_and_independent_of_an_unsalted_hash() 
             .chunks(2)
             .map(|pair| {
                 let (a, b) = (plan(k as u32, pair[0]), plan(k as u32, pair[1]));
-                independence(&keys, |x| a.wave_of(x) as usize, |x| b.wave_of(x) as usize, k)
+                independence(
+                    &keys,
+                    |x| a.wave_of(x) as usize,
+                    |x| b.wave_of(x) as usize,
+                    k,
+                )
             })
             .collect();
         let failures = pairs.iter().filter(|&&c| c > limit).count();
@@ -162,7 +179,12 @@ fn the_waves_of_two_salts_are_independent_and_independent_of_an_unsalted_hash() 
             .take(100)
             .map(|&salt| {
                 let p = plan(k as u32, salt);
-                independence(&keys, |x| p.wave_of(x) as usize, |x| (x % k as u64) as usize, k)
+                independence(
+                    &keys,
+                    |x| p.wave_of(x) as usize,
+                    |x| (x % k as u64) as usize,
+                    k,
+                )
             })
             .collect();
         let failures = unsalted.iter().filter(|&&c| c > limit).count();
