@@ -77,4 +77,12 @@ impl AdaptiveAllocator {
         };
         now.max(self.schedule.promised()).max(end)
     }
+
+    /// Starts with nothing saved up at `at` (ns): admissions from then on
+    /// at most at the estimate, as after a recovery (a server that starts
+    /// has banked no capacity).
+    pub(crate) fn start_empty(&mut self, at: u64) {
+        let tolerance = self.tolerance(self.interval());
+        self.schedule.empty_at(at, tolerance);
+    }
 }

@@ -133,7 +133,11 @@ impl WavePlannerBuilder {
         if let Some(e) = self.estimate {
             inner = inner.estimate(e);
         }
-        let inner = inner.build()?;
+        let mut inner = inner.build()?;
+        // A server that starts (a restart: the case plans are for) has
+        // banked no capacity: admissions from its start at most at the
+        // estimate, its burst earned by idling, not given.
+        inner.start_empty(0);
         let start_rate = inner.capacity();
         Ok(WavePlanner {
             inner,
