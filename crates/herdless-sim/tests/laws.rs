@@ -272,6 +272,7 @@ fn outage_no_strategy_beats_the_physical_limit() {
         vec![
             "full+throttle".parse().unwrap(),
             "full+cubic".parse().unwrap(),
+            "full+waves".parse().unwrap(),
         ],
         1,
     );
@@ -295,7 +296,7 @@ fn outage_no_strategy_beats_the_physical_limit() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     /// The same law over random small outages, capacities and policies, for
-    /// every strategy (both pushback allocators included), with a random
+    /// every strategy (both pushback allocators and the wave planner included), with a random
     /// share of clients honoring Retry-After, a random capacity estimate and
     /// the end known or not.
     #[test]
@@ -335,8 +336,9 @@ proptest! {
         kinds.push("full+static-pushback".parse().unwrap());
         kinds.push("full+throttle".parse().unwrap());
         kinds.push("full+cubic".parse().unwrap());
+        kinds.push("full+waves".parse().unwrap());
         let r = outage_with(params, kinds, seed);
-        assert_eq!(r.strategies.len(), 12, "every strategy, the guarded ones included");
+        assert_eq!(r.strategies.len(), 13, "every strategy, the guarded ones included");
         assert_within_limit(&r);
         for s in &r.strategies {
             // The honoring clients are some of the clients: their drain obeys
