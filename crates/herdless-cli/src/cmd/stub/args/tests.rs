@@ -44,6 +44,8 @@ fn bad_flags_are_clear_errors() {
         hold_for: None,
         retry_after: None,
         fail_status: 503,
+        waves: None,
+        wave_spacing: None,
     };
     let e = admission_from_args(&StubArgs {
         fail_status: 200,

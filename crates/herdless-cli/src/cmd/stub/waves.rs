@@ -1,0 +1,91 @@
+//! `--waves`: the library's wave planner in front of the device, so a fleet
+//! coming back at once is told a plan of waves with every refusal.
+//!
+//! `--waves N` tells the planner the population (N callers: one plan of
+//! the whole population, each caller's wave a salted hash of its
+//! `X-Worker-Id`); `--waves counted` tells it nothing (it places the
+//! callers it turns away in turn, a counted plan). `--wave-spacing DUR`
+//! is the spacing a plan aims at (default 1 s). The planner starts from
+//! `--capacity` (times `--capacity-estimate`), learns the rest as the
+//! adaptive allocator does, and is told the outage's end with
+//! `--outage-end known`. Every refusal is `503` with `Herdless-Plan` and
+//! the caller's own point in the plan as `Retry-After-Ms` (and
+//! `Retry-After`).
+
+use herdless::pushback::waves::{MAX_POPULATION, WavePlanner};
+use herdless_sim::endpoint::OutageEnd;
+
+use super::args::{DEFAULT_HORIZON, Population, PushbackMode, StubArgs};
+use super::front::Pushback;
+
+/// Parses `--waves`: a number of callers (1 to 1e9) or `counted`.
+pub(crate) fn parse_population(s: &str) -> Result<Population, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("counted") {
+        return Ok(Population::Counted);
+    }
+    t.parse::<u64>()
+        .ok()
+        .filter(|n| (1..=MAX_POPULATION).contains(n))
+        .map(Population::Told)
+        .ok_or_else(|| format!("{s:?}: a population of 1 to 1000000000 callers, or counted"))
+}
+
+/// The planner `--waves` asks for (`None` without it).
+///
+/// # Errors
+///
+/// A message naming the flags that cannot go with `--waves`, or a setting
+/// out of range.
+pub(crate) fn pushback(args: &StubArgs, estimate: Option<f64>) -> Result<Option<Pushback>, String> {
+    let Some(population) = args.waves else {
+        if args.wave_spacing.is_some() {
+            return Err(
+                "--wave-spacing applies to --waves (add --waves N or --waves counted)".into(),
+            );
+        }
+        return Ok(None);
+    };
+    let Some(estimate) = estimate else {
+        return Err("--waves needs --capacity N (the rate the waves are sized to)".into());
+    };
+    for (set, flag) in [
+        (args.retry_after.is_some(), "--retry-after"),
+        (
+            args.hold_max.is_some() || args.hold_for.is_some(),
+            "--hold-max/--hold-for",
+        ),
+        (
+            matches!(
+                args.pushback,
+                Some(PushbackMode::Static | PushbackMode::Off)
+            ),
+            "--pushback static|off",
+        ),
+    ] {
+        if set {
+            return Err(format!(
+                "--waves plans the refusals itself: it does not go with {flag} (drop one of them)"
+            ));
+        }
+    }
+    let mut b = WavePlanner::builder()
+        .estimate(estimate)
+        .horizon(args.horizon.unwrap_or(DEFAULT_HORIZON));
+    if let Population::Told(n) = population {
+        b = b.population(n);
+    }
+    if let Some(d) = args.wave_spacing {
+        b = b.spacing(d);
+    }
+    let mut planner = b
+        .build()
+        .map_err(|e| format!("--waves with --capacity {estimate}/s: {e}"))?;
+    if let Some(end) = args
+        .outage
+        .filter(|_| args.outage_end == Some(OutageEnd::Known))
+    {
+        planner = planner.outage_until(end);
+    }
+    Ok(Some(Pushback::Waves(Box::new(planner))))
+}
