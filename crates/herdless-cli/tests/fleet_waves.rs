@@ -76,6 +76,18 @@ async fn run(stub_flags: &[&str]) -> Run {
         .filter(|&t| t >= storm)
         .collect();
     let (busiest, at) = busiest_100ms(&after);
+    if std::env::var_os("WAVES_DEBUG").is_some() {
+        let mut b = vec![0u32; 100];
+        let mut ok = vec![0u32; 100];
+        for a in &arrivals {
+            let i = (((a.t_s - t0) * 10.0) as usize).min(99);
+            b[i] += 1;
+            if a.status == 200 {
+                ok[i] += 1;
+            }
+        }
+        eprintln!("arrivals {:?}\nserved {:?}", b, ok);
+    }
     let run = Run {
         calls_per_worker: report["calls_per_worker"].as_f64().unwrap(),
         drain_s: last_served_s(&arrivals) - t0,

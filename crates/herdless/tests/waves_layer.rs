@@ -32,7 +32,7 @@ fn ok() -> impl tower::Service<
 /// 5.26 s, in 6 waves.
 fn planner() -> WavePlanner {
     WavePlanner::builder()
-        .estimate(20.0)
+        .capacity(20.0)
         .population(100)
         .build()
         .unwrap()

@@ -48,8 +48,8 @@ pub struct WaveEndpoint {
 impl WaveEndpoint {
     /// An endpoint down for `outage` (told its end or not), then serving
     /// `capacity` calls per second (bucket of `burst`), behind a planner
-    /// starting from `estimate` calls per second, told `population` (or
-    /// counting), its salts mixed with `seed`.
+    /// told a capacity of `told` calls per second (not learned) and
+    /// `population` (or counting), its salts mixed with `seed`.
     ///
     /// # Errors
     ///
@@ -65,12 +65,12 @@ impl WaveEndpoint {
         outage: Duration,
         capacity: u32,
         burst: u32,
-        estimate: f64,
+        told: f64,
         end: OutageEnd,
         population: Option<u64>,
         seed: u64,
     ) -> Result<Self, SimError> {
-        let mut b = WavePlanner::builder().estimate(estimate).seed(seed);
+        let mut b = WavePlanner::builder().capacity(told).seed(seed);
         if let Some(n) = population {
             b = b.population(n);
         }

@@ -5,9 +5,10 @@
 //! the whole population, each caller's wave a salted hash of its
 //! `X-Worker-Id`); `--waves counted` tells it nothing (it places the
 //! callers it turns away in turn, a counted plan). `--wave-spacing DUR`
-//! is the spacing a plan aims at (default 1 s). The planner starts from
-//! `--capacity` (times `--capacity-estimate`), learns the rest as the
-//! adaptive allocator does, and is told the outage's end with
+//! is the spacing a plan aims at (default 1 s). The planner is told
+//! `--capacity` (its capacity, not learned); with `--capacity-estimate`
+//! it starts from `--capacity` times it and learns the rest as the
+//! adaptive allocator does. It is told the outage's end with
 //! `--outage-end known`. Every refusal is `503` with `Herdless-Plan` and
 //! the caller's own point in the plan as `Retry-After-Ms` (and
 //! `Retry-After`).
@@ -69,9 +70,13 @@ pub(crate) fn pushback(args: &StubArgs, estimate: Option<f64>) -> Result<Option<
             ));
         }
     }
-    let mut b = WavePlanner::builder()
-        .estimate(estimate)
-        .horizon(args.horizon.unwrap_or(DEFAULT_HORIZON));
+    // `--capacity` alone is the capacity, told; with `--capacity-estimate`
+    // it is a guess, learned from.
+    let b = match args.capacity_estimate {
+        None => WavePlanner::builder().capacity(estimate),
+        Some(_) => WavePlanner::builder().estimate(estimate),
+    };
+    let mut b = b.horizon(args.horizon.unwrap_or(DEFAULT_HORIZON));
     if let Population::Told(n) = population {
         b = b.population(n);
     }

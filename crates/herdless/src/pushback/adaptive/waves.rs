@@ -85,4 +85,9 @@ impl AdaptiveAllocator {
         let tolerance = self.tolerance(self.interval());
         self.schedule.empty_at(at, tolerance);
     }
+
+    /// Keeps the estimate at what it was told (see `Estimate::pin`).
+    pub(crate) fn pin_estimate(&mut self) {
+        self.estimate.pin();
+    }
 }

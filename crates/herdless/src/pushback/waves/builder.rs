@@ -15,17 +15,17 @@ pub const MAX_POPULATION: u64 = 1_000_000_000;
 ///
 /// | setting | default | range |
 /// |---|---|---|
-/// | [`estimate`](Self::estimate): the starting capacity, requests/s | 10/s and a slow start | `1..=1e9` |
+/// | [`capacity`](Self::capacity): the capacity told, requests/s (not learned) | none | `1..=1e9` |
+/// | [`estimate`](Self::estimate): a starting estimate, learned from (instead of `capacity`) | 10/s and a slow start | `1..=1e9` |
 /// | [`population`](Self::population): the callers a plan of the whole population covers | none: plans are counted | `1..=1e9` |
 /// | [`spacing`](Self::spacing): the spacing a plan aims at | 1 s | 1 ms ..= 1 h |
-/// | [`grow`](Self::grow): plans follow the learned estimate | on | |
 /// | [`seed`](Self::seed): what replicas share so that their salts agree | 0 | any |
 /// | [`horizon`](Self::horizon), [`burst`](Self::burst): the inner allocator's | 60 s, 100 ms | as [`AdaptiveBuilder`](crate::pushback::AdaptiveBuilder) |
 ///
 /// ```
 /// use std::time::Duration;
 /// use herdless::pushback::waves::WavePlanner;
-/// let p = WavePlanner::builder().estimate(500.0).population(2_000).spacing(Duration::from_millis(250)).build()?;
+/// let p = WavePlanner::builder().capacity(500.0).population(2_000).spacing(Duration::from_millis(250)).build()?;
 /// assert_eq!(p.capacity(), 500.0);
 /// assert!(WavePlanner::builder().population(0).build().is_err());
 /// assert!(WavePlanner::builder().spacing(Duration::ZERO).build().is_err());
@@ -35,9 +35,9 @@ pub const MAX_POPULATION: u64 = 1_000_000_000;
 #[must_use]
 pub struct WavePlannerBuilder {
     estimate: Option<f64>,
+    learn: bool,
     population: Option<u64>,
     spacing: Duration,
-    grow: bool,
     seed: u64,
     horizon: Duration,
     burst: Duration,
@@ -47,9 +47,9 @@ impl Default for WavePlannerBuilder {
     fn default() -> Self {
         WavePlannerBuilder {
             estimate: None,
+            learn: true,
             population: None,
             spacing: WAVE_SPACING,
-            grow: true,
             seed: 0,
             horizon: Duration::from_secs(60),
             burst: Duration::from_millis(100),
@@ -58,9 +58,25 @@ impl Default for WavePlannerBuilder {
 }
 
 impl WavePlannerBuilder {
-    /// The starting capacity estimate, requests per second.
+    /// The capacity the planner is told, requests per second: admission
+    /// and every plan at it, never learned (the service's refusals still
+    /// send their callers to the next wave, and a run of them with nothing
+    /// served still means the service is down). Replaces
+    /// [`estimate`](Self::estimate).
+    pub fn capacity(mut self, per_second: f64) -> Self {
+        self.estimate = Some(per_second);
+        self.learn = false;
+        self
+    }
+
+    /// A starting estimate, requests per second, learned from as the
+    /// [`AdaptiveAllocator`] learns (plans made later grow while the service
+    /// serves all it is given and callers wait, and shrink to what it served
+    /// when it refuses; a plan already announced does not change). Replaces
+    /// [`capacity`](Self::capacity).
     pub fn estimate(mut self, per_second: f64) -> Self {
         self.estimate = Some(per_second);
+        self.learn = true;
         self
     }
 
@@ -75,15 +91,6 @@ impl WavePlannerBuilder {
     /// the plan's span over it, rounded up).
     pub fn spacing(mut self, spacing: Duration) -> Self {
         self.spacing = spacing;
-        self
-    }
-
-    /// Whether plans made later follow the learned estimate (on: they grow
-    /// while the service serves everything and shrink on its refusals; off:
-    /// sized to the starting estimate; admission follows what is learned
-    /// either way).
-    pub fn grow(mut self, grow: bool) -> Self {
-        self.grow = grow;
         self
     }
 
@@ -138,16 +145,16 @@ impl WavePlannerBuilder {
         // banked no capacity: admissions from its start at most at the
         // estimate, its burst earned by idling, not given.
         inner.start_empty(0);
-        let start_rate = inner.capacity();
+        if !self.learn {
+            inner.pin_estimate();
+        }
         Ok(WavePlanner {
             inner,
             population: self.population,
             spacing_ns: ns(self.spacing),
             segment_ms: WAVE_SEGMENT.as_millis() as u32,
             share: WAVE_SHARE,
-            grow: self.grow,
             seed: self.seed,
-            start_rate,
             whole: None,
             segment: None,
             cursor: 0,

@@ -57,11 +57,19 @@
 //!   (`early`); one turned away in or after its wave is told the next wave
 //!   (`rejoined`). Its `Retry-After` is its own point in the plan, so plain
 //!   clients that know nothing of plans come back in their wave too.
-//! * **Learning.** With [`grow`](WavePlannerBuilder::grow) (the default)
-//!   the plans and segments made later are sized to what the inner
-//!   allocator learned: they grow while the service serves all it is given
-//!   and callers wait, and shrink when it refuses. A plan already announced
-//!   does not change: callers rely on it, and replicas must agree.
+//! * **A capacity told or learned.** Told
+//!   ([`capacity`](WavePlannerBuilder::capacity)), it is the capacity:
+//!   admission and every plan at it. Learned
+//!   ([`estimate`](WavePlannerBuilder::estimate): a starting point, or
+//!   none), the inner allocator's estimate moves as it does, and the plans
+//!   and segments made later are sized to it: they grow while the service
+//!   serves all it is given and callers wait, and shrink to what it served
+//!   when it refuses. A plan already announced does not change: callers rely
+//!   on it, and replicas must agree. Learning reads a refusal as the
+//!   service's limit, so arrivals that bunch for a moment (a loaded client
+//!   machine's wake-ups) teach it a rate below the capacity, and callers
+//!   then wait for waves the service could have served: a capacity that is
+//!   known is better told.
 //! * **An outage with an unknown end** leaves nothing to plan from: callers
 //!   turned away then get the inner allocator's slots (as long as the
 //!   outage has lasted), and the plans start when a probe finds the service
@@ -89,7 +97,7 @@
 //! use herdless::pushback::allocator::caller_key;
 //!
 //! // 1,000 callers come back to a server that serves 100/s.
-//! let mut planner = WavePlanner::builder().estimate(100.0).population(1_000).build()?;
+//! let mut planner = WavePlanner::builder().capacity(100.0).population(1_000).build()?;
 //! let now = Duration::ZERO;
 //! let key = caller_key(b"worker-7");
 //! let mut first = None;
@@ -120,8 +128,8 @@ use crate::pushback::allocator::Allocator;
 use crate::pushback::{Allotment, PushbackError, ns};
 
 impl WavePlanner {
-    /// A planner starting from `estimate` requests per second, counting its
-    /// population, the other settings at their defaults.
+    /// A planner told a capacity of `capacity` requests per second,
+    /// counting its population, the other settings at their defaults.
     ///
     /// # Errors
     ///
@@ -130,8 +138,8 @@ impl WavePlanner {
     /// ```
     /// assert!(herdless::pushback::waves::WavePlanner::new(0.0).is_err());
     /// ```
-    pub fn new(estimate: f64) -> Result<Self, PushbackError> {
-        Self::builder().estimate(estimate).build()
+    pub fn new(capacity: f64) -> Result<Self, PushbackError> {
+        Self::builder().capacity(capacity).build()
     }
 
     /// The settings, with their defaults.
@@ -196,7 +204,7 @@ impl WavePlanner {
     /// ```
     /// use std::time::Duration;
     /// use herdless::pushback::waves::WavePlanner;
-    /// let mut p = WavePlanner::builder().estimate(1_000.0).population(3_800).build()?;
+    /// let mut p = WavePlanner::builder().capacity(1_000.0).population(3_800).build()?;
     /// let plan = p.announce(Duration::ZERO, Duration::from_secs(1)).unwrap();
     /// assert_eq!((plan.start_ms(), plan.waves(), plan.spacing_ms()), (1_000, 4, 1_000));
     /// # Ok::<(), herdless::pushback::PushbackError>(())
@@ -228,7 +236,8 @@ impl WavePlanner {
         self.counts
     }
 
-    /// The current capacity estimate, requests per second.
+    /// The capacity plans are sized to, requests per second (told, or the
+    /// current estimate).
     pub fn capacity(&self) -> f64 {
         self.inner.capacity()
     }
@@ -247,7 +256,7 @@ impl WavePlanner {
 /// use std::time::Duration;
 /// use herdless::pushback::Allocator;
 /// use herdless::pushback::waves::WavePlanner;
-/// let mut p = WavePlanner::builder().estimate(1.0).burst(Duration::from_millis(1)).build()?;
+/// let mut p = WavePlanner::builder().capacity(1.0).burst(Duration::from_millis(1)).build()?;
 /// assert!(Allocator::decide(&mut p, Duration::ZERO, None).is_admit());
 /// assert!(!Allocator::decide(&mut p, Duration::ZERO, None).is_admit());
 /// assert!(Allocator::plan(&p, Duration::ZERO).is_some());

@@ -129,10 +129,7 @@ pub struct WavePlanner {
     pub(crate) spacing_ns: u64,
     pub(crate) segment_ms: u32,
     pub(crate) share: f64,
-    pub(crate) grow: bool,
     pub(crate) seed: u64,
-    /// The estimate the planner started from (sizes plans without `grow`).
-    pub(crate) start_rate: f64,
     /// The plan of the whole population in force, if any.
     pub(crate) whole: Option<Scheduled>,
     pub(crate) segment: Option<Segment>,
@@ -144,15 +141,10 @@ pub struct WavePlanner {
 }
 
 impl WavePlanner {
-    /// The rate plans are sized to: a share of the estimate (the learned
-    /// one with `grow`, the starting one without).
+    /// The rate plans are sized to: a share of the capacity (told, or as
+    /// learned so far).
     fn rate(&self) -> f64 {
-        let c = if self.grow {
-            self.inner.capacity()
-        } else {
-            self.start_rate
-        };
-        (c * self.share).max(1e-3)
+        (self.inner.capacity() * self.share).max(1e-3)
     }
 
     /// The plan of the whole population told, beginning at or after

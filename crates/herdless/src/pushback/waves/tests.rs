@@ -24,7 +24,7 @@ fn storm(p: &mut WavePlanner, now: Duration, n: u32) -> WavePlan {
 #[test]
 fn a_told_population_is_spread_over_its_span_at_a_share_of_the_capacity() {
     let mut p = WavePlanner::builder()
-        .estimate(10_000.0)
+        .capacity(10_000.0)
         .population(40_000)
         .build()
         .unwrap();
@@ -49,7 +49,7 @@ fn a_told_population_is_spread_over_its_span_at_a_share_of_the_capacity() {
 #[test]
 fn a_named_caller_before_its_wave_is_told_its_point_without_taking_capacity() {
     let mut p = WavePlanner::builder()
-        .estimate(100.0)
+        .capacity(100.0)
         .population(1_000)
         .build()
         .unwrap();
@@ -74,7 +74,7 @@ fn a_named_caller_before_its_wave_is_told_its_point_without_taking_capacity() {
 #[test]
 fn a_named_caller_turned_away_in_its_wave_is_told_the_next_wave() {
     let mut p = WavePlanner::builder()
-        .estimate(100.0)
+        .capacity(100.0)
         .population(1_000)
         .build()
         .unwrap();
@@ -92,7 +92,7 @@ fn a_named_caller_turned_away_in_its_wave_is_told_the_next_wave() {
 
 #[test]
 fn a_counted_plan_places_callers_in_turn_in_segments_of_the_capacity() {
-    let mut p = WavePlanner::builder().estimate(1_000.0).build().unwrap();
+    let mut p = WavePlanner::builder().capacity(1_000.0).build().unwrap();
     let now = Duration::ZERO;
     let mut ends = Vec::new();
     let mut segments = std::collections::BTreeMap::new();
@@ -119,7 +119,7 @@ fn a_counted_plan_places_callers_in_turn_in_segments_of_the_capacity() {
 #[test]
 fn plans_begin_at_a_known_end_and_wait_for_an_unknown_one() {
     let mut known = WavePlanner::builder()
-        .estimate(100.0)
+        .capacity(100.0)
         .population(500)
         .build()
         .unwrap()
@@ -127,7 +127,7 @@ fn plans_begin_at_a_known_end_and_wait_for_an_unknown_one() {
     let plan = storm(&mut known, Duration::from_secs(1), 10);
     assert_eq!(plan.start_ms(), 4_000);
     let mut unknown = WavePlanner::builder()
-        .estimate(100.0)
+        .capacity(100.0)
         .population(500)
         .build()
         .unwrap()
@@ -152,7 +152,7 @@ fn plans_begin_at_a_known_end_and_wait_for_an_unknown_one() {
 fn replicas_told_the_same_facts_announce_the_same_plan_and_seeds_tell_them_apart() {
     let build = |seed| {
         WavePlanner::builder()
-            .estimate(3_000.0)
+            .capacity(3_000.0)
             .population(9_000)
             .seed(seed)
             .build()
@@ -173,7 +173,7 @@ fn replicas_told_the_same_facts_announce_the_same_plan_and_seeds_tell_them_apart
 #[test]
 fn a_planner_keeps_no_state_per_caller() {
     let mut p = WavePlanner::builder()
-        .estimate(1_000.0)
+        .capacity(1_000.0)
         .population(1_000_000)
         .build()
         .unwrap();
@@ -185,17 +185,36 @@ fn a_planner_keeps_no_state_per_caller() {
 }
 
 #[test]
-fn without_growth_plans_keep_the_starting_size() {
-    let mut p = WavePlanner::builder()
-        .estimate(1_000.0)
-        .grow(false)
-        .build()
-        .unwrap();
-    p.inner.estimate.capacity = 4_000.0; // as if learned
-    let _ = storm(&mut p, Duration::ZERO, 1_000);
-    assert_eq!(p.segment.unwrap().left + p.segment.unwrap().placed, 95);
-    let mut g = WavePlanner::builder().estimate(1_000.0).build().unwrap();
-    g.inner.estimate.capacity = 4_000.0;
-    let _ = storm(&mut g, Duration::ZERO, 1_000);
-    assert_eq!(g.segment.unwrap().left + g.segment.unwrap().placed, 380);
+fn a_told_capacity_stays_and_a_learned_one_sizes_later_plans() {
+    // Told 1,000/s, the service serves half of what it is given: its
+    // refusals move nothing.
+    let serve_half = |p: &mut WavePlanner| {
+        let (mut t, mut admitted) = (Duration::ZERO, 0u32);
+        for i in 0..4_000u32 {
+            t += Duration::from_micros(500); // 2,000/s offered
+            if p.decide_for(t, key(i)).is_admit() {
+                admitted += 1;
+                if admitted % 2 == 0 {
+                    p.served(t);
+                } else {
+                    let _ = p.refused(t, Some(key(i)));
+                }
+            }
+        }
+        t
+    };
+    let mut told = WavePlanner::builder().capacity(1_000.0).build().unwrap();
+    let t = serve_half(&mut told);
+    assert_eq!(told.capacity(), 1_000.0);
+    let mut learned = WavePlanner::builder().estimate(1_000.0).build().unwrap();
+    let _ = serve_half(&mut learned);
+    assert!(learned.capacity() < 700.0, "{}", learned.capacity());
+    // The segments opened from then on are sized to what each knows.
+    for p in [&mut told, &mut learned] {
+        p.segment = None;
+        let _ = storm(p, t + Duration::from_secs(5), 2_000);
+    }
+    let room = |p: &WavePlanner| p.segment.unwrap().left + p.segment.unwrap().placed;
+    assert_eq!(room(&told), 95);
+    assert!(room(&learned) < 70, "{}", room(&learned));
 }
