@@ -189,6 +189,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_trailers_only_rejection_carries_its_plan() {
+        let c = GrpcClassifier::new();
+        let r = Response::builder()
+            .header("grpc-status", "14")
+            .header("grpc-retry-pushback-ms", "1250")
+            .header("herdless-plan", "start=0.5, waves=3, spacing=1.0, salt=7")
+            .body(())
+            .unwrap();
+        let plan = c.plan(&Ok::<_, ()>(r)).unwrap();
+        assert_eq!((plan.start_ms(), plan.waves(), plan.salt()), (500, 3, 7));
+        let bad = Response::builder()
+            .header("grpc-status", "14")
+            .header("herdless-plan", "start=soon")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            c.plan(&Ok::<_, ()>(bad)),
+            None,
+            "an unreadable plan is none"
+        );
+        assert_eq!(c.plan(&Err::<Response<()>, _>(())), None);
+    }
+
+    #[test]
     fn grpc_status_values_and_http_fallbacks() {
         assert_eq!(parse_code(b"14"), Some(14));
         assert_eq!(parse_code(b"0014"), Some(14));

@@ -130,6 +130,8 @@ fn base_args() -> StubArgs {
         hold_for: None,
         retry_after: None,
         fail_status: 503,
+        waves: None,
+        wave_spacing: None,
     }
 }
 
@@ -307,5 +309,91 @@ fn which_flags_turn_pushback_on() {
         },
     ] {
         assert!(pushback_enabled(&bad).is_err(), "{bad:?}");
+    }
+}
+
+/// `--waves` puts the wave planner in front of the device, told the
+/// population or counting it, and refuses what cannot go with it, naming
+/// the flag.
+#[test]
+fn waves_need_a_capacity_and_refuse_other_refusal_schemes() {
+    use clap::Parser;
+    let parse = |flags: &[&str]| {
+        let argv = ["herdless", "stub"].iter().chain(flags);
+        match cli::Cli::try_parse_from(argv) {
+            Ok(cli) => {
+                let cli::Command::Stub(a) = cli.command else {
+                    unreachable!()
+                };
+                admission_from_args(&a)
+            }
+            Err(e) => Err(format!("exit {}: {e}", e.exit_code())),
+        }
+    };
+    for flags in [
+        &["--capacity", "500", "--waves", "2000"][..],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "counted",
+            "--wave-spacing",
+            "250ms",
+        ],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "10",
+            "--outage",
+            "2s",
+            "--outage-end",
+            "known",
+        ],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "10",
+            "--capacity-estimate",
+            "2",
+        ],
+    ] {
+        let plan = parse(flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        assert!(matches!(plan.pushback, Pushback::Waves(_)), "{flags:?}");
+    }
+    for (flags, want) in [
+        (&["--waves", "2000"][..], "--waves needs --capacity"),
+        (
+            &["--capacity", "5", "--waves", "0"],
+            "a population of 1 to 1000000000",
+        ),
+        (
+            &["--capacity", "5", "--waves", "some"],
+            "a population of 1 to 1000000000",
+        ),
+        (
+            &["--capacity", "5", "--wave-spacing", "1s"],
+            "--wave-spacing applies to --waves",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--retry-after", "2"],
+            "does not go with --retry-after",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--hold-for", "2s"],
+            "does not go with --hold-max/--hold-for",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--pushback", "static"],
+            "does not go with --pushback",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--wave-spacing", "0s"],
+            "spacing must be within 1 ms..=1 h",
+        ),
+    ] {
+        let e = parse(flags).map(|_| ()).unwrap_err();
+        assert!(e.contains(want), "{flags:?}: {e}");
     }
 }
