@@ -21,9 +21,10 @@
 //! ## The server: [`WavePlanner`]
 //!
 //! The planner sits where an allocator sits (it is an
-//! [`Allocator`](super::Allocator), so the tower
+//! [`Allocator`], so the tower
 //! [`PushbackLayer`](crate::adapters::tower::PushbackLayer) and `herdless
-//! stub --waves` drive it) and keeps an [`AdaptiveAllocator`] inside for
+//! stub --waves` drive it) and keeps an
+//! [`AdaptiveAllocator`](super::AdaptiveAllocator) inside for
 //! what it already does well: admission (a GCRA at the estimate), learning
 //! the capacity from the service's refusals, finding an outage and its end.
 //! What changes is the answer to a caller turned away: not a slot booked

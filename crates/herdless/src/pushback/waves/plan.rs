@@ -1,62 +1,5 @@
-//! [`WavePlan`]: the announcement a server hands out, and the cohort hash
-//! that puts each caller in its wave.
-//!
-//! A plan is four numbers: when the first wave begins (`start`, relative to
-//! the answer that carries it, in milliseconds, negative once it has begun),
-//! how many waves there are (`waves`, `K`), how far apart they begin
-//! (`spacing`, `Δ`, milliseconds) and a `salt`. Wave `k` runs over
-//! `[start + k·Δ, start + (k + 1)·Δ)`; the plan ends at `start + K·Δ`.
-//!
-//! ## The cohort hash
-//!
-//! A caller named by the bytes of its stable id (a worker id, a device
-//! serial, an IP address) has the 64-bit key [`caller_key`] (FNV-1a, the
-//! key a pushback layer's `key_header` already uses), and in a plan the
-//! **position**
-//!
-//! ```text
-//! p = splitmix64(splitmix64(key ^ splitmix64(salt)) ^ rotl(salt, 32))
-//! ```
-//!
-//! a 64-bit number read as the fraction `u = p / 2⁶⁴`. Its wave is
-//! `⌊u·K⌋` (computed exactly as `(p · K) >> 64`, Lemire's reduction) and
-//! its **point**, where in the plan it falls, `start + u·K·Δ`: its wave's
-//! start plus the fractional part of `u·K` of a spacing. `splitmix64` is
-//! SplitMix64's finalizer (add `0x9E3779B97F4A7C15`, then
-//! `z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31`),
-//! so a client in any language computes the same wave from the same header.
-//!
-//! **Why salted, and twice mixed.** Without a salt, or with the salt only
-//! added, the same callers would come first in every plan, and the waves
-//! would correlate with every other hash of the same ids (a load balancer's,
-//! a feature flag's): a known failure of unsalted cohort hashes. Mixing the
-//! key with the salt's own mix, then again with the rotated salt, makes the
-//! waves of two plans with different salts independent; the property tests
-//! (`tests/waves_hash.rs`) check balance (chi-square at 1 %) over sequential
-//! ids, UUIDs and IPv4 and IPv6 strings, and independence between salts.
-//!
-//! **Why the whole fraction.** Because a caller's position does not depend
-//! on `K`, plans that disagree on `K` (two replicas that counted a slightly
-//! different fleet) still put a caller at about the same fraction `u` of
-//! the plan's span: its time moves by at most a wave, not anywhere.
-//!
-//! ## On the wire
-//!
-//! The `Herdless-Plan` header (and the gRPC trailer of the same name) is a
-//! structured-field dictionary in the style of the IETF RateLimit headers:
-//!
-//! ```text
-//! Herdless-Plan: start=0.25, waves=5, spacing=0.842, salt=8812345678901
-//! ```
-//!
-//! `start` and `spacing` are decimals of seconds with at most three
-//! fractional digits, `waves` and `salt` integers. [`WavePlan::from_str`]
-//! also takes `;` between members (the same members written as parameters),
-//! ignores members it does not know (a later version may add some), and
-//! refuses anything out of range with a [`WavePlanError`] naming the member,
-//! never a panic. Ranges: `start` within ±1 day, `waves` 1 to 1,000,000,
-//! `spacing` 1 ms to 1 h, `salt` below 2⁴⁸ (a structured-field integer has
-//! at most 15 digits); the text at most 256 bytes.
+//! [`WavePlan`]: the announcement, its cohort hash and its text (the
+//! documentation is the type's).
 
 use std::fmt;
 use std::str::FromStr;
@@ -78,7 +21,67 @@ pub const SALT_LIMIT: u64 = 1 << 48;
 /// The longest header value parsed, bytes.
 const MAX_TEXT: usize = 256;
 
-/// A plan of waves, as announced: see the [module documentation](self).
+/// A plan of waves, as announced, and the cohort hash that puts each
+/// caller in its wave.
+///
+/// A plan is four numbers: when the first wave begins (`start`, relative to
+/// the answer that carries it, in milliseconds, negative once it has begun),
+/// how many waves there are (`waves`, `K`), how far apart they begin
+/// (`spacing`, `Δ`, milliseconds) and a `salt`. Wave `k` runs over
+/// `[start + k·Δ, start + (k + 1)·Δ)`; the plan ends at `start + K·Δ`.
+///
+/// ## The cohort hash
+///
+/// A caller named by the bytes of its stable id (a worker id, a device
+/// serial, an IP address) has the 64-bit key [`caller_key`] (FNV-1a, the
+/// key a pushback layer's `key_header` already uses), and in a plan the
+/// **position**
+///
+/// ```text
+/// p = splitmix64(splitmix64(key ^ splitmix64(salt)) ^ rotl(salt, 32))
+/// ```
+///
+/// a 64-bit number read as the fraction `u = p / 2⁶⁴`. Its wave is
+/// `⌊u·K⌋` (computed exactly as `(p · K) >> 64`, Lemire's reduction) and
+/// its **point**, where in the plan it falls, `start + u·K·Δ`: its wave's
+/// start plus the fractional part of `u·K` of a spacing. `splitmix64` is
+/// SplitMix64's finalizer (add `0x9E3779B97F4A7C15`, then
+/// `z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31`),
+/// so a client in any language computes the same wave from the same header.
+///
+/// **Why salted, and twice mixed.** Without a salt, or with the salt only
+/// added, the same callers would come first in every plan, and the waves
+/// would correlate with every other hash of the same ids (a load balancer's,
+/// a feature flag's): a known failure of unsalted cohort hashes. Mixing the
+/// key with the salt's own mix, then again with the rotated salt, makes the
+/// waves of two plans with different salts independent; the property tests
+/// (`tests/waves_hash.rs`) check balance (chi-square at 1 %) over sequential
+/// ids, UUIDs and IPv4 and IPv6 strings, and independence between salts.
+///
+/// **Why the whole fraction.** Because a caller's position does not depend
+/// on `K`, plans that disagree on `K` (two replicas that counted a slightly
+/// different fleet) still put a caller at about the same fraction `u` of
+/// the plan's span: its time moves by at most a wave, not anywhere.
+///
+/// ## On the wire
+///
+/// The `Herdless-Plan` header (and the gRPC trailer of the same name) is a
+/// structured-field dictionary in the style of the IETF RateLimit headers:
+///
+/// ```text
+/// Herdless-Plan: start=0.25, waves=5, spacing=0.842, salt=8812345678901
+/// ```
+///
+/// `start` and `spacing` are decimals of seconds with at most three
+/// fractional digits, `waves` and `salt` integers. [`from_str`](WavePlan::from_str)
+/// also takes `;` between members (the same members written as parameters),
+/// ignores members it does not know (a later version may add some), and
+/// refuses anything out of range with a [`WavePlanError`] naming the member,
+/// never a panic. Ranges: `start` within ±1 day, `waves` 1 to 1,000,000,
+/// `spacing` 1 ms to 1 h, `salt` below 2⁴⁸ (a structured-field integer has
+/// at most 15 digits); the text at most 256 bytes.
+///
+/// ## Example
 ///
 /// ```
 /// use herdless::pushback::waves::WavePlan;
@@ -108,7 +111,7 @@ impl WavePlan {
     /// # Errors
     ///
     /// [`WavePlanError`] naming the value out of its range (see the [module
-    /// documentation](self#on-the-wire)).
+    /// documentation](WavePlan#on-the-wire)).
     ///
     /// ```
     /// use herdless::pushback::waves::WavePlan;
@@ -203,7 +206,7 @@ impl WavePlan {
     }
 
     /// The caller's position in this plan: the salted cohort hash of its
-    /// key (see the [module documentation](self#the-cohort-hash)).
+    /// key (see the [module documentation](WavePlan#the-cohort-hash)).
     ///
     /// ```
     /// let a = herdless::pushback::waves::WavePlan::new(0, 4, 100, 1)?;
@@ -228,7 +231,7 @@ impl WavePlan {
     }
 }
 
-/// The salted cohort hash (see the [module documentation](self#the-cohort-hash)).
+/// The salted cohort hash (see the [module documentation](WavePlan#the-cohort-hash)).
 pub(crate) fn position(key: u64, salt: u64) -> u64 {
     splitmix64(splitmix64(key ^ splitmix64(salt)) ^ salt.rotate_left(32))
 }
@@ -301,7 +304,7 @@ fn write_seconds(f: &mut fmt::Formatter<'_>, ms: i64) -> fmt::Result {
 }
 
 impl fmt::Display for WavePlan {
-    /// The header value (see the [module documentation](self#on-the-wire)).
+    /// The header value (see the [module documentation](WavePlan#on-the-wire)).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("start=")?;
         write_seconds(f, self.start_ms)?;
@@ -347,7 +350,7 @@ fn parse_integer(v: &str, member: &'static str) -> Result<u64, WavePlanError> {
 impl FromStr for WavePlan {
     type Err = WavePlanError;
 
-    /// Parses a header value (see the [module documentation](self#on-the-wire)).
+    /// Parses a header value (see the [module documentation](WavePlan#on-the-wire)).
     ///
     /// ```
     /// use herdless::pushback::waves::WavePlan;
