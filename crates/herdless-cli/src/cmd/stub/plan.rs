@@ -41,10 +41,11 @@ impl Plan {
         if args.capacity == Some(0) {
             return Err("--capacity 0: must be at least 1 request per second".into());
         }
-        let told_estimate = args.capacity.map(|n| told(args, n));
-        let waves = super::waves::pushback(args, told_estimate)?;
-        let mode = if waves.is_some() {
-            // The planner is the layer's allocator: the ranges still apply.
+        super::waves::conflicts(args)?;
+        let mode = if args.waves.is_some() {
+            // The planner is the layer's allocator: the pushback ranges
+            // apply, checked before it is built so the messages name the
+            // flags given.
             pushback_enabled(&StubArgs {
                 pushback: Some(PushbackMode::On),
                 ..args.clone()
@@ -52,6 +53,7 @@ impl Plan {
         } else {
             pushback_enabled(args)?
         };
+        let waves = super::waves::pushback(args, args.capacity.map(|n| told(args, n)))?;
         if let (None, Some(h)) = (mode, args.horizon) {
             return Err(format!(
                 "--horizon {h:?} applies to server-guided pushback, which --pushback off or \

@@ -13,11 +13,19 @@
 //! the caller's own point in the plan as `Retry-After-Ms` (and
 //! `Retry-After`).
 
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
 use herdless::pushback::waves::{MAX_POPULATION, WavePlanner};
 use herdless_sim::endpoint::OutageEnd;
+use herdless_sim::report::units;
 
 use super::args::{DEFAULT_HORIZON, Population, PushbackMode, StubArgs};
 use super::front::Pushback;
+
+/// `--wave-spacing`'s range (the planner's).
+const SPACING_RANGE: RangeInclusive<Duration> =
+    Duration::from_millis(1)..=Duration::from_secs(3_600);
 
 /// Parses `--waves`: a number of callers (1 to 1e9) or `counted`.
 pub(crate) fn parse_population(s: &str) -> Result<Population, String> {
@@ -32,24 +40,30 @@ pub(crate) fn parse_population(s: &str) -> Result<Population, String> {
         .ok_or_else(|| format!("{s:?}: a population of 1 to 1000000000 callers, or counted"))
 }
 
-/// The planner `--waves` asks for (`None` without it).
+/// Refuses what cannot go with `--waves` (run before the pushback ranges,
+/// so the message names `--waves`).
 ///
 /// # Errors
 ///
-/// A message naming the flags that cannot go with `--waves`, or a setting
-/// out of range.
-pub(crate) fn pushback(args: &StubArgs, estimate: Option<f64>) -> Result<Option<Pushback>, String> {
-    let Some(population) = args.waves else {
+/// A message naming the flags at fault.
+pub(crate) fn conflicts(args: &StubArgs) -> Result<(), String> {
+    if args.waves.is_none() {
         if args.wave_spacing.is_some() {
             return Err(
                 "--wave-spacing applies to --waves (add --waves N or --waves counted)".into(),
             );
         }
-        return Ok(None);
-    };
-    let Some(estimate) = estimate else {
+        return Ok(());
+    }
+    if args.capacity.is_none() {
         return Err("--waves needs --capacity N (the rate the waves are sized to)".into());
-    };
+    }
+    if let Some(d) = args.wave_spacing.filter(|d| !SPACING_RANGE.contains(d)) {
+        return Err(format!(
+            "--wave-spacing {}: the spacing must be within 1 ms..=1 h",
+            units::duration(d)
+        ));
+    }
     for (set, flag) in [
         (args.retry_after.is_some(), "--retry-after"),
         (
@@ -70,6 +84,20 @@ pub(crate) fn pushback(args: &StubArgs, estimate: Option<f64>) -> Result<Option<
             ));
         }
     }
+    Ok(())
+}
+
+/// The planner `--waves` asks for (`None` without it), told `estimate`
+/// (`--capacity` times `--capacity-estimate`, already checked against the
+/// pushback ranges).
+///
+/// # Errors
+///
+/// A setting out of range ([`conflicts`] is checked before).
+pub(crate) fn pushback(args: &StubArgs, estimate: Option<f64>) -> Result<Option<Pushback>, String> {
+    let (Some(population), Some(estimate)) = (args.waves, estimate) else {
+        return Ok(None);
+    };
     // `--capacity` alone is the capacity, told; with `--capacity-estimate`
     // it is a guess, learned from.
     let b = match args.capacity_estimate {
@@ -83,9 +111,7 @@ pub(crate) fn pushback(args: &StubArgs, estimate: Option<f64>) -> Result<Option<
     if let Some(d) = args.wave_spacing {
         b = b.spacing(d);
     }
-    let mut planner = b
-        .build()
-        .map_err(|e| format!("--waves with --capacity {estimate}/s: {e}"))?;
+    let mut planner = b.build().map_err(|e| format!("--waves: {e}"))?;
     if let Some(end) = args
         .outage
         .filter(|_| args.outage_end == Some(OutageEnd::Known))

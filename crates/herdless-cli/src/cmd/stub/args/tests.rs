@@ -390,7 +390,24 @@ fn waves_need_a_capacity_and_refuse_other_refusal_schemes() {
         ),
         (
             &["--capacity", "5", "--waves", "9", "--wave-spacing", "0s"],
-            "spacing must be within 1 ms..=1 h",
+            "--wave-spacing 0 ns: the spacing must be within 1 ms..=1 h",
+        ),
+        // The pushback ranges, named by the flags given (not the product
+        // the planner is told).
+        (
+            &[
+                "--capacity",
+                "1",
+                "--capacity-estimate",
+                "0.01",
+                "--waves",
+                "5",
+            ],
+            "--capacity 1 x --capacity-estimate 0.01 = 0.01 requests/s",
+        ),
+        (
+            &["--capacity", "4294967295", "--waves", "1"],
+            "--capacity 4294967295: with pushback at most 1e9 requests/s",
         ),
     ] {
         let e = parse(flags).map(|_| ()).unwrap_err();
