@@ -43,7 +43,8 @@
 //!   replica told the same population, capacity and seed announces the same
 //!   plan for the same start: they agree without talking.
 //! * **A counted plan** otherwise: the callers turned away are placed in
-//!   turn, in segments of 100 ms of the estimate (each segment a plan of one
+//!   turn, in segments of 100 ms of the estimate (longer below 10/s: a
+//!   segment holds whole callers, at no more than the rate; each a plan of one
 //!   wave, announced as such), one after the other from where everything
 //!   planned ends. No population to know; the count is the queue's. A
 //!   caller placed twice (refused again) is counted twice, as it should be:
@@ -200,7 +201,9 @@ impl WavePlanner {
     /// `start` (since the epoch; no earlier than the capacity already
     /// promised): what a server going away hands out in its last answers,
     /// so that every caller's first return is already in its wave. `None`
-    /// without a [`population`](WavePlannerBuilder::population).
+    /// without a [`population`](WavePlannerBuilder::population), or when
+    /// the plan begins more than a day from `now` (the wire's range; the
+    /// plan is in force all the same, and callers are told their times).
     ///
     /// ```
     /// use std::time::Duration;
@@ -215,12 +218,13 @@ impl WavePlanner {
         let floor = self.inner.plan_floor(ns(now)).max(ns(start));
         let plan = self.whole_plan(floor, n);
         self.set_whole(plan);
-        Some(plan.seen_at(ns(now)))
+        plan.seen_at(ns(now))
     }
 
     /// The plan the last caller turned away was given, as seen at `now`
     /// (the `Herdless-Plan` header of its answer); `None` when it got a
-    /// plain slot, or nobody was turned away yet.
+    /// plain slot, nobody was turned away yet, or the plan's start is more
+    /// than a day from `now` (the wire's range: its `Retry-After` alone).
     pub fn plan(&self, now: Duration) -> Option<WavePlan> {
         self.last_seen(now)
     }
@@ -229,7 +233,7 @@ impl WavePlanner {
     pub fn whole(&self, now: Duration) -> Option<WavePlan> {
         self.whole
             .filter(|p| ns(now) < p.end_ns())
-            .map(|p| p.seen_at(ns(now)))
+            .and_then(|p| p.seen_at(ns(now)))
     }
 
     /// What the planner has done so far.

@@ -60,17 +60,16 @@ impl Scheduled {
     }
 
     /// The plan as announced at `now`: its start relative to it, rounded up
-    /// to the millisecond (a caller is never told to come early).
-    pub(crate) fn seen_at(&self, now: u64) -> WavePlan {
+    /// to the millisecond (a caller is never told to come early); `None`
+    /// when that start is more than the wire's day away (a plan announced
+    /// with its start clamped would be another plan: the callers get their
+    /// `Retry-After` alone).
+    pub(crate) fn seen_at(&self, now: u64) -> Option<WavePlan> {
         let delta = i128::from(self.start_ns) - i128::from(now);
         let ms =
             delta.div_euclid(i128::from(MS)) + i128::from(delta.rem_euclid(i128::from(MS)) != 0);
-        let start_ms = ms.clamp(
-            -i128::from(super::plan::MAX_START_MS),
-            i128::from(super::plan::MAX_START_MS),
-        ) as i64;
-        WavePlan::new(start_ms, self.waves, self.spacing_ms, self.salt)
-            .expect("the planner makes plans within the wire's ranges")
+        let start_ms = i64::try_from(ms).ok()?;
+        WavePlan::new(start_ms, self.waves, self.spacing_ms, self.salt).ok()
     }
 }
 
@@ -244,6 +243,19 @@ impl WavePlanner {
         }
     }
 
+    /// A counted segment's room and length: a segment's worth of the rate,
+    /// rounded down to whole callers (at least one), its length then
+    /// stretched so that it holds them at the rate, never faster: below
+    /// 10/s a segment is longer than 100 ms.
+    fn segment_shape(&self) -> (u64, u32) {
+        let rate = self.rate();
+        let room = (rate * f64::from(self.segment_ms) / 1e3).floor().max(1.0);
+        let spacing_ms = (room * 1e3 / rate)
+            .ceil()
+            .clamp(f64::from(self.segment_ms), f64::from(super::MAX_SPACING_MS));
+        (room as u64, spacing_ms as u32)
+    }
+
     /// Places a caller in the counted plan: the current segment while it
     /// has room and has not begun, else a new one after everything planned.
     fn place_in_segment(&mut self, now: u64, key: Option<u64>) -> Allotment {
@@ -252,8 +264,7 @@ impl WavePlanner {
             _ => {
                 let floor = self.inner.plan_floor(now).max(self.cursor);
                 let start_ns = floor.div_ceil(MS) * MS;
-                let spacing_ms = self.segment_ms;
-                let room = (self.rate() * f64::from(spacing_ms) / 1e3).round().max(1.0) as u64;
+                let (room, spacing_ms) = self.segment_shape();
                 self.counts.segments += 1;
                 let plan = Scheduled {
                     start_ns,
@@ -295,6 +306,6 @@ impl WavePlanner {
 
     /// The plan announced with the last caller turned away, as seen at `now`.
     pub(crate) fn last_seen(&self, now: Duration) -> Option<WavePlan> {
-        self.last.map(|p| p.seen_at(ns(now)))
+        self.last.and_then(|p| p.seen_at(ns(now)))
     }
 }

@@ -218,3 +218,56 @@ fn a_told_capacity_stays_and_a_learned_one_sizes_later_plans() {
     assert_eq!(room(&told), 95);
     assert!(room(&learned) < 70, "{}", room(&learned));
 }
+
+/// A counted plan never places callers faster than the rate it is sized
+/// to: below 10/s a segment is longer than 100 ms (one caller each), and
+/// between, its room is rounded down, not to the nearest.
+#[test]
+fn a_counted_plan_at_a_low_capacity_places_callers_no_faster_than_it() {
+    for capacity in [1.0, 3.0, 15.0, 25.0, 1_000.0] {
+        let mut p = WavePlanner::builder().capacity(capacity).build().unwrap();
+        let now = Duration::ZERO;
+        let mut last = Duration::ZERO;
+        let mut placed = 0u32;
+        for i in 0..200u32 {
+            if let Some(d) = p.decide_for(now, key(i)).retry_after() {
+                last = last.max(d);
+                placed += 1;
+            }
+        }
+        // `placed` callers at no more than 0.95 of the capacity take at
+        // least this long (less a segment's start rounding).
+        let least = f64::from(placed - 1) / (0.95 * capacity);
+        assert!(
+            last.as_secs_f64() >= least,
+            "{capacity}/s: {placed} placed within {last:?}, at least {least:.2} s"
+        );
+    }
+}
+
+/// A plan the wire cannot say (its start more than a day away) is not
+/// announced as another one: no header, and the caller's own time still
+/// in its Retry-After.
+#[test]
+fn a_plan_beyond_the_wires_range_is_not_announced_as_another() {
+    let end = Duration::from_secs(3 * 86_400);
+    let mut p = WavePlanner::builder()
+        .capacity(10.0)
+        .population(50)
+        .build()
+        .unwrap()
+        .outage_until(end);
+    let now = Duration::from_secs(1);
+    let told = p.decide_for(now, key(1)).retry_after().unwrap();
+    assert!(told >= end - now, "{told:?}");
+    assert_eq!(
+        p.plan(now),
+        None,
+        "a start of 3 days is not `start=86400.0`"
+    );
+    assert_eq!(p.announce(now, now), None);
+    // Within a day of it, the plan is announced.
+    let near = end - Duration::from_secs(3_600);
+    assert!(p.decide_for(near, key(2)).retry_after().is_some());
+    assert_eq!(p.plan(near).unwrap().start_ms(), 3_600_000);
+}
