@@ -74,7 +74,8 @@ pub struct StubArgs {
     /// and the caller's own point as Retry-After-Ms.
     #[arg(long, value_name = "N|counted", value_parser = super::waves::parse_population)]
     pub waves: Option<Population>,
-    /// With --waves: the spacing a plan aims at, 1ms to 1h [default: 1s].
+    /// With --waves N: the spacing a plan of the whole population aims at,
+    /// 1ms to 1h [default: 1s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub wave_spacing: Option<Duration>,
 }

@@ -5,7 +5,8 @@
 //! the whole population, each caller's wave a salted hash of its
 //! `X-Worker-Id`); `--waves counted` tells it nothing (it places the
 //! callers it turns away in turn, a counted plan). `--wave-spacing DUR`
-//! is the spacing a plan aims at (default 1 s). The planner is told
+//! is the spacing a plan of the whole population aims at (default 1 s;
+//! refused with `counted`, whose segments are the library's). The planner is told
 //! `--capacity` (its capacity, not learned); with `--capacity-estimate`
 //! it starts from `--capacity` times it and learns the rest as the
 //! adaptive allocator does. It is told the outage's end with
@@ -57,6 +58,13 @@ pub(crate) fn conflicts(args: &StubArgs) -> Result<(), String> {
     }
     if args.capacity.is_none() {
         return Err("--waves needs --capacity N (the rate the waves are sized to)".into());
+    }
+    if args.waves == Some(Population::Counted) && args.wave_spacing.is_some() {
+        return Err(
+            "--wave-spacing shapes a plan of the whole population (--waves N); a counted plan \
+             places callers in segments of 100 ms (drop --wave-spacing, or give --waves N)"
+                .into(),
+        );
     }
     if let Some(d) = args.wave_spacing.filter(|d| !SPACING_RANGE.contains(d)) {
         return Err(format!(

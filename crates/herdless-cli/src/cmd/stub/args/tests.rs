@@ -332,11 +332,12 @@ fn waves_need_a_capacity_and_refuse_other_refusal_schemes() {
     };
     for flags in [
         &["--capacity", "500", "--waves", "2000"][..],
+        &["--capacity", "500", "--waves", "counted"],
         &[
             "--capacity",
             "500",
             "--waves",
-            "counted",
+            "2000",
             "--wave-spacing",
             "250ms",
         ],
@@ -391,6 +392,17 @@ fn waves_need_a_capacity_and_refuse_other_refusal_schemes() {
         (
             &["--capacity", "5", "--waves", "9", "--wave-spacing", "0s"],
             "--wave-spacing 0 ns: the spacing must be within 1 ms..=1 h",
+        ),
+        (
+            &[
+                "--capacity",
+                "5",
+                "--waves",
+                "counted",
+                "--wave-spacing",
+                "250ms",
+            ],
+            "--wave-spacing shapes a plan of the whole population (--waves N)",
         ),
         // The pushback ranges, named by the flags given (not the product
         // the planner is told).
