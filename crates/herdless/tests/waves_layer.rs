@@ -184,3 +184,39 @@ async fn the_tower_retry_policy_waits_for_its_wave() {
         "{slept:?}"
     );
 }
+
+/// An answer with two `Herdless-Plan` lines (an intermediary added its
+/// own) is read as one structured-field dictionary, the lines joined: of a
+/// member given twice the last wins, in the HTTP and the gRPC classifier
+/// alike; lines joined past 256 bytes are no plan.
+#[test]
+fn several_plan_lines_are_one_dictionary_the_last_member_winning() {
+    use herdless::classify::ClassifyResult;
+    let answer = |lines: &[&str]| {
+        let mut b = Response::builder().status(503).header("grpc-status", "14");
+        for l in lines {
+            b = b.header("herdless-plan", *l);
+        }
+        Ok::<_, Infallible>(b.body(()).unwrap())
+    };
+    let two = answer(&[
+        "start=0.3, waves=1, spacing=0.1, salt=1",
+        "start=30, waves=2, spacing=0.1, salt=2",
+    ]);
+    let long = "x".repeat(250);
+    let too_long = answer(&["start=0.3, waves=1, spacing=0.1, salt=1", &long]);
+    let mut read = vec![(
+        HttpClassifier::new().plan(&two),
+        HttpClassifier::new().plan(&too_long),
+    )];
+    #[cfg(feature = "grpc")]
+    {
+        let grpc = herdless::adapters::tower::GrpcClassifier::new();
+        read.push((grpc.plan(&two), grpc.plan(&too_long)));
+    }
+    for (plan, none) in read {
+        let plan = plan.expect("read");
+        assert_eq!((plan.start_ms(), plan.waves(), plan.salt()), (30_000, 2, 2));
+        assert_eq!(none, None);
+    }
+}

@@ -178,5 +178,11 @@ impl crate::classify::ClassifyResult<Response, reqwest::Error> for ReqwestClassi
 
 /// A response's `Herdless-Plan`, if it carries a readable one.
 fn response_plan(response: &Response) -> Option<WavePlan> {
-    WavePlan::from_header(response.headers().get(HERDLESS_PLAN)?.as_bytes())
+    WavePlan::from_headers(
+        response
+            .headers()
+            .get_all(HERDLESS_PLAN)
+            .iter()
+            .map(|v| v.as_bytes()),
+    )
 }

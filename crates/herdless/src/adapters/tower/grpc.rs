@@ -175,12 +175,12 @@ impl<B, E, C: Classify<E>> ClassifyResult<Response<B>, E> for GrpcClassifier<C> 
     /// A trailers-only answer's `herdless-plan` (the shape of an immediate
     /// rejection, whose trailers arrive as headers), if readable.
     fn plan(&self, result: &Result<Response<B>, E>) -> Option<crate::pushback::waves::WavePlan> {
-        let value = result
+        let lines = result
             .as_ref()
             .ok()?
             .headers()
-            .get(crate::http::HERDLESS_PLAN)?;
-        crate::pushback::waves::WavePlan::from_header(value.as_bytes())
+            .get_all(crate::http::HERDLESS_PLAN);
+        crate::pushback::waves::WavePlan::from_headers(lines.iter().map(|v| v.as_bytes()))
     }
 }
 

@@ -109,8 +109,8 @@ impl<B, E, C: Classify<E>> ClassifyResult<Response<B>, E> for HttpClassifier<C> 
 
     /// The response's `Herdless-Plan`, if it carries a readable one.
     fn plan(&self, result: &Result<Response<B>, E>) -> Option<WavePlan> {
-        let value = result.as_ref().ok()?.headers().get(HERDLESS_PLAN)?;
-        WavePlan::from_header(value.as_bytes())
+        let lines = result.as_ref().ok()?.headers().get_all(HERDLESS_PLAN);
+        WavePlan::from_headers(lines.iter().map(|v| v.as_bytes()))
     }
 }
 

@@ -19,7 +19,10 @@
 //!    or after its wave under the same plan (the salt says which), or
 //!    learning the plan only after its wave ended, it draws within the next
 //!    wave to begin. Learning a plan while its own wave is on, it draws
-//!    within what is left of it.
+//!    within what is left of it. A plan that had already ended when it was
+//!    announced (`start + K·Δ ≤ 0`: stale, or hostile; a planner never
+//!    announces one) has no wave to come in: the engine and
+//!    [`first_wait`](WaveGuard::first_wait) ignore it.
 //!
 //! The guard keeps the plan it was last given and the salt of the plan it
 //! last went by: two words and a lock, whatever the plan's size. Times are
@@ -168,15 +171,16 @@ impl WaveGuard {
     /// assert_eq!(g.first_wait(Duration::ZERO, &mut rng), None);
     /// ```
     pub fn first_wait(&self, since: Duration, rng: &mut Rng) -> Option<Duration> {
-        let plan = self.lock().pending.take()?;
-        Some(self.next(plan.later(since), rng))
+        let plan = running(self.lock().pending.take()?.later(since))?;
+        Some(self.next(plan, rng))
     }
 
     /// The engine's question after a failure: the delay in nanoseconds when
-    /// the failure's answer carried a plan (taken), else `None`.
+    /// the failure's answer carried a plan still running (taken), else
+    /// `None`.
     #[inline]
     pub(crate) fn take_delay_ns(&self, rng: &mut Rng) -> Option<u64> {
-        let plan = self.lock().pending.take()?;
+        let plan = running(self.lock().pending.take()?)?;
         Some(self.decide(plan, rng))
     }
 
@@ -202,6 +206,14 @@ impl WaveGuard {
         let (lo, hi) = (to(lo), to(hi));
         rng.between(lo, hi.saturating_sub(1).max(lo))
     }
+}
+
+/// `plan` unless it had ended when it was announced: an ended plan has no
+/// wave to come in (a planner never announces one; a stale or hostile one
+/// would have the client extrapolate waves past its end, at once for a
+/// plan of 1 ms waves), so the failure is decided as without it.
+fn running(plan: WavePlan) -> Option<WavePlan> {
+    (plan.end_ms() > 0).then_some(plan)
 }
 
 #[cfg(test)]

@@ -177,3 +177,46 @@ fn a_wave_past_the_clamp_or_the_elapsed_limit_is_bounded_like_any_delay() {
     );
     assert_eq!(d, Decision::GiveUp(crate::GiveUp::MaxElapsed));
 }
+
+/// A plan that had ended when its answer came (a stale or hostile
+/// announcement: a planner never announces one) says nothing about when to
+/// come: the engine decides as without it, instead of extrapolating waves
+/// past the plan's end (a day-old plan of 1 ms waves would retry at once).
+#[test]
+fn an_ended_plan_is_ignored_and_the_failure_decided_as_without_it() {
+    let policy = Policy::builder()
+        .base(Duration::from_millis(400))
+        .build()
+        .unwrap();
+    let ended = WavePlan::new(-86_400_000, 1, 1, 5).unwrap();
+    let g = WaveGuard::new("w1");
+    let cx = Context::new(&policy).waves(&g).trace(false);
+    let mut rng = Rng::with_seed(8);
+    let mut call = Engine::new(Duration::ZERO);
+    call.begin();
+    g.observe(Some(ended));
+    // With a Retry-After of 1 s: that, spread as usual.
+    let d = call.failed(
+        &cx,
+        Duration::ZERO,
+        Classification::retry_after(S),
+        RetryCause::Error,
+        &mut rng,
+    );
+    let Decision::Retry { delay, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert!(delay >= S && delay <= S + S / 10, "{delay:?}");
+    assert!(g.pending().is_none(), "taken all the same");
+    // The first wait before a first call: none.
+    g.observe(Some(ended));
+    assert_eq!(g.first_wait(Duration::ZERO, &mut rng), None);
+    // A plan ending exactly at its answer is over too; one that ends 1 ms
+    // later is not (its next wave, past its end, is drawn).
+    let just = WavePlan::new(-1_000, 1, 1_000, 5).unwrap();
+    g.observe(Some(just));
+    assert_eq!(g.first_wait(Duration::ZERO, &mut rng), None);
+    let open = WavePlan::new(-999, 1, 1_000, 5).unwrap();
+    g.observe(Some(open));
+    assert!(g.first_wait(Duration::ZERO, &mut rng).is_some());
+}

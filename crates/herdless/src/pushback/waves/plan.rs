@@ -77,7 +77,10 @@ const MAX_TEXT: usize = 256;
 /// also takes `;` between members (the same members written as parameters),
 /// ignores members it does not know (a later version may add some), and
 /// refuses anything out of range with a [`WavePlanError`] naming the member,
-/// never a panic. Ranges: `start` within ±1 day, `waves` 1 to 1,000,000,
+/// never a panic. Of a member given twice the last wins, and several header
+/// lines are one value joined with `", "`
+/// ([`from_headers`](WavePlan::from_headers)), as for any structured-field
+/// dictionary (RFC 8941). Ranges: `start` within ±1 day, `waves` 1 to 1,000,000,
 /// `spacing` 1 ms to 1 h, `salt` below 2⁴⁸ (a structured-field integer has
 /// at most 15 digits); the text at most 256 bytes.
 ///
@@ -402,6 +405,35 @@ impl WavePlan {
     /// ```
     pub fn from_header(value: &[u8]) -> Option<Self> {
         std::str::from_utf8(value).ok()?.parse().ok()
+    }
+
+    /// Parses every line of the header an answer carried, as a
+    /// structured-field dictionary is parsed: the lines joined with `", "`
+    /// into one value, so that of a member given twice the last wins
+    /// (RFC 8941, 4.2). `None` as [`from_header`](Self::from_header), and
+    /// for no line at all; the joined text is held to the same 256 bytes.
+    ///
+    /// ```
+    /// use herdless::pushback::waves::WavePlan;
+    /// let lines: [&[u8]; 2] = [b"start=0.3, waves=1, spacing=0.1, salt=1", b"start=30"];
+    /// assert_eq!(WavePlan::from_headers(lines).unwrap().start_ms(), 30_000);
+    /// assert!(WavePlan::from_headers(std::iter::empty::<&[u8]>()).is_none());
+    /// ```
+    pub fn from_headers<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> Option<Self> {
+        let mut joined = Vec::new();
+        for line in lines {
+            if !joined.is_empty() {
+                joined.extend_from_slice(b", ");
+            }
+            joined.extend_from_slice(line);
+            if joined.len() > MAX_TEXT {
+                return None;
+            }
+        }
+        if joined.is_empty() {
+            return None;
+        }
+        Self::from_header(&joined)
     }
 }
 
