@@ -119,7 +119,7 @@ use crate::strategy::Reply;
 /// ```
 /// use herdless_sim::guard::Guard;
 /// assert_eq!(Guard::Pushback.name(), "pushback");
-/// assert_eq!(Guard::ALL.len(), 8);
+/// assert_eq!(Guard::ALL.len(), 9);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Guard {
@@ -149,11 +149,17 @@ pub enum Guard {
     /// the capacity and announces a plan of waves with each rejection; each
     /// client has a [`WaveGuard`] that comes back in its own wave.
     Waves,
+    /// Waves and the throttle together: the wave planner's endpoint, a
+    /// [`WaveGuard`] per client and a [`Throttle`] per process, in one
+    /// engine context (what an outage with an unknown end needs from both:
+    /// the throttle paces the calls until the end is seen, the waves bring
+    /// the fleet back after it).
+    WavesThrottle,
 }
 
 impl Guard {
     /// Every guard, in table order.
-    pub const ALL: [Guard; 8] = [
+    pub const ALL: [Guard; 9] = [
         Guard::Budget,
         Guard::Breaker,
         Guard::Pushback,
@@ -162,6 +168,7 @@ impl Guard {
         Guard::Throttle,
         Guard::Cubic,
         Guard::Waves,
+        Guard::WavesThrottle,
     ];
 
     /// The guard's name (the part after `+` in a strategy name).
@@ -179,6 +186,7 @@ impl Guard {
             Guard::Throttle => "throttle",
             Guard::Cubic => "cubic",
             Guard::Waves => "waves",
+            Guard::WavesThrottle => "waves+throttle",
         }
     }
 
@@ -397,6 +405,12 @@ impl Guards {
                 g.waves = (0..clients)
                     .map(|i| WaveGuard::with_key(u64::from(i)))
                     .collect();
+            }
+            Some(Guard::WavesThrottle) => {
+                g.waves = (0..clients)
+                    .map(|i| WaveGuard::with_key(u64::from(i)))
+                    .collect();
+                g.throttles = (0..processes).map(|_| Throttle::new()).collect();
             }
             Some(Guard::Pushback | Guard::StaticPushback | Guard::Hold) | None => {}
         }

@@ -83,7 +83,7 @@ pub enum StrategyKind {
 }
 
 /// `GUARDED_NAMES[jitter][guard]`, in `Jitter::ALL` and `Guard::ALL` order.
-const GUARDED_NAMES: [[&str; 8]; 5] = [
+const GUARDED_NAMES: [[&str; 9]; 5] = [
     [
         "none+budget",
         "none+breaker",
@@ -93,6 +93,7 @@ const GUARDED_NAMES: [[&str; 8]; 5] = [
         "none+throttle",
         "none+cubic",
         "none+waves",
+        "none+waves+throttle",
     ],
     [
         "full+budget",
@@ -103,6 +104,7 @@ const GUARDED_NAMES: [[&str; 8]; 5] = [
         "full+throttle",
         "full+cubic",
         "full+waves",
+        "full+waves+throttle",
     ],
     [
         "equal+budget",
@@ -113,6 +115,7 @@ const GUARDED_NAMES: [[&str; 8]; 5] = [
         "equal+throttle",
         "equal+cubic",
         "equal+waves",
+        "equal+waves+throttle",
     ],
     [
         "decorrelated+budget",
@@ -123,6 +126,7 @@ const GUARDED_NAMES: [[&str; 8]; 5] = [
         "decorrelated+throttle",
         "decorrelated+cubic",
         "decorrelated+waves",
+        "decorrelated+waves+throttle",
     ],
     [
         "decorrelated-window+budget",
@@ -133,6 +137,7 @@ const GUARDED_NAMES: [[&str; 8]; 5] = [
         "decorrelated-window+throttle",
         "decorrelated-window+cubic",
         "decorrelated-window+waves",
+        "decorrelated-window+waves+throttle",
     ],
 ];
 

@@ -14,7 +14,9 @@
 //!   after the first 100 ms;
 //! * the outage with its end known (5 s and 45 s): within 1.10x `T + N/C`,
 //!   at most 2 calls, a peak within 1.15x; with the end unknown, waves can
-//!   do nothing before the end is seen: the same figures as slots alone.
+//!   do nothing before the end is seen: the same figures as slots alone;
+//!   beside the throttle (`full+waves+throttle`) they take the throttle's
+//!   calls but keep the slots' drain.
 
 use std::time::Duration;
 
@@ -186,4 +188,46 @@ fn with_the_outage_end_unknown_waves_are_slots_until_the_end_is_seen() {
     );
     let (a, b) = (slots.drain_vs_limit.unwrap(), waves.drain_vs_limit.unwrap());
     assert!((a - b).abs() <= 0.03, "{a} vs {b}");
+}
+
+#[test]
+fn with_the_outage_end_unknown_the_throttle_beside_waves_cuts_the_calls_not_the_drain() {
+    let params = OutageParams {
+        outage: Duration::from_secs(45),
+        outage_end: OutageEnd::Unknown,
+        ..OutageParams::default()
+    };
+    let s = match Simulation::new(Config::Outage(params))
+        .strategies(vec![
+            kind("full+throttle"),
+            kind("full+waves"),
+            kind("full+waves+throttle"),
+        ])
+        .seed(1)
+        .run()
+        .unwrap()
+    {
+        Report::Outage(r) => r.strategies,
+        other => panic!("{other:?}"),
+    };
+    let (throttle, waves, both) = (&s[0], &s[1], &s[2]);
+    assert_eq!(both.gave_up, 0);
+    // The calls of the outage are the throttle's: one or two per client,
+    // where waves alone answer every call of the outage with a slot.
+    assert!(
+        (both.calls - throttle.calls).abs() <= 0.05,
+        "{} vs {}",
+        both.calls,
+        throttle.calls
+    );
+    assert!(waves.calls >= both.calls + 3.0, "{}", waves.calls);
+    // The drain is the slots': the last of them, handed out as long as the
+    // outage had lasted, fall near 2 T, far past the throttle's own.
+    let (w, b, t) = (
+        waves.drain_vs_limit.unwrap(),
+        both.drain_vs_limit.unwrap(),
+        throttle.drain_vs_limit.unwrap(),
+    );
+    assert!((w - b).abs() <= 0.05, "{w} vs {b}");
+    assert!(b >= t + 0.5, "{b} vs {t}");
 }

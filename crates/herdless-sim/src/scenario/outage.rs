@@ -368,7 +368,7 @@ pub fn run(
             &strategy,
             &mut guards,
         )?,
-        Some(Guard::Waves) => run.go(
+        Some(Guard::Waves | Guard::WavesThrottle) => run.go(
             WaveEndpoint::new(
                 params.outage,
                 params.capacity,

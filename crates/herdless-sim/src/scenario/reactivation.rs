@@ -238,7 +238,7 @@ pub(crate) fn supported(kind: StrategyKind) -> Result<(), SimError> {
         StrategyKind::Backoff(_) => Ok(()),
         StrategyKind::Guarded(
             _,
-            Guard::Pushback | Guard::Hold | Guard::Throttle | Guard::Waves,
+            Guard::Pushback | Guard::Hold | Guard::Throttle | Guard::Waves | Guard::WavesThrottle,
         ) => Ok(()),
         other => Err(SimError::Invalid(format!(
             "the reactivation scenario compares jitter modes with pushback, hold, throttle \
@@ -339,7 +339,7 @@ pub fn run_one(
                 .collect::<Result<_, _>>()?;
             run.go(Replicas::new(reps, seed), &intents, &strategy, &mut guards)?
         }
-        Some(Guard::Waves) => {
+        Some(Guard::Waves | Guard::WavesThrottle) => {
             let mut reps = Replicas::new(
                 (0..r)
                     .map(|i| {

@@ -49,6 +49,7 @@ pub(crate) struct SimulateArgs {
     /// decorrelated-window, fixed-1s, no-backoff, (outage) a jitter mode
     /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
     /// full+static-pushback, full+hold, full+throttle, full+cubic, full+waves,
+    /// full+waves+throttle,
     /// (latency-tail) hedge, hedge+budget [default: every jitter mode plus
     /// the scenario's baseline; outage adds full+budget, full+breaker,
     /// full+pushback; robustness tests full+hold, full+pushback and
