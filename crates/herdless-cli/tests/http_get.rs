@@ -505,3 +505,44 @@ async fn get_comes_back_in_its_wave_of_an_announced_plan() {
         .collect();
     assert_eq!(mine, vec![503, 200]);
 }
+
+/// A refusal carrying a plan and no `Retry-After`: `get` waits for its
+/// wave (an honored server delay, within the plan's one wave of 0.3 s to
+/// 0.4 s); with `--ignore-plan` it takes its own jitter (not honored, at
+/// most the 10 ms base).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_ignores_a_plan_of_waves_when_told() {
+    let refuse_then_serve = |n: usize| {
+        if n % 2 == 0 {
+            raw_server::Reply::Raw(
+                b"HTTP/1.1 503 X\r\nherdless-plan: start=0.3, waves=1, spacing=0.1, salt=7\r\n\
+                  content-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_vec(),
+            )
+        } else {
+            raw_server::Reply::Body {
+                body: std::sync::Arc::new(b"ok".to_vec()),
+                chunked: false,
+            }
+        }
+    };
+    let (url, _) = raw_server::serve(refuse_then_serve).await;
+    for (ignore, honored) in [(false, true), (true, false)] {
+        let mut args = vec!["get", "--base", "10ms", "--log-format", "json"];
+        if ignore {
+            args.push("--ignore-plan");
+        }
+        args.push(&url);
+        let out = herdless(&args).await;
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let ev = events(&out);
+        assert_eq!(ev[0]["event"], "retry_scheduled", "{ev:?}");
+        assert_eq!(ev[0]["honored_retry_after"], honored, "{ev:?}");
+        let slept = ev[0]["sleep_s"].as_f64().unwrap();
+        if honored {
+            assert!((0.3..0.4).contains(&slept), "{slept}");
+        } else {
+            assert!(slept <= 0.01, "{slept}");
+        }
+    }
+}
