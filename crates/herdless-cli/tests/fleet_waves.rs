@@ -18,7 +18,8 @@
 //! plain full jitter with margins; the `#[ignore]`d one (release build, a
 //! quiet machine: `cargo test --release -p herdless-cli --test fleet_waves
 //! -- --ignored --nocapture`) asserts the goals, drain within 1.2x and peak
-//! within 1.3x the capacity. It is alone in its binary: cargo runs test
+//! within 1.3x the capacity (the peak goal is missed at this scale: see
+//! that test). It is alone in its binary: cargo runs test
 //! binaries one after the other, so no other test competes with its 2,000
 //! workers.
 
@@ -152,6 +153,13 @@ async fn waves_drain_before_plain_full_jitter_with_fewer_calls() {
 
 /// The goals, on a quiet machine with a release build: drain within 1.2x
 /// `N / C` and the busiest 100 ms after the storm within 1.3x the capacity.
+/// The drain holds (1.09x to 1.15x at load average 4 to 14); the peak does
+/// not (1.40x to 1.64x sliding, 1.26x to 1.58x on a fixed grid): at 500
+/// requests/s a 100 ms window holds about 47 arrivals placed at random, and
+/// the busiest sliding window of uniform draws alone is 1.36x at the median
+/// (1.30x to 1.46x, `scripts/uniform-peak.py`). The goal sits inside the
+/// noise of random placement at this scale; it stays asserted here, as set,
+/// and this test fails more often than not (docs/fleet-protection.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "timing: a release build on a quiet machine (see the module documentation)"]
 async fn waves_meet_their_goals_over_real_sockets() {
