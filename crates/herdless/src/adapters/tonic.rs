@@ -73,6 +73,7 @@ mod tests {
     /// client's wave (the plan's one wave, 2 s to 2.5 s away), not the
     /// status's pushback (50 ms) or the jitter.
     #[test]
+    #[allow(clippy::result_large_err)] // tonic's own error, as a client gets it
     fn a_status_with_a_plan_in_its_metadata_waits_for_the_wave() {
         let timer = ManualTimer::new();
         let retry = Retry::builder()
