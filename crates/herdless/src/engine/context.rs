@@ -44,8 +44,21 @@ pub struct Context<'a, N = NoNotify> {
     /// policy and the urgency it follows from (compared on every failure).
     max_elapsed_ns: u64,
     pub(super) trace: bool,
-    pub(super) metrics: bool,
+    pub(super) metrics: Meter,
     pub(super) levels: EventLevels,
+}
+
+/// Whether decisions record [metrics](crate::events::metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(super) enum Meter {
+    /// Never ([`Context::metrics`]`(false)`).
+    Off,
+    /// When a recorder is installed, asked at each event (the default).
+    Ask,
+    /// A recorder was installed when the call's retries began
+    /// ([`Context::ask_metrics`]).
+    On,
 }
 
 impl<N> fmt::Debug for Context<'_, N> {
@@ -59,7 +72,7 @@ impl<N> fmt::Debug for Context<'_, N> {
             .field("urgent", &self.urgent)
             .field("waves", &self.waves)
             .field("trace", &self.trace)
-            .field("metrics", &self.metrics)
+            .field("metrics", &(self.metrics != Meter::Off))
             .field("levels", &self.levels)
             .finish_non_exhaustive()
     }
@@ -96,7 +109,7 @@ impl<'a> Context<'a> {
             waves: None,
             max_elapsed_ns: policy.max_elapsed_ns,
             trace: true,
-            metrics: true,
+            metrics: Meter::Ask,
             levels: EventLevels::DEFAULT,
         }
     }
@@ -254,8 +267,29 @@ impl<'a, N> Context<'a, N> {
     /// let _unmetered = herdless::engine::Context::new(&p).trace(false).metrics(false);
     /// ```
     pub fn metrics(mut self, metrics: bool) -> Self {
-        self.metrics = metrics;
+        self.metrics = if metrics { Meter::Ask } else { Meter::Off };
         self
+    }
+
+    /// Asks once whether a metrics recorder is installed, for a context that
+    /// serves every decision of one call (the executors'): with none, those
+    /// decisions skip the metrics and build no event for them (a recorder
+    /// installed during the call counts from the next call); with one, each
+    /// event still finds the recorder in effect when it happens. Without the
+    /// `metrics` feature, nothing to ask. In place: a context passed through
+    /// by value was copied (16 instructions a call).
+    #[inline(always)]
+    pub(crate) fn ask_metrics(&mut self) {
+        self.metrics_known(crate::events::metrics::installed());
+    }
+
+    /// [`ask_metrics`](Self::ask_metrics) with the answer asked earlier in
+    /// the call.
+    #[inline(always)]
+    pub(crate) fn metrics_known(&mut self, installed: bool) {
+        if self.metrics == Meter::Ask {
+            self.metrics = if installed { Meter::On } else { Meter::Off };
+        }
     }
 
     /// The `tracing` level of each event (default: [`EventLevels::DEFAULT`]).
@@ -341,10 +375,14 @@ impl<N: Notify> Context<'_, N> {
         use tracing::level_filters::LevelFilter;
         let traced = self.trace && LevelFilter::current() != LevelFilter::OFF;
         #[cfg(feature = "metrics")]
-        let metered = self.metrics;
+        let metered = || match self.metrics {
+            Meter::Off => false,
+            Meter::On => true,
+            Meter::Ask => crate::events::metrics::installed(),
+        };
         #[cfg(not(feature = "metrics"))]
-        let metered = false;
-        traced || metered || N::ACTIVE
+        let metered = || false;
+        traced || N::ACTIVE || metered()
     }
 
     /// The one event path: `tracing` at the configured level, metrics, the
@@ -361,7 +399,7 @@ impl<N: Notify> Context<'_, N> {
             }
         }
         #[cfg(feature = "metrics")]
-        if self.metrics {
+        if self.metrics != Meter::Off {
             crate::events::metrics::event(&event, attempt_ended, self.budget, self.breaker);
         }
         let _ = attempt_ended;
@@ -372,7 +410,7 @@ impl<N: Notify> Context<'_, N> {
     /// one attempt counted.
     pub(super) fn copy_failed(&self) {
         #[cfg(feature = "metrics")]
-        if self.metrics {
+        if self.metrics != Meter::Off {
             crate::events::metrics::copy_failed();
         }
     }
@@ -381,7 +419,7 @@ impl<N: Notify> Context<'_, N> {
     #[inline]
     pub(super) fn first_success(&self) {
         #[cfg(feature = "metrics")]
-        if self.metrics {
+        if self.metrics != Meter::Off {
             crate::events::metrics::first_success(self.budget, self.breaker);
         }
     }

@@ -35,6 +35,11 @@ use crate::pushback::{Allotment, Released, SlotAllocator, Ticket};
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
 pub trait Allocator: Send + 'static {
+    /// Whether [`served`](Self::served) does anything: a front end may skip
+    /// telling an allocator that does not learn (the static one) about each
+    /// request it served, a clock read and a lock per request. Default: yes.
+    const LEARNS_FROM_SERVED: bool = true;
+
     /// Decides a request at `now` from `caller` (a key naming it, when the
     /// front end has one).
     fn decide(&mut self, now: Duration, caller: Option<u64>) -> Allotment;
@@ -108,6 +113,8 @@ pub trait Allocator: Send + 'static {
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
 impl Allocator for SlotAllocator {
+    const LEARNS_FROM_SERVED: bool = false;
+
     fn decide(&mut self, now: Duration, _caller: Option<u64>) -> Allotment {
         SlotAllocator::decide(self, now)
     }

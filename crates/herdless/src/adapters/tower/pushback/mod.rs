@@ -180,8 +180,10 @@ enum Refusal {
 
 impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, A> {
     fn served(&self) {
-        let now = self.now();
-        self.lock().alloc.served(now);
+        if A::LEARNS_FROM_SERVED {
+            let now = self.now();
+            self.lock().alloc.served(now);
+        }
     }
 
     /// The layer handed the request over: it cannot hold it again.

@@ -1,6 +1,7 @@
 //! [`PushbackService`] and its [`ResponseFuture`]: decide each request, and
 //! report the inner service's answer back to the allocator.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -69,18 +70,50 @@ impl<S: fmt::Debug, K, A, C> fmt::Debug for PushbackService<S, K, A, C> {
     }
 }
 
+/// `Retry-After-Ms` as a header name, built once: from the `&str` constant
+/// `insert` parsed it and copied it into an allocation on every refusal.
+const RETRY_AFTER_MS_NAME: HeaderName = HeaderName::from_static(RETRY_AFTER_MS);
+
+thread_local! {
+    /// The last `Retry-After` and `Retry-After-Ms` values formatted on this
+    /// thread: refusals in a burst mostly repeat them (the seconds nearly
+    /// always), and a cached value is a reference count, not an allocation
+    /// and a formatting.
+    static LAST_VALUES: RefCell<[Option<(u64, HeaderValue)>; 2]> =
+        const { RefCell::new([None, None]) };
+}
+
+/// `n` as a header value, from this thread's cache when it was the last one
+/// formatted for header `which` (0 `Retry-After`, 1 `Retry-After-Ms`).
+fn cached_value(which: usize, n: u64) -> HeaderValue {
+    LAST_VALUES.with(|last| {
+        let mut last = last.borrow_mut();
+        match &last[which] {
+            Some((m, value)) if *m == n => value.clone(),
+            _ => {
+                let value = HeaderValue::from(n);
+                last[which] = Some((n, value.clone()));
+                value
+            }
+        }
+    })
+}
+
+/// `Herdless-Plan` as a header name, built once (as `Retry-After-Ms`).
+const HERDLESS_PLAN_NAME: HeaderName = HeaderName::from_static(HERDLESS_PLAN);
+
 /// Sets a slot's `Retry-After` and `Retry-After-Ms` on a response, and the
 /// plan of waves announced beside it (`Herdless-Plan`), if any.
 fn with_slot<B>(response: &mut Response<B>, decision: Allotment, plan: Option<WavePlan>) {
     let headers = response.headers_mut();
     if let Some(value) = plan.and_then(|p| HeaderValue::try_from(p.to_string()).ok()) {
-        headers.insert(HERDLESS_PLAN, value);
+        headers.insert(HERDLESS_PLAN_NAME, value);
     }
     if let Some(secs) = decision.retry_after_secs() {
-        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        headers.insert(header::RETRY_AFTER, cached_value(0, secs));
     }
     if let Some(ms) = decision.retry_after_ms() {
-        headers.insert(RETRY_AFTER_MS, HeaderValue::from(ms));
+        headers.insert(RETRY_AFTER_MS_NAME, cached_value(1, ms));
     }
 }
 
@@ -378,6 +411,32 @@ where
                 }
             };
             self.as_mut().project().kind.set(next);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn cached_header_values_follow_the_slot() {
+        for ms in [1_500u64, 1_500, 1_501, 2_999, 1_500, 60_000] {
+            let mut response = Response::new(());
+            with_slot(
+                &mut response,
+                Allotment::Reject {
+                    retry_after: Duration::from_millis(ms),
+                },
+                None,
+            );
+            let headers = response.headers();
+            assert_eq!(headers[RETRY_AFTER_MS], ms.to_string().as_str());
+            assert_eq!(
+                headers[header::RETRY_AFTER],
+                ms.div_ceil(1_000).to_string().as_str()
+            );
         }
     }
 }
