@@ -495,3 +495,54 @@ async fn an_interrupted_fleet_prints_its_partial_report_and_exits_128_plus_the_s
     }
     assert!(stub.stats().total >= 16, "both fleets reached the stub");
 }
+
+/// Every first try refused with a plan of one wave 0.5 s to 0.6 s away and
+/// no `Retry-After`: the workers come back in the wave (the fleet's
+/// `strategy.waves` true); with `--ignore-plan` at their own jitter (a
+/// 10 ms base), long before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_workers_follow_a_plan_of_waves_unless_told_to_ignore_it() {
+    use raw_server::Reply;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let served = std::sync::Arc::new(AtomicUsize::new(0));
+    // The first 5 requests of each run are refused, the rest served.
+    let (url, seen) = raw_server::serve({
+        let served = served.clone();
+        move |_| {
+            if served.fetch_add(1, SeqCst) % 10 < 5 {
+                Reply::Raw(
+                    b"HTTP/1.1 503 X\r\nherdless-plan: start=0.5, waves=1, spacing=0.1, salt=3\r\n\
+                      content-length: 0\r\nconnection: close\r\n\r\n"
+                        .to_vec(),
+                )
+            } else {
+                Reply::Body {
+                    body: std::sync::Arc::new(b"ok".to_vec()),
+                    chunked: false,
+                }
+            }
+        }
+    })
+    .await;
+    for ignore in [false, true] {
+        let mut args = vec!["fleet", "--workers", "5", "--base", "10ms", "--json"];
+        if ignore {
+            args.push("--ignore-plan");
+        }
+        args.push(&url);
+        let r = fleet_json(&herdless(&args).await);
+        assert_eq!(
+            (r["succeeded"].as_u64(), r["calls"].as_u64()),
+            (Some(5), Some(10)),
+            "{r}"
+        );
+        assert_eq!(r["strategy"]["waves"], !ignore, "{r}");
+        let took = r["duration_s"].as_f64().unwrap();
+        if ignore {
+            assert!(took < 0.45, "{took} s: no worker waited for the wave");
+        } else {
+            assert!(took >= 0.5, "{took} s: every worker waited for its wave");
+        }
+    }
+    assert_eq!(seen.load(SeqCst), 20);
+}

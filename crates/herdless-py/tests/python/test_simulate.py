@@ -34,3 +34,15 @@ def test_simulate_takes_durations_in_every_form():
 def test_simulate_refuses_bad_flags(flags, error, words):
     with pytest.raises(error, match=words):
         herdless.simulate(**flags)
+
+
+def test_simulate_runs_the_reactivation_scenario_as_the_cli_does():
+    flags = dict(scenario="reactivation", clients=600, capacity=200, jitter="full,full+waves", seed=5)
+    r = herdless.simulate(plan="unannounced", **flags)
+    assert r["scenario"] == "reactivation"
+    assert r != herdless.simulate(**flags)
+    assert r == herdless.simulate(plan="unannounced", **flags)
+    with pytest.raises(ValueError, match="plan"):
+        herdless.simulate(plan="sometimes", **flags)
+    with pytest.raises(ValueError, match="plan applies to scenario reactivation"):
+        herdless.simulate(scenario="outage", plan="announced")

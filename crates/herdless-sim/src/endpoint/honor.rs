@@ -1,7 +1,8 @@
 //! Clients that ignore Retry-After, and the figures of those that honor it.
 //!
 //! In the field not every caller honors a server's delay: a client from
-//! another library, a script with a fixed sleep. [`Honoring`] models a fleet
+//! another library, a script with a fixed sleep. Such a client ignores a
+//! plan of waves too: it gets neither. [`Honoring`] models a fleet
 //! in which a share `fraction` of the clients honor Retry-After and the rest
 //! use their own backoff: it wraps the endpoint and, on the way back to a
 //! client that ignores the header, drops it. The client's engine then draws
@@ -59,6 +60,10 @@ pub struct HonorStats {
     pub succeeded: u64,
     /// The virtual time of their last success (ns; 0 when none).
     pub last_success_ns: u64,
+    /// Clients that do not honor it and succeeded.
+    pub ignoring_succeeded: u64,
+    /// The virtual time of their last success (ns; 0 when none).
+    pub ignoring_last_success_ns: u64,
 }
 
 /// An endpoint whose answers reach only a share of the clients with their
@@ -161,8 +166,15 @@ impl<E> Honoring<E> {
             }
             reply
         } else {
+            if reply == Reply::Ok {
+                self.stats.ignoring_succeeded += 1;
+                self.stats.ignoring_last_success_ns =
+                    self.stats.ignoring_last_success_ns.max(now_ns);
+            }
             match reply {
-                Reply::Rejected { .. } => Reply::Rejected { retry_after: None },
+                Reply::Rejected { .. } | Reply::Planned { .. } => {
+                    Reply::Rejected { retry_after: None }
+                }
                 other => other,
             }
         }

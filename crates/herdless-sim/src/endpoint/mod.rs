@@ -29,6 +29,11 @@
 //! * [`HoldEndpoint`] is the same endpoint behind the adaptive allocator
 //!   with a hold: a call may be held open ([`Reply::Held`]) and answered
 //!   later, when the allocator releases it ([`hold`] module).
+//! * [`WaveEndpoint`] is the same endpoint behind the library's wave
+//!   planner: every rejection announces a plan of waves ([`waves`] module).
+//! * [`Replicas`] spreads the calls over several such endpoints, each with
+//!   its share of the capacity and its own allocator or planner
+//!   ([`replicas`] module).
 //! * [`Honoring`] wraps any of them: the clients that ignore Retry-After get
 //!   the answer without it (they use their own backoff), and the calls and
 //!   successes of the clients that honor it are counted apart ([`honor`]
@@ -60,10 +65,14 @@ use crate::strategy::Reply;
 pub mod hold;
 pub mod honor;
 pub mod pushback;
+pub mod replicas;
+pub mod waves;
 
 pub use hold::HoldEndpoint;
 pub use honor::{HonorStats, Honoring};
 pub use pushback::{AdaptiveEndpoint, OutageEnd, PushbackEndpoint};
+pub use replicas::Replicas;
+pub use waves::WaveEndpoint;
 
 use crate::metrics::Histogram;
 

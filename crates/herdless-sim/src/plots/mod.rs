@@ -7,6 +7,8 @@
 //!   clipped at three times the capacity per 100 ms (clipped bars darker, with
 //!   their value), the capacity, the end of the outage, the physical limit
 //!   and each strategy's own end marked (see `outage.rs`).
+//! * reactivation: **calls over time**, one figure per fleet, one panel per
+//!   strategy, on the outage figure's clipped scale (see `reactivation.rs`).
 //! * robustness: the matrix as **heat maps** (drain, peak, calls; green where
 //!   a goal is met, red where not; see `robustness.rs`).
 //! * contention: **write calls** and **completion time** against the number of
@@ -52,10 +54,12 @@ use plotters::prelude::*;
 use crate::report::{ContentionReport, Report, SpreadReport};
 
 mod outage;
+mod reactivation;
 mod robustness;
 mod timeline;
 
 use outage::Outage;
+use reactivation::Reactivation;
 use robustness::Robustness;
 pub use timeline::{TimelineFigure, write_timeline};
 
@@ -167,6 +171,15 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError>
         }
         // Its figures are a handful of numbers per strategy: the table.
         Report::LatencyTail(_) => {}
+        Report::Reactivation(r) => {
+            for fleet in crate::scenario::reactivation::Fleet::ALL {
+                let fig = Reactivation(r, fleet);
+                if fig.panels() > 0 {
+                    let stem = format!("reactivation-{}", fleet.name());
+                    both(dir, &stem, panel_height(fig.panels()), &mut files, &fig)?;
+                }
+            }
+        }
     }
     Ok(files)
 }

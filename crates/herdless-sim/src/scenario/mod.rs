@@ -7,6 +7,7 @@
 //! | `contention` | [`contention`] | the AWS optimistic-concurrency experiment: write calls and time against clients |
 //! | `robustness` | [`robustness`] | the outage under pushback with a wrong capacity estimate, an unknown end and clients that ignore Retry-After, cell by cell |
 //! | `latency-tail` | [`tail`] | hedged requests against a slow tail, then an overload: the p99 they cut, the load an unbudgeted hedge adds |
+//! | `reactivation` | [`reactivation`] | a whole fleet back at once to a server that is up: waves against jitter, slots, the hold and the throttle, on three fleets |
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,6 +19,7 @@ use crate::strategy::StrategyKind;
 
 pub mod contention;
 pub mod outage;
+pub mod reactivation;
 pub mod robustness;
 pub mod spread;
 pub mod tail;
@@ -44,16 +46,19 @@ pub enum Scenario {
     Robustness,
     /// Hedged requests against a slow tail, then an overload.
     LatencyTail,
+    /// A whole fleet back at once to a server that is up.
+    Reactivation,
 }
 
 impl Scenario {
     /// Every scenario.
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::Spread,
         Scenario::Outage,
         Scenario::Contention,
         Scenario::Robustness,
         Scenario::LatencyTail,
+        Scenario::Reactivation,
     ];
 
     /// The scenario's name.
@@ -68,6 +73,7 @@ impl Scenario {
             Scenario::Contention => "contention",
             Scenario::Robustness => "robustness",
             Scenario::LatencyTail => "latency-tail",
+            Scenario::Reactivation => "reactivation",
         }
     }
 
@@ -104,6 +110,7 @@ impl Scenario {
                 StrategyKind::Hedge,
                 StrategyKind::HedgeBudget,
             ],
+            Scenario::Reactivation => crate::scenario::reactivation::DEFAULT_STRATEGIES.to_vec(),
         }
     }
 }
@@ -123,8 +130,8 @@ impl FromStr for Scenario {
             .find(|sc| sc.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {:?} (expected spread, outage, contention, robustness or \
-                     latency-tail)",
+                    "unknown scenario {:?} (expected spread, outage, contention, robustness, \
+                     latency-tail or reactivation)",
                     s.chars().take(64).collect::<String>()
                 )
             })
@@ -145,6 +152,9 @@ pub(crate) fn outage_only(scenario: Scenario, kind: StrategyKind) -> Result<(), 
                  (no hedging), not {kind}"
             ))),
         };
+    }
+    if scenario == Scenario::Reactivation {
+        return crate::scenario::reactivation::supported(kind);
     }
     if hedging {
         return Err(SimError::Invalid(format!(

@@ -57,7 +57,7 @@ use serde::Serialize;
 
 use crate::endpoint::{
     AdaptiveEndpoint, Endpoint, HoldEndpoint, HonorStats, Honoring, OutageEnd, OutageEndpoint,
-    PushbackEndpoint,
+    PushbackEndpoint, WaveEndpoint,
 };
 use crate::error::SimError;
 use crate::event_loop::{FleetOutcome, run_fleet_from};
@@ -364,6 +364,19 @@ pub fn run(
                 params.outage_end,
                 horizon,
                 params.clients,
+            )?,
+            &strategy,
+            &mut guards,
+        )?,
+        Some(Guard::Waves | Guard::WavesThrottle) => run.go(
+            WaveEndpoint::new(
+                params.outage,
+                params.capacity,
+                params.burst,
+                told,
+                params.outage_end,
+                None,
+                seed,
             )?,
             &strategy,
             &mut guards,

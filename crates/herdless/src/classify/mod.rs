@@ -262,6 +262,21 @@ pub trait Classify<E: ?Sized> {
         self.timed_out(unstarted)
     }
 
+    /// The plan of waves the error's answer announced (a server's
+    /// `Herdless-Plan`), for a [`WaveGuard`](crate::guard::waves::WaveGuard):
+    /// the executors hand it over before each decision. Default: `None`
+    /// (the reqwest classifier and tower's HTTP classifiers read the
+    /// header).
+    ///
+    /// ```
+    /// use herdless::{ByTrait, Classify};
+    /// assert_eq!(ByTrait.plan(&std::io::Error::other("busy")), None);
+    /// ```
+    fn plan(&self, error: &E) -> Option<crate::pushback::waves::WavePlan> {
+        let _ = error;
+        None
+    }
+
     /// The verdict and, for a retryable error, what caused it: the one
     /// classify-then-cause step every driver takes before asking the engine
     /// ([`Engine::failed`](crate::engine::Engine::failed)). The cause is
@@ -357,6 +372,10 @@ impl<E: ?Sized, C: Classify<E>, F: Fn(&E) -> bool> Classify<E> for WithTimeouts<
         E: Sized,
     {
         self.classifier.unstarted(unstarted)
+    }
+
+    fn plan(&self, error: &E) -> Option<crate::pushback::waves::WavePlan> {
+        self.classifier.plan(error)
     }
 }
 

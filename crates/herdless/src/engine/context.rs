@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::events::EventLevels;
 use crate::events::{NoNotify, Notify, RetryEvent};
-use crate::guard::{Breaker, RetryBudget, Throttle, Urgent};
+use crate::guard::{Breaker, RetryBudget, Throttle, Urgent, WaveGuard};
 use crate::policy::Policy;
 
 /// What a decision reads besides the call's own state: the policy, the shared
@@ -37,6 +37,9 @@ pub struct Context<'a, N = NoNotify> {
     /// is already on one clock for every call, as the simulator's).
     pub(super) throttle_epoch_ns: u64,
     pub(super) urgent: Option<Urgent>,
+    /// The client's wave guard: a failure whose answer announced a plan
+    /// waits for its wave.
+    pub(super) waves: Option<&'a WaveGuard>,
     /// [`max_elapsed`](Self::max_elapsed) in nanoseconds, kept beside the
     /// policy and the urgency it follows from (compared on every failure).
     max_elapsed_ns: u64,
@@ -67,6 +70,7 @@ impl<N> fmt::Debug for Context<'_, N> {
             .field("breaker", &self.breaker)
             .field("throttle", &self.throttle)
             .field("urgent", &self.urgent)
+            .field("waves", &self.waves)
             .field("trace", &self.trace)
             .field("metrics", &(self.metrics != Meter::Off))
             .field("levels", &self.levels)
@@ -102,6 +106,7 @@ impl<'a> Context<'a> {
             throttle: None,
             throttle_epoch_ns: 0,
             urgent: None,
+            waves: None,
             max_elapsed_ns: policy.max_elapsed_ns,
             trace: true,
             metrics: Meter::Ask,
@@ -144,6 +149,7 @@ impl<'a, N> Context<'a, N> {
             throttle: self.throttle,
             throttle_epoch_ns: self.throttle_epoch_ns,
             urgent: self.urgent,
+            waves: self.waves,
             max_elapsed_ns: self.max_elapsed_ns,
             trace: self.trace,
             metrics: self.metrics,
@@ -217,6 +223,25 @@ impl<'a, N> Context<'a, N> {
     pub fn urgent(mut self, urgent: Urgent) -> Self {
         self.urgent = Some(urgent);
         self.max_elapsed_ns = crate::engine::call::nanos(self.max_elapsed());
+        self
+    }
+
+    /// The client's [`WaveGuard`]: after a failure whose answer announced a
+    /// plan of waves (the guard [`observe`](WaveGuard::observe)d it), the
+    /// retry waits for the client's wave instead of the jitter or the
+    /// server's spread delay (clamped to `max_retry_after`, counted against
+    /// the elapsed limit). Times are relative to the answer: the guard
+    /// needs no clock.
+    ///
+    /// ```
+    /// use herdless::guard::waves::WaveGuard;
+    /// let p = herdless::Policy::default();
+    /// let g = WaveGuard::new("worker-1");
+    /// let _cx = herdless::engine::Context::new(&p).waves(&g);
+    /// ```
+    #[inline]
+    pub fn waves(mut self, guard: &'a WaveGuard) -> Self {
+        self.waves = Some(guard);
         self
     }
 

@@ -12,6 +12,7 @@
 //! | both together: a response's [`Classification`] | [`classify_response`] |
 //! | the same, preferring a valid `Retry-After-Ms` (pushback's millisecond slot) | [`classify_response_ms`] |
 //! | the `Retry-After-Ms` header's name | [`RETRY_AFTER_MS`] |
+//! | the `Herdless-Plan` header's name (a plan of waves) | [`HERDLESS_PLAN`] |
 //!
 //! ```
 //! use std::time::SystemTime;
@@ -49,6 +50,16 @@ pub use status::{StatusClass, StatusClassifier, StatusSet};
 /// assert_eq!(herdless::http::RETRY_AFTER_MS, "retry-after-ms");
 /// ```
 pub const RETRY_AFTER_MS: &str = "retry-after-ms";
+
+/// The header announcing a plan of waves beside a rejection (and the gRPC
+/// trailer of the same name): a [`WavePlan`](crate::pushback::waves::WavePlan)
+/// in its text form, `start=0.25, waves=5, spacing=0.842, salt=8812345678901`.
+/// A [`WaveGuard`](crate::guard::waves::WaveGuard) reads it.
+///
+/// ```
+/// assert_eq!(herdless::http::HERDLESS_PLAN, "herdless-plan");
+/// ```
+pub const HERDLESS_PLAN: &str = "herdless-plan";
 
 /// The [`Classification`] of a response with `status` and an optional raw
 /// `Retry-After` value, or `None` when the status is a success (below 400).

@@ -93,6 +93,14 @@ pub trait Allocator: Send + 'static {
     fn held(&self) -> usize {
         0
     }
+
+    /// The plan of waves announced with the last caller this allocator
+    /// turned away (a rejection or a refusal), as seen at `now`: what a
+    /// front end writes beside the slot (the `Herdless-Plan` header). Only
+    /// a [`WavePlanner`](crate::pushback::waves::WavePlanner) has one.
+    fn plan(&self, _now: Duration) -> Option<crate::pushback::waves::WavePlan> {
+        None
+    }
 }
 
 /// The static allocator: no learning, no slot for a refusal, no caller keys.

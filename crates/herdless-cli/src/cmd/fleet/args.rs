@@ -56,6 +56,11 @@ pub(crate) struct FleetArgs {
     /// help; see docs/fleet-protection.md).
     #[arg(long)]
     pub(crate) throttle: bool,
+    /// Ignore the plans of waves a server announces (`Herdless-Plan`): by
+    /// default each worker comes back in its own wave, computed from its
+    /// X-Worker-Id (see docs/fleet-protection.md).
+    #[arg(long)]
+    pub(crate) ignore_plan: bool,
     /// Escape lane: urgent calls never sleep past DUR from their start.
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub(crate) urgent: Option<Duration>,
@@ -96,6 +101,8 @@ pub(crate) struct GuardFlags {
     pub(crate) breaker: Option<Arc<Breaker>>,
     /// The shared adaptive throttle.
     pub(crate) throttle: Option<Arc<Throttle>>,
+    /// Whether each worker has a wave guard (follows announced plans).
+    pub(crate) waves: bool,
     /// The escape lane, for the first `urgent_workers` workers.
     pub(crate) urgent: Option<Urgent>,
     /// How many workers are urgent.
@@ -117,6 +124,8 @@ pub(crate) struct FleetStrategy {
     pub(crate) breaker_release_s: Option<f64>,
     /// Whether the workers shared an adaptive throttle.
     pub(crate) throttle: bool,
+    /// Whether each worker followed the plans of waves announced to it.
+    pub(crate) waves: bool,
     /// The urgent deadline in seconds (null without the escape lane).
     pub(crate) urgent_s: Option<f64>,
     /// How many workers were urgent.
@@ -191,6 +200,7 @@ impl FleetArgs {
                 .breaker
                 .map(|_| self.breaker_release.unwrap_or_default().as_secs_f64()),
             throttle: self.throttle,
+            waves: !self.ignore_plan,
             urgent_s: self.urgent.map(|d| d.as_secs_f64()),
             urgent_workers,
         };
@@ -199,6 +209,7 @@ impl FleetArgs {
             breaker: breaker
                 .map(|b| Arc::new(b.release_window(self.breaker_release.unwrap_or_default()))),
             throttle: self.throttle.then(|| Arc::new(Throttle::new())),
+            waves: !self.ignore_plan,
             urgent: self.urgent.map(|d| Urgent::new(d).quota(self.urgent_quota)),
             urgent_workers,
             classifier: ReqwestClassifier::new(

@@ -246,6 +246,7 @@ mod tests {
             breaker: None,
             breaker_release_s: None,
             throttle: false,
+            waves: true,
             urgent_s: None,
             urgent_workers: 0,
         };
@@ -349,6 +350,7 @@ mod tests {
             breaker: None,
             breaker_release_s: None,
             throttle: false,
+            waves: true,
             urgent_s: None,
             urgent_workers: 0,
         };

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use herdless::adapters::reqwest::{AttemptRecord, AttemptWatch, Discard, HttpRetry, SendError};
+use herdless::guard::waves::WaveGuard;
 use herdless::{GiveUp, Policy, Retry};
 
 use super::args::{FleetStrategy, GuardFlags};
@@ -177,6 +178,10 @@ pub(crate) async fn run_fleet(
             }
             if let (Some(urgent), true) = (guards.urgent, i < guards.urgent_workers) {
                 retry = retry.urgent(urgent);
+            }
+            if guards.waves {
+                // Its wave in a plan is the hash of the id the server names it by.
+                retry = retry.waves(WaveGuard::new(i.to_string()));
             }
             let http = HttpRetry::from_retry(retry.build());
             let mut watch = Watch {

@@ -1,7 +1,7 @@
 //! `herdless simulate`: the fleet simulator (the README's main job).
 //!
 //! Runs a scenario of `herdless-sim` (spread, outage by default, contention,
-//! robustness, latency-tail),
+//! robustness, latency-tail, reactivation),
 //! prints an aligned table with the strategies side by side (or one JSON
 //! object with `--json`) and writes SVG and PNG figures into `--out DIR`
 //! (default `./herdless-report/`), saying where. A progress bar is drawn on
@@ -18,9 +18,10 @@ use std::time::Duration;
 use clap::Args;
 use herdless::Policy;
 use herdless_sim::endpoint::OutageEnd;
+use herdless_sim::scenario::reactivation::PlanMode;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Progress, RobustnessParams, Scenario, Simulation,
-    SpreadParams, StrategyKind, TailParams,
+    Config, ContentionParams, OutageParams, Progress, ReactivationParams, RobustnessParams,
+    Scenario, Simulation, SpreadParams, StrategyKind, TailParams,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -37,14 +38,18 @@ pub(crate) const DEFAULT_OUT: &str = "herdless-report";
 pub(crate) struct SimulateArgs {
     /// Scenario: spread, outage, contention, robustness (the outage with the
     /// server told a fixed capacity E, cell by cell: true capacity E/2, E,
-    /// 2E x outage end x honor, plus 20 s and 60 s outages) or
-    /// latency-tail (hedged requests against a slow tail, then an overload).
+    /// 2E x outage end x honor, plus 20 s and 60 s outages),
+    /// latency-tail (hedged requests against a slow tail, then an overload)
+    /// or reactivation (a whole fleet back at once to a server that is up:
+    /// full, full+pushback, full+hold, full+throttle and full+waves on three
+    /// fleets: all honoring, half ignoring, three replicas).
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
     pub(crate) scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
     /// decorrelated-window, fixed-1s, no-backoff, (outage) a jitter mode
     /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
-    /// full+static-pushback, full+hold, full+throttle, full+cubic,
+    /// full+static-pushback, full+hold, full+throttle, full+cubic, full+waves,
+    /// full+waves+throttle,
     /// (latency-tail) hedge, hedge+budget [default: every jitter mode plus
     /// the scenario's baseline; outage adds full+budget, full+breaker,
     /// full+pushback; robustness tests full+hold, full+pushback and
@@ -74,7 +79,8 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "N")]
     pub(crate) clients_per_process: Option<u32>,
     /// Outage: the share of clients that honor Retry-After, 0 to 1; the rest
-    /// use their own backoff [default: 1].
+    /// use their own backoff [default: 1]. Reactivation: the share that
+    /// honors plans and Retry-After in the mixed fleet [default: 0.5].
     #[arg(long, value_name = "FRACTION")]
     pub(crate) honor: Option<f64>,
     /// Outage: the pushback allocator's starting capacity estimate over the
@@ -85,6 +91,11 @@ pub(crate) struct SimulateArgs {
     /// known or unknown [default: unknown].
     #[arg(long, value_parser = parse_outage_end, value_name = "known|unknown")]
     pub(crate) outage_end: Option<OutageEnd>,
+    /// Reactivation: when the clients learn the plan of waves: announced
+    /// (before the disconnect: the first reconnect is in the wave) or
+    /// unannounced (from the first refusal) [default: announced].
+    #[arg(long, value_parser = parse_plan, value_name = "announced|unannounced")]
+    pub(crate) plan: Option<PlanMode>,
     /// Spread: number of workers [default: 200].
     #[arg(long, value_name = "N")]
     pub(crate) workers: Option<u32>,
@@ -163,6 +174,10 @@ fn parse_outage_end(s: &str) -> Result<OutageEnd, String> {
     s.parse()
 }
 
+fn parse_plan(s: &str) -> Result<PlanMode, String> {
+    s.parse()
+}
+
 fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
     s.parse::<StrategyKind>().map_err(|e| e.to_string())
 }
@@ -184,19 +199,29 @@ impl SimulateArgs {
         let not_outage = !matches!(scenario, Scenario::Outage | Scenario::Robustness);
         let either = "outage or robustness";
         refuse("--outage", not_outage && self.outage.is_some(), either)?;
-        refuse("--capacity", not_outage && self.capacity.is_some(), either)?;
-        refuse("--burst", not_outage && self.burst.is_some(), either)?;
+        let fleet = !matches!(
+            scenario,
+            Scenario::Outage | Scenario::Robustness | Scenario::Reactivation
+        );
+        let any = "outage, robustness or reactivation";
+        refuse("--capacity", fleet && self.capacity.is_some(), any)?;
+        refuse("--burst", fleet && self.burst.is_some(), any)?;
         refuse(
             "--clients-per-process",
-            not_outage && self.clients_per_process.is_some(),
-            either,
+            fleet && self.clients_per_process.is_some(),
+            any,
+        )?;
+        refuse(
+            "--plan",
+            scenario != Scenario::Reactivation && self.plan.is_some(),
+            "reactivation",
         )?;
         // The robustness matrix varies these three itself.
         let not_plain_outage = scenario != Scenario::Outage;
         refuse(
             "--honor",
-            not_plain_outage && self.honor.is_some(),
-            "outage",
+            not_plain_outage && scenario != Scenario::Reactivation && self.honor.is_some(),
+            "outage or reactivation",
         )?;
         refuse(
             "--capacity-estimate",
@@ -251,6 +276,7 @@ impl SimulateArgs {
                 base: self.outage_params()?,
                 ..RobustnessParams::default()
             }),
+            Scenario::Reactivation => Config::Reactivation(self.reactivation_params()?),
             Scenario::LatencyTail => {
                 let d = TailParams::default();
                 Config::LatencyTail(TailParams {
@@ -307,6 +333,27 @@ impl SimulateArgs {
         })
     }
 
+    /// The reactivation parameters the flags describe.
+    fn reactivation_params(&self) -> Result<ReactivationParams, String> {
+        let d = ReactivationParams::default();
+        let capacity = self.capacity.unwrap_or(d.capacity);
+        Ok(ReactivationParams {
+            clients: self.clients.unwrap_or(d.clients),
+            capacity,
+            burst: self.burst.unwrap_or((capacity / 10).max(1)),
+            policy: self.policy(&d.policy)?,
+            guards: herdless_sim::guard::GuardParams {
+                clients_per_process: self
+                    .clients_per_process
+                    .unwrap_or(d.guards.clients_per_process),
+                ..d.guards
+            },
+            plan: self.plan.unwrap_or(d.plan),
+            mixed_honor: self.honor.unwrap_or(d.mixed_honor),
+            ..d
+        })
+    }
+
     /// The scenario's policy with the policy flags applied.
     fn policy(&self, base: &Policy) -> Result<Policy, String> {
         let mut b = base.to_builder();
@@ -346,7 +393,7 @@ impl Progress for Bar {
 /// sweep, and outage runs of more than a few million simulated calls.
 fn is_long(sim: &Simulation) -> bool {
     match sim.config() {
-        Config::Contention(_) | Config::Robustness(_) => true,
+        Config::Contention(_) | Config::Robustness(_) | Config::Reactivation(_) => true,
         Config::Outage(p) => u64::from(p.clients) * sim.strategy_kinds().len() as u64 >= 500_000,
         Config::Spread(p) => u64::from(p.workers) * sim.strategy_kinds().len() as u64 >= 5_000_000,
         Config::LatencyTail(p) => {

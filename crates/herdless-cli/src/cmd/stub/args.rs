@@ -67,6 +67,17 @@ pub struct StubArgs {
     /// Status for --fail-first and --outage rejections (400-599).
     #[arg(long, value_name = "CODE", default_value_t = 503)]
     pub fail_status: u16,
+    /// With --capacity: plan the refusals in waves (the library's wave
+    /// planner): N, the population every plan covers (each caller's wave
+    /// a salted hash of its X-Worker-Id), or `counted` (callers placed in
+    /// turn as they are turned away). Every refusal carries Herdless-Plan
+    /// and the caller's own point as Retry-After-Ms.
+    #[arg(long, value_name = "N|counted", value_parser = super::waves::parse_population)]
+    pub waves: Option<Population>,
+    /// With --waves N: the spacing a plan of the whole population aims at,
+    /// 1ms to 1h [default: 1s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub wave_spacing: Option<Duration>,
 }
 
 /// The pushback horizon without `--horizon`: the longest Retry-After handed out.
@@ -94,6 +105,15 @@ fn parse_retry_after(s: &str) -> Result<String, String> {
 
 fn parse_outage_end(s: &str) -> Result<OutageEnd, String> {
     s.parse()
+}
+
+/// `--waves` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Population {
+    /// `--waves N`: told.
+    Told(u64),
+    /// `--waves counted`.
+    Counted,
 }
 
 /// `--pushback` values.

@@ -12,6 +12,8 @@
 //! * `--pushback static`: the same layer over the static `SlotAllocator`.
 //!   With `--outage-end unknown` it is told the end as an operator would
 //!   (`recover()` at the first arrival after it).
+//! * `--waves`: the same layer over the wave planner (`waves.rs`), each
+//!   caller named by its `X-Worker-Id`.
 //! * `--pushback off`, or a fixed `--retry-after`: the device alone.
 //!
 //! The stub adds one thing to the layer's answers: while the allocator
@@ -28,6 +30,7 @@ use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herdless::SystemTimer;
 use herdless::adapters::tower::{CloneRequest, PushbackLayer};
+use herdless::pushback::waves::WavePlanner;
 use herdless::pushback::{AdaptiveAllocator, Allocator, SlotAllocator};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, service_fn};
@@ -90,6 +93,12 @@ impl Outage for SlotAllocator {
 impl Outage for AdaptiveAllocator {
     fn in_outage(&self, now: Duration) -> bool {
         AdaptiveAllocator::in_outage(self, now)
+    }
+}
+
+impl Outage for WavePlanner {
+    fn in_outage(&self, now: Duration) -> bool {
+        WavePlanner::in_outage(self, now)
     }
 }
 
@@ -159,6 +168,8 @@ pub(crate) enum Pushback {
         alloc: Box<AdaptiveAllocator>,
         hold: bool,
     },
+    /// The wave planner (`--waves`).
+    Waves(Box<WavePlanner>),
 }
 
 /// The device's service, behind the layer `pushback` asks for, and what
@@ -184,6 +195,10 @@ pub(crate) fn build(
         }
         Pushback::Adaptive { alloc, hold: false } => {
             let layer = PushbackLayer::new(*alloc).key_header("x-worker-id");
+            layered(layer, device, outage_status, None)
+        }
+        Pushback::Waves(planner) => {
+            let layer = PushbackLayer::new(*planner).key_header("x-worker-id");
             layered(layer, device, outage_status, None)
         }
         Pushback::Adaptive { alloc, hold: true } => {

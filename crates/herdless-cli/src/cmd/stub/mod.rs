@@ -4,7 +4,8 @@
 //! herdless stub [--port P] [--fail-first K] [--fail-every K] [--outage DUR] [--capacity N]
 //!               [--pushback on|static|off] [--capacity-estimate FACTOR]
 //!               [--outage-end known|unknown] [--horizon DUR] [--hold-max N] [--hold-for DUR]
-//!               [--retry-after VALUE] [--fail-status CODE]
+//!               [--retry-after VALUE] [--fail-status CODE] [--waves N|counted]
+//!               [--wave-spacing DUR]
 //! ```
 //!
 //! Every path except `/stats` is "the device". The first stdout line is
@@ -30,6 +31,8 @@
 //!   with its status, how long it was held, and whether its client left
 //!   first (`abandoned`); it sits in front of the layer, so the layer's own
 //!   refusals are recorded too;
+//! * with `--waves`, the library's wave planner as the layer's allocator
+//!   (`waves.rs`): every refusal announces a plan of waves;
 //! * bounds for careless or hostile clients: an `X-Worker-Id` over 256 bytes
 //!   is answered 431, fail-first remembers at most 100,000 clients, `/stats`
 //!   keeps the last 100,000 arrivals (`total` counts all), a request head
@@ -51,6 +54,7 @@ mod device;
 mod front;
 mod plan;
 mod server;
+mod waves;
 
 pub(crate) use args::StubArgs;
 pub use book::{ARRIVALS_KEPT, ArrivalOutcome, ArrivalRecord, StubStats};

@@ -41,7 +41,19 @@ impl Plan {
         if args.capacity == Some(0) {
             return Err("--capacity 0: must be at least 1 request per second".into());
         }
-        let mode = pushback_enabled(args)?;
+        super::waves::conflicts(args)?;
+        let mode = if args.waves.is_some() {
+            // The planner is the layer's allocator: the pushback ranges
+            // apply, checked before it is built so the messages name the
+            // flags given.
+            pushback_enabled(&StubArgs {
+                pushback: Some(PushbackMode::On),
+                ..args.clone()
+            })?
+        } else {
+            pushback_enabled(args)?
+        };
+        let waves = super::waves::pushback(args, args.capacity.map(|n| told(args, n)))?;
         if let (None, Some(h)) = (mode, args.horizon) {
             return Err(format!(
                 "--horizon {h:?} applies to server-guided pushback, which --pushback off or \
@@ -60,9 +72,10 @@ impl Plan {
                 .capacity
                 .map(|n| bucket(n, args.outage.unwrap_or_default())),
         };
-        let pushback = match (mode, args.capacity) {
-            (Some(PushbackMode::On), Some(n)) => adaptive(args, told(args, n), hold)?,
-            (Some(PushbackMode::Static), Some(n)) => static_(args, told(args, n))?,
+        let pushback = match (waves, mode, args.capacity) {
+            (Some(planner), _, _) => planner,
+            (None, Some(PushbackMode::On), Some(n)) => adaptive(args, told(args, n), hold)?,
+            (None, Some(PushbackMode::Static), Some(n)) => static_(args, told(args, n))?,
             _ => Pushback::Off,
         };
         Ok(Plan {

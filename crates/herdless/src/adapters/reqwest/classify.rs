@@ -12,8 +12,9 @@ use crate::adapters::reqwest::error::{HttpError, Kind};
 use crate::adapters::reqwest::transport::{classify_transport, is_transport_timeout};
 use crate::classify::TimedOut;
 use crate::classify::{Classification, Classify};
-use crate::http::RETRY_AFTER_MS;
+use crate::http::{HERDLESS_PLAN, RETRY_AFTER_MS};
 use crate::http::{StatusClassifier, classify_response_ms};
+use crate::pushback::waves::WavePlan;
 
 /// Classifies [`HttpError`]s: statuses with a [`StatusClassifier`],
 /// `Retry-After` against [`now`](Self::now), transport errors with
@@ -135,6 +136,14 @@ impl Classify<HttpError> for ReqwestClassifier {
         }
     }
 
+    /// An error status's `Herdless-Plan`, if it carries a readable one.
+    fn plan(&self, error: &HttpError) -> Option<WavePlan> {
+        match error.kind() {
+            Kind::Status(response) => response_plan(response),
+            _ => None,
+        }
+    }
+
     /// A request never sent (its call's time ran out at a throttle's gate):
     /// an [`HttpError`] that says so ([`HttpError::unstarted`]). Attempts
     /// are cut by the request's own timeout, not by the executor
@@ -161,4 +170,19 @@ impl crate::classify::ClassifyResult<Response, reqwest::Error> for ReqwestClassi
     fn is_timeout(&self, result: &Result<Response, reqwest::Error>) -> bool {
         result.as_ref().err().is_some_and(is_transport_timeout)
     }
+
+    fn plan(&self, result: &Result<Response, reqwest::Error>) -> Option<WavePlan> {
+        response_plan(result.as_ref().ok()?)
+    }
+}
+
+/// A response's `Herdless-Plan`, if it carries a readable one.
+fn response_plan(response: &Response) -> Option<WavePlan> {
+    WavePlan::from_headers(
+        response
+            .headers()
+            .get_all(HERDLESS_PLAN)
+            .iter()
+            .map(|v| v.as_bytes()),
+    )
 }

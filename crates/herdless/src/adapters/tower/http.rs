@@ -9,8 +9,9 @@ use http::{Request, Response};
 use crate::adapters::tower::clone::CloneRequest;
 use crate::classify::{Classification, Classify};
 use crate::classify::{ClassifyResult, FailClosed};
-use crate::http::RETRY_AFTER_MS;
+use crate::http::{HERDLESS_PLAN, RETRY_AFTER_MS};
 use crate::http::{StatusClassifier, classify_response_ms};
+use crate::pushback::waves::WavePlan;
 
 /// Classifies `Result<http::Response<B>, E>`: a response by its status
 /// ([`StatusClassifier`]: statuses below 400 succeed, unknown ones fail
@@ -104,6 +105,12 @@ impl<B, E, C: Classify<E>> ClassifyResult<Response<B>, E> for HttpClassifier<C> 
             .as_ref()
             .err()
             .is_some_and(|e| self.errors.is_timeout(e))
+    }
+
+    /// The response's `Herdless-Plan`, if it carries a readable one.
+    fn plan(&self, result: &Result<Response<B>, E>) -> Option<WavePlan> {
+        let lines = result.as_ref().ok()?.headers().get_all(HERDLESS_PLAN);
+        WavePlan::from_headers(lines.iter().map(|v| v.as_bytes()))
     }
 }
 

@@ -89,8 +89,14 @@ impl Engine {
         };
         let computed_ns = policy.next_delay_ns(&mut schedule, rng);
         self.prev_ns = schedule.prev_ns;
-        let (delay_ns, honored) = match classification {
-            Classification::Retryable { after: Some(d) } if !d.is_zero() => {
+        let wave = match cx.waves {
+            Some(guard) => guard.take_delay_ns(rng),
+            None => None,
+        };
+        let (delay_ns, honored) = match (wave, classification) {
+            // The client's wave: drawn within it, never spread further.
+            (Some(d), _) => (d.min(policy.max_retry_after_ns), true),
+            (None, Classification::Retryable { after: Some(d) }) if !d.is_zero() => {
                 (policy.server_delay_ns(d, rng), true)
             }
             _ => (computed_ns, false),

@@ -108,6 +108,14 @@ impl Estimate {
         }
     }
 
+    /// Pins the estimate where it is: windows still close (a refusal run
+    /// still means "down"), but the capacity never moves (a capacity told,
+    /// not learned).
+    pub(crate) fn pin(&mut self) {
+        self.min = self.capacity;
+        self.max = self.capacity;
+    }
+
     /// Starts a fresh window at `now` (after a recovery: what came before
     /// says nothing about the recovered service).
     pub(crate) fn restart(&mut self, now: u64) {

@@ -187,6 +187,7 @@ mod decide;
 mod estimate;
 mod hold;
 mod release;
+mod waves;
 
 pub use builder::{
     AdaptiveBuilder, DEFAULT_HOLD_FOR, MAX_CALLERS, MAX_CAPACITY, MAX_HOLD, MIN_CAPACITY,

@@ -44,6 +44,8 @@ fn bad_flags_are_clear_errors() {
         hold_for: None,
         retry_after: None,
         fail_status: 503,
+        waves: None,
+        wave_spacing: None,
     };
     let e = admission_from_args(&StubArgs {
         fail_status: 200,
@@ -140,6 +142,8 @@ fn base_args() -> StubArgs {
         hold_for: None,
         retry_after: None,
         fail_status: 503,
+        waves: None,
+        wave_spacing: None,
     }
 }
 
@@ -317,5 +321,120 @@ fn which_flags_turn_pushback_on() {
         },
     ] {
         assert!(pushback_enabled(&bad).is_err(), "{bad:?}");
+    }
+}
+
+/// `--waves` puts the wave planner in front of the device, told the
+/// population or counting it, and refuses what cannot go with it, naming
+/// the flag.
+#[test]
+fn waves_need_a_capacity_and_refuse_other_refusal_schemes() {
+    use clap::Parser;
+    let parse = |flags: &[&str]| {
+        let argv = ["herdless", "stub"].iter().chain(flags);
+        match cli::Cli::try_parse_from(argv) {
+            Ok(cli) => {
+                let cli::Command::Stub(a) = cli.command else {
+                    unreachable!()
+                };
+                admission_from_args(&a)
+            }
+            Err(e) => Err(format!("exit {}: {e}", e.exit_code())),
+        }
+    };
+    for flags in [
+        &["--capacity", "500", "--waves", "2000"][..],
+        &["--capacity", "500", "--waves", "counted"],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "2000",
+            "--wave-spacing",
+            "250ms",
+        ],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "10",
+            "--outage",
+            "2s",
+            "--outage-end",
+            "known",
+        ],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "10",
+            "--capacity-estimate",
+            "2",
+        ],
+    ] {
+        let plan = parse(flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        assert!(matches!(plan.pushback, Pushback::Waves(_)), "{flags:?}");
+    }
+    for (flags, want) in [
+        (&["--waves", "2000"][..], "--waves needs --capacity"),
+        (
+            &["--capacity", "5", "--waves", "0"],
+            "a population of 1 to 1000000000",
+        ),
+        (
+            &["--capacity", "5", "--waves", "some"],
+            "a population of 1 to 1000000000",
+        ),
+        (
+            &["--capacity", "5", "--wave-spacing", "1s"],
+            "--wave-spacing applies to --waves",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--retry-after", "2"],
+            "does not go with --retry-after",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--hold-for", "2s"],
+            "does not go with --hold-max/--hold-for",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--pushback", "static"],
+            "does not go with --pushback",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--wave-spacing", "0s"],
+            "--wave-spacing 0 ns: the spacing must be within 1 ms..=1 h",
+        ),
+        (
+            &[
+                "--capacity",
+                "5",
+                "--waves",
+                "counted",
+                "--wave-spacing",
+                "250ms",
+            ],
+            "--wave-spacing shapes a plan of the whole population (--waves N)",
+        ),
+        // The pushback ranges, named by the flags given (not the product
+        // the planner is told).
+        (
+            &[
+                "--capacity",
+                "1",
+                "--capacity-estimate",
+                "0.01",
+                "--waves",
+                "5",
+            ],
+            "--capacity 1 x --capacity-estimate 0.01 = 0.01 requests/s",
+        ),
+        (
+            &["--capacity", "4294967295", "--waves", "1"],
+            "--capacity 4294967295: with pushback at most 1e9 requests/s",
+        ),
+    ] {
+        let e = parse(flags).map(|_| ()).unwrap_err();
+        assert!(e.contains(want), "{flags:?}: {e}");
     }
 }

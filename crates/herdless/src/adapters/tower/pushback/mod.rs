@@ -113,6 +113,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use crate::pushback::allocator::Allocator;
+use crate::pushback::waves::WavePlan;
 use crate::pushback::{Allotment, Ticket};
 #[allow(unused_imports)] // rustdoc links
 use crate::pushback::{adaptive::AdaptiveAllocator, allocator::caller_key};
@@ -160,10 +161,13 @@ impl<K, A> Drop for Shared<K, A> {
 /// inner service's answer, or that a held request's caller went away.
 trait Outcome: Send + Sync {
     fn served(&self);
-    fn refused(&self, caller: Option<u64>) -> Option<Allotment>;
+    fn refused(&self, caller: Option<u64>) -> Option<Answer>;
     fn refused_holding(self: Arc<Self>, caller: Option<u64>, ticket: Option<Ticket>) -> Refusal;
     fn cancel(&self, ticket: Ticket);
 }
+
+/// A slot to answer with, and the plan of waves announced beside it.
+type Answer = (Allotment, Option<WavePlan>);
 
 /// The allocator's answer to a refusal of a request the layer has a clone
 /// of.
@@ -171,7 +175,7 @@ enum Refusal {
     /// Held: the clone waits for its answer on the receiver.
     Held(Ticket, tokio::sync::oneshot::Receiver<Allotment>),
     /// Answered now, with this slot (if any).
-    Slot(Option<Allotment>),
+    Slot(Option<Answer>),
 }
 
 impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, A> {
@@ -183,9 +187,11 @@ impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, 
     }
 
     /// The layer handed the request over: it cannot hold it again.
-    fn refused(&self, caller: Option<u64>) -> Option<Allotment> {
+    fn refused(&self, caller: Option<u64>) -> Option<Answer> {
         let now = self.now();
-        self.lock().alloc.refused_unheld(now, caller)
+        let mut state = self.lock();
+        let slot = state.alloc.refused_unheld(now, caller)?;
+        Some((slot, state.alloc.plan(now)))
     }
 
     /// The layer still has a clone of the request: the allocator may hold
@@ -199,7 +205,7 @@ impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, 
             None => state.alloc.refused(now, caller),
         };
         let Some(Allotment::Hold { ticket }) = allotment else {
-            return Refusal::Slot(allotment);
+            return Refusal::Slot(allotment.map(|a| (a, state.alloc.plan(now))));
         };
         // Parked under the allocator's lock (see `hold`).
         let answer = state.park(ticket);
@@ -210,7 +216,7 @@ impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, 
         } else {
             // No runtime to release it on: answered now.
             self.lock().cancel(ticket);
-            Refusal::Slot(Some(Allotment::Hold { ticket }))
+            Refusal::Slot(Some((Allotment::Hold { ticket }, None)))
         }
     }
 

@@ -13,10 +13,11 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use tokio::sync::oneshot;
 use tower::Service;
 
-use super::{Outcome, Refusal, Shared};
+use super::{Answer, Outcome, Refusal, Shared};
 use crate::adapters::tower::{CloneRequest, NotCloned};
-use crate::http::RETRY_AFTER_MS;
+use crate::http::{HERDLESS_PLAN, RETRY_AFTER_MS};
 use crate::pushback::allocator::{Allocator, caller_key};
+use crate::pushback::waves::WavePlan;
 use crate::pushback::{Allotment, SlotAllocator, Ticket};
 use crate::timer::{AsyncSleep, SystemTimer};
 
@@ -98,9 +99,16 @@ fn cached_value(which: usize, n: u64) -> HeaderValue {
     })
 }
 
-/// Sets a slot's `Retry-After` and `Retry-After-Ms` on a response.
-fn with_slot<B>(response: &mut Response<B>, decision: Allotment) {
+/// `Herdless-Plan` as a header name, built once (as `Retry-After-Ms`).
+const HERDLESS_PLAN_NAME: HeaderName = HeaderName::from_static(HERDLESS_PLAN);
+
+/// Sets a slot's `Retry-After` and `Retry-After-Ms` on a response, and the
+/// plan of waves announced beside it (`Herdless-Plan`), if any.
+fn with_slot<B>(response: &mut Response<B>, decision: Allotment, plan: Option<WavePlan>) {
     let headers = response.headers_mut();
+    if let Some(value) = plan.and_then(|p| HeaderValue::try_from(p.to_string()).ok()) {
+        headers.insert(HERDLESS_PLAN_NAME, value);
+    }
     if let Some(secs) = decision.retry_after_secs() {
         headers.insert(header::RETRY_AFTER, cached_value(0, secs));
     }
@@ -110,10 +118,10 @@ fn with_slot<B>(response: &mut Response<B>, decision: Allotment) {
 }
 
 /// The `503` answer for a rejected request (with its slot, if it has one).
-fn rejection<B: Default>(decision: Allotment) -> Response<B> {
+fn rejection<B: Default>(decision: Allotment, plan: Option<WavePlan>) -> Response<B> {
     let mut response = Response::new(B::default());
     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    with_slot(&mut response, decision);
+    with_slot(&mut response, decision, plan);
     response
 }
 
@@ -195,14 +203,15 @@ where
                     // No runtime to release it on: answered now.
                     drop(parked);
                     Kind::Rejected {
-                        response: Some(rejection(Allotment::Hold { ticket })),
+                        response: Some(rejection(Allotment::Hold { ticket }, None)),
                     }
                 }
             }
             rejected => {
+                let plan = state.alloc.plan(now);
                 drop(state);
                 Kind::Rejected {
-                    response: Some(rejection(rejected)),
+                    response: Some(rejection(rejected, plan)),
                 }
             }
         };
@@ -284,7 +293,7 @@ impl<F, B, S, R> fmt::Debug for ResponseFuture<F, B, S, R> {
 
 /// The allocator's answer to the service's refusal of `report`'s request:
 /// the held clone's next state (`Ok`), or the slot to answer with (`Err`).
-fn refusal<F, B, S, R>(report: Report<S, R>) -> Result<Kind<F, B, S, R>, Option<Allotment>> {
+fn refusal<F, B, S, R>(report: Report<S, R>) -> Result<Kind<F, B, S, R>, Option<Answer>> {
     let Report {
         outcome,
         caller,
@@ -336,8 +345,8 @@ where
                     match refusal(report) {
                         Ok(held) => held,
                         Err(slot) => {
-                            if let Some(slot) = slot {
-                                with_slot(response, slot);
+                            if let Some((slot, plan)) = slot {
+                                with_slot(response, slot, plan);
                             }
                             return Poll::Ready(result);
                         }
@@ -362,11 +371,11 @@ where
                             ticket,
                         },
                         Ok(slot) => Kind::Rejected {
-                            response: Some(rejection(slot)),
+                            response: Some(rejection(slot, None)),
                         },
                         // The driver ended (its runtime shut down).
                         Err(_) => Kind::Rejected {
-                            response: Some(rejection(Allotment::Admit)),
+                            response: Some(rejection(Allotment::Admit, None)),
                         },
                     }
                 }
@@ -420,6 +429,7 @@ mod tests {
                 Allotment::Reject {
                     retry_after: Duration::from_millis(ms),
                 },
+                None,
             );
             let headers = response.headers();
             assert_eq!(headers[RETRY_AFTER_MS], ms.to_string().as_str());
