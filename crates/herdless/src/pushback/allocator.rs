@@ -21,7 +21,7 @@
 use std::time::Duration;
 
 use crate::pushback::adaptive::AdaptiveAllocator;
-use crate::pushback::{Allotment, Released, SlotAllocator, Ticket};
+use crate::pushback::{Allotment, Caller, Released, SlotAllocator, Ticket};
 
 /// A slot allocator a pushback front end can drive. See the [module
 /// documentation](self).
@@ -39,6 +39,13 @@ pub trait Allocator: Send + 'static {
     /// front end has one).
     fn decide(&mut self, now: Duration, caller: Option<u64>) -> Allotment;
 
+    /// Decides a request from `caller`, knowing how long it waits (an
+    /// allocator with a hold may keep it longer). Defaults to
+    /// [`decide`](Self::decide) with its key.
+    fn decide_caller(&mut self, now: Duration, caller: Caller) -> Allotment {
+        self.decide(now, caller.key)
+    }
+
     /// The service served a request this allocator admitted.
     fn served(&mut self, now: Duration);
 
@@ -52,6 +59,13 @@ pub trait Allocator: Send + 'static {
     /// never hold).
     fn refused_unheld(&mut self, now: Duration, caller: Option<u64>) -> Option<Allotment> {
         self.refused(now, caller)
+    }
+
+    /// [`refused`](Self::refused) for a request from `caller` (held again,
+    /// it is kept as long as its patience allows). Defaults to `refused`
+    /// with its key.
+    fn refused_caller(&mut self, now: Duration, caller: Caller) -> Option<Allotment> {
+        self.refused(now, caller.key)
     }
 
     /// Sheds everything from `now` until `until` (since the epoch), or, with
@@ -83,6 +97,12 @@ pub trait Allocator: Send + 'static {
 
     /// A held request's caller went away.
     fn cancel(&mut self, _ticket: Ticket) {}
+
+    /// Answers a held request unprocessed, whatever its turn (the front end
+    /// is going away): call until `None`. Nothing by default.
+    fn evict(&mut self, _now: Duration) -> Option<Released> {
+        None
+    }
 
     /// Requests held now.
     fn held(&self) -> usize {
@@ -139,6 +159,18 @@ impl Allocator for AdaptiveAllocator {
             Some(key) => self.decide_for(now, key),
             None => AdaptiveAllocator::decide(self, now),
         }
+    }
+
+    fn decide_caller(&mut self, now: Duration, caller: Caller) -> Allotment {
+        AdaptiveAllocator::decide_caller(self, now, caller)
+    }
+
+    fn refused_caller(&mut self, now: Duration, caller: Caller) -> Option<Allotment> {
+        Some(AdaptiveAllocator::refused_caller(self, now, caller))
+    }
+
+    fn evict(&mut self, now: Duration) -> Option<Released> {
+        AdaptiveAllocator::evict(self, now)
     }
 
     fn served(&mut self, now: Duration) {

@@ -95,4 +95,4 @@ pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
 pub use allocator::Allocator;
 pub use slots::{Allotment, PushbackError, SlotAllocator};
 pub(crate) use slots::{GOLDEN, ns, slot_interval_ns};
-pub use ticket::{Released, Ticket};
+pub use ticket::{Caller, Released, Ticket};

@@ -27,10 +27,14 @@ pub struct AdaptiveCounts {
     pub held: u64,
     /// Held requests let through to the service.
     pub released: u64,
-    /// Released requests the service refused, back at the front of the queue.
-    pub requeued: u64,
+    /// Released requests the service refused, put back at the front of the
+    /// queue (their callers saw nothing).
+    pub put_back: u64,
     /// Held requests answered with a slot when their `hold_for` ran out.
     pub expired: u64,
     /// Held requests whose caller went away.
     pub cancelled: u64,
+    /// Held requests answered unprocessed because the front end was going
+    /// away ([`evict`](crate::pushback::AdaptiveAllocator::evict)).
+    pub evicted: u64,
 }

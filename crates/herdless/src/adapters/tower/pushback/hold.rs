@@ -76,6 +76,19 @@ impl<A: Allocator> State<A> {
 
     /// Every held request answered at once (the driver is gone): out of
     /// the allocator's queue, and each receiver sees its sender dropped.
+    /// Answers every held request unprocessed, each with its own slot (the
+    /// allocator's [`evict`](Allocator::evict)); returns how many.
+    pub(super) fn evict_all(&mut self, now: Duration) -> usize {
+        let mut n = 0;
+        while let Some(released) = self.alloc.evict(now) {
+            if let Some((_, answer)) = self.waiting.remove(&released.ticket.id()) {
+                let _ = answer.send(released.allotment);
+                n += 1;
+            }
+        }
+        n
+    }
+
     fn abandon(&mut self) {
         for (ticket, _answer) in std::mem::take(&mut self.waiting).into_values() {
             self.alloc.cancel(ticket);

@@ -257,6 +257,26 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     pub fn counts(&self) -> (u64, u64) {
         self.shared.lock().alloc.counts()
     }
+
+    /// Answers every held request now, unprocessed (`503`, its own slot in
+    /// `Retry-After` and `Retry-After-Ms`, and `Herdless-Requeue: 1`): for a
+    /// graceful shutdown or a restart, so that the callers come back spread
+    /// at the estimate (to another replica, or to this one once it is back)
+    /// instead of all at once, and herdless clients do not count the answer
+    /// as an attempt. Returns how many were answered. Requests keep being
+    /// decided as usual afterwards.
+    ///
+    /// ```
+    /// use herdless::adapters::tower::PushbackLayer;
+    /// use herdless::pushback::AdaptiveAllocator;
+    /// let l = PushbackLayer::new(AdaptiveAllocator::builder().estimate(5.0).hold().build()?);
+    /// assert_eq!(l.evict_held(), 0);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn evict_held(&self) -> usize {
+        let now = self.shared.now();
+        self.shared.lock().evict_all(now)
+    }
 }
 
 impl<S, K, A, C> Layer<S> for PushbackLayer<K, A, C> {

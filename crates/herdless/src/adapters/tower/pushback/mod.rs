@@ -113,7 +113,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use crate::pushback::allocator::Allocator;
-use crate::pushback::{Allotment, Ticket};
+use crate::pushback::{Allotment, Caller, Ticket};
 #[allow(unused_imports)] // rustdoc links
 use crate::pushback::{adaptive::AdaptiveAllocator, allocator::caller_key};
 use crate::timer::{AsyncSleep, Clock};
@@ -160,8 +160,8 @@ impl<K, A> Drop for Shared<K, A> {
 /// inner service's answer, or that a held request's caller went away.
 trait Outcome: Send + Sync {
     fn served(&self);
-    fn refused(&self, caller: Option<u64>) -> Option<Allotment>;
-    fn refused_holding(self: Arc<Self>, caller: Option<u64>, ticket: Option<Ticket>) -> Refusal;
+    fn refused(&self, caller: Caller) -> Option<Allotment>;
+    fn refused_holding(self: Arc<Self>, caller: Caller, ticket: Option<Ticket>) -> Refusal;
     fn cancel(&self, ticket: Ticket);
 }
 
@@ -181,20 +181,20 @@ impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, 
     }
 
     /// The layer handed the request over: it cannot hold it again.
-    fn refused(&self, caller: Option<u64>) -> Option<Allotment> {
+    fn refused(&self, caller: Caller) -> Option<Allotment> {
         let now = self.now();
-        self.lock().alloc.refused_unheld(now, caller)
+        self.lock().alloc.refused_unheld(now, caller.key)
     }
 
     /// The layer still has a clone of the request: the allocator may hold
     /// it again ([`Allocator::refused`] for an admitted request,
     /// [`Allocator::refused_held`] for a released one, its `ticket`).
-    fn refused_holding(self: Arc<Self>, caller: Option<u64>, ticket: Option<Ticket>) -> Refusal {
+    fn refused_holding(self: Arc<Self>, caller: Caller, ticket: Option<Ticket>) -> Refusal {
         let now = self.now();
         let mut state = self.lock();
         let allotment = match ticket {
             Some(t) => state.alloc.refused_held(now, t),
-            None => state.alloc.refused(now, caller),
+            None => state.alloc.refused_caller(now, caller),
         };
         let Some(Allotment::Hold { ticket }) = allotment else {
             return Refusal::Slot(allotment);
