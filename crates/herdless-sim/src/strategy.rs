@@ -361,6 +361,13 @@ pub enum Reply {
     /// [`Endpoint::answer`](crate::endpoint::Endpoint::answer) (a pushback
     /// server with a hold).
     Held,
+    /// The endpoint's queue answers the call unprocessed: come back after
+    /// `retry_after` to be queued again (`Herdless-Requeue`; a herdless
+    /// client does not count it as an attempt).
+    Requeued {
+        /// When to come back.
+        retry_after: Duration,
+    },
 }
 
 #[cfg(test)]

@@ -134,3 +134,26 @@ pub(crate) const HOLD_MAX_SPAN: f64 = 0.4;
 /// `herdless simulate --jitter full+pushback` (the outage table: calls per
 /// client in an unknown 5 s outage).
 pub(crate) const DEFAULT_MIN_HOLD: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Replicas sharing their reports: the share of the fleet's capacity a
+/// replica aims at is its backlog's share of the total, times this margin:
+/// the reports are a period old and every replica applies its own at its
+/// own time, so shares computed from them overlap by what changed since.
+///
+/// `herdless simulate --scenario field` (the coordinated cells' service
+/// peak with 3 and 8 replicas).
+pub(crate) const SHARE_MARGIN: f64 = 0.9;
+
+/// Replicas sharing their reports: the least share of the fleet's capacity a
+/// replica is left with, as a share of an even split (a replica whose queue
+/// is empty still serves what arrives, and learns from it).
+///
+/// `herdless simulate --scenario field` (the `restart` cells).
+pub(crate) const SHARE_FLOOR: f64 = 0.1;
+
+/// Replicas sharing their reports: how far a replica moves its estimate
+/// toward its share per report (half way: a period-old split is a
+/// direction, not a fact; all the way overshot in the skewed cells).
+///
+/// `herdless simulate --scenario field` (the `skewed` cells' service peak).
+pub(crate) const SHARE_STEP: f64 = 0.5;

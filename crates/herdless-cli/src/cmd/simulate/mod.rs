@@ -29,6 +29,9 @@ use crate::shared::exit;
 use crate::shared::output::print;
 use crate::shared::values::parse_duration;
 
+mod server;
+use server::ServerArgs;
+
 /// The default directory of the figures.
 pub(crate) const DEFAULT_OUT: &str = "herdless-report";
 
@@ -125,6 +128,9 @@ pub(crate) struct SimulateArgs {
     /// Worker threads [default: available cores]; the output does not depend on it.
     #[arg(long, value_name = "N")]
     pub(crate) threads: Option<usize>,
+    /// The pushback server's settings.
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
 }
 
 /// The simulator's "no attempt limit": `u32::MAX` attempts, reported as
@@ -184,6 +190,11 @@ impl SimulateArgs {
         let not_outage = !matches!(scenario, Scenario::Outage | Scenario::Robustness);
         let either = "outage or robustness";
         refuse("--outage", not_outage && self.outage.is_some(), either)?;
+        refuse(
+            "--horizon, --hold-for, --hold-for-max, --hold-max, --replicas, --split, --coordination, --coordination-delay and --plain-clients",
+            not_outage && self.server.any(),
+            either,
+        )?;
         refuse("--capacity", not_outage && self.capacity.is_some(), either)?;
         refuse("--burst", not_outage && self.burst.is_some(), either)?;
         refuse(
@@ -288,7 +299,7 @@ impl SimulateArgs {
     fn outage_params(&self) -> Result<OutageParams, String> {
         let d = OutageParams::default();
         let capacity = self.capacity.unwrap_or(d.capacity);
-        Ok(OutageParams {
+        let mut params = OutageParams {
             clients: self.clients.unwrap_or(d.clients),
             outage: self.outage.unwrap_or(d.outage),
             capacity,
@@ -304,7 +315,10 @@ impl SimulateArgs {
             honor: self.honor.unwrap_or(d.honor),
             capacity_estimate: self.capacity_estimate.unwrap_or(d.capacity_estimate),
             outage_end: self.outage_end.unwrap_or(d.outage_end),
-        })
+            ..d
+        };
+        self.server.apply(&mut params)?;
+        Ok(params)
     }
 
     /// The scenario's policy with the policy flags applied.

@@ -398,6 +398,8 @@ impl AdaptiveBuilder {
             clients: super::clients::Clients::with_table(self.callers),
             counts: Default::default(),
             hold,
+            mark: Default::default(),
+            evicting: false,
         })
     }
 }

@@ -10,6 +10,8 @@
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AdaptiveCounts {
+    /// Requests decided: every arrival once (not the releases of held ones).
+    pub arrivals: u64,
     /// Requests let through to the service (probes included).
     pub admitted: u64,
     /// Requests rejected with a slot (refusals not included).

@@ -88,6 +88,7 @@ impl AdaptiveAllocator {
         wait: Option<u64>,
     ) -> Allotment {
         self.tick(now);
+        self.counts.arrivals += 1;
         // A caller's mark sticks: it is written back with its rejection, and
         // an admission removes the entry.
         let (early_slot, low) = match key.and_then(|k| self.clients.get(k, now, self.horizon_ns)) {
@@ -196,7 +197,11 @@ impl AdaptiveAllocator {
                 // Behind the promised capacity and, with a hold, its queue,
                 // which drains at the rate the service took before an
                 // outage (the ceiling) while a restarted estimate ramps up.
-                let queue = self.hold.as_ref().map_or(0, |h| h.len() as u64);
+                let queue = if self.evicting {
+                    0 // the rest of the queue is behind an evicted request
+                } else {
+                    self.hold.as_ref().map_or(0, |h| h.len() as u64)
+                };
                 let drain = slot_interval_ns(self.estimate.capacity.max(self.estimate.ceiling));
                 let behind = self.schedule.promised().max(next);
                 behind.saturating_add(queue.saturating_mul(drain))

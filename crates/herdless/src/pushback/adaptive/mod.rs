@@ -187,6 +187,7 @@ mod decide;
 mod estimate;
 mod hold;
 mod release;
+mod share;
 
 pub use builder::{
     AdaptiveBuilder, DEFAULT_HOLD_FOR, DEFAULT_HOLD_FOR_MAX, MAX_CALLERS, MAX_CAPACITY, MAX_HOLD,
@@ -240,6 +241,10 @@ pub struct AdaptiveAllocator {
     pub(crate) clients: Clients,
     pub(crate) counts: AdaptiveCounts,
     pub(crate) hold: Option<Hold>,
+    /// The counters at the last [`report`](Self::report).
+    pub(crate) mark: share::Mark,
+    /// An eviction is booking: the queue is behind it, not ahead.
+    pub(crate) evicting: bool,
 }
 
 impl fmt::Debug for AdaptiveAllocator {
