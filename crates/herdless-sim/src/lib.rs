@@ -79,6 +79,7 @@ pub use error::SimError;
 pub use report::Report;
 pub use scenario::Scenario;
 pub use scenario::contention::ContentionParams;
+pub use scenario::field::FieldParams;
 pub use scenario::outage::OutageParams;
 pub use scenario::robustness::RobustnessParams;
 pub use scenario::spread::SpreadParams;
@@ -105,6 +106,8 @@ pub enum Config {
     Robustness(RobustnessParams),
     /// The latency-tail scenario.
     LatencyTail(TailParams),
+    /// The field scenario.
+    Field(FieldParams),
 }
 
 impl Config {
@@ -121,6 +124,7 @@ impl Config {
             Scenario::Contention => Config::Contention(ContentionParams::default()),
             Scenario::Robustness => Config::Robustness(RobustnessParams::default()),
             Scenario::LatencyTail => Config::LatencyTail(TailParams::default()),
+            Scenario::Field => Config::Field(FieldParams::default()),
         }
     }
 
@@ -137,6 +141,7 @@ impl Config {
             Config::Contention(_) => Scenario::Contention,
             Config::Robustness(_) => Scenario::Robustness,
             Config::LatencyTail(_) => Scenario::LatencyTail,
+            Config::Field(_) => Scenario::Field,
         }
     }
 }
@@ -273,6 +278,7 @@ impl Simulation {
                 };
                 (p.cells().len() + p.baselines().len()) as u64
             }
+            Config::Field(p) => p.cells().len() as u64,
             _ => s,
         }
     }
@@ -348,6 +354,18 @@ impl Simulation {
                 Ok(Report::Robustness(report::RobustnessReport::new(
                     &p, seed, baselines, cells,
                 )))
+            }
+            Config::Field(p) => {
+                p.validate()?;
+                let runs = scenario::field::runs(p);
+                let figures = parallel::par_map(&runs, self.threads, |(q, k)| {
+                    let r = scenario::field::run_one(q, *k, seed);
+                    progress.advance(1);
+                    r
+                });
+                let figures: Vec<_> = figures.into_iter().collect::<Result<_, _>>()?;
+                let cells = scenario::field::assemble(p, &figures);
+                Ok(Report::Field(report::FieldReport::new(p, seed, cells)))
             }
             Config::LatencyTail(p) => {
                 p.validate()?;

@@ -90,7 +90,7 @@ impl Sharing {
             }
         }
         let seen = now.saturating_sub(self.delay_ns);
-        for i in 0..replicas.len() {
+        for (i, replica) in replicas.iter_mut().enumerate() {
             let peers: Vec<PeerReport> = self
                 .history
                 .iter()
@@ -102,7 +102,7 @@ impl Sharing {
                     age: Duration::from_nanos(now - t),
                 })
                 .collect();
-            replicas[i].alloc.apply_peers(at, &peers);
+            replica.alloc.apply_peers(at, &peers);
         }
     }
 

@@ -9,6 +9,8 @@
 //!   and each strategy's own end marked (see `outage.rs`).
 //! * robustness: the matrix as **heat maps** (drain, peak, calls; green where
 //!   a goal is met, red where not; see `robustness.rs`).
+//! * field: the drain of every cell as a heat map (strategy and server
+//!   set-up per row, outage and end per column; `field.rs`).
 //! * contention: **write calls** and **completion time** against the number of
 //!   clients, one line per strategy.
 //! * a real fleet's log (`herdless analyze --out`): **retries and give-ups
@@ -51,10 +53,12 @@ use plotters::prelude::*;
 
 use crate::report::{ContentionReport, Report, SpreadReport};
 
+mod field;
 mod outage;
 mod robustness;
 mod timeline;
 
+use field::Field;
 use outage::Outage;
 use robustness::Robustness;
 pub use timeline::{TimelineFigure, write_timeline};
@@ -148,6 +152,9 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError>
         }
         Report::Robustness(r) => {
             both(dir, "robustness", 560, &mut files, &Robustness(r))?;
+        }
+        Report::Field(r) => {
+            both(dir, "field-drain", 900, &mut files, &Field(r))?;
         }
         Report::Contention(r) => {
             both(

@@ -17,13 +17,14 @@ use crate::error::SimError;
 use crate::strategy::StrategyKind;
 
 pub mod contention;
+pub mod field;
 pub mod outage;
 pub mod robustness;
 pub mod spread;
 pub mod tail;
 
 /// A scenario by name (`spread`, `outage`, `contention`, `robustness`,
-/// `latency-tail`).
+/// `latency-tail`, `field`).
 ///
 /// ```
 /// use herdless_sim::Scenario;
@@ -44,16 +45,19 @@ pub enum Scenario {
     Robustness,
     /// Hedged requests against a slow tail, then an overload.
     LatencyTail,
+    /// Recovery in the field: long outages, an unknown end, server replicas.
+    Field,
 }
 
 impl Scenario {
     /// Every scenario.
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::Spread,
         Scenario::Outage,
         Scenario::Contention,
         Scenario::Robustness,
         Scenario::LatencyTail,
+        Scenario::Field,
     ];
 
     /// The scenario's name.
@@ -68,6 +72,7 @@ impl Scenario {
             Scenario::Contention => "contention",
             Scenario::Robustness => "robustness",
             Scenario::LatencyTail => "latency-tail",
+            Scenario::Field => "field",
         }
     }
 
@@ -104,6 +109,12 @@ impl Scenario {
                 StrategyKind::Hedge,
                 StrategyKind::HedgeBudget,
             ],
+            // The scenario runs its own four (see `field`).
+            Scenario::Field => vec![
+                StrategyKind::Guarded(Jitter::Full, crate::guard::Guard::Hold),
+                StrategyKind::Guarded(Jitter::Full, crate::guard::Guard::Throttle),
+                StrategyKind::Backoff(Jitter::Full),
+            ],
         }
     }
 }
@@ -123,8 +134,8 @@ impl FromStr for Scenario {
             .find(|sc| sc.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {:?} (expected spread, outage, contention, robustness or \
-                     latency-tail)",
+                    "unknown scenario {:?} (expected spread, outage, contention, robustness, \
+                     latency-tail or field)",
                     s.chars().take(64).collect::<String>()
                 )
             })
@@ -152,7 +163,12 @@ pub(crate) fn outage_only(scenario: Scenario, kind: StrategyKind) -> Result<(), 
         )));
     }
     match kind.guard() {
-        Some(_) if !matches!(scenario, Scenario::Outage | Scenario::Robustness) => {
+        Some(_)
+            if !matches!(
+                scenario,
+                Scenario::Outage | Scenario::Robustness | Scenario::Field
+            ) =>
+        {
             Err(SimError::Invalid(format!(
                 "{kind} runs in the outage scenario only (the fleet-level guards are modelled \
              there; use --scenario outage)"

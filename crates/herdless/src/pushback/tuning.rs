@@ -150,10 +150,3 @@ pub(crate) const SHARE_MARGIN: f64 = 0.9;
 ///
 /// `herdless simulate --scenario field` (the `restart` cells).
 pub(crate) const SHARE_FLOOR: f64 = 0.1;
-
-/// Replicas sharing their reports: how far a replica moves its estimate
-/// toward its share per report (half way: a period-old split is a
-/// direction, not a fact; all the way overshot in the skewed cells).
-///
-/// `herdless simulate --scenario field` (the `skewed` cells' service peak).
-pub(crate) const SHARE_STEP: f64 = 0.5;

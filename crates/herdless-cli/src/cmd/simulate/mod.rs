@@ -19,8 +19,8 @@ use clap::Args;
 use herdless::Policy;
 use herdless_sim::endpoint::OutageEnd;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Progress, RobustnessParams, Scenario, Simulation,
-    SpreadParams, StrategyKind, TailParams,
+    Config, ContentionParams, FieldParams, OutageParams, Progress, RobustnessParams, Scenario,
+    Simulation, SpreadParams, StrategyKind, TailParams,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -40,8 +40,10 @@ pub(crate) const DEFAULT_OUT: &str = "herdless-report";
 pub(crate) struct SimulateArgs {
     /// Scenario: spread, outage, contention, robustness (the outage with the
     /// server told a fixed capacity E, cell by cell: true capacity E/2, E,
-    /// 2E x outage end x honor, plus 20 s and 60 s outages) or
-    /// latency-tail (hedged requests against a slow tail, then an overload).
+    /// 2E x outage end x honor, plus 20 s and 60 s outages), latency-tail
+    /// (hedged requests against a slow tail, then an overload) or field
+    /// (outages of 5 s to 90 s, end known or not, 1, 3 or 8 server replicas
+    /// with each split, with and without shared state; the default policy).
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
     pub(crate) scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
@@ -187,9 +189,30 @@ impl SimulateArgs {
                 Ok(())
             }
         };
-        let not_outage = !matches!(scenario, Scenario::Outage | Scenario::Robustness);
-        let either = "outage or robustness";
-        refuse("--outage", not_outage && self.outage.is_some(), either)?;
+        let not_outage = !matches!(
+            scenario,
+            Scenario::Outage | Scenario::Robustness | Scenario::Field
+        );
+        let either = "outage, robustness or field";
+        let field = scenario == Scenario::Field;
+        refuse(
+            "--outage",
+            (not_outage || field) && self.outage.is_some(),
+            "outage or robustness (field runs 5 s to 90 s)",
+        )?;
+        refuse(
+            "--jitter",
+            field && !self.jitter.is_empty(),
+            "the scenarios but field (which runs full+hold, full+throttle and full)",
+        )?;
+        refuse(
+            "--replicas, --split and --coordination",
+            field
+                && (self.server.replicas.is_some()
+                    || self.server.split.is_some()
+                    || self.server.coordination.is_some()),
+            "outage or robustness (field runs 1, 3 and 8 replicas, each split, with and without shared state)",
+        )?;
         refuse(
             "--horizon, --hold-for, --hold-for-max, --hold-max, --replicas, --split, --coordination, --coordination-delay and --plain-clients",
             not_outage && self.server.any(),
@@ -261,6 +284,10 @@ impl SimulateArgs {
             Scenario::Robustness => Config::Robustness(RobustnessParams {
                 base: self.outage_params()?,
                 ..RobustnessParams::default()
+            }),
+            Scenario::Field => Config::Field(FieldParams {
+                base: self.outage_params()?,
+                ..FieldParams::default()
             }),
             Scenario::LatencyTail => {
                 let d = TailParams::default();
@@ -360,7 +387,7 @@ impl Progress for Bar {
 /// sweep, and outage runs of more than a few million simulated calls.
 fn is_long(sim: &Simulation) -> bool {
     match sim.config() {
-        Config::Contention(_) | Config::Robustness(_) => true,
+        Config::Contention(_) | Config::Robustness(_) | Config::Field(_) => true,
         Config::Outage(p) => u64::from(p.clients) * sim.strategy_kinds().len() as u64 >= 500_000,
         Config::Spread(p) => u64::from(p.workers) * sim.strategy_kinds().len() as u64 >= 5_000_000,
         Config::LatencyTail(p) => {

@@ -7,15 +7,18 @@
 //! So the reports say how the device should be *split*, not how much there
 //! is: this replica compares its own report of the same age with its peers'
 //! (its share of the fleet's backlog against its share of the fleet's
-//! estimates then), and moves its current estimate by that ratio, half way
-//! per report. Its own learning keeps setting the level, as without peers.
+//! estimates then). Above its share, it is cut to it at once and grows no
+//! further while the reports hold; below it, it grows as a verified
+//! estimate does (a few percent per window of demand with no refusal),
+//! never by a jump: every replica's step up lands on the device at once.
+//! Its own learning keeps setting the level, as without peers.
 
 use std::time::Duration;
 
 use super::{AdaptiveAllocator, Mode};
 use crate::pushback::ns;
 use crate::pushback::replicas::{PERIOD, PeerReport, ReplicaReport, STALE};
-use crate::pushback::tuning::{SHARE_FLOOR, SHARE_MARGIN, SHARE_STEP};
+use crate::pushback::tuning::{SHARE_FLOOR, SHARE_MARGIN};
 
 /// Own reports kept to match the peers' age.
 const KEPT: usize = 8;
@@ -139,14 +142,25 @@ impl AdaptiveAllocator {
             .map(|p| p.report)
             .chain(std::iter::once(mine))
             .collect();
-        if let Some(factor) = share_factor(&all, &mine) {
-            let step = 1.0 + SHARE_STEP * (factor - 1.0);
-            self.estimate.capacity =
-                (self.estimate.capacity * step).clamp(super::MIN_CAPACITY, super::MAX_CAPACITY);
-            // A share of a measured total: it grows as a verified estimate
-            // does, gently, until the next report.
-            self.estimate.verified = true;
-            self.estimate.settle = 0;
+        match share_factor(&all, &mine) {
+            Some(factor) => {
+                let e = &mut self.estimate;
+                let share = (e.capacity * factor).clamp(super::MIN_CAPACITY, super::MAX_CAPACITY);
+                // Its share is the most it grows to while the reports hold;
+                // more than its share, it is down to it at once; less, it
+                // grows to it a verified estimate's few percent per window
+                // of demand (a refusal on the way stops it), never by a
+                // jump: every replica's step up lands on the device at once.
+                if factor < 1.0 {
+                    e.limit = share;
+                    e.capacity = share;
+                    e.verified = true;
+                } else {
+                    e.limit = 0.0;
+                    e.keep_growing();
+                }
+            }
+            None => self.estimate.limit = 0.0,
         }
     }
 }
@@ -157,7 +171,15 @@ impl AdaptiveAllocator {
 /// refusal (the device not known to be saturated).
 fn share_factor(all: &[ReplicaReport], mine: &ReplicaReport) -> Option<f64> {
     let held: f64 = all.iter().map(|r| r.held as f64).sum();
-    let total: f64 = all.iter().map(|r| r.estimate).sum();
+    // What the device took in the period, when one of them was refused:
+    // its capacity, measured; the estimates may have run ahead of it.
+    let served: f64 = all.iter().map(|r| r.served_per_s).sum();
+    let estimated: f64 = all.iter().map(|r| r.estimate).sum();
+    let total = if served > 0.0 {
+        served.min(estimated)
+    } else {
+        estimated
+    };
     if all.len() < 2
         || held <= 0.0
         || all.iter().any(|r| r.down)
@@ -179,7 +201,7 @@ fn share_factor(all: &[ReplicaReport], mine: &ReplicaReport) -> Option<f64> {
     };
     let share = (share * SHARE_MARGIN).max(fair * SHARE_FLOOR);
     let factor = share / mine.estimate;
-    factor.is_finite().then_some(factor.clamp(0.25, 4.0))
+    factor.is_finite().then_some(factor.clamp(0.5, 2.0))
 }
 
 #[cfg(test)]
@@ -198,7 +220,7 @@ mod tests {
 
     #[test]
     fn the_larger_backlog_takes_the_larger_share() {
-        let (a, b) = (r(3_000, 1_000.0, 1), r(1_000, 1_000.0, 0));
+        let (a, b) = (r(2_000, 1_000.0, 1), r(1_000, 1_000.0, 0));
         let fa = share_factor(&[a, b], &a).unwrap();
         let fb = share_factor(&[a, b], &b).unwrap();
         assert!(fa > 1.0 && fb < 1.0, "{fa} {fb}");
