@@ -7,15 +7,32 @@
 //! reported with [`Attempts::exit`] (what `with attempt:` does): `True` when
 //! the exception is swallowed because the engine retries, `False` when it
 //! must propagate unchanged. The drivers in `herdless/__init__.py` only
-//! sleep and call; in testing mode no wait is ever returned. An abandoned
-//! call (a `break`, a cancelled coroutine, a garbage-collected iterator) is
-//! settled: a retry the budget admitted but that never began is refunded.
+//! sleep and call; in testing mode no wait is ever returned.
+//!
+//! An abandoned call (a `break`, an exception between the loop and `with
+//! attempt:`, a cancelled coroutine) is settled as soon as its iterator is
+//! dropped: a retry the budget admitted but that never began is refunded, a
+//! breaker's probe released. Two rules make "as soon as" true without the
+//! garbage collector:
+//!
+//! - an [`Attempt`] holds its call by a weak reference. The call keeps the
+//!   last exception (re-raised if a gate gives up), whose traceback holds
+//!   the block's frame, whose locals hold the attempt: a strong reference
+//!   would close a cycle, and the call (with the probe it holds, the tokens
+//!   it took, the frames and arguments) would live until a collection;
+//! - the last exception, the arguments and the keyword arguments are let go
+//!   the moment the call is over.
+//!
+//! What cycles remain possible (arguments that refer back to the call) are
+//! visible to the collector: `__traverse__` names every reference, and
+//! `__clear__` settles the call before letting them go.
 
 use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyTuple, PyWeakrefMethods, PyWeakrefReference};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::call::{Call, Ready, Step};
 use crate::retrier::{Retrier, sleep};
@@ -27,9 +44,10 @@ enum State {
     Start,
     /// Attempt `n` is running.
     Running,
-    /// The attempt failed and the engine retries after this delay.
-    Retry(Duration),
-    /// The delay has passed: the gate (breaker, throttle) is asked.
+    /// The attempt failed and the engine retries when it comes due.
+    Retry,
+    /// The wait has passed: the gate (the elapsed limit, a breaker, a
+    /// throttle) is asked.
     Gate,
     /// Over.
     Done,
@@ -37,7 +55,7 @@ enum State {
 
 /// A call's step-by-step driver.
 #[derive(Debug)]
-#[pyclass(name = "_Attempts", module = "herdless._herdless")]
+#[pyclass(name = "_Attempts", module = "herdless._herdless", weakref)]
 pub struct Attempts {
     retrier: Py<Retrier>,
     call: Call,
@@ -65,6 +83,14 @@ impl Attempts {
         }
     }
 
+    /// The call is over: what it held for later is let go (see the module).
+    fn finish(&mut self) {
+        self.state = State::Done;
+        self.last = None;
+        self.args = None;
+        self.kwargs = None;
+    }
+
     /// One step (see the module): `Ok(Ok(wait))` to wait, `Ok(Err(n))` to
     /// run attempt `n`, an error to re-raise, or `None` when over.
     fn step(&mut self, py: Python<'_>) -> PyResult<Option<Result<Duration, u32>>> {
@@ -74,26 +100,34 @@ impl Attempts {
             match self.state {
                 State::Done => return Ok(None),
                 State::Running => {
-                    self.state = State::Done;
                     self.call.cancel(setup);
+                    self.finish();
                     return Err(PyRuntimeError::new_err(
                         "herdless: each attempt must run inside `with attempt:` (the attempt \
                          before this one never reported how it ended)",
                     ));
                 }
-                State::Retry(delay) => {
+                State::Retry => {
                     self.state = State::Gate;
-                    if !delay.is_zero() {
+                    let wait = self.call.retry_wait();
+                    if !wait.is_zero() {
                         if self.call.is_testing() {
-                            self.call.skip(delay);
+                            self.call.skip(wait);
                         } else {
-                            return Ok(Some(Ok(delay)));
+                            return Ok(Some(Ok(wait)));
                         }
                     }
                 }
                 State::Start | State::Gate => {
                     let last = self.last.as_ref().map(|e| e.bind(py).clone());
-                    match self.call.ready(py, setup, last.as_ref()) {
+                    let ready = match self.call.ready(py, setup, last.as_ref()) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.finish();
+                            return Err(e);
+                        }
+                    };
+                    match ready {
                         Ready::Go => {
                             let n = self.call.begin();
                             self.state = State::Running;
@@ -102,16 +136,25 @@ impl Attempts {
                         Ready::Wait(wait) if self.call.is_testing() => self.call.skip(wait),
                         Ready::Wait(wait) => return Ok(Some(Ok(wait))),
                         Ready::Stop => {
-                            self.state = State::Done;
-                            return Err(match self.last.take() {
+                            let last = self.last.take();
+                            self.finish();
+                            return Err(match last {
                                 Some(e) => PyErr::from_value(e.into_bound(py)),
-                                None => PyRuntimeError::new_err("herdless: the call gave up"),
+                                None => self.call.unstarted(py),
                             });
                         }
                     }
                 }
             }
         }
+    }
+
+    /// An [`Attempt`] of this call (a weak reference to it: see the module).
+    fn attempt(slf: &Bound<'_, Self>, number: u32) -> PyResult<Attempt> {
+        Ok(Attempt {
+            attempts: PyWeakrefReference::new(slf.as_any())?.unbind(),
+            number,
+        })
     }
 }
 
@@ -137,10 +180,8 @@ impl Attempts {
             match this.step(py)? {
                 None => return Err(PyStopIteration::new_err(())),
                 Some(Err(number)) => {
-                    return Ok(Attempt {
-                        attempts: slf.clone().unbind(),
-                        number,
-                    });
+                    drop(this);
+                    return Attempts::attempt(&slf, number);
                 }
                 Some(Ok(wait)) => {
                     if let Err(e) = sleep(py, &mut this.call, wait) {
@@ -160,14 +201,7 @@ impl Attempts {
         Ok(match step {
             None => py.None(),
             Some(Ok(wait)) => wait.as_secs_f64().into_pyobject(py)?.into_any().unbind(),
-            Some(Err(number)) => Py::new(
-                py,
-                Attempt {
-                    attempts: slf.clone().unbind(),
-                    number,
-                },
-            )?
-            .into_any(),
+            Some(Err(number)) => Py::new(py, Attempts::attempt(&slf, number)?)?.into_any(),
         })
     }
 
@@ -182,9 +216,8 @@ impl Attempts {
         let retrier = self.retrier.clone_ref(py);
         let setup = &retrier.get().setup;
         let Some(error) = error.filter(|e| !e.is_none()) else {
-            self.state = State::Done;
-            self.call.succeeded(py, setup);
-            return Ok(false);
+            self.finish();
+            return self.call.succeeded(py, setup).map(|()| false);
         };
         let err = PyErr::from_value(error.clone());
         let args = self.args.as_ref().map(|a| {
@@ -197,17 +230,17 @@ impl Attempts {
             .call
             .failed(py, setup, &err, args.as_ref().map(|(a, k)| (a, k.as_ref())));
         match step {
-            Ok(Step::Retry(delay)) => {
-                self.state = State::Retry(delay);
+            Ok(Step::Retry) => {
+                self.state = State::Retry;
                 self.last = Some(error.unbind());
                 Ok(true)
             }
             Ok(Step::Stop) => {
-                self.state = State::Done;
+                self.finish();
                 Ok(false)
             }
             Err(e) => {
-                self.state = State::Done;
+                self.finish();
                 Err(e)
             }
         }
@@ -216,9 +249,9 @@ impl Attempts {
     /// Ends the call early (settles the engine); harmless once it is over.
     fn cancel(&mut self) {
         if !matches!(self.state, State::Done) {
-            self.state = State::Done;
             self.call.cancel(&self.retrier.get().setup);
         }
+        self.finish();
     }
 
     /// Attempts begun so far.
@@ -226,13 +259,25 @@ impl Attempts {
     fn attempts(&self) -> u32 {
         self.call.attempts()
     }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.retrier)?;
+        visit.call(&self.args)?;
+        visit.call(&self.kwargs)?;
+        visit.call(&self.last)
+    }
+
+    fn __clear__(&mut self) {
+        self.cancel();
+    }
 }
 
 /// One attempt of a `retry_context` block: use it as `with attempt:`.
 #[derive(Debug)]
 #[pyclass(name = "Attempt", module = "herdless", frozen)]
 pub struct Attempt {
-    attempts: Py<Attempts>,
+    /// Its call, weakly (see the module).
+    attempts: Py<PyWeakrefReference>,
     number: u32,
 }
 
@@ -248,6 +293,8 @@ impl Attempt {
         slf
     }
 
+    /// Reports the attempt's end to its call. A call already dropped (its
+    /// loop was left, so it was settled) has nothing left to decide.
     #[pyo3(signature = (_exc_type=None, exc=None, _tb=None))]
     fn __exit__(
         &self,
@@ -256,10 +303,19 @@ impl Attempt {
         exc: Option<Bound<'_, PyAny>>,
         _tb: Option<Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        self.attempts.bind(py).borrow_mut().exit(py, exc)
+        let Some(call) = self.attempts.bind(py).upgrade_as::<Attempts>()? else {
+            return Err(PyRuntimeError::new_err(
+                "herdless: this attempt has already ended (its retry_context loop is over)",
+            ));
+        };
+        call.borrow_mut().exit(py, exc)
     }
 
     fn __repr__(&self) -> String {
         format!("<Attempt {}>", self.number)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.attempts)
     }
 }

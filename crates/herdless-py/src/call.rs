@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use herdless::engine::{Context, Decision, Engine, Gate};
 use herdless::{GiveUp, Policy, Rng};
-use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::exceptions::{PyException, PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyString, PyTuple};
 
@@ -18,8 +18,9 @@ use crate::testing;
 
 /// What follows a failed attempt.
 pub(crate) enum Step {
-    /// Sleep this long, then ask [`Call::ready`].
-    Retry(Duration),
+    /// Sleep until it comes due ([`Call::retry_wait`]), then ask
+    /// [`Call::ready`].
+    Retry,
     /// The call is over: re-raise the error (noted when a budget ended it).
     Stop,
 }
@@ -48,6 +49,10 @@ pub(crate) struct Call {
     testing: Option<Policy>,
     /// Testing mode: the waits skipped, added to the clock.
     skipped: Duration,
+    /// When the retry the engine scheduled comes due (the call's clock): the
+    /// wait is counted from the decision, so the time its events' observers
+    /// take is part of it.
+    due: Duration,
 }
 
 impl Call {
@@ -67,6 +72,7 @@ impl Call {
             task: None,
             testing,
             skipped: Duration::ZERO,
+            due: Duration::ZERO,
         }
     }
 
@@ -97,15 +103,23 @@ impl Call {
         self.skipped = self.skipped.saturating_add(wait);
     }
 
+    /// What is left of the wait before the scheduled retry comes due (zero
+    /// when the events' observers took longer than the delay: the engine's
+    /// gate then decides whether the retry may still start).
+    pub(crate) fn retry_wait(&self) -> Duration {
+        self.due.saturating_sub(self.now())
+    }
+
     /// Runs `f` with the engine, its context (events to `logging` and the
-    /// hook), the generator and the time.
+    /// hook), the generator and the time `now`; with what an observer
+    /// raised that stops the program (see [`PyNotify::interrupt`]).
     fn decide<R>(
         &mut self,
         py: Python<'_>,
         setup: &Setup,
+        now: Duration,
         f: impl FnOnce(&mut Engine, &Context<'_, PyNotify<'_, '_>>, &mut Rng, Duration) -> R,
-    ) -> R {
-        let now = self.now();
+    ) -> (R, Option<PyErr>) {
         let Call {
             engine,
             rng,
@@ -121,21 +135,26 @@ impl Call {
         let notify = PyNotify::new(py, setup);
         let cx = setup.context(policy).task_id(task_id).notify(&notify);
         let rng = rng.get_or_insert_with(Rng::fresh);
-        f(engine, &cx, rng, now)
+        let r = f(engine, &cx, rng, now);
+        (r, notify.interrupt())
     }
 
-    /// The attempt succeeded.
+    /// The attempt succeeded. An error: an observer of `retry_succeeded`
+    /// raised `KeyboardInterrupt` or `SystemExit`, which the call ends with.
     #[inline]
-    pub(crate) fn succeeded(&mut self, py: Python<'_>, setup: &Setup) {
+    pub(crate) fn succeeded(&mut self, py: Python<'_>, setup: &Setup) -> PyResult<()> {
         let now = self.now();
         if self.engine.attempts() <= 1 && !setup.guarded() {
             // A first-try success without guards: the engine's answer is
             // "nothing to do" (no event, no budget, no breaker); it is still
             // told, without building a context for events.
             self.engine.succeeded(&setup.context(&setup.policy), now);
-            return;
+            return Ok(());
         }
-        self.decide(py, setup, |engine, cx, _, now| engine.succeeded(cx, now));
+        let ((), stop) = self.decide(py, setup, now, |engine, cx, _, now| {
+            engine.succeeded(cx, now)
+        });
+        stop.map_or(Ok(()), Err)
     }
 
     /// The attempt failed with `error`: classified by `on=`, decided by the
@@ -163,15 +182,29 @@ impl Call {
         };
         if self.task.is_none() && !matches!(setup.task, TaskId::Fixed(_)) {
             if let Err(e) = self.resolve_task(py, setup, args) {
+                // The attempt's exception stays in the traceback.
+                crate::classify::caused_by(py, &e, error);
                 self.cancel(setup);
                 return Err(e);
             }
         }
-        let decision = self.decide(py, setup, |engine, cx, rng, now| {
+        let now = self.now();
+        let (decision, stop) = self.decide(py, setup, now, |engine, cx, rng, now| {
             engine.failed(cx, now, classification, cause, rng)
         });
+        if let Some(stop) = stop {
+            // Interrupted while the decision's event was observed: the call
+            // ends with the interrupt (its context the attempt's exception),
+            // an admitted retry refunded.
+            self.cancel(setup);
+            stop.set_context(py, Some(error.clone_ref(py)));
+            return Err(stop);
+        }
         Ok(match decision {
-            Decision::Retry { delay, .. } => Step::Retry(delay),
+            Decision::Retry { delay, .. } => {
+                self.due = now.saturating_add(delay);
+                Step::Retry
+            }
             Decision::GiveUp(reason) => {
                 self.note(py, error.value(py).as_any(), reason);
                 Step::Stop
@@ -181,17 +214,28 @@ impl Call {
 
     /// After a retry's delay (or, with a throttle, before the first
     /// attempt): may the attempt start? `last`: the error to note if not.
+    /// The engine is asked before every retry, gated or not: a retry whose
+    /// wait overran the elapsed limit (slow observers) does not start. An
+    /// error: an observer raised `KeyboardInterrupt` or `SystemExit`.
     pub(crate) fn ready(
         &mut self,
         py: Python<'_>,
         setup: &Setup,
         last: Option<&Bound<'_, PyAny>>,
-    ) -> Ready {
-        if !setup.gated() {
-            return Ready::Go;
+    ) -> PyResult<Ready> {
+        if !setup.gated() && self.engine.attempts() == 0 {
+            return Ok(Ready::Go);
         }
-        let gate = self.decide(py, setup, |engine, cx, rng, now| engine.ready(cx, now, rng));
-        match gate {
+        let now = self.now();
+        let (gate, stop) = self.decide(py, setup, now, |engine, cx, rng, now| {
+            engine.ready(cx, now, rng)
+        });
+        if let Some(stop) = stop {
+            self.cancel(setup);
+            stop.set_context(py, last.map(|e| PyErr::from_value(e.clone())));
+            return Err(stop);
+        }
+        Ok(match gate {
             Gate::Go => Ready::Go,
             Gate::Wait(d) => Ready::Wait(d),
             Gate::GiveUp(reason) => {
@@ -200,7 +244,7 @@ impl Call {
                 }
                 Ready::Stop
             }
-        }
+        })
     }
 
     /// The call ends early (an exception from a sleep, a cancelled
@@ -210,6 +254,18 @@ impl Call {
     pub(crate) fn cancel(&mut self, setup: &Setup) {
         let policy = self.testing.as_ref().unwrap_or(&setup.policy);
         self.engine.cancel(&setup.context(policy));
+    }
+
+    /// The error of a call whose time ran out before its first attempt (a
+    /// throttle's turn at or past the elapsed limit: the engine gave up after
+    /// 0 attempts, and told it): a `TimeoutError`, noted as any give-up.
+    pub(crate) fn unstarted(&self, py: Python<'_>) -> PyErr {
+        let err = PyTimeoutError::new_err(
+            "herdless: the call's time ran out before its first attempt (the throttle's turn \
+             came at or past max_elapsed); the function was not called",
+        );
+        self.note(py, err.value(py).as_any(), GiveUp::MaxElapsed);
+        err
     }
 
     /// The task id of a call whose id is made per call.

@@ -101,14 +101,41 @@ impl On {
                 }
             }
             On::Callable(f) => {
+                // Its exception, or the refusal of an answer it cannot be
+                // (a `re.Match`, a list): the classified one as its cause.
                 let answer = f
                     .bind(py)
                     .call1((error.value(py),))
-                    .inspect_err(|e| e.set_cause(py, Some(error.clone_ref(py))))?;
-                verdict(&answer)?
+                    .inspect_err(|e| caused_by(py, e, error))?;
+                verdict(&answer).inspect_err(|e| caused_by(py, e, error))?
             }
         };
         Ok((class, cause))
+    }
+}
+
+/// Chains `original` (the attempt's exception) to `e`, an error that ends
+/// the call in its place, as its `__cause__` (unless `e` has one of its own:
+/// then as its `__context__`, which Python would have set).
+pub(crate) fn caused_by(py: Python<'_>, e: &PyErr, original: &PyErr) {
+    if e.cause(py).is_none() {
+        e.set_cause(py, Some(original.clone_ref(py)));
+    } else {
+        e.set_context(py, Some(original.clone_ref(py)));
+    }
+}
+
+/// Seconds as `on=` answers them: an `int` too large for a float saturates
+/// (the engine clamps it to `max_retry_after`; a huge negative one is the
+/// jitter's, as any negative answer).
+fn answer_seconds(answer: &Bound<'_, PyAny>) -> PyResult<f64> {
+    match answer.extract::<f64>() {
+        Ok(x) => Ok(x),
+        Err(_) if answer.is_instance_of::<PyInt>() => {
+            let negative = answer.lt(0)?;
+            Ok(if negative { -f64::MAX } else { f64::MAX })
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -128,7 +155,7 @@ fn verdict(answer: &Bound<'_, PyAny>) -> PyResult<Classification> {
         return Ok(c.get().inner);
     }
     if answer.is_instance_of::<PyInt>() || answer.is_instance_of::<PyFloat>() {
-        return Ok(Classification::retry_after_secs(answer.extract::<f64>()?));
+        return Ok(Classification::retry_after_secs(answer_seconds(answer)?));
     }
     if answer.is_instance_of::<PyDelta>() {
         let secs: f64 = answer.call_method0("total_seconds")?.extract()?;
@@ -199,7 +226,11 @@ impl PyClassification {
     #[staticmethod]
     fn retry_after(seconds: &Bound<'_, PyAny>) -> PyResult<Self> {
         let secs = crate::seconds::number("seconds", seconds).or_else(|e| {
-            // NaN and infinities fall back to the jitter, as from a header.
+            // NaN and infinities fall back to the jitter, as from a header;
+            // an int beyond a float saturates (then clamped), as from `on=`.
+            if seconds.is_instance_of::<PyInt>() {
+                return answer_seconds(seconds);
+            }
             match seconds.extract::<f64>() {
                 Ok(x) if !x.is_finite() => Ok(x),
                 _ => Err(e),
@@ -279,6 +310,7 @@ pub(crate) fn classify_status(
 /// malformed, a date in the past, non-ASCII, too long). Huge values
 /// saturate; the retrier clamps them to its policy's `max_retry_after`.
 #[pyfunction]
+#[pyo3(name = "parse_retry_after")]
 pub(crate) fn parse_retry_after_value(value: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
     let bytes = header_bytes(value)?.ok_or_else(|| {
         PyTypeError::new_err(format!("expected str or bytes, got {}", type_name(value)))
@@ -290,6 +322,7 @@ pub(crate) fn parse_retry_after_value(value: &Bound<'_, PyAny>) -> PyResult<Opti
 
 /// `Retry-After-Ms` (whole milliseconds), seconds; `None` when unusable.
 #[pyfunction]
+#[pyo3(name = "parse_retry_after_ms")]
 pub(crate) fn parse_retry_after_ms_value(value: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
     let bytes = header_bytes(value)?.ok_or_else(|| {
         PyTypeError::new_err(format!("expected str or bytes, got {}", type_name(value)))

@@ -15,12 +15,19 @@
 //!
 //! Nothing is built when nobody listens: the record only if the logger is
 //! enabled for the level (`Logger.isEnabledFor`, cached by `logging`), the
-//! field dict only for the logger or a hook. An exception raised by a hook
+//! field dict only for the logger or a hook. An `Exception` raised by a hook
 //! or a handler is reported through `sys.unraisablehook` and the call goes
-//! on: observing a retry never changes it.
+//! on: observing a retry never changes it. What is not an `Exception`
+//! (`KeyboardInterrupt`, `SystemExit`) is the user stopping the program, as
+//! it is when plain `logging` lets it out: no further event is sent, and
+//! the call ends with it as soon as the engine's decision returns
+//! ([`PyNotify::interrupt`]; the caller settles the engine).
+
+use std::cell::Cell;
 
 use herdless::events::{EventLevels, EventValue};
 use herdless::{Notify, RetryEvent};
+use pyo3::exceptions::PyException;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -33,6 +40,9 @@ pub(crate) struct PyNotify<'a, 'py> {
     py: Python<'py>,
     setup: &'a Setup,
     logger: Bound<'py, PyAny>,
+    /// A `BaseException` that is not an `Exception`, raised by the hook or
+    /// a handler: it ends the call.
+    interrupt: Cell<Option<PyErr>>,
 }
 
 impl<'a, 'py> PyNotify<'a, 'py> {
@@ -42,8 +52,20 @@ impl<'a, 'py> PyNotify<'a, 'py> {
             py,
             setup,
             logger: setup.logger.bind(py).clone(),
+            interrupt: Cell::new(None),
         }
     }
+
+    /// The `KeyboardInterrupt`, `SystemExit` (any `BaseException` not an
+    /// `Exception`) an observer raised, if one did: the call ends with it.
+    pub(crate) fn interrupt(&self) -> Option<PyErr> {
+        self.interrupt.take()
+    }
+}
+
+/// Whether `e` is the user stopping the program rather than a failure.
+fn stops(py: Python<'_>, e: &PyErr) -> bool {
+    !e.is_instance_of::<PyException>(py)
 }
 
 /// A field's name as an interned Python string (made once per process).
@@ -112,8 +134,10 @@ impl PyNotify<'_, '_> {
         }
         let fields = self.fields(event)?;
         if let Some(hook) = self.setup.hook.as_ref().map(|h| h.bind(self.py)) {
-            if let Err(e) = hook.call1((event.name(), fields.copy()?)) {
-                e.write_unraisable(self.py, Some(hook));
+            match hook.call1((event.name(), fields.copy()?)) {
+                Ok(_) => {}
+                Err(e) if stops(self.py, &e) => return Err(e),
+                Err(e) => e.write_unraisable(self.py, Some(hook)),
             }
         }
         if !logged {
@@ -175,8 +199,16 @@ impl PyNotify<'_, '_> {
 
 impl Notify for PyNotify<'_, '_> {
     fn notify(&self, event: &RetryEvent<'_>) {
-        if let Err(e) = self.emit(event) {
-            e.write_unraisable(self.py, Some(&self.logger));
+        let interrupted = self.interrupt.take();
+        if interrupted.is_some() {
+            // Stopped: nothing more is observed.
+            self.interrupt.set(interrupted);
+            return;
+        }
+        match self.emit(event) {
+            Ok(()) => {}
+            Err(e) if stops(self.py, &e) => self.interrupt.set(Some(e)),
+            Err(e) => e.write_unraisable(self.py, Some(&self.logger)),
         }
     }
 }

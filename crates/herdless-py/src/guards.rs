@@ -79,9 +79,12 @@ impl PyBudget {
             }
         }
         if let Some(v) = refund_retry_cost {
-            let yes = v
-                .cast::<PyBool>()
-                .map_err(|_| PyTypeError::new_err("refund_retry_cost: expected a bool"))?;
+            let yes = v.cast::<PyBool>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "refund_retry_cost: expected a bool, got {}",
+                    crate::seconds::type_name(v)
+                ))
+            })?;
             b = b.refund_retry_cost(yes.is_true());
         }
         b.build()

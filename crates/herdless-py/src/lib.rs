@@ -36,6 +36,15 @@ mod testing;
 
 use pyo3::prelude::*;
 
+/// Called in a forked child (`os.register_at_fork`, `herdless/__init__.py`):
+/// the library draws new seeds, so that no child repeats its parent's or its
+/// siblings' jitter and task ids ([`herdless::rng::after_fork`]).
+#[pyfunction]
+#[pyo3(name = "_after_fork")]
+fn after_fork() {
+    herdless::rng::after_fork();
+}
+
 /// The extension module `herdless._herdless`.
 #[pymodule]
 fn _herdless(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -50,6 +59,7 @@ fn _herdless(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(testing::set_testing, m)?)?;
     m.add_function(wrap_pyfunction!(testing::is_testing, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(after_fork, m)?)?;
     m.add_function(wrap_pyfunction!(classify::classify_status, m)?)?;
     m.add(
         "parse_retry_after",

@@ -21,6 +21,11 @@ pub struct PyPolicy {
     pub(crate) inner: Policy,
 }
 
+/// A policy's settings as `__reduce__` gives them: base, cap, multiplier,
+/// max_attempts, max_elapsed, max_retry_after (nanoseconds), the jitter's
+/// name, the spread, the attempt timeout (nanoseconds).
+type State = (u64, u64, f64, u32, u64, u64, String, f64, Option<u64>);
+
 /// A `ValueError` from the library's refusal.
 pub(crate) fn policy_error(e: herdless::PolicyError) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -87,10 +92,11 @@ impl PyPolicy {
             .map_err(policy_error)
     }
 
-    /// Reads the `[policy.NAME]` table of a `herdless.toml` file.
+    /// Reads the `[policy.NAME]` table of a `herdless.toml` file (the GIL
+    /// released while the file is read).
     #[staticmethod]
-    fn from_file(path: std::path::PathBuf, name: &str) -> PyResult<Self> {
-        crate::file::read_policy(&path, name).map(|inner| PyPolicy { inner })
+    fn from_file(py: Python<'_>, path: std::path::PathBuf, name: &str) -> PyResult<Self> {
+        crate::file::read_policy(py, &path, name).map(|inner| PyPolicy { inner })
     }
 
     /// The first retry's ceiling, seconds.
@@ -148,11 +154,66 @@ impl PyPolicy {
         self.inner.attempt_timeout().map(|d| d.as_secs_f64())
     }
 
-    /// The ceiling of retry `n`'s delay (0 for the first retry), seconds:
-    /// `min(cap, base * multiplier ** n)`. Every drawn delay is at most this.
+    /// The largest delay the policy's jitter mode can draw for retry `n` (0
+    /// for the first retry), seconds: `min(cap, base * multiplier ** n)`
+    /// for the exponential modes, `min(cap, base * 3 ** (n + 1))` for the
+    /// decorrelated ones (the library's `Jitter::ceiling`). Every drawn
+    /// delay is at most this (a server's delay is bounded by
+    /// `max_retry_after` instead).
     fn ceiling(&self, n: &Bound<'_, PyAny>) -> PyResult<f64> {
         let n = whole("n", n, 0, u64::from(u32::MAX))? as u32;
-        Ok(self.inner.ceiling(n).as_secs_f64())
+        Ok(self.inner.jitter().ceiling(&self.inner, n).as_secs_f64())
+    }
+
+    /// A policy is immutable: a copy is itself.
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// A policy is immutable: a deep copy is itself.
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+
+    /// Pickles as its settings (durations in whole nanoseconds: exact).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (State,))> {
+        let p = &slf.get().inner;
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let state = (
+            ns(p.base()),
+            ns(p.cap()),
+            p.multiplier(),
+            p.max_attempts(),
+            ns(p.max_elapsed()),
+            ns(p.max_retry_after()),
+            p.jitter().name().to_owned(),
+            p.retry_after_spread(),
+            p.attempt_timeout().map(ns),
+        );
+        Ok((slf.get_type().getattr("_restore")?, (state,)))
+    }
+
+    /// A policy from the settings `__reduce__` gave (what `pickle` calls).
+    #[staticmethod]
+    fn _restore(state: State) -> PyResult<Self> {
+        let (base, cap, multiplier, attempts, elapsed, retry_after, jitter, spread, timeout) =
+            state;
+        let jitter = jitter
+            .parse::<Jitter>()
+            .map_err(|e| PyValueError::new_err(format!("invalid jitter: {e}")))?;
+        PolicyBuilder::new()
+            .base(Duration::from_nanos(base))
+            .cap(Duration::from_nanos(cap))
+            .multiplier(multiplier)
+            .max_attempts(attempts)
+            .max_elapsed(Duration::from_nanos(elapsed))
+            .max_retry_after(Duration::from_nanos(retry_after))
+            .jitter(jitter)
+            .retry_after_spread(spread)
+            .attempt_timeout(timeout.map(Duration::from_nanos))
+            .build()
+            .map(|inner| PyPolicy { inner })
+            .map_err(policy_error)
     }
 
     fn __repr__(&self) -> String {

@@ -5,10 +5,12 @@
 //! The blocking driver is a loop in Rust (a decorated call makes one call
 //! into the extension, whatever its attempts): call the function; on
 //! success tell the engine and return; on an exception classify it with
-//! `on=`, ask the engine, and either re-raise it unchanged or sleep the
-//! engine's delay with `time.sleep` (which releases the GIL; looked up at
-//! each sleep, so a test that patches `time.sleep` patches herdless too)
-//! and ask the engine whether the retry may start. Coroutines and
+//! `on=`, ask the engine, and either re-raise it unchanged or sleep what is
+//! left of the engine's delay once its events are sent (the delay counts
+//! from the decision) with `time.sleep` (which releases the GIL; looked up
+//! at each sleep, so a test that patches `time.sleep` patches herdless too)
+//! and ask the engine whether the retry may start (every retry: one whose
+//! wait overran the elapsed limit does not). Coroutines and
 //! `retry_context` blocks are driven step by step through
 //! [`Attempts`].
 
@@ -17,6 +19,7 @@ use herdless::engine::Context;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::attempts::Attempts;
 use crate::call::{Call, Ready, Step, task_string};
@@ -259,6 +262,32 @@ impl Retrier {
     fn attempts(slf: Py<Self>, args: Option<Py<PyTuple>>, kwargs: Option<Py<PyDict>>) -> Attempts {
         Attempts::new(slf, args, kwargs)
     }
+
+    /// Every Python object the configuration holds, for the collector: a
+    /// hook or an `on=` that refers back to the decorated function (a bound
+    /// method of the object that owns it) closes a cycle through here.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let s = &self.setup;
+        match &s.on {
+            On::Types(o) | On::Callable(o) => visit.call(o)?,
+        }
+        if let TaskId::PerCall(f) = &s.task {
+            visit.call(f)?;
+        }
+        visit.call(&s.hook)?;
+        visit.call(&s.budget)?;
+        visit.call(&s.breaker)?;
+        visit.call(&s.throttle)?;
+        visit.call(&s.logger)?;
+        visit.call(&s.logger_name)?;
+        visit.call(&s.record_factory)?;
+        if let Some(site) = &s.site {
+            visit.call(&site.file)?;
+            visit.call(&site.line)?;
+            visit.call(&site.func)?;
+        }
+        Ok(())
+    }
 }
 
 /// The blocking loop (see the module).
@@ -271,27 +300,32 @@ fn drive(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
     if setup.throttle.is_some() {
-        // The throttle paces first attempts too (a first attempt never
-        // gives up at its gate).
-        while let Ready::Wait(wait) = call.ready(py, setup, None) {
-            sleep(py, call, wait)?;
+        // The throttle paces first attempts too; one whose turn comes at or
+        // past the elapsed limit is not made (0 attempts).
+        loop {
+            match call.ready(py, setup, None)? {
+                Ready::Go => break,
+                Ready::Wait(wait) => sleep(py, call, wait)?,
+                Ready::Stop => return Err(call.unstarted(py)),
+            }
         }
     }
     loop {
         call.begin();
         let error = match f.call(args, kwargs) {
             Ok(value) => {
-                call.succeeded(py, setup);
+                call.succeeded(py, setup)?;
                 return Ok(value.unbind());
             }
             Err(e) => e,
         };
         match call.failed(py, setup, &error, Some((args, kwargs)))? {
             Step::Stop => return Err(error),
-            Step::Retry(delay) => sleep(py, call, delay)?,
+            // Counted from the decision: the events' observers took part of it.
+            Step::Retry => sleep(py, call, call.retry_wait())?,
         }
         loop {
-            match call.ready(py, setup, Some(error.value(py).as_any())) {
+            match call.ready(py, setup, Some(error.value(py).as_any()))? {
                 Ready::Go => break,
                 Ready::Wait(wait) => sleep(py, call, wait)?,
                 Ready::Stop => return Err(error),

@@ -28,8 +28,7 @@ pub(crate) fn duration(field: &str, value: &Bound<'_, PyAny>) -> PyResult<Durati
     let secs: f64 = if value.is_instance_of::<PyDelta>() {
         value.call_method0("total_seconds")?.extract()?
     } else if value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>() {
-        // A huge int becomes inf, refused below.
-        value.extract::<f64>()?
+        float(value)
     } else {
         return Err(PyTypeError::new_err(format!(
             "{field}: expected seconds (int or float), a timedelta or a duration string, got {}",
@@ -50,6 +49,12 @@ pub(crate) fn from_secs(field: &str, secs: f64) -> PyResult<Duration> {
     if secs < 0.0 {
         return Err(PyValueError::new_err(format!(
             "{field}: {secs} s is negative"
+        )));
+    }
+    if secs.is_infinite() {
+        return Err(PyValueError::new_err(format!(
+            "{field}: infinite (or an int too large for a float) is beyond the largest \
+             duration (2^64 ns, about 584 years)"
         )));
     }
     match Duration::try_from_secs_f64(secs) {
@@ -87,14 +92,31 @@ pub(crate) fn number(field: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
             type_name(value)
         )));
     }
-    let x: f64 = value.extract()?;
+    let x = float(value);
     if x.is_finite() {
         Ok(x)
+    } else if x.is_infinite() {
+        Err(PyValueError::new_err(format!(
+            "{field}: infinite (or an int too large for a float) is not a finite number"
+        )))
     } else {
         Err(PyValueError::new_err(format!(
             "{field}: {x} is not a finite number"
         )))
     }
+}
+
+/// An `int` or a `float` as a float: an `int` beyond the largest float is an
+/// infinity (of its sign), refused by the callers with the setting's name,
+/// where `float(10**400)` would raise an `OverflowError` naming nothing.
+fn float(value: &Bound<'_, PyAny>) -> f64 {
+    value.extract::<f64>().unwrap_or_else(|_| {
+        if value.lt(0).unwrap_or(false) {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        }
+    })
 }
 
 /// The name of `value`'s type, for error messages.

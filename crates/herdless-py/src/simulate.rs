@@ -4,15 +4,30 @@
 //! timedeltas or strings; `jitter=` a list of strategy names or one
 //! comma-separated string). Returns the report the CLI prints with
 //! `--json`, as a dict. As the CLI, a flag that does not apply to the
-//! chosen scenario is refused rather than ignored. The run releases the GIL.
+//! chosen scenario is refused rather than ignored.
+//!
+//! The run releases the GIL and can be interrupted: it runs on a thread of
+//! its own while the caller's thread waits in slices of 50 ms, checking for
+//! signals between them (Python runs its signal handlers, Ctrl-C's
+//! `KeyboardInterrupt` among them, only in a thread that holds the GIL). On
+//! an exception from a handler the call returns it at once and tells the
+//! run to stop ([`Progress::cancelled`]): the simulator starts no further
+//! unit (one strategy's run, one contention trial), and the units already
+//! started end in the background, their results dropped. A unit is not cut
+//! short: what remains of an interrupted run is at most `threads` units.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use herdless::Policy;
 use herdless_sim::guard::GuardParams;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, RobustnessParams, Scenario, Simulation, SpreadParams,
-    StrategyKind, TailParams,
+    Config, ContentionParams, OutageParams, Progress, Report, RobustnessParams, Scenario,
+    Simulation, SpreadParams, StrategyKind, TailParams,
 };
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -105,6 +120,34 @@ impl<'py> Flags<'_, 'py> {
         self.get(k)?.map(|v| number(k, &v)).transpose()
     }
 
+    /// `max_attempts=`: as the CLI's `--max-attempts`, 1 to 4294967294, or
+    /// `"unlimited"` (the simulator's no-limit, counted as 4294967295).
+    fn max_attempts(&self) -> PyResult<Option<u32>> {
+        let Some(v) = self.get("max_attempts")? else {
+            return Ok(None);
+        };
+        if let Ok(s) = v.cast::<PyString>() {
+            return match &*s.to_cow()? {
+                "unlimited" => Ok(Some(u32::MAX)),
+                other => Err(PyValueError::new_err(format!(
+                    "max_attempts: {other:?} is not a number of attempts (1 to 4294967294, \
+                     or \"unlimited\")"
+                ))),
+            };
+        }
+        let n = whole("max_attempts", &v, 1, u64::from(u32::MAX) - 1).map_err(|e| {
+            if e.is_instance_of::<PyValueError>(v.py()) {
+                PyValueError::new_err(
+                    "max_attempts: must be 1 to 4294967294, or \"unlimited\" (the \
+                     simulator's no-limit, which it counts as 4294967295 attempts)",
+                )
+            } else {
+                e
+            }
+        })?;
+        Ok(Some(n as u32))
+    }
+
     /// The scenario's default policy with the policy flags applied.
     fn policy(&self, default: &Policy) -> PyResult<Policy> {
         let mut b = default.to_builder();
@@ -117,7 +160,7 @@ impl<'py> Flags<'_, 'py> {
         if let Some(v) = self.duration("cap")? {
             b = b.cap(v);
         }
-        if let Some(v) = self.count("max_attempts", 1)? {
+        if let Some(v) = self.max_attempts()? {
             b = b.max_attempts(v);
         }
         if let Some(v) = self.duration("max_elapsed")? {
@@ -232,12 +275,57 @@ pub(crate) fn simulate(py: Python<'_>, flags: Option<&Bound<'_, PyDict>>) -> PyR
     if let Some(v) = flags.get("threads")? {
         sim = sim.threads(whole("threads", &v, 1, 1024)? as usize);
     }
-    let report = py
-        .detach(|| sim.run())
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let report = run_interruptibly(py, sim)?;
     py.import("json")?
         .call_method1("loads", (report.to_json(),))
         .map(Bound::unbind)
+}
+
+/// The run's stop flag, set when the caller is interrupted.
+struct Stop(Arc<AtomicBool>);
+
+impl Progress for Stop {
+    fn start(&self, _total: u64) {}
+    fn advance(&self, _n: u64) {}
+    fn cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs `sim` on a thread of its own; waits for it without the GIL, checking
+/// for signals every 50 ms (see the module).
+fn run_interruptibly(py: Python<'_>, sim: Simulation) -> PyResult<Report> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let progress = Stop(Arc::clone(&stop));
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("herdless-simulate".into())
+        .spawn(move || {
+            // The receiver is gone when the caller was interrupted.
+            let _ = tx.send(sim.run_with_progress(&progress));
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the simulation: {e}")))?;
+    let mut rx = rx;
+    loop {
+        // (`Receiver` is not `Sync`: it goes to the GIL-free closure and back.)
+        let (got, back) = py.detach(move || (rx.recv_timeout(Duration::from_millis(50)), rx));
+        rx = back;
+        match got {
+            Ok(Ok(report)) => return Ok(report),
+            Ok(Err(e)) => return Err(PyValueError::new_err(e.to_string())),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "the simulation ended without a report (it panicked)",
+                ));
+            }
+        }
+    }
 }
 
 /// `jitter=`: strategy names, as a list or one comma-separated string.

@@ -12,7 +12,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyBool;
 
 /// 0: off; otherwise the attempt cap.
 static TESTING: AtomicU32 = AtomicU32::new(0);
@@ -40,7 +42,19 @@ pub(crate) fn cap() -> Option<u32> {
 /// attempts per call (the policy's own limit when it is lower).
 #[pyfunction]
 #[pyo3(signature = (flag, *, attempts=None))]
-pub(crate) fn set_testing(flag: bool, attempts: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+pub(crate) fn set_testing(
+    flag: &Bound<'_, PyAny>,
+    attempts: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let flag = flag
+        .cast::<PyBool>()
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "flag: expected a bool, got {}",
+                crate::seconds::type_name(flag)
+            ))
+        })?
+        .is_true();
     let n = match attempts {
         None => 1,
         Some(a) => crate::seconds::whole("attempts", a, 1, u64::from(u32::MAX))? as u32,

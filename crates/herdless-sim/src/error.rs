@@ -17,6 +17,9 @@ pub enum SimError {
     TooManyClients,
     /// A run made more calls than the guard allows.
     TooManyCalls(u64),
+    /// The run was stopped by its [`Progress`](crate::Progress)
+    /// (`cancelled`), before it ended.
+    Cancelled,
 }
 
 impl fmt::Display for SimError {
@@ -29,6 +32,7 @@ impl fmt::Display for SimError {
                 "the run exceeded {n} simulated calls; use fewer clients, a shorter outage \
                  or a larger base delay"
             ),
+            SimError::Cancelled => f.write_str("the run was cancelled before it ended"),
         }
     }
 }

@@ -155,6 +155,13 @@ pub trait Progress: Sync {
     fn start(&self, total: u64);
     /// `n` more units are done.
     fn advance(&self, n: u64);
+    /// Whether the run should stop: asked before each unit, so a run whose
+    /// progress says so ends with [`SimError::Cancelled`] once the units
+    /// already started have ended (a unit is not cut short). The Python
+    /// binding answers a Ctrl-C with it.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Progress`] that ignores everything.
@@ -316,6 +323,7 @@ impl Simulation {
             Config::Spread(p) => {
                 p.validate()?;
                 let figures = parallel::par_map(&self.strategies, self.threads, |&k| {
+                    stop_if_cancelled(progress)?;
                     let r = scenario::spread::run(p, k, seed);
                     progress.advance(1);
                     r
@@ -328,6 +336,7 @@ impl Simulation {
             Config::Outage(p) => {
                 p.validate()?;
                 let figures = parallel::par_map(&self.strategies, self.threads, |&k| {
+                    stop_if_cancelled(progress)?;
                     let r = scenario::outage::run(p, k, seed);
                     progress.advance(1);
                     r
@@ -345,6 +354,7 @@ impl Simulation {
                 p.validate()?;
                 let runs = scenario::robustness::runs(&p);
                 let figures = parallel::par_map(&runs, self.threads, |(q, k)| {
+                    stop_if_cancelled(progress)?;
                     let r = scenario::robustness::run_one(q, *k, seed);
                     progress.advance(1);
                     r
@@ -370,6 +380,7 @@ impl Simulation {
             Config::LatencyTail(p) => {
                 p.validate()?;
                 let figures = parallel::par_map(&self.strategies, self.threads, |&k| {
+                    stop_if_cancelled(progress)?;
                     let r = scenario::tail::run(p, k, seed);
                     progress.advance(1);
                     r
@@ -393,6 +404,7 @@ impl Simulation {
                     })
                     .collect();
                 let outcomes = parallel::par_map(&tasks, self.threads, |&(s, c, t)| {
+                    stop_if_cancelled(progress)?;
                     let n = p.clients[c];
                     let o = scenario::contention::run_trial(
                         p,
@@ -401,8 +413,9 @@ impl Simulation {
                         scenario::contention::trial_seed(seed, n, t),
                     );
                     progress.advance(1);
-                    o
+                    Ok(o)
                 });
+                let outcomes = outcomes.into_iter().collect::<Result<Vec<_>, SimError>>()?;
                 let trials = p.trials as usize;
                 let per_strategy = p.clients.len() * trials;
                 let strategies = self
@@ -420,6 +433,15 @@ impl Simulation {
                 )))
             }
         }
+    }
+}
+
+/// [`SimError::Cancelled`] when `progress` asks the run to stop.
+fn stop_if_cancelled(progress: &dyn Progress) -> Result<(), SimError> {
+    if progress.cancelled() {
+        Err(SimError::Cancelled)
+    } else {
+        Ok(())
     }
 }
 

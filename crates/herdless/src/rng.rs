@@ -11,6 +11,19 @@
 //! threads or processes share a sequence. An explicit seed makes a run
 //! reproducible, which is what tests and the simulator use.
 //!
+//! `fork()` copies the per-thread generators into the child: without a word
+//! from the child, every worker forked from one parent (a pre-fork server, a
+//! `multiprocessing` pool) would draw its parent's next jitter and its
+//! siblings' (the herd again) and derive the same idempotency keys. A child
+//! calls [`after_fork`] (the Python package registers it with
+//! `os.register_at_fork`), which forgets the seeds of the thread that forked
+//! (the child's only thread): its next generator and key salt are drawn from
+//! the OS. This costs nothing per call; detecting the fork unasked would: a
+//! process id read at each [`Rng::fresh`] is a `getpid` system call, which
+//! costs more than the rest of a retried call (docs/performance.md, "Fork
+//! safety"), and being told of a fork (`pthread_atfork`) needs
+//! `unsafe`, which this crate forbids.
+//!
 //! The generator is wyrand, as `fastrand` implements it (same constants, same
 //! outputs for the same seed: a unit test holds the two together): 8 bytes of
 //! state, a few nanoseconds a draw, statistically sound for jitter (not for
@@ -60,7 +73,8 @@ impl Rng {
     /// system call: seeded by a per-thread generator that was itself seeded
     /// once from OS entropy (`getrandom`) when the thread first asked. Two
     /// calls, two threads or two processes never share a sequence (the
-    /// per-thread seeds are independent OS draws, and each call takes the
+    /// per-thread seeds are independent OS draws, drawn again by a forked
+    /// child that calls [`after_fork`], and each call takes the
     /// thread generator's next 64-bit output through SplitMix64); what is
     /// saved is one `getrandom` system call per failing call.
     ///
@@ -69,6 +83,9 @@ impl Rng {
     /// let b = herdless::Rng::fresh().next_u64();
     /// assert_ne!(a, b); // distinct streams on one thread
     /// ```
+    ///
+    /// A process forked from one that used this calls [`after_fork`] in the
+    /// child, which then draws new seeds (see the [module](crate::rng)).
     #[inline]
     pub fn fresh() -> Self {
         let state = THREAD_SEEDS.with(|cell| {
@@ -198,6 +215,29 @@ thread_local! {
     static CALLS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
+/// Tells herdless that this process is a child just forked from another:
+/// call it in the child, in the thread that forked (the child's only
+/// thread), before it retries anything; the Python package does, with
+/// `os.register_at_fork`. `fork()` copies that thread's seeds (of
+/// [`Rng::fresh`], of the idempotency keys, of
+/// [`IdempotencyKey::random`]), so without it the child draws its parent's
+/// and its siblings' jitter and keys; after it, the thread's next
+/// generator and key salt are drawn from the OS. Harmless anywhere else (a
+/// needless call costs one `getrandom`).
+///
+/// ```
+/// let before = herdless::Rng::fresh().next_u64();
+/// herdless::rng::after_fork();
+/// assert_ne!(herdless::Rng::fresh().next_u64(), before);
+/// ```
+pub fn after_fork() {
+    THREAD_SEEDS.with(|c| c.set(0));
+    CALLS.with(|c| c.set((0, 0)));
+    // The key salt and `IdempotencyKey::random` come from `fastrand`'s
+    // per-thread generator, copied as well.
+    fastrand::seed(thread_seed());
+}
+
 /// The first seed of this thread's [`Rng::fresh`] sequence, from OS entropy
 /// (odd, so never the "not yet seeded" 0). Out of line and cold: once per
 /// thread, and the per-call path that reads the thread-local stays small
@@ -209,8 +249,9 @@ fn thread_seed() -> u64 {
 }
 
 /// A per-thread unique call id: a random per-thread salt (from `fastrand`'s
-/// thread generator, itself seeded from OS entropy) and a counter. Costs a
-/// thread-local read and write; the key is derived from it only when asked for.
+/// thread generator, itself seeded from OS entropy, and drawn again after
+/// [`after_fork`]) and a counter. Costs a thread-local read and write; the
+/// key is derived from it only when asked for.
 #[inline]
 pub(crate) fn next_call_id() -> u128 {
     CALLS.with(|c| {
@@ -443,6 +484,30 @@ mod tests {
         let a: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
         let b: Vec<u64> = (0..8).map(|_| b.next_u64()).collect();
         assert!(a.iter().all(|x| !b.contains(x)));
+    }
+
+    /// `fork()` copies a thread's seeds: a child that restarts from a copy
+    /// of them draws what its parent draws next, unless it calls
+    /// `after_fork`. The copy is made here by hand (a test cannot fork
+    /// without `unsafe`; the Python suite forks for real,
+    /// `test_fork.py`).
+    #[test]
+    fn after_fork_reseeds_a_copied_thread() {
+        let _ = Rng::fresh(); // this thread is seeded
+        let _ = next_call_id();
+        let (seeds, calls) = (THREAD_SEEDS.with(|c| c.get()), CALLS.with(|c| c.get()));
+        let parent = (Rng::fresh().next_u64(), next_call_id());
+        // A child without `after_fork`: the parent's very draws.
+        THREAD_SEEDS.with(|c| c.set(seeds));
+        CALLS.with(|c| c.set(calls));
+        assert_eq!((Rng::fresh().next_u64(), next_call_id()), parent);
+        // A child that calls it: new ones.
+        THREAD_SEEDS.with(|c| c.set(seeds));
+        CALLS.with(|c| c.set(calls));
+        after_fork();
+        let child = (Rng::fresh().next_u64(), next_call_id());
+        assert_ne!(child.0, parent.0);
+        assert_ne!(child.1, parent.1);
     }
 
     #[test]

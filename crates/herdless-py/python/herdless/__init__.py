@@ -18,6 +18,7 @@ import functools
 import inspect
 import json
 import logging
+import os
 from typing import (
     Any,
     AsyncIterator,
@@ -40,6 +41,7 @@ from ._herdless import (
     Policy,
     Throttle,
     __version__,
+    _after_fork,
     _Attempts,
     _Retrier,
     is_testing,
@@ -69,13 +71,20 @@ __all__ = [
 # never Python's last-resort stderr handler when none is configured.
 logging.getLogger("herdless").addHandler(logging.NullHandler())
 
+# fork() copies the engine's per-thread seeds: a forked child (a pre-fork
+# server's worker, a multiprocessing pool) draws new ones, so that no two
+# workers sleep the same jitter or share task ids.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: What ``on=`` takes: exception types, or a callable answering per exception.
+#: What ``on=`` takes: exception types, or a callable answering per exception
+#: (only ``Exception`` instances are classified, so ``def on(e: Exception)``).
 On = Union[
     Type[BaseException],
     Tuple[Type[BaseException], ...],
-    Callable[[BaseException], Any],
+    Callable[[Exception], Any],
 ]
 
 #: ``task_id=``: one id for every call, or a callable of the call's arguments.
@@ -95,13 +104,16 @@ def retry(
     task_id: TaskId = None,
     hook: Optional[Hook] = None,
 ) -> Callable[[F], F]:
-    """Retries the decorated function or coroutine function.
+    """Retries the decorated function or coroutine function (or an object
+    whose ``__call__`` is one).
 
     ``on`` is required: the exception types to retry (anything else is
     terminal), or a callable that answers per exception (see
     ``herdless.Classification``). When the engine gives up, the last
     exception is re-raised unchanged; when a budget ended the call (not a
-    terminal error) it carries a note saying why.
+    terminal error) it carries a note saying why. What a retry cannot
+    re-run (a generator function, a plain function wrapping a coroutine
+    function) is refused with a ``TypeError`` when the decorator is made.
     """
     retrier = _Retrier(
         on=on,
@@ -114,8 +126,9 @@ def retry(
     )
 
     def decorate(fn: F) -> F:
+        is_async = _is_async(fn)  # refuses what cannot be retried
         bound = retrier.bind(fn)  # the function's own: its events name it
-        if inspect.iscoroutinefunction(fn):
+        if is_async:
             return _wrap_async(bound, fn)  # type: ignore[return-value]
         call = bound.call
 
@@ -126,6 +139,55 @@ def retry(
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns a coroutine to retry by awaiting it.
+
+    Refuses, with a ``TypeError``, what a retry cannot re-run: a generator
+    or async generator function (its body runs when it is iterated, after
+    the call has returned), and a plain function that wraps a coroutine
+    function (``functools.wraps`` sets ``__wrapped__``), which herdless
+    cannot tell from a function that runs the coroutine itself. An object
+    whose ``__call__`` is a coroutine function is retried as a coroutine.
+    """
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"herdless.retry cannot retry {name}: it is a generator function, whose body "
+            "runs when the generator is iterated, after the call has returned; retry the "
+            "call inside it that may fail, or a function that consumes the generator"
+        )
+    if inspect.iscoroutinefunction(fn):
+        return True
+    plain = (
+        inspect.isfunction(fn)
+        or inspect.ismethod(fn)
+        or inspect.isbuiltin(fn)
+        or isinstance(fn, (type, functools.partial))
+    )
+    if not plain:
+        call = getattr(type(fn), "__call__", None)
+        if inspect.isgeneratorfunction(call) or inspect.isasyncgenfunction(call):
+            raise TypeError(
+                f"herdless.retry cannot retry {name}: its __call__ is a generator function, "
+                "whose body runs when the generator is iterated, after the call has returned"
+            )
+        if inspect.iscoroutinefunction(call):
+            return True
+    try:
+        inner = inspect.unwrap(fn)
+    except ValueError:  # a __wrapped__ cycle
+        return False
+    if inner is not fn and inspect.iscoroutinefunction(inner):
+        raise TypeError(
+            f"herdless.retry: {name} is a plain function that wraps a coroutine function "
+            "(its __wrapped__), so herdless cannot tell whether calling it returns a "
+            "coroutine, and would retry only the coroutine's creation. Put @herdless.retry "
+            "directly above the async def (below the other decorator), or mark the wrapper "
+            "with inspect.markcoroutinefunction (Python 3.12 and later)."
+        )
+    return False
 
 
 def _wrap_async(
@@ -210,7 +272,7 @@ def retry_context(
     budget: Optional[Budget] = None,
     breaker: Optional[Breaker] = None,
     throttle: Optional[Throttle] = None,
-    task_id: Union[str, int, None] = None,
+    task_id: TaskId = None,
     hook: Optional[Hook] = None,
 ) -> RetryContext:
     """The attempts of a retried block (``for`` and ``async for``)."""

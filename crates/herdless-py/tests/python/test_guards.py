@@ -88,6 +88,34 @@ def test_throttle_paces_first_attempts_when_the_endpoint_is_down(no_sleep):
     assert no_sleep and 0 < no_sleep[0] <= 0.5
 
 
+def test_a_first_attempt_whose_turn_comes_too_late_is_not_made(events, no_sleep):
+    throttle = herdless.Throttle(probe_min=5, probe_max=5)
+    policy = herdless.Policy(max_attempts=1, max_elapsed=0.01)
+    calls = []
+
+    @herdless.retry(on=OSError, throttle=throttle, policy=policy)
+    def down():
+        calls.append(1)
+        raise OSError("503")
+
+    with pytest.raises(OSError):
+        down()
+    assert throttle.is_probing
+    # The next turn is seconds away, past the 10 ms limit: no attempt.
+    with pytest.raises(TimeoutError, match="before its first attempt") as info:
+        down()
+    assert calls == [1] and no_sleep == []
+    assert "gave up after 0 attempts" in info.value.__notes__[0]
+    e = events.named("retry_budget_exhausted")[-1]
+    assert e["reason"] == "max_elapsed" and e["attempt"] == 0
+    # The same for a block.
+    with pytest.raises(TimeoutError, match="before its first attempt"):
+        for attempt in herdless.retry_context(on=OSError, throttle=throttle, policy=policy):
+            with attempt:
+                calls.append(2)
+    assert calls == [1]
+
+
 def test_guards_show_their_state():
     assert "tokens=500" in repr(herdless.Budget.aws())
     assert herdless.Budget().max_tokens == 10

@@ -1,12 +1,17 @@
 """Hostile input: a clear error naming the setting, never a crash, a hang or
 a silent clamp; hostile server delays are clamped by the engine."""
 
+import copy
 import datetime
 import math
+import pickle
+import re
+import time
 
 import pytest
 
 import herdless
+from conftest import slept_as_decided
 
 
 @pytest.mark.parametrize(
@@ -98,7 +103,7 @@ def test_a_task_id_callable_must_answer_a_string(no_sleep):
 
     with pytest.raises(TypeError, match="task_id") as info:
         f()
-    assert isinstance(info.value.__cause__, OSError) or info.value.__cause__ is None
+    assert isinstance(info.value.__cause__, OSError)
 
 
 def test_without_task_id_each_call_gets_its_own(events, no_sleep):
@@ -129,20 +134,24 @@ def test_without_task_id_each_call_gets_its_own(events, no_sleep):
         (1e300, True),
         (datetime.timedelta(days=3650), True),
         ("99999999999999999999", True),
+        (10**400, True),  # beyond a float: saturates, then clamped
+        (-(10**400), False),
     ],
 )
 def test_hostile_server_delays_are_clamped_or_ignored(answer, honored, events, no_sleep):
     policy = herdless.Policy(base=0.5, cap=2, max_retry_after=10, max_attempts=2)
+    failed_at = []
 
     @herdless.retry(on=lambda e: answer, policy=policy)
     def f():
+        failed_at.append(time.monotonic())
         raise OSError("503")
 
     with pytest.raises(OSError):
         f()
     (e,) = events.named("retry_scheduled")
     assert e["honored_retry_after"] is honored
-    assert no_sleep == [e["sleep_s"]]
+    assert slept_as_decided(no_sleep, [e["sleep_s"]], failed_at)
     if honored:
         assert 10 <= e["sleep_s"] <= 10 * 1.1  # clamped to 10 s, then spread by up to 10 %
     else:
@@ -161,12 +170,44 @@ def test_a_classifier_that_raises_stops_the_call(no_sleep):
 
 
 def test_a_classifier_answering_nonsense_is_a_type_error(no_sleep):
-    @herdless.retry(on=lambda e: [1])
-    def f():
-        raise OSError("x")
+    raised = []
 
-    with pytest.raises(TypeError, match="on= returned list"):
+    @herdless.retry(on=lambda e: re.search("busy", str(e)))  # a re.Match
+    def f():
+        raised.append(OSError(16, "device busy"))
+        raise raised[-1]
+
+    with pytest.raises(TypeError, match="on= returned Match") as info:
         f()
+    # The attempt's exception is not lost: it is the refusal's cause.
+    assert info.value.__cause__ is raised[0]
+    assert no_sleep == []
+
+
+@pytest.mark.parametrize(
+    "task_id, words",
+    [
+        (lambda: "scan", "positional argument"),  # the wrong arity
+        (lambda page: None, "task_id"),  # not a str or an int
+    ],
+)
+def test_a_failing_task_id_callable_keeps_the_attempts_exception(task_id, words, no_sleep):
+    raised = []
+
+    @herdless.retry(on=OSError, task_id=task_id)
+    def scan(page):
+        raised.append(OSError(16, "device busy"))
+        raise raised[-1]
+
+    with pytest.raises(TypeError, match=words) as info:
+        scan(7)
+    assert info.value.__cause__ is raised[0]
+
+
+def test_the_retry_after_classification_saturates_huge_ints():
+    c = herdless.Classification.retry_after(10**400)
+    assert c.is_retryable and c.server_delay > 1e9
+    assert herdless.Classification.retry_after(-(10**400)).server_delay is None
 
 
 @pytest.mark.parametrize("status", [-1, 70000, 2**80])
@@ -203,3 +244,52 @@ def test_huge_and_odd_values_never_crash():
             herdless.Policy(max_attempts=v)
     c = herdless.Classification.retry_after(float("nan"))
     assert c.server_delay is None and c.is_retryable
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: herdless.Policy(base=10**400), "base: infinite"),
+        (lambda: herdless.Policy(max_elapsed=-(10**400)), "max_elapsed"),
+        (lambda: herdless.Policy(multiplier=10**400), "multiplier: infinite"),
+        (lambda: herdless.Budget(max_tokens=10**400), "max_tokens: infinite"),
+        (lambda: herdless.Breaker(probe_wait=10**400), "probe_wait: infinite"),
+    ],
+)
+def test_ints_beyond_a_float_are_value_errors_naming_the_setting(make, words):
+    with pytest.raises(ValueError, match=words):
+        make()
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda: herdless.set_testing(1), "flag: expected a bool, got int"),
+        (lambda: herdless.Budget(refund_retry_cost=1), "refund_retry_cost: expected a bool, got int"),
+    ],
+)
+def test_bool_parameters_name_themselves(call, words):
+    with pytest.raises(TypeError, match=words):
+        call()
+
+
+def test_a_policy_copies_and_pickles():
+    p = herdless.Policy(base="1ms", cap=3.000000001, max_attempts=9, jitter="decorrelated-window")
+    assert copy.copy(p) is p and copy.deepcopy({"p": p})["p"] is p
+    q = pickle.loads(pickle.dumps(p))
+    assert q == p and repr(q) == repr(p)
+    assert pickle.loads(pickle.dumps(herdless.Policy())) == herdless.Policy()
+
+
+def test_simulate_refuses_the_attempts_the_cli_refuses():
+    with pytest.raises(ValueError, match="1 to 4294967294"):
+        herdless.simulate(max_attempts=4294967295, clients=10)
+    report = herdless.simulate(max_attempts="unlimited", clients=10)
+    assert report["parameters"]["policy"]["max_attempts"] is None  # as the CLI's --json
+    report = herdless.simulate(max_attempts=4294967294, clients=10)
+    assert report["parameters"]["policy"]["max_attempts"] == 4294967294
+
+
+def test_exported_functions_carry_their_python_names():
+    assert herdless.http.parse_retry_after.__name__ == "parse_retry_after"
+    assert herdless.http.parse_retry_after_ms.__name__ == "parse_retry_after_ms"

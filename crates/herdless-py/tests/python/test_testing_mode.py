@@ -2,10 +2,12 @@
 decision (events, budget) unchanged."""
 
 import asyncio
+import time
 
 import pytest
 
 import herdless
+from conftest import slept_as_decided
 
 
 def forbid_sleeping(monkeypatch):
@@ -87,16 +89,18 @@ def test_testing_mode_off_sleeps_again(no_sleep):
     herdless.set_testing(False)
     assert not herdless.is_testing()
     n = 0
+    failed_at = []
 
     @herdless.retry(on=OSError, policy=herdless.Policy(base=0.5, jitter="none"))
     def f():
         nonlocal n
         n += 1
         if n < 2:
+            failed_at.append(time.monotonic())
             raise OSError("x")
 
     f()
-    assert no_sleep == [0.5]
+    assert slept_as_decided(no_sleep, [0.5], failed_at)
 
 
 def test_set_testing_refuses_a_zero_cap():

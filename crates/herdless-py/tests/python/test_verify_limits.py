@@ -74,3 +74,50 @@ def test_async_calls_keep_the_limits(events):
     assert time.monotonic() - start <= 0.3 + 0.1
     assert 2 <= n < 100
     assert events.named("retry_budget_exhausted")[0]["reason"] == "max_elapsed"
+
+
+def test_a_slow_observer_never_starts_a_retry_after_the_limit():
+    # Each event's hook takes 0.3 s (a slow metrics push); the delays are
+    # 1 ms. The second retry is decided at about 0.3 s, within the 0.5 s
+    # limit, but its hook ends past it: it must not start.
+    starts = []
+
+    @herdless.retry(
+        on=OSError,
+        policy=herdless.Policy(base=0.001, cap=0.001, max_attempts=100, max_elapsed=0.5),
+        hook=lambda name, fields: time.sleep(0.3),
+    )
+    def f():
+        starts.append(time.monotonic())
+        raise OSError("down")
+
+    start = time.monotonic()
+    with pytest.raises(OSError) as info:
+        f()
+    assert all(s - start <= 0.5 for s in starts), [s - start for s in starts]
+    assert len(starts) <= 2  # (one, if a loaded machine made the first hook pass the limit)
+    assert "max_elapsed" in info.value.__notes__[0]
+
+
+def test_the_wait_counts_the_observers_time(monkeypatch):
+    # A 0.3 s delay decided at t; its event's hook takes 0.2 s: the binding
+    # sleeps what is left (about 0.1 s), so the retry starts when the
+    # engine scheduled it.
+    real_sleep = time.sleep
+    waits = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    n = []
+
+    @herdless.retry(
+        on=OSError,
+        policy=herdless.Policy(base=0.3, cap=0.3, jitter="none"),
+        hook=lambda name, fields: real_sleep(0.2) if name == "retry_scheduled" else None,
+    )
+    def f():
+        n.append(1)
+        if len(n) < 2:
+            raise OSError("once")
+
+    f()
+    (wait,) = waits
+    assert wait <= 0.3 - 0.2  # what is left of the delay (zero if the hook took it all)

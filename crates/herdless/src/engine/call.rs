@@ -264,7 +264,10 @@ impl Engine {
 
     /// A retry is due at `now` (its delay has passed), or, with a
     /// [throttle](crate::guard::Throttle), any attempt is about to start: may
-    /// it start? The throttle is asked first: until the process's turn
+    /// it start? A retry whose `now` is past the elapsed limit (the driver's
+    /// wait overran it: a slow event observer, a late timer) gives up with
+    /// [`GiveUp::MaxElapsed`], refunded, before any gate: no retry starts
+    /// after the limit. The throttle is asked first: until the process's turn
     /// comes, [`Gate::Wait`]; an attempt that would have no time left (the
     /// limit reached, or its turn at or past it) is not made:
     /// [`Gate::GiveUp`] (`max_elapsed`), a first attempt's included, which
@@ -308,6 +311,9 @@ impl Engine {
         now_ns: u64,
         rng: &mut Rng,
     ) -> Gate {
+        if self.attempts > 0 && now_ns.saturating_sub(self.start_ns) > cx.max_elapsed_ns() {
+            return self.overdue(cx, now_ns);
+        }
         if cx.throttle.is_some() {
             if let Some(gate) = self.throttle_gate(cx, now_ns, rng, true) {
                 return gate;

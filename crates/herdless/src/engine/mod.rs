@@ -61,7 +61,10 @@
 //!
 //! When the delay has passed, [`Engine::ready`] asks the [`Breaker`]: closed,
 //! go; open, one caller probes and the others wait a jittered probe wait (each
-//! wait counted against the elapsed limit, never against the attempts).
+//! wait counted against the elapsed limit, never against the attempts). A
+//! driver whose wait overran (its event observers took longer than the delay,
+//! its timer woke late) and that asks past the elapsed limit is told to give
+//! up: no retry starts after `max_elapsed`.
 //!
 //! Elapsed time is the driver's monotonic time (`now − start`), never the wall
 //! clock: an NTP step or a DST change in the middle of a chain cannot make the

@@ -8,8 +8,10 @@
 
 use std::time::Duration;
 
-use super::{Engine, nanos};
+use super::{Engine, Gate, nanos};
 use crate::engine::context::Context;
+use crate::events::GiveUp;
+use crate::events::Notify;
 
 /// The deadline, in nanoseconds on the driver's clock, of an attempt that
 /// starts at `now_ns` in a call that started at `start_ns`: `now +
@@ -72,6 +74,21 @@ impl Engine {
     #[inline]
     pub fn remaining<N>(&self, cx: &Context<'_, N>, now: Duration) -> Duration {
         self.deadline(cx, now).saturating_sub(now)
+    }
+}
+
+impl Engine {
+    /// A retry that came due after the elapsed limit (see
+    /// [`ready`](Engine::ready)): the admitted retry is refunded and the call
+    /// gives up with [`GiveUp::MaxElapsed`] (`retry_budget_exhausted`, no
+    /// attempt ended since the last event).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn overdue<N: Notify>(&mut self, cx: &Context<'_, N>, now_ns: u64) -> Gate {
+        self.refund(cx);
+        let elapsed = Duration::from_nanos(now_ns.saturating_sub(self.start_ns));
+        self.exhausted(cx, GiveUp::MaxElapsed, elapsed, false, false);
+        Gate::GiveUp(GiveUp::MaxElapsed)
     }
 }
 
@@ -148,5 +165,67 @@ mod tests {
         );
         // Without an attempt timeout it starts (and is not cut): as before.
         assert!(matches!(decide(&build(None)), Decision::Retry { .. }));
+    }
+
+    /// A retry whose wait overran the elapsed limit (a slow event observer
+    /// between the decision and the wait, a late timer) does not start: it
+    /// gives up with `max_elapsed`, and the retry the budget admitted is
+    /// refunded.
+    #[test]
+    fn a_retry_due_past_the_limit_gives_up_refunded() {
+        use crate::classify::{Classification, RetryCause};
+        use crate::engine::{Decision, Gate};
+        use crate::events::GiveUp;
+        use crate::events::RetryEvent;
+        use crate::guard::RetryBudget;
+        use crate::rng::Rng;
+        use std::cell::RefCell;
+        let ms = Duration::from_millis;
+        let p = Policy::builder()
+            .base(ms(1))
+            .cap(ms(1))
+            .max_elapsed(ms(1000))
+            .build()
+            .unwrap();
+        let budget = RetryBudget::aws();
+        let seen = RefCell::new(Vec::new());
+        let notify = |e: &RetryEvent<'_>| seen.borrow_mut().push(e.name());
+        let cx = Context::new(&p)
+            .trace(false)
+            .budget(&budget)
+            .notify(&notify);
+        let mut rng = Rng::with_seed(1);
+        let mut call = Engine::new(Duration::ZERO);
+        call.begin();
+        let d = call.failed(
+            &cx,
+            ms(900),
+            Classification::retryable(),
+            RetryCause::Error,
+            &mut rng,
+        );
+        assert!(matches!(d, Decision::Retry { .. }));
+        assert_eq!(budget.tokens(), 495.0);
+        // Due at 901 ms; the driver comes back at 1,200 ms.
+        assert_eq!(
+            call.ready(&cx, ms(1200), &mut rng),
+            Gate::GiveUp(GiveUp::MaxElapsed)
+        );
+        assert_eq!(budget.tokens(), 500.0);
+        assert_eq!(
+            *seen.borrow(),
+            ["retry_scheduled", "retry_budget_exhausted"]
+        );
+        // On time, it goes.
+        let mut call = Engine::new(Duration::ZERO);
+        call.begin();
+        call.failed(
+            &cx,
+            ms(900),
+            Classification::retryable(),
+            RetryCause::Error,
+            &mut rng,
+        );
+        assert_eq!(call.ready(&cx, ms(1000), &mut rng), Gate::Go);
     }
 }
