@@ -24,8 +24,8 @@ use std::time::Duration;
 use herdless::Policy;
 use herdless_sim::guard::GuardParams;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Progress, Report, RobustnessParams, Scenario,
-    Simulation, SpreadParams, StrategyKind, TailParams,
+    Config, ContentionParams, FieldParams, OutageParams, Progress, Report, RobustnessParams,
+    Scenario, Simulation, SpreadParams, StrategyKind, TailParams,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -62,17 +62,23 @@ const FLAGS: &[&str] = &[
 fn applies(flag: &str, s: Scenario) -> Result<(), String> {
     use Scenario as S;
     let (ok, wanted) = match flag {
-        "outage" | "capacity" | "burst" | "clients_per_process" => (
+        "outage" => (
             matches!(s, S::Outage | S::Robustness),
             "outage or robustness",
         ),
+        "capacity" | "burst" | "clients_per_process" => (
+            matches!(s, S::Outage | S::Robustness | S::Field),
+            "outage, robustness or field",
+        ),
+        // The field scenario runs its own strategies.
+        "jitter" => (s != S::Field, "any but field"),
         "honor" | "capacity_estimate" | "outage_end" => (s == S::Outage, "outage"),
         "workers" | "failures" => (s == S::Spread, "spread"),
         "trials" => (s == S::Contention, "contention"),
         "calls" => (s == S::LatencyTail, "latency-tail"),
         "clients" => (
-            matches!(s, S::Outage | S::Robustness | S::Contention),
-            "outage, robustness or contention",
+            matches!(s, S::Outage | S::Robustness | S::Contention | S::Field),
+            "outage, robustness, contention or field",
         ),
         _ => (true, ""),
     };
@@ -190,6 +196,8 @@ impl<'py> Flags<'_, 'py> {
             capacity_estimate: self
                 .number("capacity_estimate")?
                 .unwrap_or(d.capacity_estimate),
+            server: d.server,
+            plain_clients: d.plain_clients,
             outage_end: match self.name("outage_end")? {
                 None => d.outage_end,
                 Some(v) => v
@@ -211,6 +219,10 @@ impl<'py> Flags<'_, 'py> {
                 })
             }
             Scenario::Outage => Config::Outage(self.outage()?),
+            Scenario::Field => Config::Field(FieldParams {
+                base: self.outage()?,
+                ..FieldParams::default()
+            }),
             Scenario::Robustness => Config::Robustness(RobustnessParams {
                 base: self.outage()?,
                 ..RobustnessParams::default()
