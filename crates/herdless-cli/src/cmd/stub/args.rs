@@ -51,8 +51,9 @@ pub struct StubArgs {
     /// With --pushback on: hold requests open instead of answering them
     /// during an outage or when their slot is near (a reconnect queue), at
     /// most N at once (1 to 10,000,000); past it, callers get slots [default
-    /// with --hold-for: 2.4 s of the allocator's estimate, --capacity times
-    /// --capacity-estimate].
+    /// with --hold-for or --hold-for-max: what the starting release rate
+    /// serves in 0.4 --hold-for-max at the allocator's estimate, --capacity
+    /// times --capacity-estimate: 120,000 at 10,000/s].
     #[arg(long, value_name = "N", requires = "capacity")]
     pub hold_max: Option<usize>,
     /// With --pushback on: the longest a request is held, 1ms to 1h, before it
@@ -60,6 +61,11 @@ pub struct StubArgs {
     /// timeouts [default with --hold-max: 10s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
     pub hold_for: Option<Duration>,
+    /// With --pushback on: the longest a request is held when its client says
+    /// it waits longer (`Prefer: wait=N`, which herdless clients send),
+    /// --hold-for to 1h [default with --hold-for or --hold-max: 50s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
+    pub hold_for_max: Option<Duration>,
     /// Retry-After value sent with every rejection, verbatim and the same for
     /// everyone (e.g. 2, or an HTTP-date); turns pushback off. Not empty.
     #[arg(long, value_name = "VALUE", value_parser = parse_retry_after)]

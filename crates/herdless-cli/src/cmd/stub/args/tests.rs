@@ -42,6 +42,7 @@ fn bad_flags_are_clear_errors() {
         horizon: None,
         hold_max: None,
         hold_for: None,
+        hold_for_max: None,
         retry_after: None,
         fail_status: 503,
     };
@@ -111,6 +112,18 @@ fn hold_flags_need_adaptive_pushback_and_stay_in_range() {
     assert!(e.contains("--hold-max 0"), "{e}");
     let e = with(|a| a.hold_for = Some(Duration::from_secs(7_200))).unwrap_err();
     assert!(e.contains("--hold-for"), "{e}");
+    // The patient callers' hold: on its own it turns the hold on; below
+    // --hold-for it is refused, naming the setting.
+    assert_eq!(
+        with(|a| a.hold_for_max = Some(Duration::from_secs(30))),
+        Ok(true)
+    );
+    let e = with(|a| {
+        a.hold_for = Some(Duration::from_secs(20));
+        a.hold_for_max = Some(Duration::from_secs(5));
+    })
+    .unwrap_err();
+    assert!(e.contains("hold_for_max"), "{e}");
 }
 
 fn base_args() -> StubArgs {
@@ -126,6 +139,7 @@ fn base_args() -> StubArgs {
         horizon: None,
         hold_max: None,
         hold_for: None,
+        hold_for_max: None,
         retry_after: None,
         fail_status: 503,
     }
