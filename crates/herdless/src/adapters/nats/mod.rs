@@ -108,6 +108,7 @@ mod error;
 mod handle;
 mod liveness;
 mod poison;
+mod replicas;
 mod run;
 mod site;
 
@@ -127,6 +128,7 @@ pub use error::{MAX_NAME_LEN, MAX_SUBJECT_LEN, NatsError, check_name, check_subj
 pub use handle::{Outcome, Task};
 pub use liveness::{PROBE_EVERY, PROBE_WAIT};
 pub use poison::{HEADERS_BASE64_HEADER, MAX_SWEEP, UNDECODABLE_HEADER};
+pub use replicas::{KvShared, MAX_PEERS, MAX_REPLICA_ID, check_replica_id, replicas_bucket};
 pub use run::Summary;
 use site::Site;
 
