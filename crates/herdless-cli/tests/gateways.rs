@@ -23,7 +23,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 #[allow(dead_code)] // each test binary uses part of it
 mod support;
-use support::{fleet_json, herdless, http_client};
+use support::{fleet_json, herdless, http_client, start_stub};
 
 #[allow(dead_code)]
 mod nats_server;
@@ -254,4 +254,93 @@ async fn gateways_drain_a_short_outage_near_the_limit_coordinated_and_not() {
 #[ignore = "a minute of real time; docs/cli.md has the command"]
 async fn gateways_drain_a_twenty_second_outage_within_the_goal() {
     coordinated_and_not(20, 2_000).await;
+}
+
+/// One gateway, in process: the upstream's answers come back as they were
+/// (its refusal, then its success, the worker's id forwarded); an upstream
+/// that refuses connections or stays silent past `--upstream-timeout` is
+/// a failing device: `503`, with the layer's slot when it has pushback,
+/// and counted in `upstream_errors`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_relays_answers_and_takes_a_silent_upstream_for_a_failing_device() {
+    let client = http_client();
+    let get = |url: String| {
+        let client = client.clone();
+        async move {
+            client
+                .get(url)
+                .header("x-worker-id", "w1")
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let (device, _) = start_stub(&["--fail-first", "1"]);
+    let (relay, _) = start_stub(&["--upstream", &format!("http://{}", device.addr())]);
+    let first = get(format!("http://{}/scan?x=1", relay.addr())).await;
+    assert_eq!(first.status(), 503);
+    let second = get(format!("http://{}/scan?x=1", relay.addr())).await;
+    assert_eq!(second.status(), 200);
+    assert_eq!(second.text().await.unwrap(), "ok\n");
+    let d = device.stats();
+    assert_eq!(d.total, 2);
+    assert!(d.arrivals.iter().all(|a| a.worker.as_deref() == Some("w1")));
+    let r = relay.stats();
+    assert_eq!((r.total, r.forwarded, r.upstream_errors), (2, 2, 0));
+
+    // Nobody listens there.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let (gw, _) = start_stub(&[
+        "--upstream",
+        &format!("http://{closed}"),
+        "--capacity",
+        "100",
+    ]);
+    let refused = get(format!("http://{}/", gw.addr())).await;
+    assert_eq!(refused.status(), 503);
+    assert!(
+        refused.headers().contains_key("retry-after-ms"),
+        "the layer's slot"
+    );
+    let s = gw.stats();
+    assert_eq!((s.forwarded, s.upstream_errors), (1, 1));
+
+    // Accepts, never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            open.push(socket);
+        }
+    });
+    let (gw, _) = start_stub(&[
+        "--upstream",
+        &format!("http://{silent_addr}"),
+        "--upstream-timeout",
+        "200ms",
+    ]);
+    let start = std::time::Instant::now();
+    let timed_out = get(format!("http://{}/", gw.addr())).await;
+    assert_eq!(timed_out.status(), 503);
+    assert!(start.elapsed() >= Duration::from_millis(200));
+    assert_eq!(gw.stats().upstream_errors, 1);
+    held.abort();
+
+    // NATS out of reach delays nothing: the replica runs alone.
+    let (ok_device, _) = start_stub(&[]);
+    let (gw, _) = start_stub(&[
+        "--upstream",
+        &format!("http://{}", ok_device.addr()),
+        "--capacity",
+        "100",
+        "--coordinate",
+        &format!("nats://{closed}"),
+    ]);
+    let served = get(format!("http://{}/", gw.addr())).await;
+    assert_eq!(served.status(), 200);
+    assert_eq!(gw.stats().peers, 0);
 }
