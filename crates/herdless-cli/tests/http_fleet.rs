@@ -533,7 +533,12 @@ async fn a_fleet_over_several_urls_spreads_each_request_round_robin() {
     let text = herdless(&["fleet", "--workers", "4", &url_a, &url_b]).await;
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains(&url_a) && text.contains(&url_b), "{text}");
-    // A bad URL among them is a usage error.
+    // A bad URL among them, or more than 1,000, is a usage error.
     let bad = herdless(&["fleet", "--workers", "4", &url_a, "ftp://x/"]).await;
     assert_eq!(bad.status.code(), Some(2));
+    let mut many = vec!["fleet", "--workers", "4"];
+    many.extend(std::iter::repeat_n(url_a.as_str(), 1_001));
+    let bad = herdless(&many).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("at most 1000"));
 }

@@ -48,7 +48,9 @@
 //! given (hostile values included, that is the point).
 //!
 //! Layout: `args.rs` (the flags), `plan.rs` (flags to device and layer),
-//! `device.rs`, `front.rs` (the layer in front of the device), `book.rs`
+//! `device.rs`, `front.rs` (the layer in front of the device or the
+//! relay), `gateway.rs` (a gateway's flags), `relay.rs` (forwarding to the
+//! upstream), `coordinate.rs` (the reports shared through NATS), `book.rs`
 //! (the recorder and `/stats`), `server.rs` (the accept loop); this file
 //! is the command's entry, [`run()`], and the handle tests drive, [`Stub`].
 

@@ -10,7 +10,9 @@
 //! hash of it), one key per replica (its id), history 1, a TTL (`max_age`)
 //! of [`STALE`], in memory: a report is worth nothing after a few seconds,
 //! so there is nothing to keep on disk, and a replica that stops reporting
-//! leaves the bucket on its own. Created by the first replica that needs it
+//! leaves the bucket on its own. Each replica's id must be its own: two
+//! replicas with one id overwrite each other's reports and do not hear
+//! each other. Created by the first replica that needs it
 //! (again after a server restart lost it); a bucket that exists is used as
 //! it is, so an operator who wants it replicated on a cluster creates it
 //! first (`nats kv add herdless_replicas_NAME --history 1 --ttl 3s
