@@ -38,7 +38,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{Layer, service_fn};
 
 use super::device::{Device, DeviceAnswer};
-use super::relay::Relay;
+use super::relay::{self, Relay};
 
 /// The device's service, the pushback layer in front of it when there is
 /// one.
@@ -241,7 +241,7 @@ where
     });
     let svc = match target.service(Arc::clone(&front)) {
         Inner::Device(device) => BoxCloneSyncService::new(layer.layer(device)),
-        Inner::Relay(relay) => BoxCloneSyncService::new(layer.layer(relaying(relay))),
+        Inner::Relay(relay) => BoxCloneSyncService::new(layer.layer(relay::service(relay))),
     };
     (front, svc)
 }
@@ -257,32 +257,9 @@ impl Inner {
     fn boxed(self) -> DeviceService {
         match self {
             Inner::Device(d) => BoxCloneSyncService::new(d),
-            Inner::Relay(r) => BoxCloneSyncService::new(relaying(r)),
+            Inner::Relay(r) => BoxCloneSyncService::new(relay::service(r)),
         }
     }
-}
-
-/// The relay's answer to come.
-type Forwarding = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<Response, std::convert::Infallible>> + Send>,
->;
-
-/// The relay as a service.
-fn relaying(
-    relay: Arc<Relay>,
-) -> impl tower::Service<
-    Request<Body>,
-    Response = Response,
-    Error = std::convert::Infallible,
-    Future = Forwarding,
-> + Clone
-+ Send
-+ Sync
-+ 'static {
-    service_fn(move |request: Request<Body>| {
-        let relay = Arc::clone(&relay);
-        Box::pin(async move { Ok(relay.forward(request).await) }) as Forwarding
-    })
 }
 
 /// The device as a service: its answer on the front's clock, marked

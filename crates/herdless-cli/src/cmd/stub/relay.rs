@@ -115,3 +115,26 @@ impl Relay {
         r
     }
 }
+
+/// The relay's answer to come.
+type Forwarding = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Response, std::convert::Infallible>> + Send>,
+>;
+
+/// `relay` as a service (the layer's inner service in a gateway).
+pub(crate) fn service(
+    relay: Arc<Relay>,
+) -> impl tower::Service<
+    Request<Body>,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future = Forwarding,
+> + Clone
++ Send
++ Sync
++ 'static {
+    tower::service_fn(move |request: Request<Body>| {
+        let relay = Arc::clone(&relay);
+        Box::pin(async move { Ok(relay.forward(request).await) }) as Forwarding
+    })
+}
