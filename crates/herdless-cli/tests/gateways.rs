@@ -25,7 +25,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 mod support;
 use support::{fleet_json, herdless, http_client, start_stub};
 
-#[allow(dead_code)]
 mod nats_server;
 use nats_server::NatsServer;
 

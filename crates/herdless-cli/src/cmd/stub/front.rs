@@ -34,8 +34,8 @@ use axum::response::{IntoResponse, Response};
 use herdless::SystemTimer;
 use herdless::adapters::tower::{CloneRequest, PushbackLayer};
 use herdless::pushback::{AdaptiveAllocator, Allocator, SharedState, SlotAllocator};
+use tower::Layer;
 use tower::util::BoxCloneSyncService;
-use tower::{Layer, service_fn};
 
 use super::device::{Device, DeviceAnswer};
 use super::relay::{self, Relay};

@@ -96,6 +96,14 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Pushback replicas' reports
+//!
+//! Unrelated to the worker, the same server can carry what the replicas of
+//! a pushback front end tell each other: [`KvShared`], a
+//! [`SharedState`](crate::pushback::SharedState) over a key-value bucket,
+//! for [`PushbackLayer::share`](crate::adapters::tower::PushbackLayer::share)
+//! (feature `tower`).
+//!
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 

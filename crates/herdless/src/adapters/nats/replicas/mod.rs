@@ -1,70 +1,7 @@
 //! [`KvShared`]: the replicas of a pushback front end share their reports
-//! through a NATS JetStream key-value bucket (a
-//! [`SharedState`](crate::pushback::SharedState); see
-//! [`replicas`](crate::pushback::replicas) for what is shared and why).
-//!
-//! # The bucket
-//!
-//! `herdless_replicas_NAME` ([`replicas_bucket`]: `NAME` as given when it
-//! holds only letters, digits, `_` and `-` and is at most 200 bytes, else a
-//! hash of it), one key per replica (its id), history 1, a TTL (`max_age`)
-//! of [`STALE`], in memory: a report is worth nothing after a few seconds,
-//! so there is nothing to keep on disk, and a replica that stops reporting
-//! leaves the bucket on its own. Each replica's id must be its own: two
-//! replicas with one id overwrite each other's reports and do not hear
-//! each other. Created by the first replica that needs it
-//! (again after a server restart lost it); a bucket that exists is used as
-//! it is, so an operator who wants it replicated on a cluster creates it
-//! first (`nats kv add herdless_replicas_NAME --history 1 --ttl 3s
-//! --replicas 3 --storage memory`). `nats kv watch herdless_replicas_NAME`
-//! shows the reports as they come.
-//!
-//! Each value is the [`ReplicaReport`] as JSON:
-//! `{"served_per_s":480.5,"refused":12,"arrivals_per_s":700.0,"estimate":490.0,"held":950,"down":false}`
-//! (unknown fields are ignored; a value that does not parse is ignored and
-//! the replica is not heard).
-//!
-//! # What runs where
-//!
-//! [`publish`](SharedState::publish) and [`peers`](SharedState::peers) are
-//! in-memory (the tower layer calls them under its lock): `publish` leaves
-//! the report for a background task, `peers` copies the reports heard. The
-//! task, spawned by [`KvShared::start`] on the current tokio runtime, puts
-//! each new report under this replica's key (about once a [`PERIOD`], as
-//! the layer publishes) and watches every key of the bucket, keeping each
-//! other replica's latest report and **when it arrived**, on this
-//! process's monotonic clock. A peer's age is measured from that arrival,
-//! never from a clock of another machine (a peer's wall clock, or the
-//! server's). The bound this costs: a report already in the bucket when
-//! the watch starts (at start, or after a reconnect) is taken as new,
-//! though it may be up to [`STALE`] old; the next one replaces it a period
-//! later.
-//!
-//! # When NATS is out of reach
-//!
-//! `peers` returns what was heard until it is [`STALE`] (three periods),
-//! then nothing: the allocator runs on its own view (the share it last
-//! had, which its own learning then moves). The task keeps trying to reach
-//! the bucket, once a period, and the replicas find each other again once
-//! it is back (the client reconnects on its own; a watch that stopped
-//! delivering is noticed when this replica's own report does not come back
-//! through it within two periods, and is opened again).
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use herdless::adapters::nats::{KvShared, connect_options};
-//! use herdless::adapters::tower::PushbackLayer;
-//! use herdless::pushback::AdaptiveAllocator;
-//!
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! // Connects in the background: the service starts even when NATS is down.
-//! let client = connect_options().retry_on_initial_connect().connect("nats://10.0.0.5:4222").await?;
-//! let shared = KvShared::start(client, "scanner-db", "gateway-1")?;
-//! let layer = PushbackLayer::new(AdaptiveAllocator::builder().estimate(500.0 / 3.0).hold().build()?)
-//!     .share(Arc::new(shared));
-//! # let _ = layer;
-//! # Ok(()) }
-//! ```
+//! through a NATS JetStream key-value bucket. The design and its bounds are
+//! on [`KvShared`] (this module is private): `heard.rs` keeps the peers'
+//! reports and their arrival times, `task.rs` moves them.
 
 mod heard;
 mod task;
@@ -88,8 +25,7 @@ pub const MAX_PEERS: usize = 1_000;
 /// The longest bucket suffix used as it is (longer ones are hashed).
 const MAX_NAME_IN_BUCKET: usize = 200;
 
-/// The bucket the replicas named `name` share (see the [module
-/// documentation](self)).
+/// The bucket the replicas named `name` share (see [`KvShared`]).
 ///
 /// ```
 /// use herdless::adapters::nats::replicas_bucket;
@@ -153,8 +89,74 @@ impl Inner {
     }
 }
 
-/// A [`SharedState`] over a NATS JetStream key-value bucket. See the
-/// [module documentation](self). Dropping it ends its background task.
+/// A [`SharedState`] over a NATS JetStream key-value bucket: the replicas of
+/// a pushback front end share their reports through it (a
+/// [`SharedState`](crate::pushback::SharedState); see
+/// [`replicas`](crate::pushback::replicas) for what is shared and why).
+/// Dropping it ends its background task.
+///
+/// # The bucket
+///
+/// `herdless_replicas_NAME` ([`replicas_bucket`]: `NAME` as given when it
+/// holds only letters, digits, `_` and `-` and is at most 200 bytes, else a
+/// hash of it), one key per replica (its id), history 1, a TTL (`max_age`)
+/// of [`STALE`], in memory: a report is worth nothing after a few seconds,
+/// so there is nothing to keep on disk, and a replica that stops reporting
+/// leaves the bucket on its own. Each replica's id must be its own: two
+/// replicas with one id overwrite each other's reports and do not hear
+/// each other. Created by the first replica that needs it
+/// (again after a server restart lost it); a bucket that exists is used as
+/// it is, so an operator who wants it replicated on a cluster creates it
+/// first (`nats kv add herdless_replicas_NAME --history 1 --ttl 3s
+/// --replicas 3 --storage memory`). `nats kv watch herdless_replicas_NAME`
+/// shows the reports as they come.
+///
+/// Each value is the [`ReplicaReport`] as JSON:
+/// `{"served_per_s":480.5,"refused":12,"arrivals_per_s":700.0,"estimate":490.0,"held":950,"down":false}`
+/// (unknown fields are ignored; a value that does not parse is ignored and
+/// the replica is not heard).
+///
+/// # What runs where
+///
+/// [`publish`](SharedState::publish) and [`peers`](SharedState::peers) are
+/// in-memory (the tower layer calls them under its lock): `publish` leaves
+/// the report for a background task, `peers` copies the reports heard. The
+/// task, spawned by [`KvShared::start`] on the current tokio runtime, puts
+/// each new report under this replica's key (about once a [`PERIOD`], as
+/// the layer publishes) and watches every key of the bucket, keeping each
+/// other replica's latest report and **when it arrived**, on this
+/// process's monotonic clock. A peer's age is measured from that arrival,
+/// never from a clock of another machine (a peer's wall clock, or the
+/// server's). The bound this costs: a report already in the bucket when
+/// the watch starts (at start, or after a reconnect) is taken as new,
+/// though it may be up to [`STALE`] old; the next one replaces it a period
+/// later.
+///
+/// # When NATS is out of reach
+///
+/// `peers` returns what was heard until it is [`STALE`] (three periods),
+/// then nothing: the allocator runs on its own view (the share it last
+/// had, which its own learning then moves). The task keeps trying to reach
+/// the bucket, once a period, and the replicas find each other again once
+/// it is back (the client reconnects on its own; a watch that stopped
+/// delivering is noticed when this replica's own report does not come back
+/// through it within two periods, and is opened again).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use herdless::adapters::nats::{KvShared, connect_options};
+/// use herdless::adapters::tower::PushbackLayer;
+/// use herdless::pushback::AdaptiveAllocator;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// // Connects in the background: the service starts even when NATS is down.
+/// let client = connect_options().retry_on_initial_connect().connect("nats://10.0.0.5:4222").await?;
+/// let shared = KvShared::start(client, "scanner-db", "gateway-1")?;
+/// let layer = PushbackLayer::new(AdaptiveAllocator::builder().estimate(500.0 / 3.0).hold().build()?)
+///     .share(Arc::new(shared));
+/// # let _ = layer;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct KvShared {
     inner: Arc<Inner>,

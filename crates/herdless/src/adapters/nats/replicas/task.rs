@@ -1,7 +1,7 @@
 //! The background task of a [`KvShared`](super::KvShared): opens the
 //! bucket (creating it if missing), puts each new report of this replica,
 //! watches everyone's, and starts over a period later when any of it
-//! fails (see the [module documentation](super) for the bounds).
+//! fails (see [`KvShared`](super::KvShared) for the bounds).
 
 use std::sync::Arc;
 use std::time::Duration;
