@@ -17,11 +17,21 @@
 //! is reported with [`refused_held`](Allocator::refused_held), a parked one
 //! whose caller went away with [`cancel`](Allocator::cancel). The static
 //! allocator never holds (the defaults do nothing).
+//!
+//! A front end whose allocator is one replica among several asks it for a
+//! [`report`](Allocator::report) about once a
+//! [`PERIOD`](crate::pushback::replicas::PERIOD), publishes it through a
+//! [`SharedState`](crate::pushback::SharedState) and hands the peers'
+//! reports to [`apply_peers`](Allocator::apply_peers). An allocator that
+//! does not share (the static one) reports nothing and ignores its peers
+//! (the defaults).
 
 use std::time::Duration;
 
 use crate::pushback::adaptive::AdaptiveAllocator;
-use crate::pushback::{Allotment, Caller, Released, SlotAllocator, Ticket};
+use crate::pushback::{
+    Allotment, Caller, PeerReport, Released, ReplicaReport, SlotAllocator, Ticket,
+};
 
 /// A slot allocator a pushback front end can drive. See the [module
 /// documentation](self).
@@ -108,6 +118,17 @@ pub trait Allocator: Send + 'static {
     fn held(&self) -> usize {
         0
     }
+
+    /// This replica's report on the period since its last one, at `now`,
+    /// for its peers; `None` (the default) for an allocator that does not
+    /// share what it learns.
+    fn report(&mut self, _now: Duration) -> Option<ReplicaReport> {
+        None
+    }
+
+    /// Takes the peers' latest reports into account at `now`. Nothing by
+    /// default.
+    fn apply_peers(&mut self, _now: Duration, _peers: &[PeerReport]) {}
 }
 
 /// The static allocator: no learning, no slot for a refusal, no caller keys.
@@ -216,6 +237,14 @@ impl Allocator for AdaptiveAllocator {
 
     fn held(&self) -> usize {
         AdaptiveAllocator::held(self)
+    }
+
+    fn report(&mut self, now: Duration) -> Option<ReplicaReport> {
+        Some(AdaptiveAllocator::report(self, now))
+    }
+
+    fn apply_peers(&mut self, now: Duration, peers: &[PeerReport]) {
+        AdaptiveAllocator::apply_peers(self, now, peers);
     }
 }
 

@@ -73,6 +73,27 @@ pub struct StubArgs {
     /// Status for --fail-first and --outage rejections (400-599).
     #[arg(long, value_name = "CODE", default_value_t = 503)]
     pub fail_status: u16,
+    /// A gateway replica: forward what pushback admits to this HTTP endpoint
+    /// (http://HOST:PORT, the request's path and query kept) and relay its
+    /// answer; its 503s, 429s, timeouts and refused connections are the
+    /// device failing. --capacity is then what pushback is told (the device
+    /// is the upstream's; the flags of the stub's own device do not apply).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["outage", "outage_end", "fail_first", "fail_every", "retry_after", "fail_status"])]
+    pub upstream: Option<String>,
+    /// With --upstream: the longest the upstream may take to answer a
+    /// forwarded request (to its response head), 1ms to 1h; past it, the
+    /// device failed [default: 10s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "upstream")]
+    pub upstream_timeout: Option<Duration>,
+    /// With --upstream and --pushback on: share what this replica learns
+    /// with the other gateways in front of the same upstream, through a NATS
+    /// JetStream key-value bucket on this server (nats://HOST:PORT).
+    #[arg(long, value_name = "nats://HOST:PORT", requires = "upstream")]
+    pub coordinate: Option<String>,
+    /// With --coordinate: this replica's id, its key in the bucket (letters,
+    /// digits, '-', '_', '=', '.'; 1 to 128 bytes) [default: HOSTNAME-PORT].
+    #[arg(long, value_name = "ID", requires = "coordinate")]
+    pub replica_id: Option<String>,
 }
 
 /// The pushback horizon without `--horizon`: the longest Retry-After handed out.

@@ -10,6 +10,7 @@ use herdless_sim::endpoint::{OutageEnd, TokenBucket};
 use super::args::{DEFAULT_HORIZON, PushbackMode, StubArgs, pushback_enabled};
 use super::device::{Device, FailEvery, FailFirstByWorker, bucket};
 use super::front::Pushback;
+use super::gateway::{Gateway, gateway};
 
 /// What `herdless stub` serves: the device, the pushback in front of it,
 /// and the status of the outage's refusals.
@@ -18,6 +19,8 @@ pub(crate) struct Plan {
     pub(crate) device: Device,
     pub(crate) pushback: Pushback,
     pub(crate) outage_status: StatusCode,
+    /// `--upstream`: the layer relays to it instead of serving `device`.
+    pub(crate) gateway: Option<Gateway>,
 }
 
 impl Plan {
@@ -49,6 +52,7 @@ impl Plan {
             ));
         }
         let hold = hold(args, mode)?;
+        let gateway = gateway(args, mode)?;
         let device = Device {
             status,
             retry_after,
@@ -56,8 +60,11 @@ impl Plan {
             fail_first: (args.fail_first > 0)
                 .then(|| FailFirstByWorker::new(u64::from(args.fail_first))),
             fail_every: args.fail_every.map(|k| FailEvery::new(u64::from(k))),
+            // A gateway's capacity is what pushback is told; the device is
+            // the upstream's.
             capacity: args
                 .capacity
+                .filter(|_| gateway.is_none())
                 .map(|n| bucket(n, args.outage.unwrap_or_default())),
         };
         let pushback = match (mode, args.capacity) {
@@ -69,6 +76,7 @@ impl Plan {
             device,
             pushback,
             outage_status: status,
+            gateway,
         })
     }
 }

@@ -13,7 +13,8 @@ use crate::http::{StatusClassifier, classify_headers};
 /// Classifies `Result<http::Response<B>, E>`: a response by its status
 /// ([`StatusClassifier`]: statuses below 400 succeed, unknown ones fail
 /// closed) with its `Retry-After-Ms` or `Retry-After` delay
-/// ([`classify_response_ms`]: the policy then clamps and spreads it); a
+/// ([`classify_response_ms`](crate::http::classify_response_ms): the
+/// policy then clamps and spreads it); a
 /// transport error by an error classifier (default [`FailClosed`]: not
 /// retried).
 ///

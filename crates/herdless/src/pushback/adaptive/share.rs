@@ -93,7 +93,7 @@ impl AdaptiveAllocator {
     /// period), this replica moves its estimate toward its share of the
     /// fleet's: the share its backlog (held requests, and what arrives while
     /// the fleet's backlog drains) makes of everyone's, from reports of the
-    /// same age (see the [module documentation](self)). While the device is
+    /// same age (see [`replicas`](crate::pushback::replicas)). While the device is
     /// down with an unknown end and a peer served in its last period, the
     /// next probe goes now. Reports older than [`STALE`] are left out; with
     /// none left, nothing changes.

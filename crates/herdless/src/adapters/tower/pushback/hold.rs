@@ -30,6 +30,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 
 use super::Shared;
+use super::share::Sharing;
 use crate::pushback::{Allocator, Allotment, Ticket};
 use crate::timer::AsyncSleep;
 
@@ -37,6 +38,8 @@ use crate::timer::AsyncSleep;
 pub(super) struct State<A> {
     pub(super) alloc: A,
     waiting: HashMap<u64, (Ticket, oneshot::Sender<Allotment>)>,
+    /// The store shared with the other replicas, if any (`share.rs`).
+    pub(super) sharing: Option<Sharing>,
 }
 
 impl<A: Allocator> State<A> {
@@ -44,6 +47,7 @@ impl<A: Allocator> State<A> {
         State {
             alloc,
             waiting: HashMap::new(),
+            sharing: None,
         }
     }
 

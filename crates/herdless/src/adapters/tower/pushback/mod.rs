@@ -23,8 +23,9 @@
 //!
 //! The allocator sits behind a `std::sync::Mutex` shared by every clone of the
 //! layer and its services; the critical section is a few comparisons and
-//! additions (no allocation, no I/O), so the lock is held for nanoseconds. A
-//! poisoned lock is recovered, never propagated as a panic.
+//! additions (no allocation, no I/O; with [`PushbackLayer::share`], once a
+//! second, the peers' reports copied out of the store), so the lock is held
+//! for nanoseconds. A poisoned lock is recovered, never propagated as a panic.
 //!
 //! Time comes from a [`Clock`] (default [`SystemTimer`](crate::SystemTimer), which follows tokio's
 //! clock with the `tokio` feature); the allocator's epoch is the layer's
@@ -63,6 +64,16 @@
 //! as it would for a request it never handed over, and the clone may wait
 //! in the hold and go to the service again when released; its caller sees
 //! only that answer (`herdless stub` serves this way).
+//!
+//! ## Several replicas
+//!
+//! A service run as several replicas, each with this layer, in front of one
+//! device: [`PushbackLayer::share`] gives the layer a
+//! [`SharedState`](crate::pushback::SharedState) through which its
+//! allocator tells the others what it learns, about once a second, and
+//! moves toward its share of the device from theirs (see
+//! [`replicas`](crate::pushback::replicas); `share.rs` for how the layer
+//! drives it without a timer of its own).
 //!
 //! What a held request costs: 24 bytes in the allocator's queue, a map entry
 //! (its ticket and a oneshot sender, 40 bytes plus the table's slack) and one
@@ -121,6 +132,7 @@ use crate::timer::{AsyncSleep, Clock};
 mod hold;
 mod layer;
 mod service;
+mod share;
 
 use hold::State;
 pub use layer::PushbackLayer;
@@ -177,13 +189,18 @@ enum Refusal {
 impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, A> {
     fn served(&self) {
         let now = self.now();
-        self.lock().alloc.served(now);
+        let mut state = self.lock();
+        state.alloc.served(now);
+        state.share_due(now);
     }
 
     /// The layer handed the request over: it cannot hold it again.
     fn refused(&self, caller: Caller) -> Option<Allotment> {
         let now = self.now();
-        self.lock().alloc.refused_unheld(now, caller.key)
+        let mut state = self.lock();
+        let slot = state.alloc.refused_unheld(now, caller.key);
+        state.share_due(now);
+        slot
     }
 
     /// The layer still has a clone of the request: the allocator may hold
@@ -196,6 +213,7 @@ impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, 
             Some(t) => state.alloc.refused_held(now, t),
             None => state.alloc.refused_caller(now, caller),
         };
+        state.share_due(now);
         let Some(Allotment::Hold { ticket }) = allotment else {
             return Refusal::Slot(allotment);
         };

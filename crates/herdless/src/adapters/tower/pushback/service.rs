@@ -127,6 +127,7 @@ where
         };
         let now = self.shared.now();
         let mut state = self.shared.lock();
+        state.share_due(now);
         let kind = match state.alloc.decide_caller(now, caller) {
             Allotment::Admit => {
                 drop(state);
