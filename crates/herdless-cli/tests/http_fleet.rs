@@ -546,3 +546,55 @@ async fn fleet_workers_follow_a_plan_of_waves_unless_told_to_ignore_it() {
     }
     assert_eq!(seen.load(SeqCst), 20);
 }
+
+/// Several URLs: each request goes to the next in one turn shared by the
+/// fleet (per request, not per worker), and the report lists the URLs with
+/// the calls each got. Each stub fails a worker's first request it sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_over_several_urls_spreads_each_request_round_robin() {
+    let (a, url_a) = start_stub(&["--fail-first", "1"]);
+    let (b, url_b) = start_stub(&["--fail-first", "1"]);
+    let out = herdless(&[
+        "fleet",
+        "--workers",
+        "40",
+        "--base",
+        "10ms",
+        "--seed",
+        "3",
+        "--json",
+        &url_a,
+        &url_b,
+    ])
+    .await;
+    let r = fleet_json(&out);
+    assert_eq!(r["succeeded"], 40, "{r}");
+    let (sa, sb) = (a.stats(), b.stats());
+    assert_eq!((sa.total + sb.total) as u64, r["calls"].as_u64().unwrap());
+    let diff = sa.total.abs_diff(sb.total);
+    assert!(diff <= 1, "round robin: {} vs {}", sa.total, sb.total);
+    assert_eq!(r["urls"][0]["url"], url_a.as_str(), "{r}");
+    assert_eq!(r["urls"][1]["url"], url_b.as_str(), "{r}");
+    assert_eq!(r["urls"][0]["calls"], sa.total, "{r}");
+    assert_eq!(r["urls"][1]["calls"], sb.total, "{r}");
+    // Per request, not per worker: a retry takes the next turn, the other
+    // stub about half the time (a worker pinned to one stub would never
+    // reach the other; expected 20 of 40, σ ≈ 3).
+    let workers = |s: &herdless_cli::testing::StubStats| -> std::collections::BTreeSet<String> {
+        s.arrivals.iter().filter_map(|x| x.worker.clone()).collect()
+    };
+    let both = workers(&sa).intersection(&workers(&sb)).count();
+    assert!(both >= 8, "only {both} workers reached both stubs");
+    // Text output names them too.
+    let text = herdless(&["fleet", "--workers", "4", &url_a, &url_b]).await;
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&url_a) && text.contains(&url_b), "{text}");
+    // A bad URL among them, or more than 1,000, is a usage error.
+    let bad = herdless(&["fleet", "--workers", "4", &url_a, "ftp://x/"]).await;
+    assert_eq!(bad.status.code(), Some(2));
+    let mut many = vec!["fleet", "--workers", "4"];
+    many.extend(std::iter::repeat_n(url_a.as_str(), 1_001));
+    let bad = herdless(&many).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("at most 1000"));
+}

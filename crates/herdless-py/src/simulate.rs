@@ -24,8 +24,8 @@ use std::time::Duration;
 use herdless::Policy;
 use herdless_sim::guard::GuardParams;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Progress, ReactivationParams, Report, RobustnessParams,
-    Scenario, Simulation, SpreadParams, StrategyKind, TailParams,
+    Config, ContentionParams, FieldParams, OutageParams, Progress, ReactivationParams, Report,
+    RobustnessParams, Scenario, Simulation, SpreadParams, StrategyKind, TailParams,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -68,9 +68,11 @@ fn applies(flag: &str, s: Scenario) -> Result<(), String> {
             "outage or robustness",
         ),
         "capacity" | "burst" | "clients_per_process" => (
-            matches!(s, S::Outage | S::Robustness | S::Reactivation),
-            "outage, robustness or reactivation",
+            matches!(s, S::Outage | S::Robustness | S::Reactivation | S::Field),
+            "outage, robustness, reactivation or field",
         ),
+        // The field scenario runs its own strategies.
+        "jitter" => (s != S::Field, "any but field"),
         "honor" => (
             matches!(s, S::Outage | S::Reactivation),
             "outage or reactivation",
@@ -83,9 +85,9 @@ fn applies(flag: &str, s: Scenario) -> Result<(), String> {
         "clients" => (
             matches!(
                 s,
-                S::Outage | S::Robustness | S::Contention | S::Reactivation
+                S::Outage | S::Robustness | S::Contention | S::Reactivation | S::Field
             ),
-            "outage, robustness, contention or reactivation",
+            "outage, robustness, contention, reactivation or field",
         ),
         _ => (true, ""),
     };
@@ -203,6 +205,8 @@ impl<'py> Flags<'_, 'py> {
             capacity_estimate: self
                 .number("capacity_estimate")?
                 .unwrap_or(d.capacity_estimate),
+            server: d.server,
+            plain_clients: d.plain_clients,
             outage_end: match self.name("outage_end")? {
                 None => d.outage_end,
                 Some(v) => v
@@ -250,6 +254,10 @@ impl<'py> Flags<'_, 'py> {
                 })
             }
             Scenario::Outage => Config::Outage(self.outage()?),
+            Scenario::Field => Config::Field(FieldParams {
+                base: self.outage()?,
+                ..FieldParams::default()
+            }),
             Scenario::Robustness => Config::Robustness(RobustnessParams {
                 base: self.outage()?,
                 ..RobustnessParams::default()

@@ -259,6 +259,7 @@ pub fn run_fleet_intended<E: Endpoint>(
         queue.push(first_ns.max(intended_ns), client);
     }
     let policy = strategy.policy();
+    let max_elapsed_ns = u64::try_from(policy.max_elapsed().as_nanos()).unwrap_or(u64::MAX);
     let rtt = guards.probe_rtt_ns();
     let mut rng = Rng::with_seed(seed);
     let mut out = FleetOutcome::default();
@@ -324,7 +325,10 @@ pub fn run_fleet_intended<E: Endpoint>(
             if out.calls > MAX_CALLS {
                 return Err(SimError::TooManyCalls(MAX_CALLS));
             }
-            let reply = endpoint.call(now, c.id, attempt);
+            // What the client waits for an answer: the rest of its elapsed
+            // limit (the policy has no attempt timeout here).
+            let wait = max_elapsed_ns.saturating_sub(nanos(c.engine.elapsed(at)));
+            let reply = endpoint.call_waiting(now, c.id, attempt, wait);
             if reply == Reply::Held {
                 parked.insert(c.id, c);
                 arm(&*endpoint, &mut queue, &mut tick_at, now);
@@ -402,6 +406,13 @@ fn settle(c: &mut Client, reply: Reply, now: u64, s: &mut Step<'_, '_>) -> Optio
             };
             s.guards.observe(c.id, plan);
             let class = Classification::Retryable { after: retry_after };
+            match c.engine.failed(&cx, at, class, RetryCause::Error, s.rng) {
+                Decision::Retry { delay, .. } => return Some(now.saturating_add(nanos(delay))),
+                Decision::GiveUp(reason) => s.out.give_up(now, reason),
+            }
+        }
+        Reply::Requeued { retry_after } => {
+            let class = Classification::requeued(retry_after);
             match c.engine.failed(&cx, at, class, RetryCause::Error, s.rng) {
                 Decision::Retry { delay, .. } => return Some(now.saturating_add(nanos(delay))),
                 Decision::GiveUp(reason) => s.out.give_up(now, reason),

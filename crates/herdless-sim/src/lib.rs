@@ -81,6 +81,7 @@ pub use error::SimError;
 pub use report::Report;
 pub use scenario::Scenario;
 pub use scenario::contention::ContentionParams;
+pub use scenario::field::FieldParams;
 pub use scenario::outage::OutageParams;
 pub use scenario::reactivation::ReactivationParams;
 pub use scenario::robustness::RobustnessParams;
@@ -110,6 +111,8 @@ pub enum Config {
     LatencyTail(TailParams),
     /// The reactivation scenario.
     Reactivation(ReactivationParams),
+    /// The field scenario.
+    Field(FieldParams),
 }
 
 impl Config {
@@ -127,6 +130,7 @@ impl Config {
             Scenario::Robustness => Config::Robustness(RobustnessParams::default()),
             Scenario::LatencyTail => Config::LatencyTail(TailParams::default()),
             Scenario::Reactivation => Config::Reactivation(ReactivationParams::default()),
+            Scenario::Field => Config::Field(FieldParams::default()),
         }
     }
 
@@ -144,6 +148,7 @@ impl Config {
             Config::Robustness(_) => Scenario::Robustness,
             Config::LatencyTail(_) => Scenario::LatencyTail,
             Config::Reactivation(_) => Scenario::Reactivation,
+            Config::Field(_) => Scenario::Field,
         }
     }
 }
@@ -288,6 +293,7 @@ impl Simulation {
                 (p.cells().len() + p.baselines().len()) as u64
             }
             Config::Reactivation(p) => p.runs(&self.strategies).len() as u64,
+            Config::Field(p) => p.cells().len() as u64,
             _ => s,
         }
     }
@@ -379,6 +385,18 @@ impl Simulation {
                 Ok(Report::Reactivation(report::ReactivationReport::new(
                     p, seed, strategies,
                 )))
+            }
+            Config::Field(p) => {
+                p.validate()?;
+                let runs = scenario::field::runs(p);
+                let figures = parallel::par_map(&runs, self.threads, |(q, k)| {
+                    let r = scenario::field::run_one(q, *k, seed);
+                    progress.advance(1);
+                    r
+                });
+                let figures: Vec<_> = figures.into_iter().collect::<Result<_, _>>()?;
+                let cells = scenario::field::assemble(p, &figures);
+                Ok(Report::Field(report::FieldReport::new(p, seed, cells)))
             }
             Config::LatencyTail(p) => {
                 p.validate()?;

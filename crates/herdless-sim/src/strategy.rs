@@ -381,10 +381,17 @@ pub enum Reply {
         /// The plan, relative to this answer.
         plan: herdless::pushback::waves::WavePlan,
     },
+    /// The endpoint's queue answers the call unprocessed: come back after
+    /// `retry_after` to be queued again (`Herdless-Requeue`; a herdless
+    /// client does not count it as an attempt).
+    Requeued {
+        /// When to come back.
+        retry_after: Duration,
+    },
 }
 
 impl Reply {
-    /// Whether the call failed (rejected, with a plan or not).
+    /// Whether the call failed (rejected, with a plan or not, or requeued).
     ///
     /// ```
     /// assert!(herdless_sim::Reply::Rejected { retry_after: None }.is_rejection());
@@ -392,7 +399,10 @@ impl Reply {
     /// ```
     #[inline]
     pub fn is_rejection(&self) -> bool {
-        matches!(self, Reply::Rejected { .. } | Reply::Planned { .. })
+        matches!(
+            self,
+            Reply::Rejected { .. } | Reply::Planned { .. } | Reply::Requeued { .. }
+        )
     }
 }
 

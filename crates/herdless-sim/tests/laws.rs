@@ -379,14 +379,15 @@ fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
         Report::Robustness(r) => r,
         other => panic!("{other:?}"),
     };
-    // Three strategies, each 18 cells and 4 long rows; 5 baselines (3
-    // capacities at 5 s, the 20 s and 60 s outages at C = E).
-    assert_eq!(r.cells.len(), 66);
+    // Three strategies, each 18 cells and 8 long rows (default and long
+    // policy); 7 baselines (3
+    // capacities at 5 s, the 20 s and 60 s outages at C = E, each policy).
+    assert_eq!(r.cells.len(), 78);
     assert_eq!(
         r.strategies,
         ["full+hold", "full+pushback", "full+throttle"]
     );
-    assert_eq!(r.baselines.len(), 5);
+    assert_eq!(r.baselines.len(), 7);
     assert!(r.baselines.iter().all(|b| b.strategy == "full"));
     assert_eq!(r.passed, r.cells.iter().filter(|c| c.passed).count());
     let capacities: Vec<u32> = r.cells.iter().map(|c| c.capacity_per_s).collect();
@@ -441,7 +442,7 @@ fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
     }
     let table = Report::Robustness(r.clone()).table();
     assert!(
-        table.contains(&format!("cells meeting every goal: {} of 66", r.passed)),
+        table.contains(&format!("cells meeting every goal: {} of 78", r.passed)),
         "{table}"
     );
 }

@@ -46,3 +46,16 @@ def test_simulate_runs_the_reactivation_scenario_as_the_cli_does():
         herdless.simulate(plan="sometimes", **flags)
     with pytest.raises(ValueError, match="plan applies to scenario reactivation"):
         herdless.simulate(scenario="outage", plan="announced")
+
+
+def test_field_scenario_reports_every_cell_and_refuses_jitter():
+    r = herdless.simulate(scenario="field", clients=400, capacity=100, seed=1)
+    assert len(r["cells"]) == 6 * 2 * (7 * 2 + 2)
+    assert {c["verdict"] for c in r["cells"]} <= {"met", "missed", "baseline"}
+    assert {(m["strategy"], m["coordination"]) for m in r["met"]} == {
+        ("full+hold", "none"), ("full+hold", "shared"), ("full+throttle", "none"),
+    }
+    with pytest.raises(ValueError, match="jitter"):
+        herdless.simulate(scenario="field", jitter="full")
+    with pytest.raises(ValueError, match="outage"):
+        herdless.simulate(scenario="field", outage=5)

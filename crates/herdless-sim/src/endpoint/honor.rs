@@ -172,7 +172,7 @@ impl<E> Honoring<E> {
                     self.stats.ignoring_last_success_ns.max(now_ns);
             }
             match reply {
-                Reply::Rejected { .. } | Reply::Planned { .. } => {
+                Reply::Rejected { .. } | Reply::Planned { .. } | Reply::Requeued { .. } => {
                     Reply::Rejected { retry_after: None }
                 }
                 other => other,
@@ -185,12 +185,20 @@ impl<E: Endpoint> Endpoint for Honoring<E> {
     #[inline]
     fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply {
         let reply = self.inner.call(now_ns, client, attempt);
-        if honors(self.fraction, self.seed, client) {
-            self.stats.calls += 1;
-            if let Some(h) = self.arrivals.as_mut() {
-                h.add(now_ns);
-            }
-        }
+        self.count(now_ns, client);
+        self.deliver(now_ns, client, reply)
+    }
+
+    /// Only a client that honors the server's answers says how long it
+    /// waits (a client that ignores them is another library's).
+    #[inline]
+    fn call_waiting(&mut self, now_ns: u64, client: u32, attempt: u32, wait_ns: u64) -> Reply {
+        let reply = if honors(self.fraction, self.seed, client) {
+            self.inner.call_waiting(now_ns, client, attempt, wait_ns)
+        } else {
+            self.inner.call(now_ns, client, attempt)
+        };
+        self.count(now_ns, client);
         self.deliver(now_ns, client, reply)
     }
 
@@ -209,5 +217,18 @@ impl<E: Endpoint> Endpoint for Honoring<E> {
 
     fn max_held(&self) -> u64 {
         self.inner.max_held()
+    }
+}
+
+impl<E> Honoring<E> {
+    /// Counts a call of an honoring client.
+    #[inline]
+    fn count(&mut self, now_ns: u64, client: u32) {
+        if honors(self.fraction, self.seed, client) {
+            self.stats.calls += 1;
+            if let Some(h) = self.arrivals.as_mut() {
+                h.add(now_ns);
+            }
+        }
     }
 }

@@ -63,15 +63,18 @@ use std::time::Duration;
 use crate::strategy::Reply;
 
 pub mod hold;
+mod hold_replicas;
 pub mod honor;
 pub mod pushback;
 pub mod replicas;
+pub mod server;
 pub mod waves;
 
-pub use hold::HoldEndpoint;
+pub use hold::{HoldEndpoint, Setup};
 pub use honor::{HonorStats, Honoring};
 pub use pushback::{AdaptiveEndpoint, OutageEnd, PushbackEndpoint};
 pub use replicas::Replicas;
+pub use server::{Coordination, MAX_REPLICAS, ServerParams, Split};
 pub use waves::WaveEndpoint;
 
 use crate::metrics::Histogram;
@@ -80,6 +83,16 @@ use crate::metrics::Histogram;
 pub trait Endpoint {
     /// Answers call number `attempt` (1-based) of `client` at `now_ns`.
     fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply;
+
+    /// [`call`](Self::call) from a client that waits `wait_ns` for its
+    /// answer at most (the rest of its elapsed limit: what herdless's HTTP
+    /// clients tell a server as `Prefer: wait=N`). Only an endpoint with a
+    /// hold uses it.
+    #[inline]
+    fn call_waiting(&mut self, now_ns: u64, client: u32, attempt: u32, wait_ns: u64) -> Reply {
+        let _ = wait_ns;
+        self.call(now_ns, client, attempt)
+    }
 
     /// When the endpoint next has an answer for a call it held (or work
     /// towards one), in nanoseconds; `None` when it holds nothing.

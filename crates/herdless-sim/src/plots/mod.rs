@@ -11,6 +11,8 @@
 //!   strategy, on the outage figure's clipped scale (see `reactivation.rs`).
 //! * robustness: the matrix as **heat maps** (drain, peak, calls; green where
 //!   a goal is met, red where not; see `robustness.rs`).
+//! * field: the drain of every cell as a heat map (strategy and server
+//!   set-up per row, outage and end per column; `field.rs`).
 //! * contention: **write calls** and **completion time** against the number of
 //!   clients, one line per strategy.
 //! * a real fleet's log (`herdless analyze --out`): **retries and give-ups
@@ -53,11 +55,13 @@ use plotters::prelude::*;
 
 use crate::report::{ContentionReport, Report, SpreadReport};
 
+mod field;
 mod outage;
 mod reactivation;
 mod robustness;
 mod timeline;
 
+use field::Field;
 use outage::Outage;
 use reactivation::Reactivation;
 use robustness::Robustness;
@@ -152,6 +156,9 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError>
         }
         Report::Robustness(r) => {
             both(dir, "robustness", 560, &mut files, &Robustness(r))?;
+        }
+        Report::Field(r) => {
+            both(dir, "field-drain", 900, &mut files, &Field(r))?;
         }
         Report::Contention(r) => {
             both(

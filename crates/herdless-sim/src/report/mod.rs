@@ -21,12 +21,14 @@ use crate::scenario::contention::{ContentionFigures, ContentionParams};
 use crate::scenario::outage::{OutageFigures, OutageParams};
 use crate::scenario::spread::{SpreadFigures, SpreadParams};
 
+pub(crate) mod field;
 pub(crate) mod reactivation;
 pub(crate) mod robustness;
 mod tail;
 mod text;
 pub mod units;
 
+pub use field::FieldReport;
 pub use reactivation::{ReactivationParameters, ReactivationReport};
 pub use robustness::RobustnessReport;
 pub use tail::{TailParameters, TailReport};
@@ -253,7 +255,7 @@ impl ContentionReport {
 }
 
 /// A simulation's report: serializes with a `scenario` tag (`spread`,
-/// `outage`, `contention`, `robustness`, `latency-tail`, `reactivation`) beside the
+/// `outage`, `contention`, `robustness`, `latency-tail`, `reactivation`, `field`) beside the
 /// scenario's fields.
 ///
 /// ```
@@ -280,6 +282,8 @@ pub enum Report {
     LatencyTail(TailReport),
     /// The reactivation scenario.
     Reactivation(ReactivationReport),
+    /// The field scenario.
+    Field(FieldReport),
 }
 
 impl Report {
@@ -292,6 +296,7 @@ impl Report {
             Report::Robustness(_) => Scenario::Robustness,
             Report::LatencyTail(_) => Scenario::LatencyTail,
             Report::Reactivation(_) => Scenario::Reactivation,
+            Report::Field(_) => Scenario::Field,
         }
     }
 
@@ -310,6 +315,7 @@ impl Report {
             Report::Robustness(r) => robustness::table(r),
             Report::LatencyTail(r) => tail::table(r),
             Report::Reactivation(r) => reactivation::table(r),
+            Report::Field(r) => field::table(r),
         }
     }
 }

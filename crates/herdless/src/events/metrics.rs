@@ -80,6 +80,14 @@ pub const HEDGES: &str = "herdless_hedges_total";
 /// ```
 pub const HEDGE_WINS: &str = "herdless_hedge_wins_total";
 
+/// Requeue answers taken: a server's queue answered an attempt unprocessed
+/// (counter; not an attempt).
+///
+/// ```
+/// assert_eq!(herdless::events::metrics::REQUEUES, "herdless_requeues_total");
+/// ```
+pub const REQUEUES: &str = "herdless_requeues_total";
+
 /// The sleep before each scheduled retry, in seconds (histogram).
 ///
 /// ```
@@ -139,6 +147,7 @@ mod record {
     static RETRY_SLEEP_KEY: Key = Key::from_static_name(RETRY_SLEEP);
     static HEDGES_KEY: Key = Key::from_static_name(HEDGES);
     static HEDGE_WINS_KEY: Key = Key::from_static_name(HEDGE_WINS);
+    static REQUEUES_KEY: Key = Key::from_static_name(REQUEUES);
     static BUDGET_TOKENS_KEY: Key = Key::from_static_name(BUDGET_TOKENS);
     static BREAKER_OPEN_KEY: Key = Key::from_static_name(BREAKER_OPEN);
 
@@ -235,6 +244,7 @@ mod record {
             RetryEvent::StateInvalid { .. } => {}
             RetryEvent::HedgeSent { .. } => counter(&HEDGES_KEY).increment(1),
             RetryEvent::HedgeWon { .. } => counter(&HEDGE_WINS_KEY).increment(1),
+            RetryEvent::Requeued { .. } => counter(&REQUEUES_KEY).increment(1),
         }
         gauges(budget, breaker);
     }

@@ -13,6 +13,7 @@
 //! | the same, preferring a valid `Retry-After-Ms` (pushback's millisecond slot) | [`classify_response_ms`] |
 //! | the `Retry-After-Ms` header's name | [`RETRY_AFTER_MS`] |
 //! | the `Herdless-Plan` header's name (a plan of waves) | [`HERDLESS_PLAN`] |
+//! | a server's queue: the requeue answer (`Herdless-Requeue`), a client's patience (`Prefer: wait=N`), a response's classification from its headers | [`queue`] ([`classify_headers`], [`prefer_wait`]) |
 //!
 //! ```
 //! use std::time::SystemTime;
@@ -36,9 +37,13 @@ use std::time::SystemTime;
 
 use crate::classify::Classification;
 
+pub mod queue;
 pub mod retry_after;
 pub mod status;
 
+pub use queue::{
+    MAX_PREFER_WAIT, PREFER, REQUEUE, classify_headers, prefer_wait, prefer_wait_value,
+};
 pub use retry_after::{RetryAfterError, parse_retry_after, parse_retry_after_ms};
 pub use status::{StatusClass, StatusClassifier, StatusSet};
 

@@ -88,6 +88,7 @@
 
 pub mod adaptive;
 pub mod allocator;
+pub mod replicas;
 mod slots;
 pub mod ticket;
 pub(crate) mod tuning;
@@ -95,6 +96,7 @@ pub mod waves;
 
 pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
 pub use allocator::Allocator;
+pub use replicas::{PeerReport, ReplicaReport, SharedState};
 pub use slots::{Allotment, PushbackError, SlotAllocator};
 pub(crate) use slots::{GOLDEN, ns, slot_interval_ns};
-pub use ticket::{Released, Ticket};
+pub use ticket::{Caller, Released, Ticket};

@@ -162,3 +162,19 @@ pub(crate) const WAVE_SPACING: std::time::Duration = std::time::Duration::from_s
 /// `herdless simulate --scenario reactivation --plan unannounced` and the
 /// outage scenario's `full+waves` (drain within 1.10x the limit).
 pub(crate) const WAVE_SEGMENT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Replicas sharing their reports: the share of the fleet's capacity a
+/// replica aims at is its backlog's share of the total, times this margin:
+/// the reports are a period old and every replica applies its own at its
+/// own time, so shares computed from them overlap by what changed since.
+///
+/// `herdless simulate --scenario field` (the coordinated cells' service
+/// peak with 3 and 8 replicas).
+pub(crate) const SHARE_MARGIN: f64 = 0.9;
+
+/// Replicas sharing their reports: the least share of the fleet's capacity a
+/// replica is left with, as a share of an even split (a replica whose queue
+/// is empty still serves what arrives, and learns from it).
+///
+/// `herdless simulate --scenario field` (the `restart` cells).
+pub(crate) const SHARE_FLOOR: f64 = 0.1;

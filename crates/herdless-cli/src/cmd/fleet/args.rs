@@ -18,11 +18,17 @@ use crate::shared::values::parse_duration;
 /// larger fleet needs more sockets than a default open-file limit allows.
 pub(crate) const MAX_WORKERS: u32 = 100_000;
 
+/// The most URLs one fleet spreads its requests over.
+pub(crate) const MAX_URLS: usize = 1_000;
+
 /// `herdless fleet` flags.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct FleetArgs {
-    /// The URL every worker GETs.
-    pub(crate) url: String,
+    /// The URL every worker GETs; with several, each request (a retry
+    /// included) goes to the next of them in turn, as a round-robin
+    /// balancer in front of them would send it.
+    #[arg(required = true, value_name = "URL")]
+    pub(crate) urls: Vec<String>,
     /// Number of concurrent workers, 1 to 100000 (each holds a task, a
     /// socket and its attempt times: see docs/http.md for the memory per worker).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_WORKERS)))]

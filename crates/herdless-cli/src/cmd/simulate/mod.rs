@@ -20,8 +20,8 @@ use herdless::Policy;
 use herdless_sim::endpoint::OutageEnd;
 use herdless_sim::scenario::reactivation::PlanMode;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Progress, ReactivationParams, RobustnessParams,
-    Scenario, Simulation, SpreadParams, StrategyKind, TailParams,
+    Config, ContentionParams, FieldParams, OutageParams, Progress, ReactivationParams,
+    RobustnessParams, Scenario, Simulation, SpreadParams, StrategyKind, TailParams,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -29,6 +29,9 @@ use crate::shared::error::{CliError, CliResult};
 use crate::shared::exit;
 use crate::shared::output::print;
 use crate::shared::values::parse_duration;
+
+mod server;
+use server::ServerArgs;
 
 /// The default directory of the figures.
 pub(crate) const DEFAULT_OUT: &str = "herdless-report";
@@ -39,10 +42,12 @@ pub(crate) struct SimulateArgs {
     /// Scenario: spread, outage, contention, robustness (the outage with the
     /// server told a fixed capacity E, cell by cell: true capacity E/2, E,
     /// 2E x outage end x honor, plus 20 s and 60 s outages),
-    /// latency-tail (hedged requests against a slow tail, then an overload)
-    /// or reactivation (a whole fleet back at once to a server that is up:
+    /// latency-tail (hedged requests against a slow tail, then an overload),
+    /// reactivation (a whole fleet back at once to a server that is up:
     /// full, full+pushback, full+hold, full+throttle and full+waves on three
-    /// fleets: all honoring, half ignoring, three replicas).
+    /// fleets: all honoring, half ignoring, three replicas) or field (outages of
+    /// 5 s to 90 s, end known or not, 1, 3 or 8 server replicas with each split,
+    /// with and without shared state; the default policy).
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
     pub(crate) scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
@@ -136,6 +141,9 @@ pub(crate) struct SimulateArgs {
     /// Worker threads [default: available cores]; the output does not depend on it.
     #[arg(long, value_name = "N")]
     pub(crate) threads: Option<usize>,
+    /// The pushback server's settings.
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
 }
 
 /// The simulator's "no attempt limit": `u32::MAX` attempts, reported as
@@ -196,14 +204,40 @@ impl SimulateArgs {
                 Ok(())
             }
         };
-        let not_outage = !matches!(scenario, Scenario::Outage | Scenario::Robustness);
-        let either = "outage or robustness";
-        refuse("--outage", not_outage && self.outage.is_some(), either)?;
+        let not_outage = !matches!(
+            scenario,
+            Scenario::Outage | Scenario::Robustness | Scenario::Field
+        );
+        let either = "outage, robustness or field";
+        let field = scenario == Scenario::Field;
+        refuse(
+            "--outage",
+            (not_outage || field) && self.outage.is_some(),
+            "outage or robustness (field runs 5 s to 90 s)",
+        )?;
+        refuse(
+            "--jitter",
+            field && !self.jitter.is_empty(),
+            "the scenarios but field (which runs full+hold, full+throttle and full)",
+        )?;
+        refuse(
+            "--replicas, --split and --coordination",
+            field
+                && (self.server.replicas.is_some()
+                    || self.server.split.is_some()
+                    || self.server.coordination.is_some()),
+            "outage or robustness (field runs 1, 3 and 8 replicas, each split, with and without shared state)",
+        )?;
+        refuse(
+            "--horizon, --hold-for, --hold-for-max, --hold-max, --replicas, --split, --coordination, --coordination-delay and --plain-clients",
+            not_outage && self.server.any(),
+            either,
+        )?;
         let fleet = !matches!(
             scenario,
-            Scenario::Outage | Scenario::Robustness | Scenario::Reactivation
+            Scenario::Outage | Scenario::Robustness | Scenario::Reactivation | Scenario::Field
         );
-        let any = "outage, robustness or reactivation";
+        let any = "outage, robustness, reactivation or field";
         refuse("--capacity", fleet && self.capacity.is_some(), any)?;
         refuse("--burst", fleet && self.burst.is_some(), any)?;
         refuse(
@@ -277,6 +311,10 @@ impl SimulateArgs {
                 ..RobustnessParams::default()
             }),
             Scenario::Reactivation => Config::Reactivation(self.reactivation_params()?),
+            Scenario::Field => Config::Field(FieldParams {
+                base: self.outage_params()?,
+                ..FieldParams::default()
+            }),
             Scenario::LatencyTail => {
                 let d = TailParams::default();
                 Config::LatencyTail(TailParams {
@@ -314,7 +352,7 @@ impl SimulateArgs {
     fn outage_params(&self) -> Result<OutageParams, String> {
         let d = OutageParams::default();
         let capacity = self.capacity.unwrap_or(d.capacity);
-        Ok(OutageParams {
+        let mut params = OutageParams {
             clients: self.clients.unwrap_or(d.clients),
             outage: self.outage.unwrap_or(d.outage),
             capacity,
@@ -330,7 +368,10 @@ impl SimulateArgs {
             honor: self.honor.unwrap_or(d.honor),
             capacity_estimate: self.capacity_estimate.unwrap_or(d.capacity_estimate),
             outage_end: self.outage_end.unwrap_or(d.outage_end),
-        })
+            ..d
+        };
+        self.server.apply(&mut params)?;
+        Ok(params)
     }
 
     /// The reactivation parameters the flags describe.
@@ -393,7 +434,10 @@ impl Progress for Bar {
 /// sweep, and outage runs of more than a few million simulated calls.
 fn is_long(sim: &Simulation) -> bool {
     match sim.config() {
-        Config::Contention(_) | Config::Robustness(_) | Config::Reactivation(_) => true,
+        Config::Contention(_)
+        | Config::Robustness(_)
+        | Config::Reactivation(_)
+        | Config::Field(_) => true,
         Config::Outage(p) => u64::from(p.clients) * sim.strategy_kinds().len() as u64 >= 500_000,
         Config::Spread(p) => u64::from(p.workers) * sim.strategy_kinds().len() as u64 >= 5_000_000,
         Config::LatencyTail(p) => {

@@ -6,14 +6,13 @@
 use std::time::SystemTime;
 
 use reqwest::Response;
-use reqwest::header::HeaderValue;
 
 use crate::adapters::reqwest::error::{HttpError, Kind};
 use crate::adapters::reqwest::transport::{classify_transport, is_transport_timeout};
 use crate::classify::TimedOut;
 use crate::classify::{Classification, Classify};
-use crate::http::{HERDLESS_PLAN, RETRY_AFTER_MS};
-use crate::http::{StatusClassifier, classify_response_ms};
+use crate::http::HERDLESS_PLAN;
+use crate::http::{StatusClassifier, classify_headers};
 use crate::pushback::waves::WavePlan;
 
 /// Classifies [`HttpError`]s: statuses with a [`StatusClassifier`],
@@ -78,8 +77,9 @@ impl ReqwestClassifier {
 
 impl ReqwestClassifier {
     /// The classification of a response: `None` below 400, else its status
-    /// with its `Retry-After-Ms` or `Retry-After` delay
-    /// ([`classify_response_ms`]; the policy clamps and spreads it).
+    /// with its `Retry-After-Ms` or `Retry-After` delay, a requeue answer
+    /// when it carries `Herdless-Requeue` ([`classify_headers`]; the policy
+    /// clamps and spreads the delay).
     ///
     /// ```
     /// use herdless::adapters::reqwest::ReqwestClassifier;
@@ -88,16 +88,10 @@ impl ReqwestClassifier {
     /// assert_eq!(c, Some(herdless::Classification::retry_after_secs(2.0)));
     /// ```
     pub fn response(&self, response: &Response) -> Option<Classification> {
-        let headers = response.headers();
-        let retry_after = headers
-            .get(reqwest::header::RETRY_AFTER)
-            .map(HeaderValue::as_bytes);
-        let retry_after_ms = headers.get(RETRY_AFTER_MS).map(HeaderValue::as_bytes);
-        classify_response_ms(
+        classify_headers(
             &self.statuses,
             response.status().as_u16(),
-            retry_after,
-            retry_after_ms,
+            response.headers(),
             (self.now)(),
         )
     }

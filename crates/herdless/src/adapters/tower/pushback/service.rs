@@ -15,10 +15,10 @@ use tower::Service;
 
 use super::{Answer, Outcome, Refusal, Shared};
 use crate::adapters::tower::{CloneRequest, NotCloned};
-use crate::http::{HERDLESS_PLAN, RETRY_AFTER_MS};
+use crate::http::{HERDLESS_PLAN, REQUEUE, RETRY_AFTER_MS, prefer_wait};
 use crate::pushback::allocator::{Allocator, caller_key};
 use crate::pushback::waves::WavePlan;
-use crate::pushback::{Allotment, SlotAllocator, Ticket};
+use crate::pushback::{Allotment, Caller, SlotAllocator, Ticket};
 use crate::timer::{AsyncSleep, SystemTimer};
 
 /// The service [`PushbackLayer`](super::PushbackLayer) wraps around an inner
@@ -117,11 +117,17 @@ fn with_slot<B>(response: &mut Response<B>, decision: Allotment, plan: Option<Wa
     }
 }
 
-/// The `503` answer for a rejected request (with its slot, if it has one).
+/// The `503` answer for a rejected request (with its slot, if it has one;
+/// `Herdless-Requeue: 1` when it was queued, not refused).
 fn rejection<B: Default>(decision: Allotment, plan: Option<WavePlan>) -> Response<B> {
     let mut response = Response::new(B::default());
     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     with_slot(&mut response, decision, plan);
+    if decision.is_requeue() {
+        response
+            .headers_mut()
+            .insert(REQUEUE, HeaderValue::from_static("1"));
+    }
     response
 }
 
@@ -148,14 +154,19 @@ where
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
-        let caller = self
-            .key_header
-            .as_ref()
-            .and_then(|name| request.headers().get(name))
-            .map(|v| caller_key(v.as_bytes()));
+        let caller = Caller {
+            key: self
+                .key_header
+                .as_ref()
+                .and_then(|name| request.headers().get(name))
+                .map(|v| caller_key(v.as_bytes())),
+            wait: prefer_wait(request.headers()),
+            ..Caller::new()
+        };
         let now = self.shared.now();
         let mut state = self.shared.lock();
-        let kind = match state.alloc.decide(now, caller) {
+        state.share_due(now);
+        let kind = match state.alloc.decide_caller(now, caller) {
             Allotment::Admit => {
                 drop(state);
                 // A clone (and the service to send it to) only when the
@@ -258,7 +269,7 @@ struct Spare<S, R> {
 /// request's ticket, and the clone to hold again, if any.
 struct Report<S, R> {
     outcome: Arc<dyn Outcome>,
-    caller: Option<u64>,
+    caller: Caller,
     ticket: Option<Ticket>,
     spare: Option<Spare<S, R>>,
 }
@@ -267,7 +278,7 @@ struct Report<S, R> {
 struct Next<S, R> {
     service: S,
     request: Request<R>,
-    caller: Option<u64>,
+    caller: Caller,
     cloner: Arc<Cloner<R>>,
 }
 
