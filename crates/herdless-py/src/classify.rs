@@ -405,7 +405,17 @@ pub(crate) fn classify_headers(
             HeaderName::from_bytes(&name),
             HeaderValue::from_bytes(&value),
         ) {
-            map.append(n, v);
+            // Only the headers the answer reads, a few values each: a
+            // header map holds 32,768 entries and panics past them, and
+            // `headers` may be as large as the caller likes.
+            let read = [
+                http::header::RETRY_AFTER.as_str(),
+                herdless::http::RETRY_AFTER_MS,
+                herdless::http::REQUEUE,
+            ];
+            if read.contains(&n.as_str()) && map.get_all(&n).iter().count() < VALUES_READ {
+                map.append(n, v);
+            }
         }
     }
     Ok(
@@ -413,6 +423,9 @@ pub(crate) fn classify_headers(
             .map(|inner| PyClassification { inner }),
     )
 }
+
+/// How many values of each header [`classify_headers`] keeps (the first).
+const VALUES_READ: usize = 16;
 
 /// The `Prefer` value to send for `seconds` of patience left: `wait=N`
 /// (whole seconds, rounded down, at most a day). A server running herdless's

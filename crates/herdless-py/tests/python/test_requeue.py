@@ -84,3 +84,14 @@ def test_requeues_are_bounded_by_max_requeues(events):
     # Two requeues free, then each counts as an attempt: 2 + 2 calls.
     assert len(calls) == 4, len(calls)
     assert events.names()[-1] == "retry_budget_exhausted"
+
+
+def test_classify_headers_takes_more_headers_than_a_header_map_holds():
+    # 200,000 distinct names (an HTTP header map holds 32,768): only the
+    # three headers the answer needs are kept, so this is no panic.
+    many = [(f"x-{i}", "v") for i in range(200_000)]
+    many += [("Retry-After", "5"), ("Herdless-Requeue", "1")]
+    assert http.classify_headers(503, many) == Classification.requeued(5)
+    # As many copies of one header: the first ones are read.
+    same = [("Retry-After", "4")] * 100_000 + [("Herdless-Requeue", "1")]
+    assert http.classify_headers(503, same) == Classification.requeued(4)

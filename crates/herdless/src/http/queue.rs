@@ -67,8 +67,8 @@ pub const MAX_PREFER_WAIT: Duration = Duration::from_secs(86_400);
 
 /// The [`Classification`] of a response from its status and headers:
 /// [`classify_response_ms`] (`Retry-After-Ms` preferred to `Retry-After`),
-/// and a retryable status carrying [`REQUEUE`] and a usable delay is
-/// [`Classification::Requeued`]. `None` below 400.
+/// and a retryable status carrying [`REQUEUE`] with the value `1` and a
+/// usable delay is [`Classification::Requeued`]. `None` below 400.
 ///
 /// ```
 /// use std::time::SystemTime;
@@ -98,8 +98,12 @@ pub fn classify_headers(
         headers.get(RETRY_AFTER_MS).map(HeaderValue::as_bytes),
         now,
     )?;
-    let requeue =
-        headers.contains_key(REQUEUE) && statuses.classify(status) == StatusClass::Retryable;
+    // The value `1` (spaces aside) says it; `0` or anything else says nothing.
+    let requeue = headers
+        .get_all(REQUEUE)
+        .iter()
+        .any(|v| v.as_bytes().trim_ascii() == b"1")
+        && statuses.classify(status) == StatusClass::Retryable;
     Some(match class.server_delay() {
         Some(after) if requeue => Classification::requeued(after),
         _ => class,
@@ -205,6 +209,18 @@ mod tests {
             classify_headers(&s, 400, &h, now),
             Some(Classification::Terminal)
         );
+        // Only the value `1` says "requeued": `0` (or anything else) is a
+        // plain answer with a delay, which counts as an attempt.
+        for value in [&b"0"[..], b"no", b"", b"11"] {
+            let h = headers(&[("herdless-requeue", value), ("retry-after", b"4")]);
+            assert_eq!(
+                classify_headers(&s, 503, &h, now),
+                Some(Classification::retry_after(Duration::from_secs(4))),
+                "{value:?}"
+            );
+        }
+        let h = headers(&[("herdless-requeue", b" 1 "), ("retry-after", b"4")]);
+        assert!(classify_headers(&s, 503, &h, now).is_some_and(|c| c.is_requeue()));
         let plain = headers(&[("retry-after", b"4")]);
         assert_eq!(
             classify_headers(&s, 503, &plain, now),

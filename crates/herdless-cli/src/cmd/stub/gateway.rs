@@ -132,9 +132,15 @@ fn coordinate(
                 .into(),
         );
     }
-    server
+    let addr = server
         .parse::<async_nats::ServerAddr>()
         .map_err(|e| format!("--coordinate {server:?}: not a NATS server URL ({e})"))?;
+    if addr.host().is_empty() {
+        // `nats://` parses, and then connects nowhere, forever.
+        return Err(format!(
+            "--coordinate {server:?}: no host (give nats://HOST:PORT)"
+        ));
+    }
     if let Some(id) = &args.replica_id {
         check_replica_id(id).map_err(|e| format!("--replica-id: {e}"))?;
     }
@@ -207,6 +213,39 @@ mod tests {
             let e = origin(bad).unwrap_err();
             assert!(e.contains("--upstream") && e.contains(says), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_nats_url_without_a_host_is_refused() {
+        use clap::Parser;
+        let args = |server: &str| {
+            let argv = [
+                "herdless",
+                "stub",
+                "--upstream",
+                "http://127.0.0.1:4000",
+                "--capacity",
+                "100",
+                "--coordinate",
+                server,
+            ];
+            match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+                crate::cli::Command::Stub(a) => a,
+                _ => unreachable!("parsed as stub"),
+            }
+        };
+        for bad in ["nats://", "nats://:4222"] {
+            let e = gateway(&args(bad), Some(PushbackMode::On)).unwrap_err();
+            assert!(
+                e.contains("--coordinate") && e.contains("host"),
+                "{bad}: {e}"
+            );
+        }
+        let ok = gateway(&args("nats://127.0.0.1:4222"), Some(PushbackMode::On)).unwrap();
+        assert_eq!(
+            ok.unwrap().coordinate.unwrap().server,
+            "nats://127.0.0.1:4222"
+        );
     }
 
     #[test]

@@ -11,6 +11,13 @@
 //! * An upstream that does not answer (connection refused or reset, no
 //!   response head within `--upstream-timeout`) is the device failing:
 //!   answered `503` here, which the layer takes as a refusal too.
+//! * **Loops end at once**: each request forwarded carries this gateway's
+//!   mark in `Via` (RFC 9110 §7.6.3: `1.1 herdless-N`, `N` drawn when the
+//!   stub starts), and a request that comes back with it (an `--upstream`
+//!   that is the gateway itself, or two gateways pointing at each other) is
+//!   answered `508 Loop Detected`, unforwarded. Without it one request would
+//!   return again and again, each time a new arrival on a new connection,
+//!   until the descriptors or `--upstream-timeout` ran out.
 //!
 //! Every request forwarded is counted (`forwarded` in `/stats`), and those
 //! of them that got no answer (`upstream_errors`): with a device stub behind
@@ -22,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, Request, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -37,6 +44,8 @@ pub(crate) struct Relay {
     client: Client<HttpConnector, Body>,
     upstream: Uri,
     timeout: Duration,
+    /// This gateway's `Via` entry (`1.1 herdless-N`).
+    via: HeaderValue,
     forwarded: AtomicU64,
     errors: AtomicU64,
 }
@@ -70,6 +79,7 @@ impl Relay {
             client: Client::builder(TokioExecutor::new()).build(connector),
             upstream: gateway.upstream.clone(),
             timeout: gateway.timeout,
+            via: via_mark(),
             forwarded: AtomicU64::new(0),
             errors: AtomicU64::new(0),
         }
@@ -86,6 +96,12 @@ impl Relay {
     /// Forwards `request` and relays the answer (see the module
     /// documentation); marked [`Answered`], the device's answer.
     pub(crate) async fn forward(self: Arc<Self>, request: Request<Body>) -> Response {
+        if self.came_back(request.headers()) {
+            let mut r =
+                (StatusCode::LOOP_DETECTED, "the upstream leads back here\n").into_response();
+            r.extensions_mut().insert(Answered);
+            return r;
+        }
         self.forwarded.fetch_add(1, Ordering::Relaxed);
         let (mut parts, body) = request.into_parts();
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
@@ -97,6 +113,7 @@ impl Relay {
         };
         strip_hop_by_hop(&mut parts.headers);
         parts.headers.remove(header::HOST);
+        parts.headers.append(header::VIA, self.via.clone());
         let sent = self.client.request(Request::from_parts(parts, body));
         let mut response = match tokio::time::timeout(self.timeout, sent).await {
             Ok(Ok(r)) => r.map(Body::new),
@@ -107,6 +124,17 @@ impl Relay {
         response
     }
 
+    /// Whether `headers` carry this gateway's own `Via` entry: the request
+    /// went round a loop back here.
+    fn came_back(&self, headers: &HeaderMap) -> bool {
+        let mark = self.via.as_bytes();
+        headers.get_all(header::VIA).iter().any(|v| {
+            v.as_bytes()
+                .split(|&b| b == b',')
+                .any(|entry| entry.trim_ascii() == mark)
+        })
+    }
+
     /// The upstream did not answer: the device failed.
     fn failed(&self) -> Response {
         self.errors.fetch_add(1, Ordering::Relaxed);
@@ -114,6 +142,14 @@ impl Relay {
         r.extensions_mut().insert(Answered);
         r
     }
+}
+
+/// A `Via` entry naming this process: `1.1 herdless-N`, `N` 64 random bits
+/// (std's per-process hash keys), so that two stubs never share one.
+fn via_mark() -> HeaderValue {
+    use std::hash::{BuildHasher, RandomState};
+    let n = RandomState::new().hash_one(std::process::id());
+    HeaderValue::from_str(&format!("1.1 herdless-{n:016x}")).expect("ASCII is a header value")
 }
 
 /// The relay's answer to come.

@@ -286,6 +286,7 @@ fn set_policy_key(
         PolicyField::AttemptTimeout => {
             p.attempt_timeout = c.attempt_timeout.map(|v| At::new(line, v))
         }
+        PolicyField::MaxRequeues => p.max_requeues = c.max_requeues.map(|v| At::new(line, v)),
         _ => {}
     }
     Ok(())
