@@ -106,6 +106,10 @@ pub(crate) struct Stats {
     pub(crate) abandoned_terminal: u64,
     /// `retry_state_invalid` events.
     pub(crate) state_invalid: u64,
+    /// `retry_requeued` events: a server held the call and put it back
+    /// unprocessed (not an attempt; its time is the server's, not a
+    /// retry's, so it is not in the retries' buckets).
+    pub(crate) requeued: u64,
     /// Retries scheduled that carry a status.
     pub(crate) with_status: u64,
     /// Retries scheduled after a status the library calls terminal.
@@ -152,6 +156,7 @@ impl Stats {
             succeeded: 0,
             abandoned_terminal: 0,
             state_invalid: 0,
+            requeued: 0,
             with_status: 0,
             terminal_retries: 0,
             terminal_retried_tasks: 0,
@@ -244,6 +249,11 @@ impl Stats {
             "retry_state_invalid" => {
                 self.seen(t);
                 self.state_invalid += 1;
+                None
+            }
+            "retry_requeued" => {
+                self.seen(t);
+                self.requeued += 1;
                 None
             }
             _ => {

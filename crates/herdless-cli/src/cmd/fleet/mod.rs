@@ -5,8 +5,15 @@
 //! herdless fleet --workers N [--timeout DUR] [--json] [policy flags]
 //!                [--retry-budget none|grpc|aws] [--budget-tokens T]
 //!                [--breaker THRESHOLD] [--probe-wait DUR] [--breaker-release DUR]
-//!                [--urgent DUR] [--urgent-quota Q] [--urgent-workers K] URL
+//!                [--urgent DUR] [--urgent-quota Q] [--urgent-workers K] URL [URL...]
 //! ```
+//!
+//! With several URLs (the replicas of one service), the fleet is its own
+//! round-robin balancer: each request, a retry included, goes to the next
+//! URL in one turn shared by every worker (`balance.rs`), so a worker's
+//! retry usually lands on another replica than its first try, as behind a
+//! balancer that picks per request. The report lists the URLs and the
+//! calls each got.
 //!
 //! Worker `i` (0-based) is a tokio task sending `X-Worker-Id: i`; each does one
 //! logical GET with retries through [`herdless::adapters::reqwest::HttpRetry`] (the default
@@ -74,6 +81,7 @@
 //! would re-synchronize the fleet).
 
 mod args;
+mod balance;
 pub(crate) mod events;
 mod render;
 mod report;
@@ -86,6 +94,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use herdless::Jitter;
 
 pub(crate) use args::FleetArgs;
+use args::MAX_URLS;
 pub(crate) use render::render_text;
 pub(crate) use run::run_fleet;
 
@@ -132,7 +141,18 @@ pub(crate) fn run(args: &FleetArgs) -> CliResult {
         .policy
         .resolve_with_args(Jitter::Full)
         .map_err(|e| CliError::usage(e.to_string()))?;
-    let url = parse_url(&args.url).map_err(CliError::usage)?;
+    let urls = args
+        .urls
+        .iter()
+        .map(|u| parse_url(u))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::usage)?;
+    if urls.len() > MAX_URLS {
+        return Err(CliError::usage(format!(
+            "{} URLs: at most {MAX_URLS} endpoints",
+            urls.len()
+        )));
+    }
     if args.workers == 0 {
         return Err(CliError::usage("--workers must be at least 1"));
     }
@@ -168,7 +188,7 @@ pub(crate) fn run(args: &FleetArgs) -> CliResult {
             let caught = Arc::new(AtomicI32::new(0));
             let interrupt = interrupt_signal(caught.clone())?;
             let report = run_fleet(
-                url,
+                urls,
                 args.workers,
                 policy,
                 args.timeout,

@@ -344,7 +344,8 @@ mod examples {
         assert_eq!(
             err.to_string().lines().next().unwrap(),
             "h.toml:2: policy.a.capp: unknown key (expected one of: jitter, base, multiplier, cap, \
-             max_attempts, max_elapsed, max_retry_after, retry_after_spread, attempt_timeout, seed, \
+             max_attempts, max_elapsed, max_retry_after, retry_after_spread, attempt_timeout, \
+             max_requeues, seed, \
              task_id, recovery_time, visibility_timeout, workers, retry_on, terminal_on, timeout, \
              kill_after)"
         );
