@@ -145,8 +145,8 @@ pub struct CellSpec {
     pub strategy: StrategyKind,
     /// A long-outage row.
     pub long: bool,
-    /// A long row run with [`LONG_ATTEMPTS`] and [`LONG_ELAPSED`] at least
-    /// (the others run the base policy, the library's default).
+    /// A long row run with at least 20 attempts and 5 minutes elapsed (the
+    /// others run the base policy, the library's default).
     pub long_policy: bool,
 }
 

@@ -7,9 +7,10 @@
 //! that time until it returns `None`. Each [`Released`] is either an
 //! admission (send the held request to the service) or a slot (answer it
 //! `503`: its hold ran out). A released request the service refused goes
-//! back to the front of the queue
+//! back to the front of the queue while the hold has room
 //! ([`refused_held`](AdaptiveAllocator::refused_held)): its caller sees
-//! nothing.
+//! nothing; on a full hold it is answered unprocessed, as one whose hold ran
+//! out.
 
 use std::time::Duration;
 
@@ -121,7 +122,10 @@ impl AdaptiveAllocator {
     /// (a 503 or 429 of its own, at `now`). It goes back to the front of the
     /// queue ([`Allotment::Hold`] with the same ticket: keep it parked) and
     /// the refusal teaches the estimate as any other; a request whose
-    /// `hold_for` has run out is answered with a slot instead.
+    /// `hold_for` has run out is answered unprocessed instead
+    /// ([`Allotment::Requeue`]), and so is one that finds the hold full (new
+    /// arrivals took its place while it was at the service): the hold never
+    /// holds more than `hold_max`.
     ///
     /// ```
     /// use std::time::Duration;
@@ -149,10 +153,18 @@ impl AdaptiveAllocator {
                 .reject(now, ticket.caller(), None, false, None)
                 .requeued();
         }
-        self.counts.put_back += 1;
-        if let Some(h) = self.hold.as_mut() {
-            h.push_front(ticket);
+        // The hold may have filled while it was at the service: it never
+        // holds more than `hold_max`, so the request is answered as an
+        // expired one is.
+        match self.hold.as_mut() {
+            Some(h) if h.has_room() => h.push_front(ticket),
+            _ => {
+                return self
+                    .reject(now, ticket.caller(), None, false, None)
+                    .requeued();
+            }
         }
+        self.counts.put_back += 1;
         Allotment::Hold { ticket }
     }
 
