@@ -3,8 +3,8 @@
 //! [`connect_options`], run 300 tasks while the stream's leader is killed
 //! and restarted; every task succeeds exactly once (its acknowledgement and
 //! completion record asked again on the new leader, see `confirm.rs`), and
-//! the workers drain on their own (ignored until it holds in every run: one
-//! in about 13 ran a task twice); and a worker whose server is cut off
+//! the workers drain on their own (ignored: the CLI's `cluster_faults.rs`
+//! runs the same fault by default); and a worker whose server is cut off
 //! leaves it within seconds. The fleet-sized faults are the CLI's
 //! `tests/cluster_faults.rs`.
 
@@ -147,7 +147,7 @@ async fn a_worker_leaves_an_unreachable_server_within_seconds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not yet met: 1 run in about 13 ran one task of 300 twice; run with --ignored"]
+#[ignore = "the CLI's cluster_faults runs the kill by default, and the cluster tests keep under 2 minutes; with the claim 5 runs of 5 held (before it, 1 in about 13 ran a task twice); run with --ignored"]
 async fn the_stream_leader_killed_mid_run_and_every_task_done_once() {
     let mut cluster = NatsCluster::start();
     let js = cluster.jetstream().await;
@@ -189,4 +189,100 @@ async fn the_stream_leader_killed_mid_run_and_every_task_done_once() {
     let again: u64 = summaries.iter().map(|s| s.already_completed).sum();
     assert_eq!(acked, TASKS as u64, "{summaries:?}");
     println!("leader n{leader} killed: {acked} acked, {again} acked as already completed");
+}
+
+/// How many of `keys` keys had more than one of `writers` concurrent
+/// conditional writes accepted (the writers spread over the three servers):
+/// creates (`Nats-Expected-Last-Subject-Sequence: 0`) or, with `update`,
+/// writes at the key's current revision.
+async fn winners_beyond_one(
+    cluster: &NatsCluster,
+    keys: usize,
+    writers: usize,
+    update: bool,
+) -> usize {
+    let js = cluster.jetstream().await;
+    let config = jetstream::stream::Config {
+        name: "KV_race".into(),
+        subjects: vec!["$KV.race.>".into()],
+        max_messages_per_subject: 1,
+        num_replicas: 3,
+        discard: jetstream::stream::DiscardPolicy::New,
+        allow_rollup: true,
+        deny_delete: true,
+        ..Default::default()
+    };
+    let deadline = std::time::Instant::now() + SETTLE;
+    let bucket = loop {
+        match js.get_or_create_stream(config.clone()).await {
+            Ok(s) => break s,
+            Err(e) => assert!(std::time::Instant::now() < deadline, "the bucket: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut servers = Vec::new();
+    for i in 0..3 {
+        let client = async_nats::connect(cluster.url(i)).await.expect("connect");
+        servers.push(jetstream::new(client));
+    }
+    let mut beyond = 0;
+    for k in 0..keys {
+        let subject = format!("$KV.race.k{k}");
+        let expected = if update {
+            js.publish(subject.clone(), "first".into())
+                .await
+                .unwrap()
+                .await
+                .unwrap();
+            let m = bucket
+                .get_last_raw_message_by_subject(&subject)
+                .await
+                .unwrap();
+            m.sequence
+        } else {
+            0
+        };
+        let writes = (0..writers).map(|w| {
+            let (js, subject) = (servers[(k + w) % 3].clone(), subject.clone());
+            async move {
+                let mut h = async_nats::HeaderMap::new();
+                h.insert(
+                    "Nats-Expected-Last-Subject-Sequence",
+                    expected.to_string().as_str(),
+                );
+                let sent = js
+                    .publish_with_headers(subject, h, format!("w{w}").into())
+                    .await;
+                sent.expect("sent").await.is_ok()
+            }
+        });
+        let won = join_all(writes).await.into_iter().filter(|w| *w).count();
+        assert!(update || won >= 1, "key {k}: no create won");
+        beyond += usize::from(won > 1);
+    }
+    beyond
+}
+
+/// The claim's premise (`redelivery/claim/mod.rs`): of concurrent creates of
+/// one key on an R3 stream, sent through different servers, exactly one is
+/// stored. (An update at a revision does not hold on nats-server 2.9.10: see
+/// the ignored test below.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_on_a_replicated_bucket_has_one_winner() {
+    let cluster = NatsCluster::start();
+    let beyond = winners_beyond_one(&cluster, 300, 6, false).await;
+    assert_eq!(beyond, 0, "keys created by more than one writer");
+}
+
+/// Why the claim takes turns instead of updating one key at a revision:
+/// measured 1,371 of 2,000 keys (8 writers each) with more than one winner
+/// on nats-server 2.9.10. Fails once a server serializes such updates (then
+/// the turns could be one key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measures the server: an update at a revision is not exclusive on nats-server 2.9.10 R3"]
+async fn an_update_at_a_revision_can_have_two_winners_on_this_server() {
+    let cluster = NatsCluster::start();
+    let beyond = winners_beyond_one(&cluster, 300, 6, true).await;
+    println!("{beyond} of 300 keys updated by more than one writer");
+    assert!(beyond > 0, "every update at a revision had one winner");
 }

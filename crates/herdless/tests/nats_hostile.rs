@@ -234,7 +234,15 @@ async fn drain(messages: Vec<Hostile>) {
     for s in [&summaries.0, &summaries.1, &summaries.2] {
         assert_eq!(
             s.deliveries + s.undecodable,
-            s.acked + s.retried + s.deferred + s.dead_lettered + s.handed_back + s.unsettled,
+            s.acked
+                + s.already_completed
+                + s.held_elsewhere
+                + s.retried
+                + s.deferred
+                + s.dead_lettered
+                + s.handed_back
+                + s.lease_lost
+                + s.unsettled,
             "{s:?}"
         );
     }

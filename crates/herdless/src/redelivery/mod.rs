@@ -64,6 +64,8 @@
 //! [`Engine::replay`]: crate::engine::Engine::replay
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 
+#[cfg(feature = "nats")]
+pub(crate) mod claim;
 mod state;
 mod task;
 

@@ -58,7 +58,7 @@ pub(crate) struct WorkerArgs {
     /// Exit once the consumer is idle: nothing to deliver, nothing awaiting an ack or a redelivery.
     #[arg(long)]
     pub(crate) exit_when_idle: bool,
-    /// Do not record completions: by default each success is recorded under its idempotency key in the stream's key-value bucket herdless_done_STREAM before it is acked, and a delivery whose key is recorded is acked without running (see docs/broker.md).
+    /// Do not claim tasks or record completions: by default each delivery claims its task under its idempotency key in the stream's key-value bucket herdless_done_STREAM before running it and records its success there before acking, so a copy delivered while another runs, or after the task succeeded, does not run (see docs/broker.md).
     #[arg(long)]
     pub(crate) no_completion_record: bool,
     /// The command and its arguments (after --).

@@ -24,7 +24,8 @@
 
 mod args;
 pub(crate) mod attempt;
-pub(crate) mod render;
+mod lookup;
+mod render;
 
 pub(crate) use args::WorkerArgs;
 
@@ -151,18 +152,7 @@ where
             )
         })?;
     let js = async_nats::jetstream::new(client);
-    let consumer: async_nats::jetstream::consumer::PullConsumer = js
-        .get_stream(&args.stream)
-        .await
-        .map_err(|e| CliError::usage(format!("stream {:?}: {e}", args.stream)))?
-        .get_consumer(&args.consumer)
-        .await
-        .map_err(|e| {
-            CliError::usage(format!(
-                "consumer {:?} of stream {:?}: {e}",
-                args.consumer, args.stream
-            ))
-        })?;
+    let consumer = lookup::consumer(&js, &args.stream, &args.consumer).await?;
     let (mut int, mut term) = match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),

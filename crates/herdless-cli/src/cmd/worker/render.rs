@@ -10,8 +10,8 @@ use crate::shared::events_out::LogFormat;
 
 /// The summary as a JSON object: `event`, `stopped_by` (`SIGINT`, `SIGTERM`,
 /// `idle`), `elapsed_s`, and the counts of [`Summary`] (`deliveries`,
-/// `undecodable`, `acked`, `already_completed`, `retried`, `deferred`, `dead_lettered`,
-/// `by_reason`, `handed_back`, `unsettled`).
+/// `undecodable`, `acked`, `already_completed`, `held_elsewhere`, `retried`, `deferred`,
+/// `dead_lettered`, `by_reason`, `handed_back`, `lease_lost`, `unsettled`).
 pub(crate) fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value {
     json!({
         "event": "worker_summary",
@@ -21,11 +21,13 @@ pub(crate) fn to_json(s: &Summary, stopped_by: &str, elapsed: Duration) -> Value
         "undecodable": s.undecodable,
         "acked": s.acked,
         "already_completed": s.already_completed,
+        "held_elsewhere": s.held_elsewhere,
         "retried": s.retried,
         "deferred": s.deferred,
         "dead_lettered": s.dead_lettered,
         "by_reason": s.by_reason,
         "handed_back": s.handed_back,
+        "lease_lost": s.lease_lost,
         "unsettled": s.unsettled,
     })
 }
@@ -58,10 +60,20 @@ pub(crate) fn summary(s: &Summary, stopped_by: &str, elapsed: Duration, f: LogFo
             } else {
                 format!(" (+{} already completed)", s.already_completed)
             };
+            let elsewhere = if s.held_elsewhere == 0 {
+                String::new()
+            } else {
+                format!(", {} left to another holder", s.held_elsewhere)
+            };
+            let lost = if s.lease_lost == 0 {
+                String::new()
+            } else {
+                format!(", {} stopped with their claim lost", s.lease_lost)
+            };
             format!(
                 "herdless worker: stopped ({stopped_by}) after {:.1}s: {} deliveries{undecodable}: \
-                 {} acked{already}, {} retried, {} deferred, {} dead-lettered{reasons}, {} handed back, \
-                 {} unsettled\n",
+                 {} acked{already}{elsewhere}, {} retried, {} deferred, {} dead-lettered{reasons}, \
+                 {} handed back{lost}, {} unsettled\n",
                 elapsed.as_secs_f64(),
                 s.deliveries,
                 s.acked,

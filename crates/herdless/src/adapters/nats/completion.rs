@@ -1,16 +1,6 @@
-//! The completion record: a JetStream key-value bucket in which the worker
-//! records each task's success under its idempotency key, before it acks.
-//!
-//! # Why
-//!
-//! A success is acknowledged once it is confirmed, but the confirmation can
-//! be lost: the ack reached a stream leader that died or froze before it
-//! replicated it, or the worker's server was cut off. The broker then
-//! redelivers the task after its ack wait, and without more knowledge a
-//! worker would run it again. The record is that knowledge, stored in the
-//! cluster with the stream's own replication: a delivery whose key is
-//! recorded is acknowledged without running
-//! ([`Outcome::AlreadyCompleted`](super::Outcome::AlreadyCompleted)).
+//! The completion bucket: a JetStream key-value bucket holding each task's
+//! claims and completion under its idempotency key (the bytes of
+//! [`redelivery::claim`](crate::redelivery::claim); `claim.rs` drives it).
 //!
 //! # The bucket
 //!
@@ -18,33 +8,44 @@
 //! holds only letters, digits, `_` and `-` and is at most 200 bytes; else a
 //! hash of it), stored as a key-value bucket stores (stream
 //! `KV_herdless_done_STREAM`, subjects `$KV.herdless_done_STREAM.>`, one
-//! value per key): `nats kv get herdless_done_TASKS KEY` reads it. Created
-//! by the first worker that needs it, with the task stream's replicas and a
-//! TTL (`max_age`) of the larger of the stream's duplicate window and
-//! [`TTL_ACK_WAITS`] ack waits: a completed task comes back only when its
-//! ack was lost, within an ack wait of the broker's last news of it plus
-//! the seconds a cluster takes to elect a leader; the duplicate window
-//! covers a publisher's retried publish. A bucket that exists is used as it
+//! value per key). A task's records are its turns, `KEY.TURN` (`nats kv get
+//! herdless_done_TASKS KEY.1` reads the first). Created by the first worker
+//! that needs it, with the task stream's replicas and a TTL (`max_age`) of
+//! the larger of the stream's duplicate window and [`TTL_ACK_WAITS`] ack
+//! waits: a completed task comes back only when its ack was lost, within an
+//! ack wait of the broker's last news of it plus the seconds a cluster
+//! takes to elect a leader; the duplicate window covers a publisher's
+//! retried publish. A running claim is renewed every third of an ack wait,
+//! so the TTL never takes a live one. A bucket that exists is used as it
 //! is. Reads go to the bucket's leader (`allow_direct` off): a follower
-//! that missed the write must not answer "not completed".
+//! that missed a write must not answer "nothing here".
 //!
-//! The value is `STREAM:SEQUENCE;a=ATTEMPT;t=UNIX_MS`, for people reading
-//! the bucket; only the key's presence counts.
+//! The values are one line of text (`redelivery/claim/record.rs`), e.g.
+//! `done;by=…;task=TASKS:7;a=2;t=UNIX_MS`.
 
 use std::time::Duration;
 
+use async_nats::header::NATS_EXPECTED_LAST_SUBJECT_SEQUENCE;
+use async_nats::jetstream::context::CreateStreamError;
 use async_nats::jetstream::{self, stream};
 
-use async_nats::jetstream::AckKind;
-
-use super::confirm::{RECORD_ACK_WAITS, again};
-use super::handle::{Delivered, Outcome, settle, with_progress};
-use super::{NatsError, Worker};
-use crate::redelivery::unix_now;
+use super::NatsError;
+use super::confirm::{RECORD_ACK_WAITS, pauses};
+use crate::redelivery::claim::{Record, Seen};
 use crate::rng::IdempotencyKey;
 
 /// The bucket's TTL is at least this many of the consumer's ack waits.
 pub const TTL_ACK_WAITS: u32 = 10;
+
+/// Whether a failure to open the bucket is one the cluster gets over.
+fn passing(e: &CreateStreamError) -> bool {
+    use async_nats::jetstream::context::CreateStreamErrorKind as Kind;
+    match e.kind() {
+        Kind::TimedOut | Kind::JetStreamUnavailable | Kind::Response => true,
+        Kind::JetStream(e) => e.code() == 503,
+        _ => false,
+    }
+}
 
 /// The longest stream name used as it is in the bucket's name.
 const MAX_NAME_IN_BUCKET: usize = 200;
@@ -71,12 +72,37 @@ pub(super) fn bucket_name(stream: &str) -> String {
 }
 
 impl Completions {
-    /// The bucket of the task stream `tasks`, created if missing.
+    /// The bucket of the task stream `tasks`, created if missing. A failure
+    /// the cluster gets over (no answer in time, JetStream unavailable or
+    /// answering 503 while it elects a leader or is loaded) is asked again
+    /// for up to [`RECORD_ACK_WAITS`] ack waits: a worker that started
+    /// without its bucket would run every task without a claim. Any other
+    /// (permissions, limits, a stream of that name that is not a bucket) is
+    /// returned at once.
     pub(super) async fn open(
         js: &jetstream::Context,
         tasks: &stream::Config,
         ack_wait: Duration,
     ) -> Result<Completions, NatsError> {
+        let deadline = tokio::time::Instant::now() + ack_wait * RECORD_ACK_WAITS;
+        let mut pauses = pauses();
+        loop {
+            match Self::open_once(js, tasks, ack_wait).await {
+                Ok(c) => return Ok(c),
+                Err(e) if passing(&e) && tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(target: "herdless", error = %e, "the completion bucket: asking again");
+                    tokio::time::sleep(pauses.next_delay()).await;
+                }
+                Err(e) => return Err(NatsError::broker("creating the completion bucket", e)),
+            }
+        }
+    }
+
+    async fn open_once(
+        js: &jetstream::Context,
+        tasks: &stream::Config,
+        ack_wait: Duration,
+    ) -> Result<Completions, CreateStreamError> {
         let bucket = bucket_name(&tasks.name);
         let name = format!("KV_{bucket}");
         let prefix = format!("$KV.{bucket}.");
@@ -98,107 +124,93 @@ impl Completions {
             allow_direct: false,
             ..Default::default()
         };
-        let stream = js
-            .get_or_create_stream(config)
-            .await
-            .map_err(|e| NatsError::broker("creating the completion bucket", e))?;
+        let stream = js.get_or_create_stream(config).await?;
         Ok(Completions { stream, prefix })
     }
 
-    /// Whether `key` is recorded as completed (read from the bucket's leader).
-    pub(super) async fn completed(&self, key: IdempotencyKey) -> Result<bool, NatsError> {
+    /// The subject of `key`'s turn `turn`, or of all its turns (`*`).
+    fn subject(&self, key: IdempotencyKey, turn: &dyn std::fmt::Display) -> String {
+        format!("{}{key}.{turn}", self.prefix)
+    }
+
+    /// The latest record written for `key`, of any turn (read from the
+    /// bucket's leader), or `None`.
+    pub(super) async fn latest(&self, key: IdempotencyKey) -> Result<Option<Seen>, NatsError> {
+        self.read(&self.subject(key, &"*")).await
+    }
+
+    /// The record of `key`'s turn `turn`, or `None`.
+    pub(super) async fn turn(
+        &self,
+        key: IdempotencyKey,
+        turn: u32,
+    ) -> Result<Option<Seen>, NatsError> {
+        self.read(&self.subject(key, &turn)).await
+    }
+
+    async fn read(&self, subject: &str) -> Result<Option<Seen>, NatsError> {
         use async_nats::jetstream::stream::LastRawMessageErrorKind as Kind;
-        let subject = format!("{}{key}", self.prefix);
-        match self.stream.get_last_raw_message_by_subject(&subject).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == Kind::NoMessageFound => Ok(false),
-            Err(e) => Err(NatsError::broker("reading the completion record", e)),
+        match self.stream.get_last_raw_message_by_subject(subject).await {
+            Ok(m) => Ok(m
+                .subject
+                .rsplit('.')
+                .next()
+                .and_then(|t| t.parse().ok())
+                .map(|turn| Seen {
+                    turn,
+                    revision: m.sequence,
+                    record: Record::parse(&m.payload),
+                })),
+            Err(e) if e.kind() == Kind::NoMessageFound => Ok(None),
+            Err(e) => Err(NatsError::broker("reading the task's claim", e)),
         }
     }
 
-    /// Records `key` as completed, once the bucket's stream confirms it.
-    pub(super) async fn record(
+    /// Creates `key`'s turn `turn` with `value`: `Ok(true)` once the
+    /// bucket's stream confirms it, `Ok(false)` when the turn exists. The
+    /// condition (`Nats-Expected-Last-Subject-Sequence: 0`) is checked as
+    /// the cluster applies the write, so of two creates of one turn exactly
+    /// one is stored, whichever server each reached.
+    pub(super) async fn create(
         &self,
         js: &jetstream::Context,
         key: IdempotencyKey,
+        turn: u32,
         value: String,
-    ) -> Result<(), NatsError> {
-        let subject = format!("{}{key}", self.prefix);
-        js.publish(subject, value.into())
+    ) -> Result<bool, NatsError> {
+        use async_nats::jetstream::context::PublishErrorKind as Kind;
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, "0");
+        let subject = self.subject(key, &turn);
+        let sent = js
+            .publish_with_headers(subject, headers, value.into())
             .await
-            .map_err(|e| NatsError::broker("writing the completion record", e))?
-            .await
-            .map_err(|e| NatsError::broker("writing the completion record", e))?;
-        Ok(())
-    }
-}
-
-impl<C, N> Worker<C, N> {
-    /// Before running a delivery: `Some(AlreadyCompleted)` (acked without
-    /// running) when its key is recorded as completed. A record that cannot
-    /// be read (the bucket's leader is changing) is asked again, the
-    /// delivery kept with in-progress acks every `progress`, for up to
-    /// [`RECORD_ACK_WAITS`] ack waits: a NAK would spend one of the task's
-    /// deliveries, which count as attempts. Past that the task runs, with a
-    /// warning.
-    pub(super) async fn completed_before(
-        &self,
-        d: &Delivered,
-        progress: Option<Duration>,
-    ) -> Result<Option<Outcome>, NatsError> {
-        let Some(record) = &d.site.completions else {
-            return Ok(None);
-        };
-        let found = std::sync::atomic::AtomicBool::new(false);
-        let within = d.site.ack_wait * RECORD_ACK_WAITS;
-        let read = again(within, || async {
-            let yes = record.completed(d.resumed.key).await?;
-            found.store(yes, std::sync::atomic::Ordering::Relaxed);
-            Ok(())
-        });
-        match with_progress(read, &d.message, progress).await {
-            Ok(()) if found.into_inner() => {
-                settle(d, AckKind::Ack).await?;
-                Ok(Some(Outcome::AlreadyCompleted))
-            }
-            Ok(()) => Ok(None),
-            Err(e) => {
-                tracing::warn!(
-                    target: "herdless",
-                    task_id = %d.task_id,
-                    error = %e,
-                    "completion record unreadable: the task runs without knowing whether it \
-                     completed before"
-                );
-                Ok(None)
-            }
+            .map_err(|e| NatsError::broker("taking the task's claim", e))?;
+        match sent.await {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == Kind::WrongLastSequence => Ok(false),
+            Err(e) => Err(NatsError::broker("taking the task's claim", e)),
         }
     }
 
-    /// After a success, before its ack: records the task's key as completed,
-    /// asking again for up to [`RECORD_ACK_WAITS`] ack waits (see
-    /// `confirm.rs`). A record that cannot be stored is a warning: the ack
-    /// follows all the same.
-    pub(super) async fn record_completion(
+    /// Writes `value` over `key`'s turn `turn` (its holder's renewal, its
+    /// success, its release), once the bucket's stream confirms it. Only the
+    /// turn's holder writes it after its create: no condition is needed
+    /// (and an update at a revision does not hold on a 2.9 cluster, see
+    /// `redelivery/claim/mod.rs`).
+    pub(super) async fn write(
         &self,
         js: &jetstream::Context,
-        d: &Delivered,
-        attempt: u32,
-    ) {
-        let Some(record) = &d.site.completions else {
-            return;
-        };
-        let value = format!("{};a={attempt};t={}", d.task_id, unix_now().as_millis());
-        let within = d.site.ack_wait * RECORD_ACK_WAITS;
-        let stored = again(within, || record.record(js, d.resumed.key, value.clone())).await;
-        if let Err(e) = stored {
-            tracing::warn!(
-                target: "herdless",
-                task_id = %d.task_id,
-                error = %e,
-                "completion not recorded: if its ack is lost too, the task runs again"
-            );
-        }
+        key: IdempotencyKey,
+        turn: u32,
+        value: String,
+    ) -> Result<(), NatsError> {
+        js.publish(self.subject(key, &turn), value.into())
+            .await
+            .map_err(|e| NatsError::broker("writing the task's claim", e))?
+            .await
+            .map_err(|e| NatsError::broker("writing the task's claim", e))?;
+        Ok(())
     }
 }
 

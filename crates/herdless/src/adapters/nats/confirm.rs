@@ -42,7 +42,7 @@ pub(super) const RECORD_ACK_WAITS: u32 = 4;
 /// The pauses between tries: the library's backoff, 50 ms doubling to a
 /// 400 ms cap, full jitter (no herd of workers asking a new leader at the
 /// same instant).
-fn pauses() -> Backoff {
+pub(super) fn pauses() -> Backoff {
     let policy = Policy::builder()
         .base(Duration::from_millis(50))
         .cap(Duration::from_millis(400))

@@ -9,11 +9,14 @@ use async_nats::HeaderMap;
 use async_nats::jetstream::{self, AckKind};
 use bytes::Bytes;
 
+use super::claim::{before_running, release, run_attempt};
+use super::confirm::RECORD_ACK_WAITS;
 use super::dead_letter::{self, Sent};
 use super::{NatsError, Site, Worker};
 use crate::classify::Classify;
 use crate::engine::{Decision, Gate};
 use crate::events::{GiveUp, Notify};
+use crate::redelivery::claim::State;
 use crate::redelivery::{Delivery, Resumed, STATE_HEADER, TaskState, unix_now};
 use crate::rng::{IdempotencyKey, Rng};
 
@@ -86,6 +89,16 @@ pub enum Outcome {
     /// success whose acknowledgement was lost came back; it is acked without
     /// running.
     AlreadyCompleted,
+    /// Another delivery of the same task holds its claim (a copy the
+    /// broker handed out while the first still ran), or held it and handed
+    /// the task back: this copy is left to it, neither run nor
+    /// acknowledged.
+    HeldElsewhere,
+    /// The attempt's claim could not be renewed within its lease (the
+    /// completion bucket out of reach): the attempt was stopped at the
+    /// lease's fence, or not started, before another delivery could take
+    /// the task over, and the task is left to the broker's ack wait.
+    LeaseLost,
     /// The chain gave up; the task is in the dead-letter subject (or
     /// terminated, without one).
     DeadLettered {
@@ -117,12 +130,12 @@ pub enum Outcome {
 pub(super) struct Abort(pub(super) tokio::sync::watch::Receiver<bool>);
 
 impl Abort {
-    fn raised(&self) -> bool {
+    pub(super) fn raised(&self) -> bool {
         *self.0.borrow()
     }
 
     /// Resolves once raised (never, if the sender is gone unraised).
-    async fn wait(&self) {
+    pub(super) async fn wait(&self) {
         let mut rx = self.0.clone();
         if rx.wait_for(|raised| *raised).await.is_err() {
             std::future::pending::<()>().await;
@@ -134,6 +147,8 @@ impl Abort {
 pub(super) struct Delivered {
     pub(super) message: jetstream::Message,
     pub(super) sequence: u64,
+    /// The broker's delivery count of this copy (1: its first delivery).
+    pub(super) delivered: u64,
     /// The stored message's identity ([`Site::identity`]).
     pub(super) identity: u128,
     /// Where it was delivered.
@@ -173,6 +188,7 @@ impl<C, N: Notify> Worker<C, N> {
         let resumed = Resumed::new(&self.policy, header, &delivery, self.seed);
         Ok(Delivered {
             task_id: format!("{stream}:{sequence}"),
+            delivered: u64::try_from(info.delivered).unwrap_or(u64::MAX),
             message,
             sequence,
             identity,
@@ -206,17 +222,15 @@ impl<C, N: Notify> Worker<C, N> {
             settle(&d, AckKind::Nak(None)).await?;
             return Ok(Outcome::HandedBack);
         }
-        let before = tokio::select! {
-            biased;
-            before = self.completed_before(&d, progress) => before?,
-            () = abort.wait() => {
-                settle(&d, AckKind::Nak(None)).await?;
-                return Ok(Outcome::HandedBack);
-            }
+        let mut holder = match before_running(js, &d, progress, abort).await? {
+            Ok(holder) => holder,
+            Err(outcome) => return Ok(outcome),
         };
-        if let Some(done) = before {
-            return Ok(done);
-        }
+        // Handing the task back: its turn is released first, so that the
+        // redelivery finds it free instead of waiting out the lease (asked
+        // again as long as a success's record: the broker hands out no copy
+        // meanwhile, see `Holder::finish`).
+        let back = d.site.ack_wait * RECORD_ACK_WAITS;
         if let Some(e) = d.resumed.refused {
             d.resumed.engine.state_invalid(&cx, e.reason());
         }
@@ -227,10 +241,19 @@ impl<C, N: Notify> Worker<C, N> {
         {
             Gate::Go => {}
             Gate::Wait(delay) => {
+                release(js, holder.as_deref(), &d, back, progress).await;
                 settle(&d, AckKind::Nak(Some(delay))).await?;
                 return Ok(Outcome::Deferred { delay });
             }
-            Gate::GiveUp(reason) => return self.give_up(js, &d, reason, None).await,
+            Gate::GiveUp(reason) => {
+                release(js, holder.as_deref(), &d, back, progress).await;
+                return self.give_up(js, &d, reason, None).await;
+            }
+        }
+        if let Some(h) = holder.as_mut()
+            && !h.fresh(js).await
+        {
+            return Ok(Outcome::LeaseLost);
         }
         let remaining = d.resumed.engine.remaining(&cx, unix_now());
         let attempt = d.resumed.engine.begin();
@@ -243,27 +266,28 @@ impl<C, N: Notify> Worker<C, N> {
             task_id: task_id.clone(),
             remaining,
         };
-        let result = tokio::select! {
-            biased;
-            result = with_progress(op(task), &d.message, progress) => result,
-            () = abort.wait() => {
-                // Stopped mid-attempt: the attempt's future is dropped, the
-                // task goes back to the broker now (its delivery counts).
+        let result = match run_attempt(js, &d, &mut holder, op(task), progress, abort).await? {
+            Ok(result) => result,
+            Err(stopped) => {
+                // The attempt's future was dropped (its delivery counts).
                 d.resumed.engine.cancel(&cx);
-                settle(&d, AckKind::Nak(None)).await?;
-                return Ok(Outcome::HandedBack);
+                return Ok(stopped);
             }
         };
         let now = unix_now();
         let error = match result {
             Ok(()) => {
                 d.resumed.engine.succeeded(&cx, now);
-                self.record_completion(js, &d, attempt).await;
+                if let Some(h) = &holder {
+                    let kept = (&d.message, progress);
+                    h.finish(js, State::Done, Some(attempt), back, kept).await;
+                }
                 settle(&d, AckKind::Ack).await?;
                 return Ok(Outcome::Acked { attempt });
             }
             Err(e) => e,
         };
+        release(js, holder.as_deref(), &d, back, progress).await;
         let (classification, cause) = self.classifier.classify_cause(&error);
         let mut rng = d.resumed.rng();
         match d

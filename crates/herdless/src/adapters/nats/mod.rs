@@ -6,7 +6,8 @@
 //!
 //! | the engine says | the worker does |
 //! |---|---|
-//! | success | record the completion under the task's key (`completion.rs`), then `+ACK` (confirmed by the server) |
+//! | (before running) | claim the task under its key in the completion bucket (`claim.rs`): a copy whose task is done is acked without running, one whose task another delivery holds is left to it |
+//! | success | record the completion on the claim, then `+ACK` (confirmed by the server) |
 //! | `Decision::Retry { delay }` | `-NAK {"delay": delay}`: the broker redelivers the task after `delay`, to any worker |
 //! | `Decision::GiveUp(reason)` (terminal, attempts, elapsed, shared budget, server pushback) | publish the message, its headers and the reason, attempts and elapsed time to the dead-letter subject (confirmed by the stream that stores it), then `+ACK`; without a dead-letter subject, `+TERM` |
 //! | a redelivered retry the gate refuses ([`Engine::redelivered`]) | dead letter, as above, without running it |
@@ -107,6 +108,7 @@
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 
+mod claim;
 mod completion;
 mod confirm;
 mod connect;
@@ -326,13 +328,18 @@ impl<C, N> Worker<C, N> {
         self
     }
 
-    /// Whether to record each success in the stream's completion bucket
-    /// before acking it, and ack without running a delivery whose key is
-    /// recorded (default: on, where the bucket can be created; see
-    /// `completion.rs` for the bucket, its name and TTL). Off, a success
-    /// whose acknowledgement is lost in a leader change runs again when the
-    /// broker redelivers it; on, each delivery costs one more request and
-    /// each success one more confirmed publish.
+    /// Whether to claim each task in the stream's completion bucket before
+    /// running it and record its success there before acking it (default:
+    /// on, where the bucket can be created; see `completion.rs` for the
+    /// bucket, its name and TTL, and `redelivery/claim/mod.rs` for the
+    /// claim's design). On, a
+    /// delivery whose task is recorded as done is acked without running and
+    /// one whose task another delivery holds is left to it; each first
+    /// delivery costs one more confirmed publish (the claim), each
+    /// redelivery a read more, each attempt one more confirmed publish (its
+    /// end), and a long attempt a renewal every third of the ack wait. Off,
+    /// a success whose acknowledgement is lost in a leader change, or a copy
+    /// the broker hands out while the first runs, runs again.
     ///
     /// ```
     /// let w = herdless::adapters::nats::Worker::new(herdless::Policy::default(), herdless::AlwaysRetry)

@@ -23,8 +23,9 @@ use crate::policy::Policy;
 
 /// What a [`Worker::run`] did, one count per message: each delivery, and
 /// each message the client could not decode, ends in exactly one of the
-/// outcome counts, so `deliveries + undecodable = acked + already_completed
-/// + retried + deferred + dead_lettered + handed_back + unsettled`.
+/// outcome counts, so `deliveries + undecodable = acked +
+/// already_completed + held_elsewhere + retried + deferred + dead_lettered
+/// + handed_back + lease_lost + unsettled`.
 ///
 /// ```
 /// let s = herdless::adapters::nats::Summary::default();
@@ -44,6 +45,9 @@ pub struct Summary {
     /// Deliveries whose key was recorded as completed: acked without running
     /// (a success whose acknowledgement had been lost).
     pub already_completed: u64,
+    /// Copies of a task another delivery held (claimed, running or handing
+    /// it back): neither run nor acknowledged.
+    pub held_elsewhere: u64,
     /// Failed attempts handed to the broker with the engine's delay.
     pub retried: u64,
     /// Retries the breaker held back (NAKed with its wait, not run).
@@ -54,6 +58,9 @@ pub struct Summary {
     pub by_reason: BTreeMap<&'static str, u64>,
     /// Attempts abandoned by an abort and handed back.
     pub handed_back: u64,
+    /// Attempts stopped (or not started) because their claim could not be
+    /// renewed within its lease; the task left to the broker's ack wait.
+    pub lease_lost: u64,
     /// Tasks left to the ack wait (a dead letter that could not be stored,
     /// an acknowledgement the broker did not confirm).
     pub unsettled: u64,
@@ -64,6 +71,8 @@ impl Summary {
         match outcome {
             Ok(Outcome::Acked { .. }) => self.acked += 1,
             Ok(Outcome::AlreadyCompleted) => self.already_completed += 1,
+            Ok(Outcome::HeldElsewhere) => self.held_elsewhere += 1,
+            Ok(Outcome::LeaseLost) => self.lease_lost += 1,
             Ok(Outcome::Retrying { .. }) => self.retried += 1,
             Ok(Outcome::Deferred { .. }) => self.deferred += 1,
             Ok(Outcome::DeadLettered { reason, .. }) => {
@@ -286,6 +295,7 @@ impl<C, N: Notify> Worker<C, N> {
                 &info,
                 self.dead_letter.as_deref(),
                 self.completion_record,
+                None,
             )
             .await?,
         );
@@ -330,7 +340,8 @@ impl<C, N: Notify> Worker<C, N> {
             }
             if tending.is_none() && !stopping && (pull.want.0 || pull.want.1) {
                 let sweep = std::mem::take(&mut pull.want).1;
-                tending = Some(Box::pin(self.tend(js, consumer, sweep)));
+                let open = site.completions.clone();
+                tending = Some(Box::pin(self.tend(js, consumer, sweep, open)));
             }
             tokio::select! {
                 biased;
@@ -393,13 +404,15 @@ impl<C, N: Notify> Worker<C, N> {
 }
 
 impl<C, N> Worker<C, N> {
-    /// Reads the site again and, if `sweep`, settles the messages the client
-    /// cannot decode (see `poison.rs`).
+    /// Reads the site again (keeping the completion bucket `open`, if one
+    /// is) and, if `sweep`, settles the messages the client cannot decode
+    /// (see `poison.rs`).
     async fn tend(
         &self,
         js: &jetstream::Context,
         consumer: &PullConsumer,
         sweep: bool,
+        open: Option<super::completion::Completions>,
     ) -> Result<(Site, Vec<Outcome>), NatsError> {
         let info = consumer
             .get_info()
@@ -410,6 +423,7 @@ impl<C, N> Worker<C, N> {
             &info,
             self.dead_letter.as_deref(),
             self.completion_record,
+            open,
         )
         .await?;
         let outcomes = if sweep {

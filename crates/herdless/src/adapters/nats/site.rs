@@ -6,6 +6,7 @@ use async_nats::jetstream::{self, consumer};
 
 use super::NatsError;
 use super::completion::Completions;
+use super::confirm::{RECORD_ACK_WAITS, pauses};
 use crate::redelivery::Delivery;
 
 /// The stream, the consumer and the dead-letter limit of one run.
@@ -26,45 +27,77 @@ pub(super) struct Site {
     pub(super) completions: Option<Completions>,
 }
 
+/// The `max_msg_size` of the stream that stores `subject`, if it sets one.
+/// A cluster that cannot answer (no answer in time, JetStream unavailable
+/// while it elects a leader) is asked again for up to `within`: only its
+/// answer that no stream stores the subject is a configuration error (a
+/// worker started just after a leader change took the one for the other,
+/// and exited).
+async fn letter_limit(
+    js: &jetstream::Context,
+    subject: &str,
+    within: std::time::Duration,
+) -> Result<Option<usize>, NatsError> {
+    use async_nats::jetstream::context::GetStreamByNameErrorKind as Kind;
+    let deadline = tokio::time::Instant::now() + within;
+    let mut pauses = pauses();
+    loop {
+        let found = match js.stream_by_subject(subject).await {
+            Ok(name) => js
+                .get_stream(name.as_str())
+                .await
+                .map(|s| s.cached_info().config.max_message_size)
+                .map_err(|e| NatsError::broker("reading the dead-letter stream", e)),
+            Err(e) if matches!(e.kind(), Kind::NotFound | Kind::InvalidSubject) => {
+                return Err(NatsError::Config(format!(
+                    "no stream stores the dead-letter subject {subject:?}: a dead letter \
+                     published there would be lost (add it to a stream's subjects)"
+                )));
+            }
+            Err(e) => Err(NatsError::broker("finding the dead-letter stream", e)),
+        };
+        match found {
+            Ok(max) => return Ok(usize::try_from(max).ok().filter(|n| *n > 0)),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+            Err(e) => {
+                tracing::debug!(target: "herdless", error = %e, "the dead-letter stream: asking again");
+                tokio::time::sleep(pauses.next_delay()).await;
+            }
+        }
+    }
+}
+
 impl Site {
     /// Reads the stream behind `info` and the stream storing `dead_letter`;
-    /// with `record`, opens (or creates) the stream's completion bucket.
+    /// with `record`, the stream's completion bucket: `open`, the one a
+    /// previous read opened, else opened (or created) now. An open bucket is
+    /// kept across reads: a read during a leader change (after a reconnect,
+    /// a failed pull) that could not reach it must not leave the worker
+    /// running without its claims.
     pub(super) async fn read(
         js: &jetstream::Context,
         info: &consumer::Info,
         dead_letter: Option<&str>,
         record: bool,
+        open: Option<Completions>,
     ) -> Result<Site, NatsError> {
         let stream = js
             .get_stream(info.stream_name.as_str())
             .await
             .map_err(|e| NatsError::broker("reading the stream", e))?;
+        let c = &info.config;
         let letter_max = match dead_letter {
-            Some(subject) => {
-                let dead = js.stream_by_subject(subject).await.map_err(|_| {
-                    NatsError::Config(format!(
-                        "no stream stores the dead-letter subject {subject:?}: a dead letter \
-                         published there would be lost (add it to a stream's subjects)"
-                    ))
-                })?;
-                let config = js
-                    .get_stream(dead.as_str())
-                    .await
-                    .map_err(|e| NatsError::broker("reading the dead-letter stream", e))?
-                    .cached_info()
-                    .config
-                    .max_message_size;
-                usize::try_from(config).ok().filter(|n| *n > 0)
-            }
+            Some(subject) => letter_limit(js, subject, c.ack_wait * RECORD_ACK_WAITS).await?,
             None => None,
         };
-        let c = &info.config;
         let filter = if c.filter_subject.is_empty() {
             ">".to_owned()
         } else {
             c.filter_subject.clone()
         };
-        let completions = if record {
+        let completions = if record && open.is_some() {
+            open
+        } else if record {
             let tasks = &stream.cached_info().config;
             match Completions::open(js, tasks, c.ack_wait).await {
                 Ok(c) => Some(c),
@@ -72,8 +105,9 @@ impl Site {
                     tracing::warn!(
                         target: "herdless",
                         error = %e,
-                        "no completion bucket: completions are not recorded (a success whose \
-                         ack is lost runs again)"
+                        "no completion bucket: tasks run without a claim or a completion \
+                         record (a copy the broker delivers twice may run twice) until a later \
+                         read of the stream opens it"
                     );
                     None
                 }
