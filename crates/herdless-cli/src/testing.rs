@@ -23,6 +23,21 @@ pub use crate::cmd::stub::{
 ///
 /// The flags' usage error.
 pub fn start_stub(flags: &[&str], options: StubOptions) -> Result<Stub, String> {
+    let listener = Stub::bind(0).map_err(|e| e.to_string())?;
+    start_stub_on(listener, flags, options)
+}
+
+/// [`start_stub`] on a listener bound beforehand ([`Stub::bind`]), so that
+/// its flags may name its own port (a gateway whose `--upstream` is itself).
+///
+/// # Errors
+///
+/// The flags' usage error.
+pub fn start_stub_on(
+    listener: tokio::net::TcpListener,
+    flags: &[&str],
+    options: StubOptions,
+) -> Result<Stub, String> {
     let argv = ["herdless", "stub"].iter().chain(flags);
     let Command::Stub(args) = Cli::try_parse_from(argv)
         .map_err(|e| e.to_string())?
@@ -30,7 +45,6 @@ pub fn start_stub(flags: &[&str], options: StubOptions) -> Result<Stub, String> 
     else {
         unreachable!("parsed as stub")
     };
-    let listener = Stub::bind(0).map_err(|e| e.to_string())?;
     let (stub, _task) = Stub::start(listener, &args, std::future::pending(), options)?;
     Ok(stub)
 }

@@ -353,3 +353,23 @@ async fn follow_prints_a_line_when_a_storm_forms_and_the_report_on_sigterm() {
     assert!(rest.contains("FAIL spread"), "{rest}");
     assert_eq!(status.code(), Some(1), "{rest}");
 }
+
+/// A requeue answer (the server held the call and put it back unprocessed)
+/// is counted as such: not a skipped line, not a retry, not an attempt.
+#[tokio::test]
+async fn requeued_events_are_counted_not_skipped_and_not_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"timestamp":"2026-01-01T00:00:00Z","event":"retry_requeued","task_id":"t-1","attempt":1,"sleep_s":10.0,"requeues":1,"elapsed_s":10.0}"#,
+        r#"{"timestamp":"2026-01-01T00:00:20Z","event":"retry_requeued","task_id":"t-1","attempt":1,"sleep_s":10.0,"requeues":2,"elapsed_s":20.0}"#,
+        r#"{"timestamp":"2026-01-01T00:00:31Z","event":"retry_succeeded","task_id":"t-1","attempt":1,"elapsed_s":31.0}"#,
+    ];
+    let log = write(&dir, "requeued.jsonl", &(lines.join("\n") + "\n"));
+    let (_, report) = analyze_json(&["analyze", "--json", &log]).await;
+    assert_eq!(report["requeued"], 2, "{report}");
+    assert_eq!(report["skipped"], 0, "{report}");
+    assert_eq!(report["events"], 3, "{report}");
+    assert_eq!(report["retries"], 0, "{report}");
+    assert_eq!(report["succeeded"], 1, "{report}");
+    assert_eq!(report["attempts_per_task"]["1"], 1, "{report}");
+}

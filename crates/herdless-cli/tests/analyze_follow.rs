@@ -94,11 +94,11 @@ async fn stop(
     (rest.join("\n"), status.code())
 }
 
-/// On standard input, SIGTERM and SIGINT end the run with the report (they
-/// used to kill it: exit 143 or 130, nothing printed).
+/// On standard input, SIGTERM, SIGINT and SIGHUP end the run with the
+/// report (they used to kill it: exit 143, 130 or 129, nothing printed).
 #[tokio::test]
 async fn on_stdin_a_signal_ends_with_the_report() {
-    for signal in [Signal::SIGTERM, Signal::SIGINT] {
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         let (mut child, mut out) = follow(&["-"], Stdio::piped());
         let mut stdin = child.stdin.take().unwrap();
         stdin
@@ -282,4 +282,41 @@ async fn following_is_linear_in_the_lines() {
         .await
         .unwrap_or_else(|_| panic!("--follow took more than {limit:?}; without it {plain:?}"));
     eprintln!("100,000 lines: {plain:?} without --follow, {followed:?} with it");
+}
+
+/// A file that does not exist yet is waited for, as `tail -F` does (a
+/// monitor started before the service that writes the log): it used to
+/// exit 2 at once ("No such file or directory").
+#[tokio::test]
+async fn a_file_that_does_not_exist_yet_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("later.jsonl");
+    let (mut child, mut out) = follow(&[path.to_str().unwrap()], Stdio::null());
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let said = tokio::time::timeout(Duration::from_secs(30), err.next_line())
+        .await
+        .expect("a line on stderr within 30 s")
+        .unwrap()
+        .unwrap_or_default();
+    assert!(said.contains("waiting for it"), "{said}");
+    std::fs::write(&path, storm(1_000.0, "a")).unwrap();
+    storm_line(&mut out, "1970-01-01T00:16:41.0").await;
+    let (report, code) = stop(child, out, Signal::SIGTERM).await;
+    assert!(report.contains("tasks 30"), "{report}");
+    assert_eq!(code, Some(1), "{report}");
+    // Stopped while still waiting: the report of nothing, not judged.
+    let (mut child, out) = follow(
+        &[dir.path().join("never.jsonl").to_str().unwrap()],
+        Stdio::null(),
+    );
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let said = tokio::time::timeout(Duration::from_secs(30), err.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_or_default();
+    assert!(said.contains("waiting for it"), "{said}");
+    let (report, code) = stop(child, out, Signal::SIGINT).await;
+    assert!(report.contains("NOT JUDGED"), "{report}");
+    assert_eq!(code, Some(4), "{report}");
 }

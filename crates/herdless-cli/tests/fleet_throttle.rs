@@ -1,5 +1,5 @@
 //! The client-side throttle over real sockets: `herdless fleet --throttle`
-//! (one `fleet::Throttle` shared by the process's workers) against
+//! (one `guard::Throttle` shared by the process's workers) against
 //! `herdless stub --outage T --capacity C --pushback off` (no server help),
 //! beside the same fleet without it.
 //!

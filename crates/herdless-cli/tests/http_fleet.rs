@@ -405,7 +405,8 @@ async fn fleet_urgent_calls_end_by_their_deadline() {
 
 /// Interrupting a fleet keeps the run: the partial report is printed (marked
 /// interrupted, every worker counted in exactly one outcome) and the exit is
-/// 128 + the signal. The stub fails everything for an hour, so every call is
+/// 128 + the signal, SIGHUP's included (a closed terminal used to kill the
+/// fleet with no report). The stub fails everything for an hour, so every call is
 /// still retrying; the signal is sent once every worker has scheduled a retry
 /// (its `retry_scheduled` event on fleet's stderr).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -414,7 +415,11 @@ async fn an_interrupted_fleet_prints_its_partial_report_and_exits_128_plus_the_s
     use nix::unistd::Pid;
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
     let (stub, url) = start_stub(&["--outage", "1h"]);
-    for (signal, json, code) in [(Signal::SIGTERM, true, 143), (Signal::SIGINT, false, 130)] {
+    for (signal, json, code) in [
+        (Signal::SIGTERM, true, 143),
+        (Signal::SIGINT, false, 130),
+        (Signal::SIGHUP, true, 129),
+    ] {
         let workers = 8;
         let mut args = vec![
             "fleet".to_owned(),
@@ -489,4 +494,107 @@ async fn an_interrupted_fleet_prints_its_partial_report_and_exits_128_plus_the_s
         }
     }
     assert!(stub.stats().total >= 16, "both fleets reached the stub");
+}
+
+/// Every first try refused with a plan of one wave 0.5 s to 0.6 s away and
+/// no `Retry-After`: the workers come back in the wave (the fleet's
+/// `strategy.waves` true); with `--ignore-plan` at their own jitter (a
+/// 10 ms base), long before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fleet_workers_follow_a_plan_of_waves_unless_told_to_ignore_it() {
+    use raw_server::Reply;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let served = std::sync::Arc::new(AtomicUsize::new(0));
+    // The first 5 requests of each run are refused, the rest served.
+    let (url, seen) = raw_server::serve({
+        let served = served.clone();
+        move |_| {
+            if served.fetch_add(1, SeqCst) % 10 < 5 {
+                Reply::Raw(
+                    b"HTTP/1.1 503 X\r\nherdless-plan: start=0.5, waves=1, spacing=0.1, salt=3\r\n\
+                      content-length: 0\r\nconnection: close\r\n\r\n"
+                        .to_vec(),
+                )
+            } else {
+                Reply::Body {
+                    body: std::sync::Arc::new(b"ok".to_vec()),
+                    chunked: false,
+                }
+            }
+        }
+    })
+    .await;
+    for ignore in [false, true] {
+        let mut args = vec!["fleet", "--workers", "5", "--base", "10ms", "--json"];
+        if ignore {
+            args.push("--ignore-plan");
+        }
+        args.push(&url);
+        let r = fleet_json(&herdless(&args).await);
+        assert_eq!(
+            (r["succeeded"].as_u64(), r["calls"].as_u64()),
+            (Some(5), Some(10)),
+            "{r}"
+        );
+        assert_eq!(r["strategy"]["waves"], !ignore, "{r}");
+        let took = r["duration_s"].as_f64().unwrap();
+        if ignore {
+            assert!(took < 0.45, "{took} s: no worker waited for the wave");
+        } else {
+            assert!(took >= 0.5, "{took} s: every worker waited for its wave");
+        }
+    }
+    assert_eq!(seen.load(SeqCst), 20);
+}
+
+/// Several URLs: each request goes to the next in one turn shared by the
+/// fleet (per request, not per worker), and the report lists the URLs with
+/// the calls each got. Each stub fails a worker's first request it sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_over_several_urls_spreads_each_request_round_robin() {
+    let (a, url_a) = start_stub(&["--fail-first", "1"]);
+    let (b, url_b) = start_stub(&["--fail-first", "1"]);
+    let out = herdless(&[
+        "fleet",
+        "--workers",
+        "40",
+        "--base",
+        "10ms",
+        "--seed",
+        "3",
+        "--json",
+        &url_a,
+        &url_b,
+    ])
+    .await;
+    let r = fleet_json(&out);
+    assert_eq!(r["succeeded"], 40, "{r}");
+    let (sa, sb) = (a.stats(), b.stats());
+    assert_eq!((sa.total + sb.total) as u64, r["calls"].as_u64().unwrap());
+    let diff = sa.total.abs_diff(sb.total);
+    assert!(diff <= 1, "round robin: {} vs {}", sa.total, sb.total);
+    assert_eq!(r["urls"][0]["url"], url_a.as_str(), "{r}");
+    assert_eq!(r["urls"][1]["url"], url_b.as_str(), "{r}");
+    assert_eq!(r["urls"][0]["calls"], sa.total, "{r}");
+    assert_eq!(r["urls"][1]["calls"], sb.total, "{r}");
+    // Per request, not per worker: a retry takes the next turn, the other
+    // stub about half the time (a worker pinned to one stub would never
+    // reach the other; expected 20 of 40, σ ≈ 3).
+    let workers = |s: &herdless_cli::testing::StubStats| -> std::collections::BTreeSet<String> {
+        s.arrivals.iter().filter_map(|x| x.worker.clone()).collect()
+    };
+    let both = workers(&sa).intersection(&workers(&sb)).count();
+    assert!(both >= 8, "only {both} workers reached both stubs");
+    // Text output names them too.
+    let text = herdless(&["fleet", "--workers", "4", &url_a, &url_b]).await;
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&url_a) && text.contains(&url_b), "{text}");
+    // A bad URL among them, or more than 1,000, is a usage error.
+    let bad = herdless(&["fleet", "--workers", "4", &url_a, "ftp://x/"]).await;
+    assert_eq!(bad.status.code(), Some(2));
+    let mut many = vec!["fleet", "--workers", "4"];
+    many.extend(std::iter::repeat_n(url_a.as_str(), 1_001));
+    let bad = herdless(&many).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("at most 1000"));
 }

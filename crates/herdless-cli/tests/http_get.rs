@@ -447,3 +447,102 @@ async fn a_closed_stdout_is_an_error_before_anything_is_sent() {
     assert_eq!(out.status.code(), Some(0), "Stdio::null(): {out:?}");
     assert_eq!(seen.load(SeqCst), 3);
 }
+
+/// Against `stub --waves`: a refusal carries the plan (`Herdless-Plan`)
+/// and `get` comes back in its own wave, computed from its `X-Worker-Id`
+/// (its guard's draw; the library's tests tell it from the `Retry-After`,
+/// which names a point in the same wave so that plain clients come then
+/// too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_comes_back_in_its_wave_of_an_announced_plan() {
+    // 1 request/s, a population of 4: 4 / 0.95 per s = 4.2 s in 5 waves.
+    let (stub, url) = start_stub(&["--capacity", "1", "--waves", "4"]);
+    let client = http_client();
+    // Probe until a refusal announces the plan: the admission before it
+    // leaves no room for a second before get's first try.
+    let mut plan = None;
+    for i in 0..3 {
+        let r = client
+            .get(&url)
+            .header("x-worker-id", format!("p{i}"))
+            .send()
+            .await
+            .unwrap();
+        if let Some(v) = r.headers().get("herdless-plan") {
+            plan = Some(
+                v.to_str()
+                    .unwrap()
+                    .parse::<herdless::pushback::waves::WavePlan>()
+                    .unwrap(),
+            );
+            break;
+        }
+    }
+    let plan = plan.expect("a refusal announced the plan");
+    assert_eq!(plan.waves(), 5);
+    let out = herdless(&["get", "-H", "X-Worker-Id: 42", "--log-format", "json", &url]).await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let ev = events(&out);
+    assert_eq!(ev[0]["event"], "retry_scheduled", "{ev:?}");
+    assert_eq!(ev[0]["honored_retry_after"], true);
+    let slept = ev[0]["sleep_s"].as_f64().unwrap();
+    let wave = f64::from(plan.wave_of(herdless::pushback::allocator::caller_key(b"42")));
+    let spacing = plan.spacing().as_secs_f64();
+    let start = plan.start_ms() as f64 / 1e3;
+    // Measured from get's refusal, which came after the probe's (its
+    // process started meanwhile: up to half a second on a loaded machine).
+    let (lo, hi) = (start + wave * spacing - 0.5, start + (wave + 1.0) * spacing);
+    assert!(
+        slept >= lo && slept < hi,
+        "slept {slept} s, wave {wave}: {lo}..{hi}"
+    );
+    let mine: Vec<_> = stub
+        .stats()
+        .arrivals
+        .into_iter()
+        .filter(|a| a.worker.as_deref() == Some("42"))
+        .map(|a| a.status)
+        .collect();
+    assert_eq!(mine, vec![503, 200]);
+}
+
+/// A refusal carrying a plan and no `Retry-After`: `get` waits for its
+/// wave (an honored server delay, within the plan's one wave of 0.3 s to
+/// 0.4 s); with `--ignore-plan` it takes its own jitter (not honored, at
+/// most the 10 ms base).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_ignores_a_plan_of_waves_when_told() {
+    let refuse_then_serve = |n: usize| {
+        if n % 2 == 0 {
+            raw_server::Reply::Raw(
+                b"HTTP/1.1 503 X\r\nherdless-plan: start=0.3, waves=1, spacing=0.1, salt=7\r\n\
+                  content-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_vec(),
+            )
+        } else {
+            raw_server::Reply::Body {
+                body: std::sync::Arc::new(b"ok".to_vec()),
+                chunked: false,
+            }
+        }
+    };
+    let (url, _) = raw_server::serve(refuse_then_serve).await;
+    for (ignore, honored) in [(false, true), (true, false)] {
+        let mut args = vec!["get", "--base", "10ms", "--log-format", "json"];
+        if ignore {
+            args.push("--ignore-plan");
+        }
+        args.push(&url);
+        let out = herdless(&args).await;
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let ev = events(&out);
+        assert_eq!(ev[0]["event"], "retry_scheduled", "{ev:?}");
+        assert_eq!(ev[0]["honored_retry_after"], honored, "{ev:?}");
+        let slept = ev[0]["sleep_s"].as_f64().unwrap();
+        if honored {
+            assert!((0.3..0.4).contains(&slept), "{slept}");
+        } else {
+            assert!(slept <= 0.01, "{slept}");
+        }
+    }
+}

@@ -2,7 +2,9 @@
 //! 127.0.0.1 answering every request with bytes drawn by proptest — random
 //! status lines (valid, out of range, garbage), header names and values
 //! (arbitrary bytes, CR/LF and colon injection, lying or huge
-//! `Content-Length`, `Transfer-Encoding`, `Retry-After`), chunked bodies
+//! `Content-Length`, `Transfer-Encoding`, `Retry-After`, plans of waves in
+//! `Herdless-Plan` with members out of range, missing, repeated or not
+//! numbers), chunked bodies
 //! whose declared sizes lie, then an early close, a stall or an endless
 //! body.
 //!
@@ -63,6 +65,7 @@ fn header() -> impl Strategy<Value = Vec<u8>> {
     let name = prop_oneof![
         Just(b"retry-after".to_vec()),
         Just(b"retry-after-ms".to_vec()),
+        Just(b"herdless-plan".to_vec()),
         Just(b"connection".to_vec()),
         Just(b"content-type".to_vec()),
         "[a-zA-Z-]{1,24}".prop_map(String::into_bytes),
@@ -77,6 +80,7 @@ fn header() -> impl Strategy<Value = Vec<u8>> {
         Just(b"close".to_vec()),
         "[ -~]{0,60}".prop_map(String::into_bytes),
         Just(vec![b'9'; 9_000]),
+        plan(),
     ];
     let line = (name, value).prop_map(|(mut n, v)| {
         n.extend_from_slice(b": ");
@@ -92,6 +96,36 @@ fn header() -> impl Strategy<Value = Vec<u8>> {
             v
         }),
     ]
+}
+
+/// A `Herdless-Plan` value: each member drawn from numbers in range, out
+/// of it, negative, huge, not numbers, or left out, the members in any
+/// order and sometimes twice.
+fn plan() -> impl Strategy<Value = Vec<u8>> {
+    let number = prop_oneof![
+        Just("0".to_owned()),
+        Just("0.001".to_owned()),
+        Just("-86400".to_owned()),
+        Just("86400.0".to_owned()),
+        Just("-1".to_owned()),
+        Just("1000000".to_owned()),
+        Just("281474976710655".to_owned()),
+        Just("99999999999999999999".to_owned()),
+        Just("NaN".to_owned()),
+        Just("1e9".to_owned()),
+        Just(String::new()),
+        (0u32..5_000).prop_map(|n| format!("{}.{:03}", n / 1_000, n % 1_000)),
+    ];
+    let member = (
+        prop::sample::select(vec!["start", "waves", "spacing", "salt", "x"]),
+        number,
+    )
+        .prop_map(|(k, v)| format!("{k}={v}"));
+    (
+        prop::collection::vec(member, 0..7),
+        prop::sample::select(vec![", ", "; ", ","]),
+    )
+        .prop_map(|(members, sep)| members.join(sep).into_bytes())
 }
 
 /// The framing headers and the body: a true, lying or huge

@@ -393,7 +393,7 @@ fn robustness_runs_at_a_told_estimate_for_the_strategies_named() {
     assert_eq!(v["capacity_estimate_per_s"], 500);
     assert_eq!(v["strategies"], serde_json::json!(["full+hold"]));
     let cells = v["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 22);
+    assert_eq!(cells.len(), 26);
     let mut capacities: Vec<u64> = cells
         .iter()
         .map(|c| c["capacity_per_s"].as_u64().unwrap())
@@ -413,5 +413,14 @@ fn robustness_runs_at_a_told_estimate_for_the_strategies_named() {
         .map(|c| c["outage_s"].as_f64().unwrap())
         .collect();
     assert!(outages.contains(&20.0) && outages.contains(&60.0));
+    // The long rows run the library's default policy, then again labelled
+    // `long`; every other cell runs the default.
+    let long_policy = |c: &&serde_json::Value| c["policy"] == "long";
+    assert_eq!(cells.iter().filter(long_policy).count(), 4);
+    assert!(cells.iter().filter(long_policy).all(|c| c["long"] == true));
+    assert_eq!(
+        cells.iter().filter(|c| c["policy"] == "default").count(),
+        22
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

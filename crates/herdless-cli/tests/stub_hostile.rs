@@ -93,43 +93,46 @@ async fn send(port: u16, worker: &str) -> TcpStream {
     s
 }
 
-/// SIGTERM with a request held (an outage of a minute, holds of up to an
-/// hour) and another half sent: the held one is answered 503 with a
+/// SIGTERM (or SIGHUP: a closed terminal used to kill the stub, its held
+/// clients reset) with a request held (an outage of a minute, holds of up
+/// to an hour) and another half sent: the held one is answered 503 with a
 /// Retry-After, the half-sent one dropped, and the stub exits 0 within its
 /// grace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_the_stub_within_its_grace_despite_held_and_half_sent_requests() {
-    let stub = StubProcess::start(&[
-        "--capacity",
-        "100",
-        "--outage",
-        "60s",
-        "--outage-end",
-        "known",
-        "--hold-for",
-        "1h",
-    ])
-    .await;
-    let mut half = TcpStream::connect(("127.0.0.1", stub.port)).await.unwrap();
-    half.write_all(b"GET /dev").await.unwrap();
-    let mut held = send(stub.port, "w").await;
-    stub.stats_when(|s| s["held"] == 1).await;
-    let start = Instant::now();
-    stub.signal("-TERM");
-    let answer = String::from_utf8(read_all(&mut held).await).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(
-        answer.to_lowercase().contains("retry-after: 1\r\n"),
-        "{answer}"
-    );
-    let mut stub = stub;
-    let status = tokio::time::timeout(GRACE + Duration::from_secs(3), stub.child.wait())
-        .await
-        .expect("the stub exits within its grace")
-        .unwrap();
-    assert!(status.success(), "{status:?}");
-    assert!(start.elapsed() < GRACE + Duration::from_secs(3));
-    assert!(read_all(&mut half).await.is_empty(), "dropped, unanswered");
+    for signal in ["-TERM", "-HUP"] {
+        let stub = StubProcess::start(&[
+            "--capacity",
+            "100",
+            "--outage",
+            "60s",
+            "--outage-end",
+            "known",
+            "--hold-for",
+            "1h",
+        ])
+        .await;
+        let mut half = TcpStream::connect(("127.0.0.1", stub.port)).await.unwrap();
+        half.write_all(b"GET /dev").await.unwrap();
+        let mut held = send(stub.port, "w").await;
+        stub.stats_when(|s| s["held"] == 1).await;
+        let start = Instant::now();
+        stub.signal(signal);
+        let answer = String::from_utf8(read_all(&mut held).await).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 503"), "{signal}: {answer}");
+        assert!(
+            answer.to_lowercase().contains("retry-after: 1\r\n"),
+            "{answer}"
+        );
+        let mut stub = stub;
+        let status = tokio::time::timeout(GRACE + Duration::from_secs(3), stub.child.wait())
+            .await
+            .expect("the stub exits within its grace")
+            .unwrap();
+        assert!(status.success(), "{signal}: {status:?}");
+        assert!(start.elapsed() < GRACE + Duration::from_secs(3));
+        assert!(read_all(&mut half).await.is_empty(), "dropped, unanswered");
+    }
 }
 
 /// A request head that never ends is dropped at the head timeout.

@@ -54,6 +54,10 @@ const FLAGS: &[&str] = &[
     "--concurrency",
     "--exit-when-idle",
     "--redelivery",
+    "--waves",
+    "--wave-spacing",
+    "--plan",
+    "--ignore-plan",
 ];
 
 /// Values that stress the parsers: durations at and past every bound, huge

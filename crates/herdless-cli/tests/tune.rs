@@ -279,3 +279,49 @@ async fn the_policy_files_fact_keys_are_facts_and_the_current_policy_is_shown() 
     let out = herdless(&["tune", "--outage", "10s..60s", "--recovery-time", "30s"]).await;
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A grid axis that makes no valid policy is a usage error naming the flag,
+/// before any simulation: not "no policy fits: change recovery_time" (a
+/// fact) with exit 1 after the whole search.
+#[tokio::test]
+async fn a_grid_that_holds_no_valid_policy_is_a_usage_error_naming_its_flag() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--bases", "0s"], "--bases"),
+        (&["--elapsed", "0s"], "--elapsed"),
+        (&["--caps", "0s"], "--caps"),
+        (&["--caps", "100ms"], "--caps"),
+    ];
+    for (grid, flag) in cases {
+        let mut args = vec![
+            "tune",
+            "--workers",
+            "50",
+            "--capacity",
+            "20",
+            "--recovery-time",
+            "45s",
+        ];
+        args.extend_from_slice(grid);
+        let out = herdless(&args).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{grid:?}: {err}");
+        assert!(err.contains(flag), "{grid:?}: {err}");
+        assert!(!err.contains("recovery_time"), "{grid:?}: {err}");
+        assert!(out.stdout.is_empty(), "{grid:?}: no search, no report");
+    }
+    // A cap below some bases only is not an error: those pairs are pruned.
+    let (out, r) = tune(&[
+        "--workers",
+        "50",
+        "--capacity",
+        "20",
+        "--recovery-time",
+        "45s",
+        "--bases",
+        "250ms,1m",
+        "--caps",
+        "50s",
+    ])
+    .await;
+    assert_ne!(out.status.code(), Some(2), "{r}");
+}

@@ -247,3 +247,29 @@ async fn a_figure_that_cannot_be_written_fails_after_the_report() {
     );
     assert!(text(&out.stderr).contains("/proc/nope"), "{out:?}");
 }
+
+/// Quotes inside a comment or a one-line string are not the start of a
+/// multi-line string: a file whose comment says `"""` (or whose `task_id`
+/// holds `'''`) had every table after it taken for that string's inside,
+/// and `--write --force` refused it with "internal error: the other tables
+/// would not read as before".
+#[tokio::test]
+async fn quotes_in_comments_and_strings_do_not_hide_the_tables_after_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("herdless.toml");
+    let before = "[policy.tuned]\nbase = \"7s\"\n\n# a note with \"\"\" in it, and ''' too\n\
+                  [policy.other]\nbase = \"2s\"\ntask_id = \"say \\\"\\\"\\\" and '''\" # \"\"\"\n\n\
+                  [policy.last]\nbase = \"3s\"\n";
+    std::fs::write(&file, before).unwrap();
+    let out = tune(&["--write", file.to_str().unwrap(), "--force"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let after = std::fs::read_to_string(&file).unwrap();
+    let from = after.find("# a note").unwrap();
+    assert_eq!(
+        &after[from..],
+        &before[before.find("# a note").unwrap()..],
+        "{after}"
+    );
+    assert!(!after.contains("base = \"7s\""), "{after}");
+    assert_eq!(strict(&file, "tuned").await.status.code(), Some(0));
+}

@@ -241,8 +241,23 @@ impl PyClassification {
         })
     }
 
-    /// `retryable`, `terminal`, `unknown` (a status in neither set: terminal)
-    /// or `server_pushback`.
+    /// The server held the request and put it back unprocessed (its
+    /// `Herdless-Requeue` answer): try again after `seconds`, not counted as
+    /// an attempt (the policy's `max_requeues` bounds them; `max_elapsed`
+    /// counts them). Zero, negative or NaN: a plain retryable answer.
+    #[staticmethod]
+    fn requeued(seconds: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let after = Self::retry_after(seconds)?;
+        Ok(PyClassification {
+            inner: match after.inner.server_delay() {
+                Some(d) => Classification::requeued(d),
+                None => after.inner,
+            },
+        })
+    }
+
+    /// `retryable`, `terminal`, `unknown` (a status in neither set: terminal),
+    /// `server_pushback` or `requeued`.
     #[getter]
     fn name(&self) -> &'static str {
         self.inner.as_str()
@@ -254,6 +269,12 @@ impl PyClassification {
         self.inner.is_retryable()
     }
 
+    /// Whether the server put the request back unprocessed (not an attempt).
+    #[getter]
+    fn is_requeue(&self) -> bool {
+        self.inner.is_requeue()
+    }
+
     /// The server's delay, seconds (before the clamp), if any.
     #[getter]
     fn server_delay(&self) -> Option<f64> {
@@ -262,6 +283,9 @@ impl PyClassification {
 
     fn __repr__(&self) -> String {
         match self.inner.server_delay() {
+            Some(d) if self.inner.is_requeue() => {
+                format!("Classification.requeued({:?})", d.as_secs_f64())
+            }
             Some(d) => format!("Classification.retry_after({:?})", d.as_secs_f64()),
             None => format!("<Classification {}>", self.inner.as_str()),
         }
@@ -340,4 +364,80 @@ pub(crate) fn status_sets(
     let c = StatusClassifier::new();
     let set = |s: herdless::http::StatusSet| PyFrozenSet::new(py, s.iter());
     Ok((set(c.retryable())?, set(c.terminal())?))
+}
+
+/// The classification of an HTTP response from its status and headers (a
+/// mapping with `items()`, such as `requests`' or `httpx`' headers, or
+/// `(name, value)` pairs): `classify_status` with `Retry-After-Ms`,
+/// `Retry-After`, and a retryable status carrying `Herdless-Requeue` with a
+/// usable delay is `requeued` (not an attempt). Header names are compared
+/// without case; a name or value that is not a header is ignored.
+#[pyfunction]
+pub(crate) fn classify_headers(
+    status: &Bound<'_, PyAny>,
+    headers: &Bound<'_, PyAny>,
+) -> PyResult<Option<PyClassification>> {
+    use http::{HeaderMap, HeaderName, HeaderValue};
+    let status = crate::seconds::whole("status", status, 0, u64::from(u16::MAX))? as u16;
+    let pairs = if headers.hasattr("items")? {
+        headers.call_method0("items")?
+    } else {
+        headers.clone()
+    };
+    let mut map = HeaderMap::new();
+    for pair in pairs.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "headers: expected a mapping or (name, value) pairs, got {}",
+            type_name(headers)
+        ))
+    })? {
+        let pair = pair?;
+        let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "headers: expected (name, value) pairs, got {}",
+                type_name(&pair)
+            ))
+        })?;
+        let (Some(name), Some(value)) = (header_bytes(&name)?, header_bytes(&value)?) else {
+            continue;
+        };
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(&name),
+            HeaderValue::from_bytes(&value),
+        ) {
+            // Only the headers the answer reads, a few values each: a
+            // header map holds 32,768 entries and panics past them, and
+            // `headers` may be as large as the caller likes.
+            let read = [
+                http::header::RETRY_AFTER.as_str(),
+                herdless::http::RETRY_AFTER_MS,
+                herdless::http::REQUEUE,
+            ];
+            if read.contains(&n.as_str()) && map.get_all(&n).iter().count() < VALUES_READ {
+                map.append(n, v);
+            }
+        }
+    }
+    Ok(
+        herdless::http::classify_headers(&StatusClassifier::new(), status, &map, SystemTime::now())
+            .map(|inner| PyClassification { inner }),
+    )
+}
+
+/// How many values of each header [`classify_headers`] keeps (the first).
+const VALUES_READ: usize = 16;
+
+/// The `Prefer` value to send for `seconds` of patience left: `wait=N`
+/// (whole seconds, rounded down, at most a day). A server running herdless's
+/// hold keeps a patient request up to that long instead of answering it
+/// early.
+#[pyfunction]
+pub(crate) fn prefer_wait_value(seconds: &Bound<'_, PyAny>) -> PyResult<String> {
+    let secs = crate::seconds::number("seconds", seconds)?;
+    let d = std::time::Duration::try_from_secs_f64(secs.max(0.0))
+        .unwrap_or(herdless::http::queue::MAX_PREFER_WAIT);
+    Ok(herdless::http::prefer_wait_value(d)
+        .to_str()
+        .map(str::to_owned)
+        .unwrap_or_default())
 }

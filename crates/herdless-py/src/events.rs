@@ -3,7 +3,7 @@
 //!
 //! The engine calls [`PyNotify`] synchronously with each event (the GIL is
 //! held: the binding is inside a call). The record's message is the event's
-//! name (`retry_scheduled`, `retry_succeeded`, `retry_abandoned_terminal`,
+//! name (`retry_scheduled`, `retry_requeued`, `retry_succeeded`, `retry_abandoned_terminal`,
 //! `retry_budget_exhausted`), its level the library's default for that event
 //! (WARNING, INFO, WARNING on a first attempt and ERROR after a retry,
 //! ERROR), and its `extra` the library's fields under their names:

@@ -61,6 +61,10 @@ fn _herdless(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(after_fork, m)?)?;
     m.add_function(wrap_pyfunction!(classify::classify_status, m)?)?;
+    m.add_function(wrap_pyfunction!(classify::classify_headers, m)?)?;
+    m.add_function(wrap_pyfunction!(classify::prefer_wait_value, m)?)?;
+    m.add("REQUEUE", herdless::http::REQUEUE)?;
+    m.add("PREFER", herdless::http::PREFER)?;
     m.add(
         "parse_retry_after",
         wrap_pyfunction!(classify::parse_retry_after_value, m)?,

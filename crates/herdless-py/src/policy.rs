@@ -23,8 +23,8 @@ pub struct PyPolicy {
 
 /// A policy's settings as `__reduce__` gives them: base, cap, multiplier,
 /// max_attempts, max_elapsed, max_retry_after (nanoseconds), the jitter's
-/// name, the spread, the attempt timeout (nanoseconds).
-type State = (u64, u64, f64, u32, u64, u64, String, f64, Option<u64>);
+/// name, the spread, the attempt timeout (nanoseconds), max_requeues.
+type State = (u64, u64, f64, u32, u64, u64, String, f64, Option<u64>, u32);
 
 /// A `ValueError` from the library's refusal.
 pub(crate) fn policy_error(e: herdless::PolicyError) -> PyErr {
@@ -49,7 +49,8 @@ fn jitter(value: &Bound<'_, PyAny>) -> PyResult<Jitter> {
 impl PyPolicy {
     #[new]
     #[pyo3(signature = (*, base=None, cap=None, multiplier=None, max_attempts=None,
-        max_elapsed=None, max_retry_after=None, jitter=None, retry_after_spread=None))]
+        max_elapsed=None, max_retry_after=None, jitter=None, retry_after_spread=None,
+        max_requeues=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         base: Option<&Bound<'_, PyAny>>,
@@ -60,6 +61,7 @@ impl PyPolicy {
         max_retry_after: Option<&Bound<'_, PyAny>>,
         jitter: Option<&Bound<'_, PyAny>>,
         retry_after_spread: Option<&Bound<'_, PyAny>>,
+        max_requeues: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut b = PolicyBuilder::new();
         if let Some(v) = base {
@@ -74,6 +76,11 @@ impl PyPolicy {
         if let Some(v) = max_attempts {
             let n = whole("max_attempts", v, 1, u64::from(u32::MAX))?;
             b = b.max_attempts(n as u32);
+        }
+        if let Some(v) = max_requeues {
+            // Past the library's range, its builder names the bound.
+            let n = whole("max_requeues", v, 0, u64::from(u32::MAX))?;
+            b = b.max_requeues(n as u32);
         }
         if let Some(v) = max_elapsed {
             b = b.max_elapsed(duration("max_elapsed", v)?);
@@ -121,6 +128,13 @@ impl PyPolicy {
     #[getter]
     fn max_attempts(&self) -> u32 {
         self.inner.max_attempts()
+    }
+
+    /// Requeue answers (the server held the request and put it back
+    /// unprocessed) that are not counted as attempts; past them, each is.
+    #[getter]
+    fn max_requeues(&self) -> u32 {
+        self.inner.max_requeues()
     }
 
     /// The elapsed-time limit, seconds: no retry starts after it.
@@ -189,6 +203,7 @@ impl PyPolicy {
             p.jitter().name().to_owned(),
             p.retry_after_spread(),
             p.attempt_timeout().map(ns),
+            p.max_requeues(),
         );
         Ok((slf.get_type().getattr("_restore")?, (state,)))
     }
@@ -196,8 +211,18 @@ impl PyPolicy {
     /// A policy from the settings `__reduce__` gave (what `pickle` calls).
     #[staticmethod]
     fn _restore(state: State) -> PyResult<Self> {
-        let (base, cap, multiplier, attempts, elapsed, retry_after, jitter, spread, timeout) =
-            state;
+        let (
+            base,
+            cap,
+            multiplier,
+            attempts,
+            elapsed,
+            retry_after,
+            jitter,
+            spread,
+            timeout,
+            requeues,
+        ) = state;
         let jitter = jitter
             .parse::<Jitter>()
             .map_err(|e| PyValueError::new_err(format!("invalid jitter: {e}")))?;
@@ -211,6 +236,7 @@ impl PyPolicy {
             .jitter(jitter)
             .retry_after_spread(spread)
             .attempt_timeout(timeout.map(Duration::from_nanos))
+            .max_requeues(requeues)
             .build()
             .map(|inner| PyPolicy { inner })
             .map_err(policy_error)
@@ -220,7 +246,7 @@ impl PyPolicy {
         let p = &self.inner;
         format!(
             "Policy(base={}, cap={}, multiplier={:?}, max_attempts={}, max_elapsed={}, \
-             max_retry_after={}, jitter={:?}, retry_after_spread={:?})",
+             max_retry_after={}, jitter={:?}, retry_after_spread={:?}, max_requeues={})",
             secs(p.base()),
             secs(p.cap()),
             p.multiplier(),
@@ -229,6 +255,7 @@ impl PyPolicy {
             secs(p.max_retry_after()),
             p.jitter().name(),
             p.retry_after_spread(),
+            p.max_requeues(),
         )
     }
 }

@@ -24,8 +24,8 @@ use std::time::Duration;
 use herdless::Policy;
 use herdless_sim::guard::GuardParams;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Progress, Report, RobustnessParams, Scenario,
-    Simulation, SpreadParams, StrategyKind, TailParams,
+    Config, ContentionParams, FieldParams, OutageParams, Progress, ReactivationParams, Report,
+    RobustnessParams, Scenario, Simulation, SpreadParams, StrategyKind, TailParams,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -46,6 +46,7 @@ const FLAGS: &[&str] = &[
     "honor",
     "capacity_estimate",
     "outage_end",
+    "plan",
     "workers",
     "failures",
     "trials",
@@ -62,17 +63,31 @@ const FLAGS: &[&str] = &[
 fn applies(flag: &str, s: Scenario) -> Result<(), String> {
     use Scenario as S;
     let (ok, wanted) = match flag {
-        "outage" | "capacity" | "burst" | "clients_per_process" => (
+        "outage" => (
             matches!(s, S::Outage | S::Robustness),
             "outage or robustness",
         ),
-        "honor" | "capacity_estimate" | "outage_end" => (s == S::Outage, "outage"),
+        "capacity" | "burst" | "clients_per_process" => (
+            matches!(s, S::Outage | S::Robustness | S::Reactivation | S::Field),
+            "outage, robustness, reactivation or field",
+        ),
+        // The field scenario runs its own strategies.
+        "jitter" => (s != S::Field, "any but field"),
+        "honor" => (
+            matches!(s, S::Outage | S::Reactivation),
+            "outage or reactivation",
+        ),
+        "capacity_estimate" | "outage_end" => (s == S::Outage, "outage"),
+        "plan" => (s == S::Reactivation, "reactivation"),
         "workers" | "failures" => (s == S::Spread, "spread"),
         "trials" => (s == S::Contention, "contention"),
         "calls" => (s == S::LatencyTail, "latency-tail"),
         "clients" => (
-            matches!(s, S::Outage | S::Robustness | S::Contention),
-            "outage, robustness or contention",
+            matches!(
+                s,
+                S::Outage | S::Robustness | S::Contention | S::Reactivation | S::Field
+            ),
+            "outage, robustness, contention, reactivation or field",
         ),
         _ => (true, ""),
     };
@@ -190,12 +205,40 @@ impl<'py> Flags<'_, 'py> {
             capacity_estimate: self
                 .number("capacity_estimate")?
                 .unwrap_or(d.capacity_estimate),
+            server: d.server,
+            plain_clients: d.plain_clients,
             outage_end: match self.name("outage_end")? {
                 None => d.outage_end,
                 Some(v) => v
                     .parse()
                     .map_err(|e: String| PyValueError::new_err(format!("outage_end: {e}")))?,
             },
+        })
+    }
+
+    /// The reactivation parameters, as the CLI builds them.
+    fn reactivation(&self) -> PyResult<ReactivationParams> {
+        let d = ReactivationParams::default();
+        let capacity = self.count("capacity", 1)?.unwrap_or(d.capacity);
+        Ok(ReactivationParams {
+            clients: self.count("clients", 1)?.unwrap_or(d.clients),
+            capacity,
+            burst: self.count("burst", 1)?.unwrap_or((capacity / 10).max(1)),
+            policy: self.policy(&d.policy)?,
+            guards: GuardParams {
+                clients_per_process: self
+                    .count("clients_per_process", 1)?
+                    .unwrap_or(d.guards.clients_per_process),
+                ..d.guards
+            },
+            plan: match self.name("plan")? {
+                None => d.plan,
+                Some(v) => v
+                    .parse()
+                    .map_err(|e: String| PyValueError::new_err(format!("plan: {e}")))?,
+            },
+            mixed_honor: self.number("honor")?.unwrap_or(d.mixed_honor),
+            ..d
         })
     }
 
@@ -211,10 +254,15 @@ impl<'py> Flags<'_, 'py> {
                 })
             }
             Scenario::Outage => Config::Outage(self.outage()?),
+            Scenario::Field => Config::Field(FieldParams {
+                base: self.outage()?,
+                ..FieldParams::default()
+            }),
             Scenario::Robustness => Config::Robustness(RobustnessParams {
                 base: self.outage()?,
                 ..RobustnessParams::default()
             }),
+            Scenario::Reactivation => Config::Reactivation(self.reactivation()?),
             Scenario::LatencyTail => {
                 let d = TailParams::default();
                 Config::LatencyTail(TailParams {

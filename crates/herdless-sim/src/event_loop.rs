@@ -39,6 +39,7 @@ use herdless::{Classification, GiveUp, RetryCause, Rng};
 use crate::endpoint::Endpoint;
 use crate::error::SimError;
 use crate::guard::Guards;
+use crate::latency::Latency;
 use crate::metrics::Histogram;
 use crate::queue::{EventQueue, OFFSET_MASK, Payload};
 use crate::strategy::{Reply, Strategy};
@@ -147,6 +148,9 @@ pub struct FleetOutcome {
     /// Calls that reached the service itself, per 100 ms bucket (its own
     /// refusals included; empty for an endpoint without one).
     pub service_load: Histogram,
+    /// Each success's latency from its client's intended send time (its
+    /// engine's start), whatever made it wait.
+    pub latency: Latency,
 }
 
 /// Runs a fleet whose client `i` first calls at `starts[i]` (nanoseconds)
@@ -218,17 +222,44 @@ pub fn run_fleet_from<E: Endpoint>(
     guards: &mut Guards,
     seed: u64,
 ) -> Result<FleetOutcome, SimError> {
+    run_fleet_intended(starts.map(|s| (s, s)), endpoint, strategy, guards, seed)
+}
+
+/// [`run_fleet_from`] for clients that first call later than they meant
+/// to: each item is `(intended, first)`, the time the client wanted to call
+/// (its engine starts then: its elapsed limit and its latency count from
+/// it) and the time its first call goes (a plan announced before a
+/// disconnect puts it in its wave).
+///
+/// ```
+/// use herdless_sim::endpoint::FailFirst;
+/// use herdless_sim::event_loop::run_fleet_intended;
+/// use herdless_sim::guard::Guards;
+/// use herdless_sim::StrategyKind;
+/// let s = StrategyKind::Backoff(herdless::Jitter::None).resolve(&herdless::Policy::default());
+/// let out = run_fleet_intended([(0, 2_000_000_000)].into_iter(), &mut FailFirst::new(0), &s, &mut Guards::none(), 1)?;
+/// assert_eq!(out.latency.max(), Some(std::time::Duration::from_millis(2_010)));
+/// # Ok::<(), herdless_sim::SimError>(())
+/// ```
+pub fn run_fleet_intended<E: Endpoint>(
+    starts: impl ExactSizeIterator<Item = (u64, u64)>,
+    endpoint: &mut E,
+    strategy: &Strategy,
+    guards: &mut Guards,
+    seed: u64,
+) -> Result<FleetOutcome, SimError> {
     let n = u32::try_from(starts.len()).map_err(|_| SimError::TooManyClients)?;
     let mut queue: EventQueue<Client> = EventQueue::with_capacity(starts.len());
-    for (id, start_ns) in (0..n).zip(starts) {
+    for (id, (intended_ns, first_ns)) in (0..n).zip(starts) {
         let client = Client {
-            engine: Engine::new(Duration::from_nanos(start_ns)),
+            engine: Engine::new(Duration::from_nanos(intended_ns)),
             id,
             returning: 0,
         };
-        queue.push(start_ns, client);
+        queue.push(first_ns.max(intended_ns), client);
     }
     let policy = strategy.policy();
+    let max_elapsed_ns = u64::try_from(policy.max_elapsed().as_nanos()).unwrap_or(u64::MAX);
     let rtt = guards.probe_rtt_ns();
     let mut rng = Rng::with_seed(seed);
     let mut out = FleetOutcome::default();
@@ -294,7 +325,10 @@ pub fn run_fleet_from<E: Endpoint>(
             if out.calls > MAX_CALLS {
                 return Err(SimError::TooManyCalls(MAX_CALLS));
             }
-            let reply = endpoint.call(now, c.id, attempt);
+            // What the client waits for an answer: the rest of its elapsed
+            // limit (the policy has no attempt timeout here).
+            let wait = max_elapsed_ns.saturating_sub(nanos(c.engine.elapsed(at)));
+            let reply = endpoint.call_waiting(now, c.id, attempt, wait);
             if reply == Reply::Held {
                 parked.insert(c.id, c);
                 arm(&*endpoint, &mut queue, &mut tick_at, now);
@@ -349,8 +383,7 @@ struct Step<'a, 'g> {
 fn settle(c: &mut Client, reply: Reply, now: u64, s: &mut Step<'_, '_>) -> Option<u64> {
     let at = Duration::from_nanos(now);
     if reply != Reply::Held {
-        let refused = matches!(reply, Reply::Rejected { .. });
-        s.guards.cubic_answer(c.id, now, refused);
+        s.guards.cubic_answer(c.id, now, reply.is_rejection());
     }
     let cx = s.guards.context(s.policy, c.id);
     match reply {
@@ -360,9 +393,26 @@ fn settle(c: &mut Client, reply: Reply, now: u64, s: &mut Step<'_, '_>) -> Optio
             s.out.last_done_ns = s.out.last_done_ns.max(now);
             s.out.last_success_ns = s.out.last_success_ns.max(now);
             s.out.successes.add(now);
+            s.out
+                .latency
+                .add(now.saturating_sub(nanos(c.engine.start())));
         }
-        Reply::Rejected { retry_after } => {
+        Reply::Rejected { retry_after } | Reply::Planned { retry_after, .. } => {
+            // What the answer announced reaches the client's wave guard
+            // first, as an executor hands it over before deciding.
+            let plan = match reply {
+                Reply::Planned { plan, .. } => Some(plan),
+                _ => None,
+            };
+            s.guards.observe(c.id, plan);
             let class = Classification::Retryable { after: retry_after };
+            match c.engine.failed(&cx, at, class, RetryCause::Error, s.rng) {
+                Decision::Retry { delay, .. } => return Some(now.saturating_add(nanos(delay))),
+                Decision::GiveUp(reason) => s.out.give_up(now, reason),
+            }
+        }
+        Reply::Requeued { retry_after } => {
+            let class = Classification::requeued(retry_after);
             match c.engine.failed(&cx, at, class, RetryCause::Error, s.rng) {
                 Decision::Retry { delay, .. } => return Some(now.saturating_add(nanos(delay))),
                 Decision::GiveUp(reason) => s.out.give_up(now, reason),

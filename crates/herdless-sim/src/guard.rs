@@ -79,6 +79,16 @@
 //! `+cubic` is the AWS-SDK-adaptive baseline of [`cubic`](crate::cubic), one
 //! per process too, asked before the engine's gate and told every answer.
 //!
+//! # Waves
+//!
+//! `+waves` changes both sides: the endpoint puts the library's
+//! [`WavePlanner`](herdless::pushback::waves::WavePlanner) in front of the
+//! capacity ([`endpoint::WaveEndpoint`](crate::endpoint::WaveEndpoint)),
+//! and every client has its own [`WaveGuard`] (one per client, not per
+//! process: a wave is a client's, computed from its id; here its index),
+//! reached through the engine's [`Context`]. The loop hands the guard what
+//! each answer announced before the engine decides, as the executors do.
+//!
 //! # Pushback
 //!
 //! `+pushback` changes the endpoint, not the client: the server puts the
@@ -95,6 +105,8 @@ use std::time::Duration;
 
 use herdless::engine::Context;
 use herdless::guard::Throttle;
+use herdless::guard::waves::WaveGuard;
+use herdless::pushback::waves::WavePlan;
 use herdless::{Breaker, Policy, RetryBudget};
 
 use crate::cubic::CubicLimiter;
@@ -107,7 +119,7 @@ use crate::strategy::Reply;
 /// ```
 /// use herdless_sim::guard::Guard;
 /// assert_eq!(Guard::Pushback.name(), "pushback");
-/// assert_eq!(Guard::ALL.len(), 7);
+/// assert_eq!(Guard::ALL.len(), 9);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Guard {
@@ -132,11 +144,22 @@ pub enum Guard {
     /// The AWS-SDK-adaptive baseline per process ([`CubicLimiter`]): a
     /// token bucket whose rate follows CUBIC on throttling answers.
     Cubic,
+    /// Cohort-based reactivation: the endpoint puts the library's
+    /// [`WavePlanner`](herdless::pushback::waves::WavePlanner) in front of
+    /// the capacity and announces a plan of waves with each rejection; each
+    /// client has a [`WaveGuard`] that comes back in its own wave.
+    Waves,
+    /// Waves and the throttle together: the wave planner's endpoint, a
+    /// [`WaveGuard`] per client and a [`Throttle`] per process, in one
+    /// engine context (what an outage with an unknown end needs from both:
+    /// the throttle paces the calls until the end is seen, the waves bring
+    /// the fleet back after it).
+    WavesThrottle,
 }
 
 impl Guard {
     /// Every guard, in table order.
-    pub const ALL: [Guard; 7] = [
+    pub const ALL: [Guard; 9] = [
         Guard::Budget,
         Guard::Breaker,
         Guard::Pushback,
@@ -144,6 +167,8 @@ impl Guard {
         Guard::Hold,
         Guard::Throttle,
         Guard::Cubic,
+        Guard::Waves,
+        Guard::WavesThrottle,
     ];
 
     /// The guard's name (the part after `+` in a strategy name).
@@ -160,6 +185,8 @@ impl Guard {
             Guard::Hold => "hold",
             Guard::Throttle => "throttle",
             Guard::Cubic => "cubic",
+            Guard::Waves => "waves",
+            Guard::WavesThrottle => "waves+throttle",
         }
     }
 
@@ -295,6 +322,8 @@ pub struct Guards {
     breakers: Vec<Breaker>,
     throttles: Vec<Throttle>,
     cubics: Vec<CubicLimiter>,
+    /// Per client: its wave guard (its key is its index).
+    waves: Vec<WaveGuard>,
     /// Per process: the answer to its probe, until the probe's round trip ends.
     pub(crate) in_flight: Vec<Option<Reply>>,
 }
@@ -323,6 +352,7 @@ impl Guards {
             breakers: Vec::new(),
             throttles: Vec::new(),
             cubics: Vec::new(),
+            waves: Vec::new(),
             in_flight: Vec::new(),
         }
     }
@@ -370,6 +400,17 @@ impl Guards {
             }
             Some(Guard::Cubic) => {
                 g.cubics = vec![CubicLimiter::new(0); processes];
+            }
+            Some(Guard::Waves) => {
+                g.waves = (0..clients)
+                    .map(|i| WaveGuard::with_key(u64::from(i)))
+                    .collect();
+            }
+            Some(Guard::WavesThrottle) => {
+                g.waves = (0..clients)
+                    .map(|i| WaveGuard::with_key(u64::from(i)))
+                    .collect();
+                g.throttles = (0..processes).map(|_| Throttle::new()).collect();
             }
             Some(Guard::Pushback | Guard::StaticPushback | Guard::Hold) | None => {}
         }
@@ -430,6 +471,10 @@ impl Guards {
     #[inline]
     pub fn context<'a>(&'a self, policy: &'a Policy, client: u32) -> Context<'a> {
         let cx = Context::new(policy).trace(false).metrics(false);
+        let cx = match self.waves.get(client as usize) {
+            Some(w) => cx.waves(w),
+            None => cx,
+        };
         if self.budgets.is_empty() && self.breakers.is_empty() && self.throttles.is_empty() {
             // A plain strategy: no division by the process size per decision.
             return cx;
@@ -447,6 +492,21 @@ impl Guards {
             Some(t) => cx.throttle(t),
             None => cx,
         }
+    }
+
+    /// What the answer to `client` announced (a plan of waves, or none):
+    /// its wave guard takes it at the next decision (nothing without
+    /// guards).
+    #[inline]
+    pub(crate) fn observe(&self, client: u32, plan: Option<WavePlan>) {
+        if let Some(w) = self.waves.get(client as usize) {
+            w.observe(plan);
+        }
+    }
+
+    /// The wave guard of `client`, if the strategy has them.
+    pub fn wave_guard(&self, client: u32) -> Option<&WaveGuard> {
+        self.waves.get(client as usize)
     }
 
     /// The process of `client`.

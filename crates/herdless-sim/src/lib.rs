@@ -35,6 +35,7 @@
 //! | the event loop of independent clients | [`event_loop`] |
 //! | the scenarios: spread, outage, contention, robustness, latency-tail | [`scenario`] |
 //! | histograms in 100 ms buckets | [`metrics`] |
+//! | latency from each client's intended send time | [`latency`] |
 //! | the report: JSON and the terminal table | [`report`] |
 //! | SVG and PNG figures (feature `plots`) | [`plots`] |
 //! | deterministic parallel runs | [`parallel`] |
@@ -65,6 +66,7 @@ pub mod fleet {
     pub use crate::event_loop::*;
 }
 pub mod guard;
+pub mod latency;
 pub mod metrics;
 pub mod parallel;
 #[cfg(feature = "plots")]
@@ -79,7 +81,9 @@ pub use error::SimError;
 pub use report::Report;
 pub use scenario::Scenario;
 pub use scenario::contention::ContentionParams;
+pub use scenario::field::FieldParams;
 pub use scenario::outage::OutageParams;
+pub use scenario::reactivation::ReactivationParams;
 pub use scenario::robustness::RobustnessParams;
 pub use scenario::spread::SpreadParams;
 pub use scenario::tail::TailParams;
@@ -105,6 +109,10 @@ pub enum Config {
     Robustness(RobustnessParams),
     /// The latency-tail scenario.
     LatencyTail(TailParams),
+    /// The reactivation scenario.
+    Reactivation(ReactivationParams),
+    /// The field scenario.
+    Field(FieldParams),
 }
 
 impl Config {
@@ -121,6 +129,8 @@ impl Config {
             Scenario::Contention => Config::Contention(ContentionParams::default()),
             Scenario::Robustness => Config::Robustness(RobustnessParams::default()),
             Scenario::LatencyTail => Config::LatencyTail(TailParams::default()),
+            Scenario::Reactivation => Config::Reactivation(ReactivationParams::default()),
+            Scenario::Field => Config::Field(FieldParams::default()),
         }
     }
 
@@ -137,6 +147,8 @@ impl Config {
             Config::Contention(_) => Scenario::Contention,
             Config::Robustness(_) => Scenario::Robustness,
             Config::LatencyTail(_) => Scenario::LatencyTail,
+            Config::Reactivation(_) => Scenario::Reactivation,
+            Config::Field(_) => Scenario::Field,
         }
     }
 }
@@ -280,6 +292,8 @@ impl Simulation {
                 };
                 (p.cells().len() + p.baselines().len()) as u64
             }
+            Config::Reactivation(p) => p.runs(&self.strategies).len() as u64,
+            Config::Field(p) => p.cells().len() as u64,
             _ => s,
         }
     }
@@ -358,6 +372,31 @@ impl Simulation {
                 Ok(Report::Robustness(report::RobustnessReport::new(
                     &p, seed, baselines, cells,
                 )))
+            }
+            Config::Reactivation(p) => {
+                p.validate()?;
+                let runs = p.runs(&self.strategies);
+                let figures = parallel::par_map(&runs, self.threads, |&(fleet, k)| {
+                    let r = scenario::reactivation::run_one(p, fleet, k, seed);
+                    progress.advance(1);
+                    r
+                });
+                let strategies = figures.into_iter().collect::<Result<_, _>>()?;
+                Ok(Report::Reactivation(report::ReactivationReport::new(
+                    p, seed, strategies,
+                )))
+            }
+            Config::Field(p) => {
+                p.validate()?;
+                let runs = scenario::field::runs(p);
+                let figures = parallel::par_map(&runs, self.threads, |(q, k)| {
+                    let r = scenario::field::run_one(q, *k, seed);
+                    progress.advance(1);
+                    r
+                });
+                let figures: Vec<_> = figures.into_iter().collect::<Result<_, _>>()?;
+                let cells = scenario::field::assemble(p, &figures);
+                Ok(Report::Field(report::FieldReport::new(p, seed, cells)))
             }
             Config::LatencyTail(p) => {
                 p.validate()?;

@@ -96,6 +96,26 @@ impl Histogram {
         self.counts.iter().map(|&c| u64::from(c)).sum()
     }
 
+    /// Adds `other`'s counts, bucket by bucket (the load of several
+    /// servers as one).
+    ///
+    /// ```
+    /// let (mut a, mut b) = (herdless_sim::metrics::Histogram::new(), herdless_sim::metrics::Histogram::new());
+    /// a.add(0);
+    /// b.add(0);
+    /// b.add(150_000_000);
+    /// a.merge(&b);
+    /// assert_eq!(a.counts(), &[2, 1]);
+    /// ```
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (mine, &theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine = mine.saturating_add(theirs);
+        }
+    }
+
     /// The largest bucket as `(index, count)` (the earliest on ties); `None`
     /// when empty.
     ///

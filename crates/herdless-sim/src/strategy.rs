@@ -83,7 +83,7 @@ pub enum StrategyKind {
 }
 
 /// `GUARDED_NAMES[jitter][guard]`, in `Jitter::ALL` and `Guard::ALL` order.
-const GUARDED_NAMES: [[&str; 7]; 5] = [
+const GUARDED_NAMES: [[&str; 9]; 5] = [
     [
         "none+budget",
         "none+breaker",
@@ -92,6 +92,8 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "none+hold",
         "none+throttle",
         "none+cubic",
+        "none+waves",
+        "none+waves+throttle",
     ],
     [
         "full+budget",
@@ -101,6 +103,8 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "full+hold",
         "full+throttle",
         "full+cubic",
+        "full+waves",
+        "full+waves+throttle",
     ],
     [
         "equal+budget",
@@ -110,6 +114,8 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "equal+hold",
         "equal+throttle",
         "equal+cubic",
+        "equal+waves",
+        "equal+waves+throttle",
     ],
     [
         "decorrelated+budget",
@@ -119,6 +125,8 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "decorrelated+hold",
         "decorrelated+throttle",
         "decorrelated+cubic",
+        "decorrelated+waves",
+        "decorrelated+waves+throttle",
     ],
     [
         "decorrelated-window+budget",
@@ -128,6 +136,8 @@ const GUARDED_NAMES: [[&str; 7]; 5] = [
         "decorrelated-window+hold",
         "decorrelated-window+throttle",
         "decorrelated-window+cubic",
+        "decorrelated-window+waves",
+        "decorrelated-window+waves+throttle",
     ],
 ];
 
@@ -290,7 +300,7 @@ impl fmt::Display for ParseStrategyError {
             "unknown strategy {:?} (expected one of none, full, equal, decorrelated, \
              decorrelated-window, fixed-1s, no-backoff, hedge, hedge+budget, or a jitter \
              mode with a guard: full+budget, full+breaker, full+pushback, \
-             full+static-pushback, full+hold, full+throttle, full+cubic)",
+             full+static-pushback, full+hold, full+throttle, full+cubic, full+waves)",
             self.input
         )
     }
@@ -361,6 +371,39 @@ pub enum Reply {
     /// [`Endpoint::answer`](crate::endpoint::Endpoint::answer) (a pushback
     /// server with a hold).
     Held,
+    /// A rejection that announces a plan of waves (the `Herdless-Plan`
+    /// header) beside its Retry-After (a wave planner's). A client with a
+    /// wave guard comes back in its wave; one without reads the
+    /// Retry-After alone.
+    Planned {
+        /// The server's requested delay (the caller's own point in the plan).
+        retry_after: Option<Duration>,
+        /// The plan, relative to this answer.
+        plan: herdless::pushback::waves::WavePlan,
+    },
+    /// The endpoint's queue answers the call unprocessed: come back after
+    /// `retry_after` to be queued again (`Herdless-Requeue`; a herdless
+    /// client does not count it as an attempt).
+    Requeued {
+        /// When to come back.
+        retry_after: Duration,
+    },
+}
+
+impl Reply {
+    /// Whether the call failed (rejected, with a plan or not, or requeued).
+    ///
+    /// ```
+    /// assert!(herdless_sim::Reply::Rejected { retry_after: None }.is_rejection());
+    /// assert!(!herdless_sim::Reply::Ok.is_rejection());
+    /// ```
+    #[inline]
+    pub fn is_rejection(&self) -> bool {
+        matches!(
+            self,
+            Reply::Rejected { .. } | Reply::Planned { .. } | Reply::Requeued { .. }
+        )
+    }
 }
 
 #[cfg(test)]

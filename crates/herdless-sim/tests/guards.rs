@@ -276,8 +276,8 @@ fn a_closing_breaker_spreads_its_held_callers() {
 }
 
 /// The client-side throttle, no server help (the plain endpoint), default
-/// outage, seed 1: it drains within 1.5x the limit (1.41x at this seed,
-/// 1.41x to 1.43x over seeds 1 to 8, docs/fleet-protection.md), arrivals after
+/// outage, seed 1: it drains within 1.5x the limit (1.40x at this seed,
+/// 1.40x to 1.43x over seeds 1 to 8, docs/fleet-protection.md), arrivals after
 /// the outage within 1.3x the capacity, at most 2 calls per client and nobody
 /// gives up; the AWS-adaptive CUBIC baseline peaks higher and calls more, and
 /// plain full jitter loses clients.

@@ -254,7 +254,8 @@ fn a_fleet_that_gave_up_did_not_drain() {
 
 /// No strategy beats the physical limit T + N / C (default
 /// scenario: 40,000 clients, 5 s, 10,000 calls/s: 9 s), the fleet-level ones
-/// (budget, breaker, pushback, throttle, the CUBIC baseline) included, and capped exponential backoff
+/// (budget, breaker, pushback, throttle, the CUBIC baseline, waves alone and
+/// beside the throttle) included, and capped exponential backoff
 /// without jitter is far from it.
 #[test]
 fn outage_no_strategy_beats_the_physical_limit() {
@@ -272,6 +273,8 @@ fn outage_no_strategy_beats_the_physical_limit() {
         vec![
             "full+throttle".parse().unwrap(),
             "full+cubic".parse().unwrap(),
+            "full+waves".parse().unwrap(),
+            "full+waves+throttle".parse().unwrap(),
         ],
         1,
     );
@@ -295,7 +298,7 @@ fn outage_no_strategy_beats_the_physical_limit() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     /// The same law over random small outages, capacities and policies, for
-    /// every strategy (both pushback allocators included), with a random
+    /// every strategy (both pushback allocators and the wave planner included), with a random
     /// share of clients honoring Retry-After, a random capacity estimate and
     /// the end known or not.
     #[test]
@@ -335,8 +338,10 @@ proptest! {
         kinds.push("full+static-pushback".parse().unwrap());
         kinds.push("full+throttle".parse().unwrap());
         kinds.push("full+cubic".parse().unwrap());
+        kinds.push("full+waves".parse().unwrap());
+        kinds.push("full+waves+throttle".parse().unwrap());
         let r = outage_with(params, kinds, seed);
-        assert_eq!(r.strategies.len(), 12, "every strategy, the guarded ones included");
+        assert_eq!(r.strategies.len(), 14, "every strategy, the guarded ones included");
         assert_within_limit(&r);
         for s in &r.strategies {
             // The honoring clients are some of the clients: their drain obeys
@@ -374,14 +379,15 @@ fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
         Report::Robustness(r) => r,
         other => panic!("{other:?}"),
     };
-    // Three strategies, each 18 cells and 4 long rows; 5 baselines (3
-    // capacities at 5 s, the 20 s and 60 s outages at C = E).
-    assert_eq!(r.cells.len(), 66);
+    // Three strategies, each 18 cells and 8 long rows (default and long
+    // policy); 7 baselines (3
+    // capacities at 5 s, the 20 s and 60 s outages at C = E, each policy).
+    assert_eq!(r.cells.len(), 78);
     assert_eq!(
         r.strategies,
         ["full+hold", "full+pushback", "full+throttle"]
     );
-    assert_eq!(r.baselines.len(), 5);
+    assert_eq!(r.baselines.len(), 7);
     assert!(r.baselines.iter().all(|b| b.strategy == "full"));
     assert_eq!(r.passed, r.cells.iter().filter(|c| c.passed).count());
     let capacities: Vec<u32> = r.cells.iter().map(|c| c.capacity_per_s).collect();
@@ -436,7 +442,7 @@ fn robustness_cells_obey_the_limit_and_their_verdicts_follow_the_goals() {
     }
     let table = Report::Robustness(r.clone()).table();
     assert!(
-        table.contains(&format!("cells meeting every goal: {} of 66", r.passed)),
+        table.contains(&format!("cells meeting every goal: {} of 78", r.passed)),
         "{table}"
     );
 }

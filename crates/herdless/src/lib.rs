@@ -78,9 +78,9 @@
 //! | [`Retry`], its builder and executors, the front door, the call's error | [`retry`] |
 //! | structured events, their levels, the notify hook, metrics | [`events`] |
 //! | retryable / terminal classification, by closure or by the error's type | [`classify`] |
-//! | client guards: shared retry budget, breaker, escape lane, throttle | [`guard`] |
+//! | client guards: shared retry budget, breaker, escape lane, throttle, wave guard | [`guard`] |
 //! | hedged requests (the latency tail), bounded by the budget and the breaker | [`hedge`] |
-//! | server-side load shedding: pushback slot allocators, static and adaptive | [`pushback`] |
+//! | server-side load shedding: pushback slot allocators, static and adaptive; the wave planner | [`pushback`] |
 //! | HTTP and gRPC protocol knowledge: statuses, `Retry-After`, `grpc-retry-pushback-ms` | `http`, `grpc` |
 //! | adapters: tower, reqwest (and reqwest-middleware), tonic, NATS JetStream | [`adapters`] |
 //! | retries by a broker's redelivery: the engine's state in message headers | [`redelivery`] |
@@ -98,13 +98,13 @@
 //! | feature | what | adds |
 //! |---|---|---|
 //! | `tokio` | the default [`SystemTimer`] reads tokio's clock and sleeps with `tokio::time::sleep` in the async executors (so `tokio::time::pause` makes async tests instant). Without it, async calls need a timer of your own (`RetryBuilder::timer`); with the default `SystemTimer` they do not compile, and the error names this feature | `tokio` (`time`) |
-//! | `http` | `http`: status classifier (retryable and terminal sets that fail closed), a hostile-input-safe `Retry-After` parser, `Retry-After-Ms`; `http::StatusCode` is [`Retryable`] | `http`, `httpdate` |
+//! | `http` | `http`: status classifier (retryable and terminal sets that fail closed), a hostile-input-safe `Retry-After` parser, `Retry-After-Ms`, the `Herdless-Plan` header's name; `http::StatusCode` is [`Retryable`] | `http`, `httpdate` |
 //! | `grpc` | `grpc`: status-code classifier (`UNAVAILABLE` plus configured codes; unknown codes fail closed), `grpc-retry-pushback-ms` under the gRPC retry design (negative or unparseable: [`GiveUp::DoNotRetry`]) | nothing |
 //! | `tower` | `adapters::tower`: client-side retry as a `tower::retry::Policy` driving the engine, [`RetryBudget`] as tower's `Budget`, response classifiers for `http::Response` (and `grpc-status` with `grpc`), the budgeted hedging `Layer`, request timeouts from the attempt's deadline (`grpc-timeout` with `grpc`), the pushback `Layer` for axum and hyper; implies `http` and `tokio` | `tower` (`retry`), `pin-project-lite` |
 //! | `reqwest` | `adapters::reqwest`: a retrying `reqwest` sender (idempotent methods only by default, refuses bodies it cannot clone, optional `Idempotency-Key`); `reqwest::Error` is [`Retryable`]; with `tower`, `reqwest::Client` in a `RetryLayer`. reqwest's default features are off: no TLS backend is forced, enable one on your own `reqwest` dependency; implies `http` and `tokio` | `reqwest` 0.13, `bytes` |
 //! | `reqwest-middleware` | `adapters::reqwest::middleware`: a `reqwest_middleware::Middleware` driving the engine; implies `reqwest` | `reqwest-middleware` 0.5, `async-trait` |
 //! | `tonic` | `adapters::tonic`: `tonic::Status` is [`Retryable`] by the gRPC rules; implies `grpc` | `tonic` 0.13 (default features off) |
-//! | `nats` | `adapters::nats`: retries by redelivery from a NATS JetStream pull consumer (ack on success, NAK with the engine's delay, dead letters, in-progress acks); implies `tokio` | `async-nats` (JetStream), `futures-util`, `bytes`, `base64` and `serde` (both already async-nats's own) |
+//! | `nats` | `adapters::nats`: retries by redelivery from a NATS JetStream pull consumer (ack on success, NAK with the engine's delay, dead letters, in-progress acks); `KvShared`, pushback replicas sharing their reports through a key-value bucket; implies `tokio` | `async-nats` (JetStream, key-value), `futures-util`, `bytes`, `base64`, `serde` and `serde_json` (all already async-nats's own) |
 //! | `metrics` | counters, a histogram and gauges through the `metrics` facade, recorded on the engine's event path (names in [`events::metrics`]) | `metrics` |
 //! | `serde` | `Serialize`/`Deserialize` for [`Policy`] (through the builder's validation: an invalid value is an error naming the field), `PolicyConfig` (a partial policy for layering), [`RetryBudget`] and [`Breaker`] settings; human durations (`"500ms"`) | `serde`, `humantime` |
 

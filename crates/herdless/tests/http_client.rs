@@ -478,3 +478,45 @@ async fn reqwest_client_as_a_tower_service_retries_through_the_engine() {
     assert_eq!(busy.status(), 503);
     assert_eq!(seen.lock().unwrap().len(), 5);
 }
+
+/// A watch that sends each attempt to the next of two endpoints, as a
+/// round-robin balancer would.
+struct Alternate {
+    urls: [reqwest::Url; 2],
+    next: usize,
+}
+
+impl herdless::adapters::reqwest::AttemptWatch for Alternate {
+    fn started(&mut self, _: u32, _: std::time::Instant) {}
+    fn ended(&mut self, _: &herdless::adapters::reqwest::AttemptRecord) {}
+    fn sending(&mut self, request: &mut reqwest::Request) {
+        *request.url_mut() = self.urls[self.next % 2].clone();
+        self.next += 1;
+    }
+}
+
+#[tokio::test]
+async fn a_watch_may_send_each_attempt_to_another_endpoint() {
+    let (busy, busy_seen) = scripted(vec![(503, "")]).await;
+    let (ok, ok_seen) = scripted(vec![(503, ""), (200, "")]).await;
+    let mut watch = Alternate {
+        urls: [busy.parse().unwrap(), ok.parse().unwrap()],
+        next: 0,
+    };
+    let mut body = herdless::adapters::reqwest::Discard::default();
+    // The call's own request names neither endpoint.
+    let got = HttpRetry::new(fast())
+        .send_to_watched(
+            tls::client().get("http://127.0.0.1:9/"),
+            &mut body,
+            &mut watch,
+        )
+        .await
+        .unwrap();
+    assert_eq!(got.status, 200);
+    assert_eq!(got.url.as_str(), ok);
+    // busy, ok (503), busy, ok (200).
+    assert_eq!(watch.next, 4);
+    assert_eq!(busy_seen.lock().unwrap().len(), 2);
+    assert_eq!(ok_seen.lock().unwrap().len(), 2);
+}

@@ -2,8 +2,28 @@
 //! allocations across thousands of first-try successes, blocking and async.
 //! (This test binary has a single test, so no other test's allocations interfere;
 //! only allocations made on this thread while counting are counted.)
+//!
+//! Built with every feature of the library on (the package's dev-dependency on
+//! itself turns them on, and `cargo test --workspace` unifies the rest): a
+//! feature must not put an allocation on the path of calls that do not use it
+//! (`metrics` with no recorder installed among them). The assertion below
+//! stops the build if one is missing.
 
 #![allow(unsafe_code)] // the counting allocator implements `GlobalAlloc`
+
+const _: () = assert!(
+    cfg!(feature = "tokio")
+        && cfg!(feature = "http")
+        && cfg!(feature = "grpc")
+        && cfg!(feature = "tower")
+        && cfg!(feature = "reqwest")
+        && cfg!(feature = "reqwest-middleware")
+        && cfg!(feature = "tonic")
+        && cfg!(feature = "nats")
+        && cfg!(feature = "metrics")
+        && cfg!(feature = "serde"),
+    "no_alloc.rs runs with every feature of the library on"
+);
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -53,3 +53,76 @@ fn the_executors_and_events_old_paths_are_the_new_items() {
     );
     let _: herdless::engine::events::NoNotify = herdless::events::NoNotify;
 }
+
+/// The old names are for callers' code only: no guide, rustdoc, doctest,
+/// manifest comment or test comment of the workspace writes them (a reader
+/// copies what the documentation shows). The lines that define the aliases
+/// or say they are deprecated are the exceptions; the CHANGELOG lists them.
+#[test]
+fn the_documentation_writes_only_the_new_names() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let old = [
+        "herdless::fleet",
+        "herdless_sim::fleet",
+        "escape_lane",
+        "ServerPushback",
+        "fleet::throttle",
+        "fleet::budget",
+        "fleet::breaker",
+        "fleet::Throttle",
+        "fleet::RetryBudget",
+        "fleet::Breaker",
+        "fleet::Urgent",
+        "engine::Retry",
+        "engine::Attempt",
+        "engine::IntoRetry",
+        "engine::events",
+        "engine::levels",
+        "engine::metrics",
+        "engine::Notify",
+        "engine::NoNotify",
+        "engine::EventValue",
+        "engine::EventLevels",
+        "engine::UnknownEvent",
+        "engine::GiveUp",
+        "engine::TimedOut",
+    ];
+    let mut found = Vec::new();
+    let mut stack = vec![root.join("crates"), root.join("docs")];
+    let mut files = vec![root.join("README.md")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    stack.push(path);
+                }
+            } else if [".rs", ".md", ".toml", ".py", ".pyi"]
+                .iter()
+                .any(|e| name.ends_with(e))
+                && name != "old_names.rs"
+            {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 100, "the workspace's files: {}", files.len());
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let defines = line.contains("deprecated")
+                || line.contains("pub const ServerPushback")
+                || line.contains("pub mod escape_lane")
+                || line.contains("pub mod fleet");
+            if let Some(name) = old.iter().find(|o| line.contains(*o)).filter(|_| !defines) {
+                found.push(format!("{}:{}: {name}: {line}", file.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "old names written down:\n{}",
+        found.join("\n")
+    );
+}

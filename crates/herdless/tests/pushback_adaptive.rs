@@ -341,3 +341,46 @@ proptest! {
         }
     }
 }
+
+/// The hold never holds more than `hold_max`: a released request the
+/// service refused goes back to the front only while there is room; when
+/// new arrivals filled the hold while it was out, it is answered with a
+/// slot. It used to go back regardless (`herdless stub --hold-max 50`, an
+/// outage of unknown end, 200 clients: 52 held at once, the probes the
+/// outage refused parked again on top of a full hold).
+#[test]
+fn a_released_request_refused_when_the_hold_is_full_gets_a_slot() {
+    let mut a = AdaptiveAllocator::builder()
+        .estimate(10.0)
+        .hold()
+        .hold_max(2)
+        .build()
+        .unwrap()
+        .outage();
+    // Down, end unknown: one probe admitted, then requests held up to 2.
+    let mut held = 0;
+    let mut t = Duration::ZERO;
+    while held < 2 {
+        if a.decide(t).is_hold() {
+            held += 1;
+        }
+        t += Duration::from_millis(1);
+    }
+    assert_eq!(a.held(), 2);
+    // The next probe is a held request, released: one place frees...
+    let at = a.next_release().expect("a probe is due");
+    let r = a.release(at).expect("the probe");
+    assert!(r.allotment.is_admit());
+    assert_eq!(a.held(), 1);
+    // ...and a new arrival takes it while the probe is at the service.
+    assert!(a.decide(at).is_hold());
+    assert_eq!(a.held(), 2);
+    // The service refuses the probe: no room to park it again.
+    let answer = a.refused_held(at, r.ticket);
+    assert!(
+        answer.is_requeue(),
+        "{answer:?}: parked on a full hold (or answered as processed)"
+    );
+    assert_eq!(a.held(), 2);
+    assert!(a.max_held() <= 2, "{}", a.max_held());
+}

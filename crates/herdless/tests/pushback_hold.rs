@@ -194,7 +194,7 @@ async fn with_clones_a_refused_request_is_held_again_and_served_later() {
     assert!(calls_now[0].duration_since(start) >= Duration::from_secs(1));
     assert!(calls_now.windows(2).all(|w| w[1] > w[0]), "each later");
     let counts = layer.inspect(|a| a.counts());
-    assert_eq!(counts.requeued, 2, "{counts:?}");
+    assert_eq!(counts.put_back, 2, "{counts:?}");
     assert_eq!(layer.inspect(|a| a.held()), 0);
     // A request the allocator admits at once: the service's refusal holds it.
     let (calls, inner) = refusing_first(1);
@@ -335,4 +335,100 @@ async fn over_a_socket_an_axum_router_holds_then_serves() {
         (1, 1)
     );
     server.abort();
+}
+
+/// A request whose caller says it waits long (`Prefer: wait=N`) is held up to
+/// `hold_for_max`, one that says nothing up to `hold_for`, one that waits
+/// less than `hold_for` and a second is not held; each answer at the end of
+/// a hold is a requeue (`Herdless-Requeue: 1`, with its slot).
+#[tokio::test(start_paused = true)]
+async fn a_callers_patience_sets_its_hold_and_its_end_is_a_requeue() {
+    let alloc = AdaptiveAllocator::builder()
+        .estimate(100.0)
+        .hold_for(Duration::from_secs(2))
+        .hold_for_max(Duration::from_secs(20))
+        .probe_interval(Duration::from_secs(600))
+        .build()
+        .unwrap()
+        .outage();
+    let layer = PushbackLayer::new(alloc);
+    let (_calls, inner) = recording(StatusCode::SERVICE_UNAVAILABLE);
+    let svc = layer.layer(inner);
+    let _probe = svc.clone().oneshot(Request::new(())).await.unwrap();
+    let with_wait = |secs: u64| {
+        Request::builder()
+            .header("prefer", format!("wait={secs}"))
+            .body(())
+            .unwrap()
+    };
+    let start = Instant::now();
+    let patient = svc.clone().oneshot(with_wait(120));
+    let plain = svc.clone().oneshot(Request::new(()));
+    let hurried = svc.clone().oneshot(with_wait(2));
+    let (patient, plain, hurried) = tokio::join!(patient, plain, hurried);
+    let (patient, plain, hurried) = (patient.unwrap(), plain.unwrap(), hurried.unwrap());
+    assert_eq!(hurried.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        hurried.headers()["herdless-requeue"],
+        "1",
+        "queued, not refused"
+    );
+    assert_eq!(plain.headers()["herdless-requeue"], "1");
+    assert_eq!(patient.headers()["herdless-requeue"], "1");
+    assert!(patient.headers().contains_key("retry-after-ms"));
+    assert_eq!(
+        layer.inspect(|a| a.counts().expired),
+        2,
+        "two held, both ran out"
+    );
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(20),
+        "the patient one held 20 s"
+    );
+}
+
+/// `evict_held` answers every held request at once, unprocessed, each with
+/// its own slot (spread, not one `Retry-After` for all).
+#[tokio::test(start_paused = true)]
+async fn evicting_answers_every_held_request_with_its_own_slot() {
+    let alloc = AdaptiveAllocator::builder()
+        .estimate(10.0)
+        .probe_interval(Duration::from_secs(600))
+        .hold()
+        .build()
+        .unwrap()
+        .outage();
+    let layer = PushbackLayer::new(alloc);
+    let (calls, inner) = recording(StatusCode::SERVICE_UNAVAILABLE);
+    let svc = layer.layer(inner);
+    let probe = svc.clone().oneshot(Request::new(())).await.unwrap();
+    assert_eq!(
+        probe.status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the probe, refused"
+    );
+    let held: Vec<_> = (0..5).map(|_| svc.clone().call(Request::new(()))).collect();
+    assert_eq!(layer.inspect(|a| a.held()), 5);
+    assert_eq!(layer.evict_held(), 5);
+    let mut slots = Vec::new();
+    for f in held {
+        let r = f.await.unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.headers()["herdless-requeue"], "1");
+        slots.push(
+            r.headers()["retry-after-ms"]
+                .to_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap(),
+        );
+    }
+    assert!(slots.windows(2).all(|w| w[0] < w[1]), "spread: {slots:?}");
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        1,
+        "only the probe reached the service"
+    );
+    assert_eq!(layer.inspect(|a| (a.held(), a.counts().evicted)), (0, 5));
 }

@@ -245,7 +245,9 @@ fn drain(clients: u64, capacity: f64, outage: Duration, seed: u64) -> (Duration,
                 let spread = 1.0 + 0.1 * rng.unit_f64();
                 queue.push(Reverse((now + retry_after.mul_f64(spread), c)));
             }
-            Allotment::Hold { .. } => unreachable!("the static allocator never holds"),
+            Allotment::Hold { .. } | Allotment::Requeue { .. } => {
+                unreachable!("the static allocator never holds nor queues")
+            }
         }
     }
     (last, calls)

@@ -215,6 +215,9 @@ impl PolicyArgs {
         if let Some(v) = t.attempt_timeout.as_ref().map(|a| a.value) {
             b = b.attempt_timeout(v);
         }
+        if let Some(v) = t.max_requeues.as_ref().map(|a| a.value) {
+            b = b.max_requeues(v);
+        }
         let policy = b
             .build()
             .map_err(|e| self.blame(e, file.as_ref(), table.as_ref()))?;
@@ -460,6 +463,27 @@ mod tests {
             err.starts_with("h.toml:3: policy.q.cap: invalid cap"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_files_max_requeues_reaches_the_policy() {
+        for (text, want) in [("0", 0), ("255", 255)] {
+            let file = crate::shared::config::ConfigFile::parse(
+                std::path::Path::new("h.toml"),
+                &format!("[policy.p]\nmax_requeues = {text}\n"),
+            )
+            .unwrap();
+            let table = file.policy("p").unwrap().clone();
+            let r = PolicyArgs::default()
+                .layer(Jitter::Full, Some("h.toml".into()), Some(table.clone()))
+                .unwrap();
+            assert_eq!(r.policy.max_requeues(), want, "max_requeues = {text}");
+            assert_eq!(table.line_of("max_requeues"), Some(2));
+        }
+        let none = PolicyArgs::default()
+            .layer(Jitter::Full, None, None)
+            .unwrap();
+        assert_eq!(none.policy.max_requeues(), Policy::DEFAULT_MAX_REQUEUES);
     }
 
     #[test]

@@ -34,3 +34,28 @@ def test_simulate_takes_durations_in_every_form():
 def test_simulate_refuses_bad_flags(flags, error, words):
     with pytest.raises(error, match=words):
         herdless.simulate(**flags)
+
+
+def test_simulate_runs_the_reactivation_scenario_as_the_cli_does():
+    flags = dict(scenario="reactivation", clients=600, capacity=200, jitter="full,full+waves", seed=5)
+    r = herdless.simulate(plan="unannounced", **flags)
+    assert r["scenario"] == "reactivation"
+    assert r != herdless.simulate(**flags)
+    assert r == herdless.simulate(plan="unannounced", **flags)
+    with pytest.raises(ValueError, match="plan"):
+        herdless.simulate(plan="sometimes", **flags)
+    with pytest.raises(ValueError, match="plan applies to scenario reactivation"):
+        herdless.simulate(scenario="outage", plan="announced")
+
+
+def test_field_scenario_reports_every_cell_and_refuses_jitter():
+    r = herdless.simulate(scenario="field", clients=400, capacity=100, seed=1)
+    assert len(r["cells"]) == 6 * 2 * (7 * 2 + 2)
+    assert {c["verdict"] for c in r["cells"]} <= {"met", "missed", "baseline"}
+    assert {(m["strategy"], m["coordination"]) for m in r["met"]} == {
+        ("full+hold", "none"), ("full+hold", "shared"), ("full+throttle", "none"),
+    }
+    with pytest.raises(ValueError, match="jitter"):
+        herdless.simulate(scenario="field", jitter="full")
+    with pytest.raises(ValueError, match="outage"):
+        herdless.simulate(scenario="field", outage=5)

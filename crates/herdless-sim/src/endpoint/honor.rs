@@ -1,7 +1,8 @@
 //! Clients that ignore Retry-After, and the figures of those that honor it.
 //!
 //! In the field not every caller honors a server's delay: a client from
-//! another library, a script with a fixed sleep. [`Honoring`] models a fleet
+//! another library, a script with a fixed sleep. Such a client ignores a
+//! plan of waves too: it gets neither. [`Honoring`] models a fleet
 //! in which a share `fraction` of the clients honor Retry-After and the rest
 //! use their own backoff: it wraps the endpoint and, on the way back to a
 //! client that ignores the header, drops it. The client's engine then draws
@@ -59,6 +60,10 @@ pub struct HonorStats {
     pub succeeded: u64,
     /// The virtual time of their last success (ns; 0 when none).
     pub last_success_ns: u64,
+    /// Clients that do not honor it and succeeded.
+    pub ignoring_succeeded: u64,
+    /// The virtual time of their last success (ns; 0 when none).
+    pub ignoring_last_success_ns: u64,
 }
 
 /// An endpoint whose answers reach only a share of the clients with their
@@ -161,8 +166,15 @@ impl<E> Honoring<E> {
             }
             reply
         } else {
+            if reply == Reply::Ok {
+                self.stats.ignoring_succeeded += 1;
+                self.stats.ignoring_last_success_ns =
+                    self.stats.ignoring_last_success_ns.max(now_ns);
+            }
             match reply {
-                Reply::Rejected { .. } => Reply::Rejected { retry_after: None },
+                Reply::Rejected { .. } | Reply::Planned { .. } | Reply::Requeued { .. } => {
+                    Reply::Rejected { retry_after: None }
+                }
                 other => other,
             }
         }
@@ -173,12 +185,20 @@ impl<E: Endpoint> Endpoint for Honoring<E> {
     #[inline]
     fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply {
         let reply = self.inner.call(now_ns, client, attempt);
-        if honors(self.fraction, self.seed, client) {
-            self.stats.calls += 1;
-            if let Some(h) = self.arrivals.as_mut() {
-                h.add(now_ns);
-            }
-        }
+        self.count(now_ns, client);
+        self.deliver(now_ns, client, reply)
+    }
+
+    /// Only a client that honors the server's answers says how long it
+    /// waits (a client that ignores them is another library's).
+    #[inline]
+    fn call_waiting(&mut self, now_ns: u64, client: u32, attempt: u32, wait_ns: u64) -> Reply {
+        let reply = if honors(self.fraction, self.seed, client) {
+            self.inner.call_waiting(now_ns, client, attempt, wait_ns)
+        } else {
+            self.inner.call(now_ns, client, attempt)
+        };
+        self.count(now_ns, client);
         self.deliver(now_ns, client, reply)
     }
 
@@ -197,5 +217,18 @@ impl<E: Endpoint> Endpoint for Honoring<E> {
 
     fn max_held(&self) -> u64 {
         self.inner.max_held()
+    }
+}
+
+impl<E> Honoring<E> {
+    /// Counts a call of an honoring client.
+    #[inline]
+    fn count(&mut self, now_ns: u64, client: u32) {
+        if honors(self.fraction, self.seed, client) {
+            self.stats.calls += 1;
+            if let Some(h) = self.arrivals.as_mut() {
+                h.add(now_ns);
+            }
+        }
     }
 }

@@ -29,6 +29,11 @@
 //! * [`HoldEndpoint`] is the same endpoint behind the adaptive allocator
 //!   with a hold: a call may be held open ([`Reply::Held`]) and answered
 //!   later, when the allocator releases it ([`hold`] module).
+//! * [`WaveEndpoint`] is the same endpoint behind the library's wave
+//!   planner: every rejection announces a plan of waves ([`waves`] module).
+//! * [`Replicas`] spreads the calls over several such endpoints, each with
+//!   its share of the capacity and its own allocator or planner
+//!   ([`replicas`] module).
 //! * [`Honoring`] wraps any of them: the clients that ignore Retry-After get
 //!   the answer without it (they use their own backoff), and the calls and
 //!   successes of the clients that honor it are counted apart ([`honor`]
@@ -58,12 +63,19 @@ use std::time::Duration;
 use crate::strategy::Reply;
 
 pub mod hold;
+mod hold_replicas;
 pub mod honor;
 pub mod pushback;
+pub mod replicas;
+pub mod server;
+pub mod waves;
 
-pub use hold::HoldEndpoint;
+pub use hold::{HoldEndpoint, Setup};
 pub use honor::{HonorStats, Honoring};
 pub use pushback::{AdaptiveEndpoint, OutageEnd, PushbackEndpoint};
+pub use replicas::Replicas;
+pub use server::{Coordination, MAX_REPLICAS, ServerParams, Split};
+pub use waves::WaveEndpoint;
 
 use crate::metrics::Histogram;
 
@@ -71,6 +83,16 @@ use crate::metrics::Histogram;
 pub trait Endpoint {
     /// Answers call number `attempt` (1-based) of `client` at `now_ns`.
     fn call(&mut self, now_ns: u64, client: u32, attempt: u32) -> Reply;
+
+    /// [`call`](Self::call) from a client that waits `wait_ns` for its
+    /// answer at most (the rest of its elapsed limit: what herdless's HTTP
+    /// clients tell a server as `Prefer: wait=N`). Only an endpoint with a
+    /// hold uses it.
+    #[inline]
+    fn call_waiting(&mut self, now_ns: u64, client: u32, attempt: u32, wait_ns: u64) -> Reply {
+        let _ = wait_ns;
+        self.call(now_ns, client, attempt)
+    }
 
     /// When the endpoint next has an answer for a call it held (or work
     /// towards one), in nanoseconds; `None` when it holds nothing.

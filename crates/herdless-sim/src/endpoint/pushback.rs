@@ -178,7 +178,7 @@ impl AdaptiveEndpoint {
         callers: u32,
     ) -> Result<Self, SimError> {
         Ok(Self {
-            allocator: adaptive_allocator(outage, estimate, end, horizon, callers, false)?,
+            allocator: adaptive_allocator(outage, estimate, end, horizon, callers, None)?,
             handler: OutageEndpoint::new(outage, capacity, burst),
         })
     }
@@ -343,22 +343,25 @@ impl Endpoint for PushbackEndpoint {
 }
 
 /// The adaptive allocator a simulated endpoint runs: told `estimate`, booking
-/// up to `horizon` ahead for `callers`, holding requests when `hold`; with a
-/// known end it is told when the outage ends.
+/// up to `horizon` ahead for `callers`, holding requests as `hold` says
+/// (none without); with a known end it is told when the outage ends.
 pub(super) fn adaptive_allocator(
     outage: Duration,
     estimate: f64,
     end: OutageEnd,
     horizon: Duration,
     callers: u32,
-    hold: bool,
+    hold: Option<&super::server::ServerParams>,
 ) -> Result<AdaptiveAllocator, SimError> {
     let mut builder = AdaptiveAllocator::builder()
         .estimate(estimate)
         .horizon(horizon)
         .callers(callers as usize);
-    if hold {
-        builder = builder.hold();
+    if let Some(s) = hold {
+        builder = builder.hold_for(s.hold_for).hold_for_max(s.hold_for_max);
+        if let Some(n) = s.hold_max {
+            builder = builder.hold_max(n);
+        }
     }
     let allocator = builder
         .build()

@@ -7,8 +7,12 @@
 //!   clipped at three times the capacity per 100 ms (clipped bars darker, with
 //!   their value), the capacity, the end of the outage, the physical limit
 //!   and each strategy's own end marked (see `outage.rs`).
+//! * reactivation: **calls over time**, one figure per fleet, one panel per
+//!   strategy, on the outage figure's clipped scale (see `reactivation.rs`).
 //! * robustness: the matrix as **heat maps** (drain, peak, calls; green where
 //!   a goal is met, red where not; see `robustness.rs`).
+//! * field: the drain of every cell as a heat map (strategy and server
+//!   set-up per row, outage and end per column; `field.rs`).
 //! * contention: **write calls** and **completion time** against the number of
 //!   clients, one line per strategy.
 //! * a real fleet's log (`herdless analyze --out`): **retries and give-ups
@@ -51,11 +55,15 @@ use plotters::prelude::*;
 
 use crate::report::{ContentionReport, Report, SpreadReport};
 
+mod field;
 mod outage;
+mod reactivation;
 mod robustness;
 mod timeline;
 
+use field::Field;
 use outage::Outage;
+use reactivation::Reactivation;
 use robustness::Robustness;
 pub use timeline::{TimelineFigure, write_timeline};
 
@@ -149,6 +157,9 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError>
         Report::Robustness(r) => {
             both(dir, "robustness", 560, &mut files, &Robustness(r))?;
         }
+        Report::Field(r) => {
+            both(dir, "field-drain", 900, &mut files, &Field(r))?;
+        }
         Report::Contention(r) => {
             both(
                 dir,
@@ -167,6 +178,15 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError>
         }
         // Its figures are a handful of numbers per strategy: the table.
         Report::LatencyTail(_) => {}
+        Report::Reactivation(r) => {
+            for fleet in crate::scenario::reactivation::Fleet::ALL {
+                let fig = Reactivation(r, fleet);
+                if fig.panels() > 0 {
+                    let stem = format!("reactivation-{}", fleet.name());
+                    both(dir, &stem, panel_height(fig.panels()), &mut files, &fig)?;
+                }
+            }
+        }
     }
     Ok(files)
 }

@@ -21,11 +21,15 @@ use crate::scenario::contention::{ContentionFigures, ContentionParams};
 use crate::scenario::outage::{OutageFigures, OutageParams};
 use crate::scenario::spread::{SpreadFigures, SpreadParams};
 
+pub(crate) mod field;
+pub(crate) mod reactivation;
 pub(crate) mod robustness;
 mod tail;
 mod text;
 pub mod units;
 
+pub use field::FieldReport;
+pub use reactivation::{ReactivationParameters, ReactivationReport};
 pub use robustness::RobustnessReport;
 pub use tail::{TailParameters, TailReport};
 use text::{contention_table, grid, outage_table, secs, spread_table};
@@ -251,7 +255,7 @@ impl ContentionReport {
 }
 
 /// A simulation's report: serializes with a `scenario` tag (`spread`,
-/// `outage`, `contention`, `robustness`, `latency-tail`) beside the
+/// `outage`, `contention`, `robustness`, `latency-tail`, `reactivation`, `field`) beside the
 /// scenario's fields.
 ///
 /// ```
@@ -276,6 +280,10 @@ pub enum Report {
     /// The latency-tail scenario (tag `latency-tail`).
     #[serde(rename = "latency-tail")]
     LatencyTail(TailReport),
+    /// The reactivation scenario.
+    Reactivation(ReactivationReport),
+    /// The field scenario.
+    Field(FieldReport),
 }
 
 impl Report {
@@ -287,6 +295,8 @@ impl Report {
             Report::Contention(_) => Scenario::Contention,
             Report::Robustness(_) => Scenario::Robustness,
             Report::LatencyTail(_) => Scenario::LatencyTail,
+            Report::Reactivation(_) => Scenario::Reactivation,
+            Report::Field(_) => Scenario::Field,
         }
     }
 
@@ -304,6 +314,8 @@ impl Report {
             Report::Contention(r) => contention_table(r),
             Report::Robustness(r) => robustness::table(r),
             Report::LatencyTail(r) => tail::table(r),
+            Report::Reactivation(r) => reactivation::table(r),
+            Report::Field(r) => field::table(r),
         }
     }
 }

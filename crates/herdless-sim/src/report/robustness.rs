@@ -17,6 +17,8 @@ pub struct Baseline {
     pub capacity_per_s: u32,
     /// The outage, seconds.
     pub outage_s: f64,
+    /// The clients' policy: `default` or `long` (see the cells').
+    pub policy: &'static str,
     /// Mean calls per client.
     pub calls: f64,
     /// When the last client succeeded or gave up, seconds.
@@ -28,11 +30,12 @@ pub struct Baseline {
 }
 
 impl Baseline {
-    fn new(capacity_per_s: u32, outage_s: f64, f: &OutageFigures) -> Self {
+    fn new(capacity_per_s: u32, outage_s: f64, policy: &'static str, f: &OutageFigures) -> Self {
         Baseline {
             strategy: f.strategy.clone(),
             capacity_per_s,
             outage_s,
+            policy,
             calls: f.calls,
             completion_s: f.completion_s,
             gave_up: f.gave_up,
@@ -83,7 +86,14 @@ impl RobustnessReport {
             .baselines()
             .iter()
             .zip(&bases)
-            .map(|(q, f)| Baseline::new(q.capacity, q.outage.as_secs_f64(), f))
+            .map(|(q, f)| {
+                let policy = if q.policy == p.base.policy {
+                    "default"
+                } else {
+                    "long"
+                };
+                Baseline::new(q.capacity, q.outage.as_secs_f64(), policy, f)
+            })
             .collect();
         let told = baselines
             .iter()
@@ -92,7 +102,7 @@ impl RobustnessReport {
             })
             .or(baselines.first())
             .cloned()
-            .unwrap_or_else(|| Baseline::new(p.base.capacity, 0.0, &bases[0]));
+            .unwrap_or_else(|| Baseline::new(p.base.capacity, 0.0, "default", &bases[0]));
         RobustnessReport {
             seed,
             strategies: p.strategies.iter().map(|k| k.name().to_owned()).collect(),
@@ -150,7 +160,8 @@ pub(crate) fn table(r: &RobustnessReport) -> String {
          Goals per cell: peak of the arrivals of the clients that honor Retry-After and of the \
          service's own load per 100 ms after T <= {}x C; those clients drain within {}x the cell's limit T + N/C ({}x at \
          C = E with the end known), with <= {} calls each (not checked in the long rows), none \
-         gives up; no worse than plain full jitter on drain, peak (above the goal) and give-ups\n",
+         gives up; clients run the library's default policy (6 attempts, 120 s), and the long \
+         rows again with policy `long` (at least 20 attempts and 5 minutes); no worse than plain full jitter on drain, peak (above the goal) and give-ups\n",
         r.strategies.join(", "),
         p.clients,
         r.capacity_estimate_per_s,
@@ -166,6 +177,7 @@ pub(crate) fn table(r: &RobustnessReport) -> String {
         "strategy",
         "C",
         "outage",
+        "policy",
         "end",
         "honor",
         "calls",
@@ -189,6 +201,7 @@ pub(crate) fn table(r: &RobustnessReport) -> String {
                 c.strategy.clone(),
                 ratio(c.capacity_over_estimate),
                 secs(c.outage_s),
+                c.policy.to_owned(),
                 c.outage_end.to_owned(),
                 format!("{}", c.honor),
                 format!("{:.2}", c.calls),
@@ -211,6 +224,7 @@ pub(crate) fn table(r: &RobustnessReport) -> String {
             "full jitter".to_owned(),
             ratio((factor * 1e6).round() / 1e6),
             secs(b.outage_s),
+            b.policy.to_owned(),
             "-".to_owned(),
             "-".to_owned(),
             format!("{:.2}", b.calls),

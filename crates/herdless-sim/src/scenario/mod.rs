@@ -7,6 +7,8 @@
 //! | `contention` | [`contention`] | the AWS optimistic-concurrency experiment: write calls and time against clients |
 //! | `robustness` | [`robustness`] | the outage under pushback with a wrong capacity estimate, an unknown end and clients that ignore Retry-After, cell by cell |
 //! | `latency-tail` | [`tail`] | hedged requests against a slow tail, then an overload: the p99 they cut, the load an unbudgeted hedge adds |
+//! | `reactivation` | [`reactivation`] | a whole fleet back at once to a server that is up: waves against jitter, slots, the hold and the throttle, on three fleets |
+//! | `field` | [`field`] | recovery in the field: every outage length and end, 1, 3 or 8 server replicas, with and without shared state |
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,13 +19,15 @@ use crate::error::SimError;
 use crate::strategy::StrategyKind;
 
 pub mod contention;
+pub mod field;
 pub mod outage;
+pub mod reactivation;
 pub mod robustness;
 pub mod spread;
 pub mod tail;
 
 /// A scenario by name (`spread`, `outage`, `contention`, `robustness`,
-/// `latency-tail`).
+/// `latency-tail`, `reactivation`, `field`).
 ///
 /// ```
 /// use herdless_sim::Scenario;
@@ -44,16 +48,22 @@ pub enum Scenario {
     Robustness,
     /// Hedged requests against a slow tail, then an overload.
     LatencyTail,
+    /// A whole fleet back at once to a server that is up.
+    Reactivation,
+    /// Recovery in the field: long outages, an unknown end, server replicas.
+    Field,
 }
 
 impl Scenario {
     /// Every scenario.
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Spread,
         Scenario::Outage,
         Scenario::Contention,
         Scenario::Robustness,
         Scenario::LatencyTail,
+        Scenario::Reactivation,
+        Scenario::Field,
     ];
 
     /// The scenario's name.
@@ -68,6 +78,8 @@ impl Scenario {
             Scenario::Contention => "contention",
             Scenario::Robustness => "robustness",
             Scenario::LatencyTail => "latency-tail",
+            Scenario::Reactivation => "reactivation",
+            Scenario::Field => "field",
         }
     }
 
@@ -104,6 +116,13 @@ impl Scenario {
                 StrategyKind::Hedge,
                 StrategyKind::HedgeBudget,
             ],
+            Scenario::Reactivation => crate::scenario::reactivation::DEFAULT_STRATEGIES.to_vec(),
+            // The scenario runs its own four (see `field`).
+            Scenario::Field => vec![
+                StrategyKind::Guarded(Jitter::Full, crate::guard::Guard::Hold),
+                StrategyKind::Guarded(Jitter::Full, crate::guard::Guard::Throttle),
+                StrategyKind::Backoff(Jitter::Full),
+            ],
         }
     }
 }
@@ -123,8 +142,8 @@ impl FromStr for Scenario {
             .find(|sc| sc.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {:?} (expected spread, outage, contention, robustness or \
-                     latency-tail)",
+                    "unknown scenario {:?} (expected spread, outage, contention, robustness, \
+                     latency-tail, reactivation or field)",
                     s.chars().take(64).collect::<String>()
                 )
             })
@@ -146,13 +165,21 @@ pub(crate) fn outage_only(scenario: Scenario, kind: StrategyKind) -> Result<(), 
             ))),
         };
     }
+    if scenario == Scenario::Reactivation {
+        return crate::scenario::reactivation::supported(kind);
+    }
     if hedging {
         return Err(SimError::Invalid(format!(
             "{kind} runs in the latency-tail scenario only (use --scenario latency-tail)"
         )));
     }
     match kind.guard() {
-        Some(_) if !matches!(scenario, Scenario::Outage | Scenario::Robustness) => {
+        Some(_)
+            if !matches!(
+                scenario,
+                Scenario::Outage | Scenario::Robustness | Scenario::Field
+            ) =>
+        {
             Err(SimError::Invalid(format!(
                 "{kind} runs in the outage scenario only (the fleet-level guards are modelled \
              there; use --scenario outage)"

@@ -57,7 +57,7 @@ use serde::Serialize;
 
 use crate::endpoint::{
     AdaptiveEndpoint, Endpoint, HoldEndpoint, HonorStats, Honoring, OutageEnd, OutageEndpoint,
-    PushbackEndpoint,
+    PushbackEndpoint, ServerParams, Setup, WaveEndpoint,
 };
 use crate::error::SimError;
 use crate::event_loop::{FleetOutcome, run_fleet_from};
@@ -98,6 +98,12 @@ pub struct OutageParams {
     pub capacity_estimate: f64,
     /// Whether the pushback allocator is told when the outage ends.
     pub outage_end: OutageEnd,
+    /// The pushback server's hold, replicas, split and coordination
+    /// (`full+hold`).
+    pub server: ServerParams,
+    /// The clients honor `Retry-After` and know nothing else: they neither
+    /// tell the server their patience nor recognise a requeue answer.
+    pub plain_clients: bool,
 }
 
 impl Default for OutageParams {
@@ -116,6 +122,8 @@ impl Default for OutageParams {
             honor: 1.0,
             capacity_estimate: 1.0,
             outage_end: OutageEnd::Unknown,
+            server: ServerParams::default(),
+            plain_clients: false,
         }
     }
 }
@@ -356,14 +364,31 @@ pub fn run(
             &mut guards,
         )?,
         Some(Guard::Hold) => run.go(
-            HoldEndpoint::new(
+            HoldEndpoint::with(
+                Setup {
+                    outage: params.outage,
+                    estimate: told,
+                    end: params.outage_end,
+                    horizon,
+                    callers: params.clients,
+                },
+                params.capacity,
+                params.burst,
+                &params.server,
+                params.plain_clients,
+            )?,
+            &strategy,
+            &mut guards,
+        )?,
+        Some(Guard::Waves | Guard::WavesThrottle) => run.go(
+            WaveEndpoint::new(
                 params.outage,
                 params.capacity,
                 params.burst,
                 told,
                 params.outage_end,
-                horizon,
-                params.clients,
+                None,
+                seed,
             )?,
             &strategy,
             &mut guards,

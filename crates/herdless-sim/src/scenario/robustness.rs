@@ -16,9 +16,10 @@
 //!   1, 0.9, 0.5;
 //!
 //! plus **long outages** (default 20 s and 60 s) at C = E, every client
-//! honoring, end known and unknown, with a policy whose limits outlast them
-//! (at least 20 attempts and 5 minutes: the scenario's own 6 attempts run out
-//! within a minute for every strategy). Each strategy under test (default
+//! honoring, end known and unknown, twice: with the library's default policy
+//! (6 attempts, 120 s: what users run), and, labelled `long` in `policy`,
+//! with a policy whose limits outlast them (at least 20 attempts and 5
+//! minutes). Each strategy under test (default
 //! `full+hold`, then `full+pushback`: slots only, for comparison, and
 //! `full+throttle`, the client-side throttle that needs no server) runs every
 //! cell, beside plain full jitter on the same fleet and capacity, and each
@@ -43,7 +44,7 @@ use crate::strategy::StrategyKind;
 ///
 /// ```
 /// let p = herdless_sim::scenario::robustness::RobustnessParams::default();
-/// assert_eq!(p.cells().len(), 3 * (18 + 4)); // three strategies, 18 cells and 4 long rows each
+/// assert_eq!(p.cells().len(), 3 * (18 + 8)); // three strategies, 18 cells and 8 long rows each
 /// assert_eq!(p.strategies[0].name(), "full+hold");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +145,9 @@ pub struct CellSpec {
     pub strategy: StrategyKind,
     /// A long-outage row.
     pub long: bool,
+    /// A long row run with at least 20 attempts and 5 minutes elapsed (the
+    /// others run the base policy, the library's default).
+    pub long_policy: bool,
 }
 
 impl RobustnessParams {
@@ -162,15 +166,19 @@ impl RobustnessParams {
     }
 
     /// The long rows' outage: `outage` long, at C = E, every client honoring,
-    /// with at least [`LONG_ATTEMPTS`] attempts and [`LONG_ELAPSED`].
-    fn long(&self, outage: Duration, outage_end: OutageEnd) -> OutageParams {
+    /// with the base policy or (`long_policy`) at least [`LONG_ATTEMPTS`]
+    /// attempts and [`LONG_ELAPSED`].
+    fn long(&self, outage: Duration, outage_end: OutageEnd, long_policy: bool) -> OutageParams {
         let p = &self.base.policy;
-        let policy = p
-            .to_builder()
-            .max_attempts(p.max_attempts().max(LONG_ATTEMPTS))
-            .max_elapsed(p.max_elapsed().max(LONG_ELAPSED))
-            .build()
-            .unwrap_or(*p);
+        let policy = if long_policy {
+            p.to_builder()
+                .max_attempts(p.max_attempts().max(LONG_ATTEMPTS))
+                .max_elapsed(p.max_elapsed().max(LONG_ELAPSED))
+                .build()
+                .unwrap_or(*p)
+        } else {
+            *p
+        };
         OutageParams {
             outage,
             outage_end,
@@ -196,18 +204,22 @@ impl RobustnessParams {
                         capacity_over_estimate: factor,
                         strategy,
                         long: false,
+                        long_policy: false,
                     });
                 }
             }
         }
         for &outage in &self.long_outages {
             for &end in &self.ends {
-                cells.push(CellSpec {
-                    params: self.long(outage, end),
-                    capacity_over_estimate: 1.0,
-                    strategy,
-                    long: true,
-                });
+                for long_policy in [false, true] {
+                    cells.push(CellSpec {
+                        params: self.long(outage, end, long_policy),
+                        capacity_over_estimate: 1.0,
+                        strategy,
+                        long: true,
+                        long_policy,
+                    });
+                }
             }
         }
         cells
@@ -230,15 +242,13 @@ impl RobustnessParams {
             outage_end: OutageEnd::Unknown,
             ..p
         };
-        let all = self
-            .capacities
-            .iter()
-            .map(|&f| plain(self.at_capacity(f)))
-            .chain(
-                self.long_outages
-                    .iter()
-                    .map(|&d| plain(self.long(d, OutageEnd::Unknown))),
-            );
+        let all =
+            self.capacities
+                .iter()
+                .map(|&f| plain(self.at_capacity(f)))
+                .chain(self.long_outages.iter().flat_map(|&d| {
+                    [false, true].map(|l| plain(self.long(d, OutageEnd::Unknown, l)))
+                }));
         for p in all {
             if !out.iter().any(|q| same_fleet(q, &p)) {
                 out.push(p);
@@ -286,6 +296,9 @@ pub struct RobustnessCell {
     pub strategy: String,
     /// A long-outage row (C = E, every client honoring).
     pub long: bool,
+    /// The clients' policy: `default` (the library's) or, in the labelled
+    /// extra long rows, `long` (at least 20 attempts and 5 minutes).
+    pub policy: &'static str,
     /// The true capacity, calls per second.
     pub capacity_per_s: u32,
     /// The true capacity over the told estimate (0.5: the server was told
@@ -361,13 +374,19 @@ impl Checks {
 }
 
 /// No worse than plain full jitter on the same fleet: the honoring clients
-/// drain no later than full jitter's fleet completes, the peak of arrivals
-/// after `T` is no higher (or within the peak goal: below it, arrivals the
-/// service can take are no harm, and draining at the capacity raises the
-/// peak above a slower strategy's), and no more clients give up.
+/// drain no later than full jitter's fleet drains (where its clients give
+/// up, any drain is better: a fleet that stopped trying is done, not
+/// drained), the peak of arrivals after `T` is no higher (or within the
+/// peak goal: below it, arrivals the service can take are no harm, and
+/// draining at the capacity raises the peak above a slower strategy's), and
+/// no more clients give up.
 pub fn vs_full_jitter(f: &OutageFigures, base: &OutageFigures, g: &Goals) -> bool {
-    f.honoring_completion_s
-        .is_some_and(|d| d <= base.completion_s)
+    let drain = match (f.honoring_completion_s, base.drain_s) {
+        (Some(d), Some(b)) => d <= b,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    drain
         && f.peak_over_capacity <= base.peak_over_capacity.max(g.peak)
         && f.gave_up <= base.gave_up
 }
@@ -396,6 +415,7 @@ fn cell(c: &CellSpec, f: &OutageFigures, base: &OutageFigures, g: &Goals) -> Rob
     RobustnessCell {
         strategy: c.strategy.name().to_owned(),
         long: c.long,
+        policy: if c.long_policy { "long" } else { "default" },
         capacity_per_s: p.capacity,
         capacity_over_estimate: c.capacity_over_estimate,
         capacity_estimate: p.capacity_estimate,

@@ -66,6 +66,18 @@ pub trait Retryable {
         let _ = timed_out;
         None
     }
+
+    /// The plan of waves this error's answer announced (see
+    /// [`Classify::plan`]). Default: `None`; `tonic::Status` reads its
+    /// `herdless-plan` metadata (a trailer, as its pushback is).
+    ///
+    /// ```
+    /// use herdless::Retryable;
+    /// assert_eq!(std::io::Error::other("busy").plan(), None);
+    /// ```
+    fn plan(&self) -> Option<crate::pushback::waves::WavePlan> {
+        None
+    }
 }
 
 /// Out of file descriptors (`EMFILE`: this process's limit, `ENFILE`: the
@@ -138,6 +150,10 @@ impl<E: Retryable + ?Sized> Classify<E> for ByTrait {
         E: Sized,
     {
         E::timed_out(timed_out)
+    }
+
+    fn plan(&self, error: &E) -> Option<crate::pushback::waves::WavePlan> {
+        error.plan()
     }
 }
 

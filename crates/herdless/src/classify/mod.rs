@@ -75,9 +75,59 @@ pub enum Classification {
     /// assert_eq!(err.attempts(), 1);
     /// ```
     DoNotRetry,
+    /// The server kept the request in its queue and answers it unprocessed:
+    /// come back after `after` to be queued again (a reconnect queue's hold
+    /// ran out, or it was full; `Herdless-Requeue` on an HTTP 503, see
+    /// `herdless::http`). Not an attempt: the call's attempt count does not
+    /// move, neither the shared budget nor the breaker nor the throttle
+    /// hears of it, and the wait is the server's delay clamped and spread
+    /// as any other. It is bounded on its own by the policy's
+    /// [`max_requeues`](crate::Policy::max_requeues) (past it a requeue
+    /// counts as an ordinary failed attempt) and, like every wait, by
+    /// `max_elapsed`. Events: `retry_requeued`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::engine::{Context, Decision, Engine};
+    /// use herdless::{Classification, Policy, RetryCause, Rng};
+    /// let p = Policy::builder().max_attempts(1).build()?;
+    /// let mut call = Engine::new(Duration::ZERO);
+    /// call.begin();
+    /// let d = call.failed(&Context::new(&p), Duration::ZERO,
+    ///     Classification::requeued(Duration::from_secs(2)), RetryCause::Error, &mut Rng::with_seed(1));
+    /// assert!(matches!(d, Decision::Retry { .. }), "one attempt allowed, none spent");
+    /// assert_eq!(call.begin(), 1);
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    Requeued {
+        /// When to come back (clamped by `max_retry_after`, spread as any
+        /// server delay).
+        after: Duration,
+    },
 }
 
 impl Classification {
+    /// Queued and answered unprocessed: come back after `after` (see
+    /// [`Requeued`](Self::Requeued)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let c = herdless::Classification::requeued(Duration::from_secs(1));
+    /// assert!(c.is_retryable() && c.is_requeue());
+    /// ```
+    pub const fn requeued(after: Duration) -> Self {
+        Classification::Requeued { after }
+    }
+
+    /// Whether this is a requeue answer ([`Requeued`](Self::Requeued)).
+    ///
+    /// ```
+    /// assert!(!herdless::Classification::retryable().is_requeue());
+    /// ```
+    pub const fn is_requeue(&self) -> bool {
+        matches!(self, Classification::Requeued { .. })
+    }
+
     /// Retryable after the computed jitter.
     ///
     /// ```
@@ -125,13 +175,17 @@ impl Classification {
         Classification::Terminal
     }
 
-    /// Whether the executor will retry (only [`Retryable`](Self::Retryable)).
+    /// Whether the executor will retry ([`Retryable`](Self::Retryable) and
+    /// [`Requeued`](Self::Requeued)).
     ///
     /// ```
     /// assert!(!herdless::Classification::Unknown.is_retryable());
     /// ```
     pub const fn is_retryable(&self) -> bool {
-        matches!(self, Classification::Retryable { .. })
+        matches!(
+            self,
+            Classification::Retryable { .. } | Classification::Requeued { .. }
+        )
     }
 
     /// The positive server-supplied delay, if any.
@@ -144,11 +198,12 @@ impl Classification {
     pub fn server_delay(&self) -> Option<Duration> {
         match self {
             Classification::Retryable { after: Some(d) } if !d.is_zero() => Some(*d),
+            Classification::Requeued { after } => Some(*after),
             _ => None,
         }
     }
 
-    /// A short name: `retryable`, `terminal`, `unknown` or `server_pushback`
+    /// A short name: `retryable`, `terminal`, `unknown`, `requeued` or `server_pushback`
     /// (the name [`DoNotRetry`](Self::DoNotRetry) had before it was renamed,
     /// kept where it is written down: events, metrics, headers).
     ///
@@ -161,6 +216,7 @@ impl Classification {
             Classification::Terminal => "terminal",
             Classification::Unknown => "unknown",
             Classification::DoNotRetry => "server_pushback",
+            Classification::Requeued { .. } => "requeued",
         }
     }
 
@@ -262,6 +318,21 @@ pub trait Classify<E: ?Sized> {
         self.timed_out(unstarted)
     }
 
+    /// The plan of waves the error's answer announced (a server's
+    /// `Herdless-Plan`), for a [`WaveGuard`](crate::guard::waves::WaveGuard):
+    /// the executors hand it over before each decision. Default: `None`
+    /// (the reqwest classifier and tower's HTTP classifiers read the
+    /// header).
+    ///
+    /// ```
+    /// use herdless::{ByTrait, Classify};
+    /// assert_eq!(ByTrait.plan(&std::io::Error::other("busy")), None);
+    /// ```
+    fn plan(&self, error: &E) -> Option<crate::pushback::waves::WavePlan> {
+        let _ = error;
+        None
+    }
+
     /// The verdict and, for a retryable error, what caused it: the one
     /// classify-then-cause step every driver takes before asking the engine
     /// ([`Engine::failed`](crate::engine::Engine::failed)). The cause is
@@ -357,6 +428,10 @@ impl<E: ?Sized, C: Classify<E>, F: Fn(&E) -> bool> Classify<E> for WithTimeouts<
         E: Sized,
     {
         self.classifier.unstarted(unstarted)
+    }
+
+    fn plan(&self, error: &E) -> Option<crate::pushback::waves::WavePlan> {
+        self.classifier.plan(error)
     }
 }
 

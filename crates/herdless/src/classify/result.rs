@@ -41,6 +41,20 @@ pub trait ClassifyResult<Res, E> {
         false
     }
 
+    /// The plan of waves the failure's answer announced (a server's
+    /// `Herdless-Plan`), for a [`WaveGuard`](crate::guard::waves::WaveGuard).
+    /// Default: `None`.
+    ///
+    /// ```
+    /// use herdless::classify::ClassifyResult;
+    /// let c = |_: &Result<(), ()>| None;
+    /// assert_eq!(c.plan(&Err(())), None);
+    /// ```
+    fn plan(&self, result: &Result<Res, E>) -> Option<crate::pushback::waves::WavePlan> {
+        let _ = result;
+        None
+    }
+
     /// `None` for a success, or the failure's classification and cause:
     /// [`RetryCause::Timeout`] only for a retryable failure that
     /// [`is_timeout`](Self::is_timeout) says is a timeout (the same rule as
@@ -97,5 +111,9 @@ impl<Res, E, C: Classify<E>> ClassifyResult<Res, E> for ByError<C> {
 
     fn is_timeout(&self, result: &Result<Res, E>) -> bool {
         result.as_ref().err().is_some_and(|e| self.0.is_timeout(e))
+    }
+
+    fn plan(&self, result: &Result<Res, E>) -> Option<crate::pushback::waves::WavePlan> {
+        result.as_ref().err().and_then(|e| self.0.plan(e))
     }
 }

@@ -71,4 +71,8 @@ where
     fn timed_out(&self, timed_out: TimedOut) -> Option<E> {
         Some((self.make)(timed_out))
     }
+
+    fn plan(&self, error: &E) -> Option<crate::pushback::waves::WavePlan> {
+        self.classifier.plan(error)
+    }
 }

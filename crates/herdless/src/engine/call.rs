@@ -98,6 +98,8 @@ pub struct Engine {
     /// This call's uniform level for the budget's spread, in 1/65536.
     level: u16,
     flags: u8,
+    /// Requeue answers taken (not attempts; see `Classification::Requeued`).
+    requeues: u8,
 }
 
 /// A duration in whole nanoseconds, saturating at `u64::MAX` (about 584 years).
@@ -120,6 +122,7 @@ impl Engine {
             attempts: 0,
             level: 0,
             flags: 0,
+            requeues: 0,
         }
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::events::EventLevels;
 use crate::events::{NoNotify, Notify, RetryEvent};
-use crate::guard::{Breaker, RetryBudget, Throttle, Urgent};
+use crate::guard::{Breaker, RetryBudget, Throttle, Urgent, WaveGuard};
 use crate::policy::Policy;
 
 /// What a decision reads besides the call's own state: the policy, the shared
@@ -37,12 +37,28 @@ pub struct Context<'a, N = NoNotify> {
     /// is already on one clock for every call, as the simulator's).
     pub(super) throttle_epoch_ns: u64,
     pub(super) urgent: Option<Urgent>,
+    /// The client's wave guard: a failure whose answer announced a plan
+    /// waits for its wave.
+    pub(super) waves: Option<&'a WaveGuard>,
     /// [`max_elapsed`](Self::max_elapsed) in nanoseconds, kept beside the
     /// policy and the urgency it follows from (compared on every failure).
     max_elapsed_ns: u64,
     pub(super) trace: bool,
-    pub(super) metrics: bool,
+    pub(super) metrics: Meter,
     pub(super) levels: EventLevels,
+}
+
+/// Whether decisions record [metrics](crate::events::metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(super) enum Meter {
+    /// Never ([`Context::metrics`]`(false)`).
+    Off,
+    /// When a recorder is installed, asked at each event (the default).
+    Ask,
+    /// A recorder was installed when the call's retries began
+    /// ([`Context::ask_metrics`]).
+    On,
 }
 
 impl<N> fmt::Debug for Context<'_, N> {
@@ -54,8 +70,9 @@ impl<N> fmt::Debug for Context<'_, N> {
             .field("breaker", &self.breaker)
             .field("throttle", &self.throttle)
             .field("urgent", &self.urgent)
+            .field("waves", &self.waves)
             .field("trace", &self.trace)
-            .field("metrics", &self.metrics)
+            .field("metrics", &(self.metrics != Meter::Off))
             .field("levels", &self.levels)
             .finish_non_exhaustive()
     }
@@ -89,9 +106,10 @@ impl<'a> Context<'a> {
             throttle: None,
             throttle_epoch_ns: 0,
             urgent: None,
+            waves: None,
             max_elapsed_ns: policy.max_elapsed_ns,
             trace: true,
-            metrics: true,
+            metrics: Meter::Ask,
             levels: EventLevels::DEFAULT,
         }
     }
@@ -131,6 +149,7 @@ impl<'a, N> Context<'a, N> {
             throttle: self.throttle,
             throttle_epoch_ns: self.throttle_epoch_ns,
             urgent: self.urgent,
+            waves: self.waves,
             max_elapsed_ns: self.max_elapsed_ns,
             trace: self.trace,
             metrics: self.metrics,
@@ -207,6 +226,25 @@ impl<'a, N> Context<'a, N> {
         self
     }
 
+    /// The client's [`WaveGuard`]: after a failure whose answer announced a
+    /// plan of waves (the guard [`observe`](WaveGuard::observe)d it), the
+    /// retry waits for the client's wave instead of the jitter or the
+    /// server's spread delay (clamped to `max_retry_after`, counted against
+    /// the elapsed limit). Times are relative to the answer: the guard
+    /// needs no clock.
+    ///
+    /// ```
+    /// use herdless::guard::waves::WaveGuard;
+    /// let p = herdless::Policy::default();
+    /// let g = WaveGuard::new("worker-1");
+    /// let _cx = herdless::engine::Context::new(&p).waves(&g);
+    /// ```
+    #[inline]
+    pub fn waves(mut self, guard: &'a WaveGuard) -> Self {
+        self.waves = Some(guard);
+        self
+    }
+
     /// Whether events also go to `tracing` (default: yes). A simulator of a
     /// million clients turns this off; the hook still receives every event.
     ///
@@ -229,8 +267,29 @@ impl<'a, N> Context<'a, N> {
     /// let _unmetered = herdless::engine::Context::new(&p).trace(false).metrics(false);
     /// ```
     pub fn metrics(mut self, metrics: bool) -> Self {
-        self.metrics = metrics;
+        self.metrics = if metrics { Meter::Ask } else { Meter::Off };
         self
+    }
+
+    /// Asks once whether a metrics recorder is installed, for a context that
+    /// serves every decision of one call (the executors'): with none, those
+    /// decisions skip the metrics and build no event for them (a recorder
+    /// installed during the call counts from the next call); with one, each
+    /// event still finds the recorder in effect when it happens. Without the
+    /// `metrics` feature, nothing to ask. In place: a context passed through
+    /// by value was copied (16 instructions a call).
+    #[inline(always)]
+    pub(crate) fn ask_metrics(&mut self) {
+        self.metrics_known(crate::events::metrics::installed());
+    }
+
+    /// [`ask_metrics`](Self::ask_metrics) with the answer asked earlier in
+    /// the call.
+    #[inline(always)]
+    pub(crate) fn metrics_known(&mut self, installed: bool) {
+        if self.metrics == Meter::Ask {
+            self.metrics = if installed { Meter::On } else { Meter::Off };
+        }
     }
 
     /// The `tracing` level of each event (default: [`EventLevels::DEFAULT`]).
@@ -316,10 +375,14 @@ impl<N: Notify> Context<'_, N> {
         use tracing::level_filters::LevelFilter;
         let traced = self.trace && LevelFilter::current() != LevelFilter::OFF;
         #[cfg(feature = "metrics")]
-        let metered = self.metrics;
+        let metered = || match self.metrics {
+            Meter::Off => false,
+            Meter::On => true,
+            Meter::Ask => crate::events::metrics::installed(),
+        };
         #[cfg(not(feature = "metrics"))]
-        let metered = false;
-        traced || metered || N::ACTIVE
+        let metered = || false;
+        traced || N::ACTIVE || metered()
     }
 
     /// The one event path: `tracing` at the configured level, metrics, the
@@ -336,7 +399,7 @@ impl<N: Notify> Context<'_, N> {
             }
         }
         #[cfg(feature = "metrics")]
-        if self.metrics {
+        if self.metrics != Meter::Off {
             crate::events::metrics::event(&event, attempt_ended, self.budget, self.breaker);
         }
         let _ = attempt_ended;
@@ -347,7 +410,7 @@ impl<N: Notify> Context<'_, N> {
     /// one attempt counted.
     pub(super) fn copy_failed(&self) {
         #[cfg(feature = "metrics")]
-        if self.metrics {
+        if self.metrics != Meter::Off {
             crate::events::metrics::copy_failed();
         }
     }
@@ -356,7 +419,7 @@ impl<N: Notify> Context<'_, N> {
     #[inline]
     pub(super) fn first_success(&self) {
         #[cfg(feature = "metrics")]
-        if self.metrics {
+        if self.metrics != Meter::Off {
             crate::events::metrics::first_success(self.budget, self.breaker);
         }
     }

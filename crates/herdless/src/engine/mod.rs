@@ -31,7 +31,11 @@
 //! 4. **The delay.** Draw the jitter for retry index `attempts − 1` (capped
 //!    before the draw, so it never exceeds the cap); when the classification
 //!    carries a server delay (Retry-After), that replaces it, clamped to
-//!    `max_retry_after` and spread upward.
+//!    `max_retry_after` and spread upward. When the failure's answer
+//!    announced a plan of waves and the call has a
+//!    [`WaveGuard`](crate::guard::waves::WaveGuard), the client's wave
+//!    replaces both: its time drawn within the wave (the guard's jitter),
+//!    clamped to `max_retry_after`, not spread further.
 //! 5. **Elapsed limit.** `elapsed + delay > max_elapsed` (or the tighter
 //!    deadline of an [`Urgent`] call): give up *before sleeping* with
 //!    [`GiveUp::MaxElapsed`]; with an attempt timeout, a retry due exactly at

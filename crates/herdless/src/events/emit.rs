@@ -126,6 +126,22 @@ pub(crate) fn trace(event: &RetryEvent<'_>, level: Level) {
             elapsed_s = elapsed.as_secs_f64(),
             "hedge_won"
         ),
+        RetryEvent::Requeued {
+            task_id,
+            attempt,
+            sleep,
+            requeues,
+            elapsed,
+        } => event_at!(
+            level,
+            event = "retry_requeued",
+            task_id,
+            attempt,
+            sleep_s = sleep.as_secs_f64(),
+            requeues,
+            elapsed_s = elapsed.as_secs_f64(),
+            "retry_requeued"
+        ),
     }
 }
 

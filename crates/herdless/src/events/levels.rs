@@ -10,6 +10,7 @@
 //! | `retry_state_invalid` | WARN |
 //! | `hedge_sent` | DEBUG |
 //! | `hedge_won` | DEBUG |
+//! | `retry_requeued` | INFO |
 //!
 //! The hedging events are DEBUG: a hedge is the latency tail's ordinary
 //! path (a few percent of calls, by design), not a sign of trouble; their
@@ -68,6 +69,7 @@ pub struct EventLevels {
     state_invalid: Lv,
     hedge_sent: Lv,
     hedge_won: Lv,
+    requeued: Lv,
 }
 
 /// A `tracing::Level` in one byte (a `Level` is a word): the engine's
@@ -109,6 +111,7 @@ impl fmt::Debug for EventLevels {
             .field("state_invalid", &self.state_invalid.level())
             .field("hedge_sent", &self.hedge_sent.level())
             .field("hedge_won", &self.hedge_won.level())
+            .field("requeued", &self.requeued.level())
             .finish()
     }
 }
@@ -122,7 +125,8 @@ impl Default for EventLevels {
 impl EventLevels {
     /// The defaults: WARN, INFO, WARN (terminal on the first attempt), ERROR
     /// (terminal after a retry), ERROR, WARN (`retry_state_invalid`), DEBUG
-    /// (`hedge_sent`), DEBUG (`hedge_won`).
+    /// (`hedge_sent`), DEBUG (`hedge_won`), INFO (`retry_requeued`: a server's
+    /// queue at work, not a failure).
     ///
     /// ```
     /// use herdless::events::EventLevels;
@@ -138,14 +142,15 @@ impl EventLevels {
         state_invalid: Lv::of(Level::WARN),
         hedge_sent: Lv::of(Level::DEBUG),
         hedge_won: Lv::of(Level::DEBUG),
+        requeued: Lv::of(Level::INFO),
     };
 
-    /// The seven event names, in the order of the events table.
+    /// The eight event names, in the order of the events table.
     ///
     /// ```
-    /// assert_eq!(herdless::events::EventLevels::NAMES.len(), 7);
+    /// assert_eq!(herdless::events::EventLevels::NAMES.len(), 8);
     /// ```
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "retry_scheduled",
         "retry_succeeded",
         "retry_abandoned_terminal",
@@ -153,6 +158,7 @@ impl EventLevels {
         "retry_state_invalid",
         "hedge_sent",
         "hedge_won",
+        "retry_requeued",
     ];
 
     /// The level of `retry_scheduled`.
@@ -251,6 +257,17 @@ impl EventLevels {
         self
     }
 
+    /// The level of `retry_requeued`.
+    ///
+    /// ```
+    /// let l = herdless::events::EventLevels::default().retry_requeued(tracing::Level::DEBUG);
+    /// assert_eq!(l.get("retry_requeued"), Some(tracing::Level::DEBUG));
+    /// ```
+    pub const fn retry_requeued(mut self, level: Level) -> Self {
+        self.requeued = Lv::of(level);
+        self
+    }
+
     /// Sets an event's level by its name (from a configuration file, say).
     /// `retry_abandoned_terminal` sets both of its levels (first attempt and
     /// after a retry).
@@ -259,7 +276,7 @@ impl EventLevels {
     /// use herdless::events::EventLevels;
     /// assert!(EventLevels::default().set("retry_scheduled", tracing::Level::INFO).is_ok());
     /// let err = EventLevels::default().set("retry_sheduled", tracing::Level::INFO).unwrap_err();
-    /// assert_eq!(err.to_string(), "unknown retry event \"retry_sheduled\" (expected one of retry_scheduled, retry_succeeded, retry_abandoned_terminal, retry_budget_exhausted, retry_state_invalid, hedge_sent, hedge_won)");
+    /// assert_eq!(err.to_string(), "unknown retry event \"retry_sheduled\" (expected one of retry_scheduled, retry_succeeded, retry_abandoned_terminal, retry_budget_exhausted, retry_state_invalid, hedge_sent, hedge_won, retry_requeued)");
     /// ```
     ///
     /// # Errors
@@ -276,6 +293,7 @@ impl EventLevels {
             "retry_state_invalid" => self.retry_state_invalid(level),
             "hedge_sent" => self.hedge_sent(level),
             "hedge_won" => self.hedge_won(level),
+            "retry_requeued" => self.retry_requeued(level),
             other => return Err(UnknownEvent(other.to_owned())),
         })
     }
@@ -297,6 +315,7 @@ impl EventLevels {
             "retry_state_invalid" => Some(self.state_invalid.level()),
             "hedge_sent" => Some(self.hedge_sent.level()),
             "hedge_won" => Some(self.hedge_won.level()),
+            "retry_requeued" => Some(self.requeued.level()),
             _ => None,
         }
     }
@@ -319,6 +338,7 @@ impl EventLevels {
             RetryEvent::StateInvalid { .. } => self.state_invalid,
             RetryEvent::HedgeSent { .. } => self.hedge_sent,
             RetryEvent::HedgeWon { .. } => self.hedge_won,
+            RetryEvent::Requeued { .. } => self.requeued,
         }
         .level()
     }

@@ -80,6 +80,14 @@ pub const HEDGES: &str = "herdless_hedges_total";
 /// ```
 pub const HEDGE_WINS: &str = "herdless_hedge_wins_total";
 
+/// Requeue answers taken: a server's queue answered an attempt unprocessed
+/// (counter; not an attempt).
+///
+/// ```
+/// assert_eq!(herdless::events::metrics::REQUEUES, "herdless_requeues_total");
+/// ```
+pub const REQUEUES: &str = "herdless_requeues_total";
+
 /// The sleep before each scheduled retry, in seconds (histogram).
 ///
 /// ```
@@ -109,11 +117,18 @@ pub const BREAKER_OPEN: &str = "herdless_breaker_open";
 pub const REASON: &str = "reason";
 
 #[cfg(feature = "metrics")]
-pub(crate) use record::{copy_failed, event, first_success};
+pub(crate) use record::{copy_failed, event, first_success, installed};
+
+/// Whether a recorder is installed: never without the feature.
+#[cfg(not(feature = "metrics"))]
+#[inline(always)]
+pub(crate) fn installed() -> bool {
+    false
+}
 
 #[cfg(feature = "metrics")]
 mod record {
-    use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata};
+    use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, NoopRecorder, Recorder};
 
     use super::*;
     use crate::events::GiveUp;
@@ -132,6 +147,7 @@ mod record {
     static RETRY_SLEEP_KEY: Key = Key::from_static_name(RETRY_SLEEP);
     static HEDGES_KEY: Key = Key::from_static_name(HEDGES);
     static HEDGE_WINS_KEY: Key = Key::from_static_name(HEDGE_WINS);
+    static REQUEUES_KEY: Key = Key::from_static_name(REQUEUES);
     static BUDGET_TOKENS_KEY: Key = Key::from_static_name(BUDGET_TOKENS);
     static BREAKER_OPEN_KEY: Key = Key::from_static_name(BREAKER_OPEN);
 
@@ -151,6 +167,30 @@ mod record {
             GiveUp::RetryBudget => give_up_key!("retry_budget"),
             GiveUp::DoNotRetry => give_up_key!("server_pushback"),
         }
+    }
+
+    /// Whether a recorder is installed, a thread-local one or the global one
+    /// (one thread-local read and one atomic load).
+    ///
+    /// The facade has no such query: what it hands out when none is
+    /// installed is its [`NoopRecorder`], recognised here by its vtable
+    /// (the data address is taken from the recorder itself, so only the
+    /// vtables are compared). Two types share a vtable only when their
+    /// methods are the same code, so a "no" is never wrong. A vtable may be
+    /// duplicated between codegen units: an unoptimized build usually
+    /// answers "installed" for the no-op recorder too, and then records
+    /// through it as before (slower, nothing lost); an optimized build
+    /// merges the two and folds the test into the facade's own branch.
+    #[inline]
+    pub(crate) fn installed() -> bool {
+        metrics::with_recorder(|recorder| {
+            let noop: &dyn Recorder = &NoopRecorder;
+            let recorder = recorder as *const dyn Recorder;
+            !std::ptr::eq(
+                recorder,
+                (noop as *const dyn Recorder).with_addr(recorder.addr()),
+            )
+        })
     }
 
     fn counter(key: &'static Key) -> Counter {
@@ -182,6 +222,9 @@ mod record {
         budget: Option<&RetryBudget>,
         breaker: Option<&Breaker>,
     ) {
+        if !installed() {
+            return;
+        }
         if attempt_ended {
             counter(&ATTEMPTS_KEY).increment(1);
         }
@@ -201,6 +244,7 @@ mod record {
             RetryEvent::StateInvalid { .. } => {}
             RetryEvent::HedgeSent { .. } => counter(&HEDGES_KEY).increment(1),
             RetryEvent::HedgeWon { .. } => counter(&HEDGE_WINS_KEY).increment(1),
+            RetryEvent::Requeued { .. } => counter(&REQUEUES_KEY).increment(1),
         }
         gauges(budget, breaker);
     }
@@ -208,11 +252,22 @@ mod record {
     /// A copy of a hedged call that failed while others were in flight:
     /// one attempt ended, no event.
     pub(crate) fn copy_failed() {
-        counter(&ATTEMPTS_KEY).increment(1);
+        if installed() {
+            counter(&ATTEMPTS_KEY).increment(1);
+        }
     }
 
-    /// A first-try success: one attempt, no event.
+    /// A first-try success: one attempt, no event. The question inline,
+    /// the recording out of line.
+    #[inline]
     pub(crate) fn first_success(budget: Option<&RetryBudget>, breaker: Option<&Breaker>) {
+        if installed() {
+            first_success_recorded(budget, breaker);
+        }
+    }
+
+    #[inline(never)]
+    fn first_success_recorded(budget: Option<&RetryBudget>, breaker: Option<&Breaker>) {
         counter(&ATTEMPTS_KEY).increment(1);
         gauges(budget, breaker);
     }
@@ -220,6 +275,30 @@ mod record {
     #[cfg(test)]
     mod tests {
         use super::*;
+
+        #[test]
+        fn an_installed_recorder_is_seen_and_records() {
+            let recorder = metrics_util::debugging::DebuggingRecorder::new();
+            let snapshotter = recorder.snapshotter();
+            metrics::with_local_recorder(&recorder, || {
+                assert!(installed(), "a recorder taken for the no-op one");
+                first_success(None, None);
+            });
+            let recorded = snapshotter.snapshot().into_vec();
+            assert_eq!(recorded.len(), 1, "the attempt counter");
+            assert_eq!(recorded[0].0.key().name(), ATTEMPTS);
+        }
+
+        /// What keeps the `metrics` feature from taxing a process with no
+        /// recorder: in an optimized build the facade's no-op recorder is
+        /// recognised (unoptimized builds may duplicate its vtable; then it
+        /// is recorded through, correct but slower).
+        #[cfg(not(debug_assertions))]
+        #[test]
+        fn the_noop_recorder_is_recognised_in_an_optimized_build() {
+            // No unit test installs a global recorder.
+            assert!(!installed());
+        }
 
         #[test]
         fn every_give_up_reason_has_its_label() {

@@ -165,12 +165,27 @@ pub enum RetryEvent<'a> {
         /// Time since the call started.
         elapsed: Duration,
     },
+    /// The server queued the attempt and answered it unprocessed
+    /// ([`Classification::Requeued`]): the call comes back after `sleep`,
+    /// and the attempt does not count.
+    Requeued {
+        /// The caller's task id.
+        task_id: &'a str,
+        /// The attempt the server queued (its number is used again).
+        attempt: u32,
+        /// The wait (the server's delay, clamped and spread).
+        sleep: Duration,
+        /// Requeue answers this call has taken, this one included.
+        requeues: u32,
+        /// Time since the call started.
+        elapsed: Duration,
+    },
 }
 
 impl RetryEvent<'_> {
     /// The event's stable name (`retry_scheduled`, `retry_succeeded`,
     /// `retry_abandoned_terminal`, `retry_budget_exhausted`,
-    /// `retry_state_invalid`, `hedge_sent`, `hedge_won`).
+    /// `retry_state_invalid`, `hedge_sent`, `hedge_won`, `retry_requeued`).
     ///
     /// ```
     /// let e = herdless::RetryEvent::Succeeded { task_id: "", attempt: 2, elapsed: Default::default() };
@@ -185,6 +200,7 @@ impl RetryEvent<'_> {
             RetryEvent::StateInvalid { .. } => "retry_state_invalid",
             RetryEvent::HedgeSent { .. } => "hedge_sent",
             RetryEvent::HedgeWon { .. } => "hedge_won",
+            RetryEvent::Requeued { .. } => "retry_requeued",
         }
     }
 
@@ -202,7 +218,8 @@ impl RetryEvent<'_> {
             | RetryEvent::BudgetExhausted { attempt, .. }
             | RetryEvent::StateInvalid { attempt, .. }
             | RetryEvent::HedgeSent { attempt, .. }
-            | RetryEvent::HedgeWon { attempt, .. } => attempt,
+            | RetryEvent::HedgeWon { attempt, .. }
+            | RetryEvent::Requeued { attempt, .. } => attempt,
         }
     }
 
@@ -220,7 +237,8 @@ impl RetryEvent<'_> {
             | RetryEvent::BudgetExhausted { task_id, .. }
             | RetryEvent::StateInvalid { task_id, .. }
             | RetryEvent::HedgeSent { task_id, .. }
-            | RetryEvent::HedgeWon { task_id, .. } => task_id,
+            | RetryEvent::HedgeWon { task_id, .. }
+            | RetryEvent::Requeued { task_id, .. } => task_id,
         }
     }
 
@@ -318,6 +336,19 @@ impl RetryEvent<'_> {
                 f("task_id", Str(task_id));
                 f("attempt", U32(attempt));
                 f("hedges", U32(hedges));
+                f("elapsed_s", Seconds(elapsed));
+            }
+            RetryEvent::Requeued {
+                task_id,
+                attempt,
+                sleep,
+                requeues,
+                elapsed,
+            } => {
+                f("task_id", Str(task_id));
+                f("attempt", U32(attempt));
+                f("sleep_s", Seconds(sleep));
+                f("requeues", U32(requeues));
                 f("elapsed_s", Seconds(elapsed));
             }
         }

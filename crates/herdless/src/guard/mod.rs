@@ -12,6 +12,7 @@
 //! | half-open probe breaker | probing of a dead endpoint: one probe at a time | [`breaker`] |
 //! | escape lane ([`Urgent`]) | starvation of urgent calls by the two above | [`urgent`] |
 //! | adaptive throttle | a process's call rate (first tries and retries), by what the endpoint answers | [`throttle`] |
+//! | wave guard | when one client comes back after a server announced a plan of waves: in its own wave | [`waves`] |
 //!
 //! The server's side of the same problem, telling each rejected caller when
 //! to come back, is [`pushback`](crate::pushback).
@@ -30,8 +31,10 @@ pub mod breaker;
 pub mod budget;
 pub mod throttle;
 pub mod urgent;
+pub mod waves;
 
 pub use breaker::{Admission, Breaker, BreakerBuilder, BreakerError, Probe};
 pub use budget::{Denied, RetryBudget, RetryBudgetBuilder, RetryBudgetError, Spent};
 pub use throttle::{Throttle, ThrottleBuilder, ThrottleError};
 pub use urgent::Urgent;
+pub use waves::WaveGuard;

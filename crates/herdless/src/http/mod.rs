@@ -12,6 +12,8 @@
 //! | both together: a response's [`Classification`] | [`classify_response`] |
 //! | the same, preferring a valid `Retry-After-Ms` (pushback's millisecond slot) | [`classify_response_ms`] |
 //! | the `Retry-After-Ms` header's name | [`RETRY_AFTER_MS`] |
+//! | the `Herdless-Plan` header's name (a plan of waves) | [`HERDLESS_PLAN`] |
+//! | a server's queue: the requeue answer (`Herdless-Requeue`), a client's patience (`Prefer: wait=N`), a response's classification from its headers | [`queue`] ([`classify_headers`], [`prefer_wait`]) |
 //!
 //! ```
 //! use std::time::SystemTime;
@@ -35,9 +37,13 @@ use std::time::SystemTime;
 
 use crate::classify::Classification;
 
+pub mod queue;
 pub mod retry_after;
 pub mod status;
 
+pub use queue::{
+    MAX_PREFER_WAIT, PREFER, REQUEUE, classify_headers, prefer_wait, prefer_wait_value,
+};
 pub use retry_after::{RetryAfterError, parse_retry_after, parse_retry_after_ms};
 pub use status::{StatusClass, StatusClassifier, StatusSet};
 
@@ -49,6 +55,16 @@ pub use status::{StatusClass, StatusClassifier, StatusSet};
 /// assert_eq!(herdless::http::RETRY_AFTER_MS, "retry-after-ms");
 /// ```
 pub const RETRY_AFTER_MS: &str = "retry-after-ms";
+
+/// The header announcing a plan of waves beside a rejection (and the gRPC
+/// trailer of the same name): a [`WavePlan`](crate::pushback::waves::WavePlan)
+/// in its text form, `start=0.25, waves=5, spacing=0.842, salt=8812345678901`.
+/// A [`WaveGuard`](crate::guard::waves::WaveGuard) reads it.
+///
+/// ```
+/// assert_eq!(herdless::http::HERDLESS_PLAN, "herdless-plan");
+/// ```
+pub const HERDLESS_PLAN: &str = "herdless-plan";
 
 /// The [`Classification`] of a response with `status` and an optional raw
 /// `Retry-After` value, or `None` when the status is a success (below 400).

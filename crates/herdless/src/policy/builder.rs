@@ -31,6 +31,7 @@ pub struct PolicyBuilder {
     pub(super) max_retry_after: Duration,
     pub(super) retry_after_spread: f64,
     pub(super) attempt_timeout: Option<Duration>,
+    pub(super) max_requeues: u32,
 }
 
 impl Default for PolicyBuilder {
@@ -57,6 +58,7 @@ impl PolicyBuilder {
             max_retry_after: Policy::DEFAULT_MAX_RETRY_AFTER,
             retry_after_spread: Policy::DEFAULT_RETRY_AFTER_SPREAD,
             attempt_timeout: None,
+            max_requeues: Policy::DEFAULT_MAX_REQUEUES,
         }
     }
 
@@ -180,6 +182,21 @@ impl PolicyBuilder {
         self
     }
 
+    /// Sets how many requeue answers one call takes without counting them as
+    /// attempts (0 to [`Policy::MAX_REQUEUES`]; 0: every requeue is an
+    /// attempt). See [`Policy::max_requeues`].
+    ///
+    /// ```
+    /// let p = herdless::Policy::builder().max_requeues(0).build()?;
+    /// assert_eq!(p.max_requeues(), 0);
+    /// assert!(herdless::Policy::builder().max_requeues(256).build().is_err());
+    /// # Ok::<(), herdless::PolicyError>(())
+    /// ```
+    pub fn max_requeues(mut self, max_requeues: u32) -> Self {
+        self.max_requeues = max_requeues;
+        self
+    }
+
     /// Validates and builds the policy.
     ///
     /// # Errors
@@ -229,6 +246,12 @@ impl PolicyBuilder {
                 Reason::Spread(self.retry_after_spread),
             ));
         }
+        let Ok(max_requeues) = u8::try_from(self.max_requeues) else {
+            return Err(PolicyError::new(
+                F::MaxRequeues,
+                Reason::Count(self.max_requeues, Policy::MAX_REQUEUES),
+            ));
+        };
         let attempt_timeout_ns = match self.attempt_timeout {
             None => 0,
             Some(t) => match delay_ns(F::AttemptTimeout, t)? {
@@ -247,6 +270,7 @@ impl PolicyBuilder {
             max_retry_after_ns,
             retry_after_spread: self.retry_after_spread,
             attempt_timeout_ns,
+            max_requeues,
             saturation: saturation(base_ns, cap_ns, self.multiplier),
         })
     }

@@ -32,15 +32,17 @@ pub enum PolicyField {
     Jitter,
     /// `attempt_timeout`
     AttemptTimeout,
+    /// `max_requeues`
+    MaxRequeues,
 }
 
 impl PolicyField {
     /// Every field, in documentation order.
     ///
     /// ```
-    /// assert_eq!(herdless::policy::PolicyField::ALL.len(), 9);
+    /// assert_eq!(herdless::policy::PolicyField::ALL.len(), 10);
     /// ```
-    pub const ALL: [PolicyField; 9] = [
+    pub const ALL: [PolicyField; 10] = [
         PolicyField::Jitter,
         PolicyField::Base,
         PolicyField::Multiplier,
@@ -50,6 +52,7 @@ impl PolicyField {
         PolicyField::MaxRetryAfter,
         PolicyField::RetryAfterSpread,
         PolicyField::AttemptTimeout,
+        PolicyField::MaxRequeues,
     ];
 
     /// The field's name in `snake_case`, as in configuration files.
@@ -68,6 +71,7 @@ impl PolicyField {
             PolicyField::RetryAfterSpread => "retry_after_spread",
             PolicyField::Jitter => "jitter",
             PolicyField::AttemptTimeout => "attempt_timeout",
+            PolicyField::MaxRequeues => "max_requeues",
         }
     }
 }
@@ -120,6 +124,7 @@ pub(super) enum Reason {
     TooLarge(Duration),
     Multiplier(f64),
     Spread(f64),
+    Count(u32, u32),
     Below {
         value: Duration,
         other: &'static str,
@@ -180,6 +185,7 @@ impl fmt::Display for PolicyError {
                 write!(f, "{m} must be a finite number of at least 1.0")
             }
             Reason::Spread(s) => write!(f, "{s} must be a number in [0, 1]"),
+            Reason::Count(n, max) => write!(f, "{n} is more than {max}"),
             Reason::Below {
                 value,
                 other,

@@ -92,6 +92,8 @@ pub struct Policy {
     /// The longest one attempt may take, in nanoseconds; 0 when unset (an
     /// attempt is then bounded by what is left of the elapsed limit only).
     pub(crate) attempt_timeout_ns: u64,
+    /// Requeue answers one call takes before a requeue counts as an attempt.
+    pub(crate) max_requeues: u8,
     /// The smallest retry index `n` with `base · mⁿ ≥ cap`; `NEVER` (beyond
     /// every `u32`) when the ceiling never reaches the cap.
     pub(crate) saturation: u64,
@@ -127,6 +129,9 @@ impl fmt::Debug for Policy {
         if let Some(t) = self.attempt_timeout() {
             s.field("attempt_timeout", &t);
         }
+        if u32::from(self.max_requeues) != Self::DEFAULT_MAX_REQUEUES {
+            s.field("max_requeues", &self.max_requeues);
+        }
         s.finish()
     }
 }
@@ -154,6 +159,11 @@ impl Policy {
     pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
     /// Default positive spread added to a server-supplied delay: up to 10 %.
     pub const DEFAULT_RETRY_AFTER_SPREAD: f64 = 0.1;
+    /// Default number of requeue answers one call takes before a requeue
+    /// counts as an attempt: 16.
+    pub const DEFAULT_MAX_REQUEUES: u32 = 16;
+    /// The most requeue answers a policy may let one call take: 255.
+    pub const MAX_REQUEUES: u32 = 255;
 
     /// Starts a builder holding the defaults.
     ///
@@ -185,6 +195,7 @@ impl Policy {
             max_retry_after: self.max_retry_after(),
             retry_after_spread: self.retry_after_spread,
             attempt_timeout: self.attempt_timeout(),
+            max_requeues: self.max_requeues(),
         }
     }
 
@@ -284,6 +295,18 @@ impl Policy {
     /// ```
     pub fn attempt_timeout(&self) -> Option<Duration> {
         (self.attempt_timeout_ns != 0).then(|| Duration::from_nanos(self.attempt_timeout_ns))
+    }
+
+    /// How many requeue answers ([`Classification::Requeued`](crate::Classification::Requeued):
+    /// a server's queue answering a request unprocessed) one call takes
+    /// without counting them as attempts; past it, a requeue is an ordinary
+    /// failed attempt. Every requeue's wait counts toward `max_elapsed`.
+    ///
+    /// ```
+    /// assert_eq!(herdless::Policy::default().max_requeues(), 16);
+    /// ```
+    pub fn max_requeues(&self) -> u32 {
+        u32::from(self.max_requeues)
     }
 
     /// The ceiling `c = min(cap, ⌊base · multiplierⁿ⌋)` (in whole nanoseconds)

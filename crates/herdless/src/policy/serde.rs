@@ -79,6 +79,8 @@ pub struct PolicyConfig {
     pub retry_after_spread: Option<f64>,
     /// `attempt_timeout`
     pub attempt_timeout: Option<Duration>,
+    /// `max_requeues`
+    pub max_requeues: Option<u32>,
 }
 
 impl PolicyConfig {
@@ -129,6 +131,10 @@ impl PolicyConfig {
                 let n = value.deserialize_any(Whole(name, u32::MAX.into()))? as u32;
                 (self.max_attempts, alone.max_attempts) = (Some(n), n);
             }
+            PolicyField::MaxRequeues => {
+                let n = value.deserialize_any(Whole(name, u32::MAX.into()))? as u32;
+                (self.max_requeues, alone.max_requeues) = (Some(n), n);
+            }
             PolicyField::AttemptTimeout => {
                 let d = value.deserialize_any(Human(name))?;
                 (self.attempt_timeout, alone.attempt_timeout) = (Some(d), Some(d));
@@ -170,6 +176,7 @@ impl PolicyConfig {
         b.max_retry_after = self.max_retry_after.unwrap_or(b.max_retry_after);
         b.retry_after_spread = self.retry_after_spread.unwrap_or(b.retry_after_spread);
         b.attempt_timeout = self.attempt_timeout.or(b.attempt_timeout);
+        b.max_requeues = self.max_requeues.unwrap_or(b.max_requeues);
         b
     }
 
@@ -190,7 +197,8 @@ impl PolicyConfig {
 }
 
 impl From<&Policy> for PolicyConfig {
-    /// Every field set, from `policy` (`attempt_timeout` when it has one).
+    /// Every field set, from `policy` (`attempt_timeout` when it has one,
+    /// `max_requeues` when it is not the default).
     ///
     /// ```
     /// use herdless::{policy::serde::PolicyConfig, Policy};
@@ -209,6 +217,8 @@ impl From<&Policy> for PolicyConfig {
             max_retry_after: Some(p.max_retry_after()),
             retry_after_spread: Some(p.retry_after_spread()),
             attempt_timeout: p.attempt_timeout(),
+            max_requeues: (p.max_requeues() != Policy::DEFAULT_MAX_REQUEUES)
+                .then(|| p.max_requeues()),
         }
     }
 }
@@ -216,7 +226,7 @@ impl From<&Policy> for PolicyConfig {
 impl Serialize for PolicyConfig {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let d = |d: Option<Duration>| d.map(format_duration);
-        let fields: [(&str, Option<Value>); 9] = [
+        let fields: [(&str, Option<Value>); 10] = [
             ("jitter", self.jitter.map(|j| Value::Str(j.name().into()))),
             ("base", d(self.base).map(Value::Str)),
             ("multiplier", self.multiplier.map(Value::F64)),
@@ -229,6 +239,7 @@ impl Serialize for PolicyConfig {
                 self.retry_after_spread.map(Value::F64),
             ),
             ("attempt_timeout", d(self.attempt_timeout).map(Value::Str)),
+            ("max_requeues", self.max_requeues.map(Value::U32)),
         ];
         let len = fields.iter().filter(|(_, v)| v.is_some()).count();
         let mut st = s.serialize_struct("Policy", len)?;
@@ -268,6 +279,7 @@ const FIELDS: &[&str] = &[
     "max_retry_after",
     "retry_after_spread",
     "attempt_timeout",
+    "max_requeues",
 ];
 
 impl<'de> Deserialize<'de> for PolicyConfig {
@@ -303,7 +315,8 @@ impl<'de> DeserializeSeed<'de> for Field<'_> {
 }
 
 impl Serialize for Policy {
-    /// Every field (`attempt_timeout` only when set), durations in human form.
+    /// Every field (`attempt_timeout` only when set, `max_requeues` only when
+    /// not the default), durations in human form.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         PolicyConfig::from(self).serialize(s)
     }

@@ -17,11 +17,21 @@
 //! is reported with [`refused_held`](Allocator::refused_held), a parked one
 //! whose caller went away with [`cancel`](Allocator::cancel). The static
 //! allocator never holds (the defaults do nothing).
+//!
+//! A front end whose allocator is one replica among several asks it for a
+//! [`report`](Allocator::report) about once a
+//! [`PERIOD`](crate::pushback::replicas::PERIOD), publishes it through a
+//! [`SharedState`](crate::pushback::SharedState) and hands the peers'
+//! reports to [`apply_peers`](Allocator::apply_peers). An allocator that
+//! does not share (the static one) reports nothing and ignores its peers
+//! (the defaults).
 
 use std::time::Duration;
 
 use crate::pushback::adaptive::AdaptiveAllocator;
-use crate::pushback::{Allotment, Released, SlotAllocator, Ticket};
+use crate::pushback::{
+    Allotment, Caller, PeerReport, Released, ReplicaReport, SlotAllocator, Ticket,
+};
 
 /// A slot allocator a pushback front end can drive. See the [module
 /// documentation](self).
@@ -35,9 +45,21 @@ use crate::pushback::{Allotment, Released, SlotAllocator, Ticket};
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
 pub trait Allocator: Send + 'static {
+    /// Whether [`served`](Self::served) does anything: a front end may skip
+    /// telling an allocator that does not learn (the static one) about each
+    /// request it served, a clock read and a lock per request. Default: yes.
+    const LEARNS_FROM_SERVED: bool = true;
+
     /// Decides a request at `now` from `caller` (a key naming it, when the
     /// front end has one).
     fn decide(&mut self, now: Duration, caller: Option<u64>) -> Allotment;
+
+    /// Decides a request from `caller`, knowing how long it waits (an
+    /// allocator with a hold may keep it longer). Defaults to
+    /// [`decide`](Self::decide) with its key.
+    fn decide_caller(&mut self, now: Duration, caller: Caller) -> Allotment {
+        self.decide(now, caller.key)
+    }
 
     /// The service served a request this allocator admitted.
     fn served(&mut self, now: Duration);
@@ -52,6 +74,13 @@ pub trait Allocator: Send + 'static {
     /// never hold).
     fn refused_unheld(&mut self, now: Duration, caller: Option<u64>) -> Option<Allotment> {
         self.refused(now, caller)
+    }
+
+    /// [`refused`](Self::refused) for a request from `caller` (held again,
+    /// it is kept as long as its patience allows). Defaults to `refused`
+    /// with its key.
+    fn refused_caller(&mut self, now: Duration, caller: Caller) -> Option<Allotment> {
+        self.refused(now, caller.key)
     }
 
     /// Sheds everything from `now` until `until` (since the epoch), or, with
@@ -84,10 +113,35 @@ pub trait Allocator: Send + 'static {
     /// A held request's caller went away.
     fn cancel(&mut self, _ticket: Ticket) {}
 
+    /// Answers a held request unprocessed, whatever its turn (the front end
+    /// is going away): call until `None`. Nothing by default.
+    fn evict(&mut self, _now: Duration) -> Option<Released> {
+        None
+    }
+
     /// Requests held now.
     fn held(&self) -> usize {
         0
     }
+
+    /// The plan of waves announced with the last caller this allocator
+    /// turned away (a rejection or a refusal), as seen at `now`: what a
+    /// front end writes beside the slot (the `Herdless-Plan` header). Only
+    /// a [`WavePlanner`](crate::pushback::waves::WavePlanner) has one.
+    fn plan(&self, _now: Duration) -> Option<crate::pushback::waves::WavePlan> {
+        None
+    }
+
+    /// This replica's report on the period since its last one, at `now`,
+    /// for its peers; `None` (the default) for an allocator that does not
+    /// share what it learns.
+    fn report(&mut self, _now: Duration) -> Option<ReplicaReport> {
+        None
+    }
+
+    /// Takes the peers' latest reports into account at `now`. Nothing by
+    /// default.
+    fn apply_peers(&mut self, _now: Duration, _peers: &[PeerReport]) {}
 }
 
 /// The static allocator: no learning, no slot for a refusal, no caller keys.
@@ -100,6 +154,8 @@ pub trait Allocator: Send + 'static {
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
 impl Allocator for SlotAllocator {
+    const LEARNS_FROM_SERVED: bool = false;
+
     fn decide(&mut self, now: Duration, _caller: Option<u64>) -> Allotment {
         SlotAllocator::decide(self, now)
     }
@@ -139,6 +195,18 @@ impl Allocator for AdaptiveAllocator {
             Some(key) => self.decide_for(now, key),
             None => AdaptiveAllocator::decide(self, now),
         }
+    }
+
+    fn decide_caller(&mut self, now: Duration, caller: Caller) -> Allotment {
+        AdaptiveAllocator::decide_caller(self, now, caller)
+    }
+
+    fn refused_caller(&mut self, now: Duration, caller: Caller) -> Option<Allotment> {
+        Some(AdaptiveAllocator::refused_caller(self, now, caller))
+    }
+
+    fn evict(&mut self, now: Duration) -> Option<Released> {
+        AdaptiveAllocator::evict(self, now)
     }
 
     fn served(&mut self, now: Duration) {
@@ -184,6 +252,14 @@ impl Allocator for AdaptiveAllocator {
 
     fn held(&self) -> usize {
         AdaptiveAllocator::held(self)
+    }
+
+    fn report(&mut self, now: Duration) -> Option<ReplicaReport> {
+        Some(AdaptiveAllocator::report(self, now))
+    }
+
+    fn apply_peers(&mut self, now: Duration, peers: &[PeerReport]) {
+        AdaptiveAllocator::apply_peers(self, now, peers);
     }
 }
 

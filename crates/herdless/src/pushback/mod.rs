@@ -79,7 +79,8 @@
 //! | [`SlotAllocator`] | the static allocator: told its capacity and, optionally, the outage's end | `slots.rs` |
 //! | [`AdaptiveAllocator`] | learns the capacity and the outage's end, robust to callers that ignore their slot; optionally holds requests open (a capacity-aware reconnect queue) | [`adaptive`] |
 //! | [`Ticket`], [`Released`] | a held request's name, and what happens to it when its turn comes | [`ticket`] |
-//! | [`Allocator`] | either behind one interface, for front ends | [`allocator`] |
+//! | [`WavePlanner`](waves::WavePlanner), [`WavePlan`](waves::WavePlan) | plans the callers it turns away in waves, each caller's wave a salted hash of its id: no booking, no state per caller | [`waves`] |
+//! | [`Allocator`] | any of them behind one interface, for front ends | [`allocator`] |
 //! | the tower `Layer` over either (feature `tower`) | | [`PushbackLayer`](crate::adapters::tower::PushbackLayer) |
 //!
 //! None of them reads a clock or sleeps: the server's front end owns time, so
@@ -87,12 +88,15 @@
 
 pub mod adaptive;
 pub mod allocator;
+pub mod replicas;
 mod slots;
 pub mod ticket;
 pub(crate) mod tuning;
+pub mod waves;
 
 pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
 pub use allocator::Allocator;
+pub use replicas::{PeerReport, ReplicaReport, SharedState};
 pub use slots::{Allotment, PushbackError, SlotAllocator};
 pub(crate) use slots::{GOLDEN, ns, slot_interval_ns};
-pub use ticket::{Released, Ticket};
+pub use ticket::{Caller, Released, Ticket};

@@ -36,6 +36,16 @@ pub enum Allotment {
         /// What names the held request until its release.
         ticket: Ticket,
     },
+    /// Answer it unprocessed (503 with `Herdless-Requeue`): it was queued
+    /// (held until its time ran out, or turned away while requests are held
+    /// or the service is down) and comes back after `retry_after` to be
+    /// queued again. A herdless client does not count it as an attempt
+    /// ([`Classification::Requeued`](crate::Classification::Requeued)); any
+    /// other client sees a `503` with a `Retry-After`.
+    Requeue {
+        /// The delay until the caller's slot (positive, at most the horizon).
+        retry_after: Duration,
+    },
 }
 
 impl Allotment {
@@ -69,15 +79,35 @@ impl Allotment {
         }
     }
 
-    /// The delay of a rejection.
+    /// Whether the request is answered unprocessed, to be queued again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert!(herdless::pushback::Allotment::Requeue { retry_after: Duration::from_secs(1) }.is_requeue());
+    /// ```
+    pub fn is_requeue(&self) -> bool {
+        matches!(self, Allotment::Requeue { .. })
+    }
+
+    /// The delay of a rejection or a requeue.
     ///
     /// ```
     /// assert_eq!(herdless::pushback::Allotment::Admit.retry_after(), None);
     /// ```
     pub fn retry_after(&self) -> Option<Duration> {
         match *self {
-            Allotment::Reject { retry_after } => Some(retry_after),
+            Allotment::Reject { retry_after } | Allotment::Requeue { retry_after } => {
+                Some(retry_after)
+            }
             Allotment::Admit | Allotment::Hold { .. } => None,
+        }
+    }
+
+    /// This rejection as a requeue answer (anything else as it is).
+    pub(crate) fn requeued(self) -> Allotment {
+        match self {
+            Allotment::Reject { retry_after } => Allotment::Requeue { retry_after },
+            other => other,
         }
     }
 

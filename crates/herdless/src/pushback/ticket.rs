@@ -22,6 +22,10 @@ use crate::pushback::Allotment;
 
 /// The high bit of `since`: the ticket names a caller (its key is valid).
 const NAMED: u64 = 1 << 63;
+/// The ticket is held in the long class (its caller said it waits longer).
+const PATIENT: u64 = 1 << 62;
+/// What of `since` is time.
+const TIME: u64 = PATIENT - 1;
 
 /// A held request's name. See the [module documentation](self).
 ///
@@ -44,8 +48,9 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    pub(crate) fn new(id: u64, since_ns: u64, key: Option<u64>) -> Self {
-        let since = since_ns.min(NAMED - 1);
+    /// A ticket held in the long class when `patient`.
+    pub(crate) fn held(id: u64, since_ns: u64, key: Option<u64>, patient: bool) -> Self {
+        let since = since_ns.min(TIME) | if patient { PATIENT } else { 0 };
         match key {
             Some(k) => Ticket {
                 id,
@@ -67,7 +72,12 @@ impl Ticket {
     }
 
     pub(crate) fn since_ns(&self) -> u64 {
-        self.since & !NAMED
+        self.since & TIME
+    }
+
+    /// Whether its caller said it waits long enough for the long hold.
+    pub(crate) fn is_patient(&self) -> bool {
+        self.since & PATIENT != 0
     }
 
     /// The key naming the caller, if the request came with one.
@@ -106,18 +116,77 @@ pub struct Released {
     pub allotment: Allotment,
 }
 
+/// What an allocator may know of a request's caller: its key (a client id
+/// header, hashed: [`caller_key`](crate::pushback::allocator::caller_key)),
+/// and how long it waits for its answer (`Prefer: wait=N`, see
+/// [`http::queue`](crate::http::queue)), which lets a hold keep it longer.
+///
+/// ```
+/// use std::time::Duration;
+/// use herdless::pushback::Caller;
+/// let c = Caller::new().key(7).wait(Duration::from_secs(120));
+/// assert_eq!((c.key, c.wait), (Some(7), Some(Duration::from_secs(120))));
+/// assert_eq!(Caller::default(), Caller::new());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Caller {
+    /// The caller's key, if the front end names callers.
+    pub key: Option<u64>,
+    /// How long the caller waits for its answer, if it said.
+    pub wait: Option<Duration>,
+}
+
+impl Caller {
+    /// A caller the front end knows nothing of.
+    pub const fn new() -> Self {
+        Caller {
+            key: None,
+            wait: None,
+        }
+    }
+
+    /// A caller named `key` (or unnamed).
+    ///
+    /// ```
+    /// assert_eq!(herdless::pushback::Caller::named(Some(3)).key, Some(3));
+    /// ```
+    pub const fn named(key: Option<u64>) -> Self {
+        Caller { key, wait: None }
+    }
+
+    /// With its key.
+    pub const fn key(mut self, key: u64) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// With its patience.
+    pub const fn wait(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    pub(crate) fn wait_ns(&self) -> Option<u64> {
+        self.wait.map(crate::pushback::ns)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_ticket_keeps_its_start_and_key_apart() {
-        let named = Ticket::new(3, 42, Some(u64::MAX));
+        let named = Ticket::held(3, 42, Some(u64::MAX), false);
         assert_eq!(named.since_ns(), 42);
         assert_eq!(named.caller(), Some(u64::MAX));
-        let unnamed = Ticket::new(4, u64::MAX, None);
+        let unnamed = Ticket::held(4, u64::MAX, None, false);
         assert_eq!(unnamed.caller(), None);
-        assert_eq!(unnamed.since_ns(), NAMED - 1, "clamped, not wrapped");
+        assert_eq!(unnamed.since_ns(), TIME, "clamped, not wrapped");
+        let patient = Ticket::held(5, 7, Some(1), true);
+        assert!(patient.is_patient() && !named.is_patient());
+        assert_eq!((patient.since_ns(), patient.caller()), (7, Some(1)));
         assert_eq!(std::mem::size_of::<Ticket>(), 24);
     }
 }

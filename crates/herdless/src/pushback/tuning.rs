@@ -1,5 +1,5 @@
-//! The adaptive allocator's tuned constants, in one place, apart from the
-//! mechanism that uses them (`adaptive/`).
+//! The server-side allocators' tuned constants, in one place, apart from the
+//! mechanisms that use them (`adaptive/`, `waves/`).
 //!
 //! Each is a number the simulator chose among its neighbours; each says what
 //! it does, what bounds it, and the `herdless simulate` command that shows it
@@ -134,3 +134,47 @@ pub(crate) const HOLD_MAX_SPAN: f64 = 0.4;
 /// `herdless simulate --jitter full+pushback` (the outage table: calls per
 /// client in an unknown 5 s outage).
 pub(crate) const DEFAULT_MIN_HOLD: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waves: the share of the capacity a plan fills (its wave sizes are this
+/// share of the estimate times the spacing). The rest is headroom for what
+/// a plan cannot shape: a 100 ms bucket of uniformly drawn arrivals varies
+/// by about its square root (3 % at 1,000 per bucket), a wave's size by the
+/// hash's balance, and callers the plan cannot name come on top.
+///
+/// `herdless simulate --scenario reactivation` (the announced plan's peak
+/// within 1.10x the capacity and its drain within 1.10x `N / C`).
+pub(crate) const WAVE_SHARE: f64 = 0.95;
+
+/// Waves: the spacing a plan aims at when nothing is told (its `K` is the
+/// plan's span over it, rounded up, and the spacing then the span over `K`,
+/// so the last wave is as full as the others). Long enough that a caller
+/// which misses its wave waits little more than a spacing, short enough
+/// that the plan's span is cut in many waves.
+///
+/// `herdless simulate --scenario reactivation` (the announced plan).
+pub(crate) const WAVE_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Waves: how long one segment of a counted plan lasts (its one wave): the
+/// callers turned away are placed in turn, a segment's worth of the
+/// capacity at a time, and the last segment, never full, wastes at most
+/// this much of the drain.
+///
+/// `herdless simulate --scenario reactivation --plan unannounced` and the
+/// outage scenario's `full+waves` (drain within 1.10x the limit).
+pub(crate) const WAVE_SEGMENT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Replicas sharing their reports: the share of the fleet's capacity a
+/// replica aims at is its backlog's share of the total, times this margin:
+/// the reports are a period old and every replica applies its own at its
+/// own time, so shares computed from them overlap by what changed since.
+///
+/// `herdless simulate --scenario field` (the coordinated cells' service
+/// peak with 3 and 8 replicas).
+pub(crate) const SHARE_MARGIN: f64 = 0.9;
+
+/// Replicas sharing their reports: the least share of the fleet's capacity a
+/// replica is left with, as a share of an even split (a replica whose queue
+/// is empty still serves what arrives, and learns from it).
+///
+/// `herdless simulate --scenario field` (the `restart` cells).
+pub(crate) const SHARE_FLOOR: f64 = 0.1;

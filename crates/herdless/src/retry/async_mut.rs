@@ -96,7 +96,8 @@ impl<C, T, N: Notify> Retry<C, T, N> {
             }
             Err(failed) => failed,
         };
-        let cx = run.context();
+        let mut cx = run.context();
+        cx.ask_metrics();
         loop {
             let decision = run.failed(&cx, &error, timed_out);
             if let Err(reason) = back_off(&mut run, &cx, &self.timer, decision).await {

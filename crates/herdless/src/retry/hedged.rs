@@ -107,7 +107,8 @@ impl<C, T, N: Notify> Retry<C, T, N> {
         T: AsyncSleep,
     {
         let mut run = Run::new(self);
-        let retries = run.context();
+        let mut retries = run.context();
+        retries.ask_metrics();
         // A throttled call's first copy waits for its turn, as any first
         // attempt does; its hedges never wait (`HedgeStop::Throttled`).
         while let Some(wait) = run.first_gate(&retries)? {

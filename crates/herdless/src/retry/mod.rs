@@ -43,7 +43,7 @@ use crate::classify::ByTrait;
 use crate::engine::context::Context;
 use crate::events::EventLevels;
 use crate::events::NoNotify;
-use crate::guard::{Breaker, RetryBudget, Throttle, Urgent};
+use crate::guard::{Breaker, RetryBudget, Throttle, Urgent, WaveGuard};
 use crate::policy::Policy;
 use crate::rng::IdempotencyKey;
 use crate::timer::SystemTimer;
@@ -267,6 +267,7 @@ pub struct Retry<C = ByTrait, T = SystemTimer, N = NoNotify> {
     pub(crate) budget: Option<Arc<RetryBudget>>,
     pub(crate) breaker: Option<Arc<Breaker>>,
     pub(crate) throttle: Option<Arc<Throttle>>,
+    pub(crate) waves: Option<Arc<WaveGuard>>,
     pub(crate) urgent: Option<Urgent>,
     pub(crate) levels: EventLevels,
 }
@@ -280,6 +281,7 @@ impl<C, T, N> fmt::Debug for Retry<C, T, N> {
             .field("budget", &self.budget)
             .field("breaker", &self.breaker)
             .field("throttle", &self.throttle)
+            .field("waves", &self.waves)
             .field("urgent", &self.urgent)
             .field("levels", &self.levels)
             .finish_non_exhaustive()
@@ -308,6 +310,7 @@ impl<C> Retry<C> {
             budget: None,
             breaker: None,
             throttle: None,
+            waves: None,
             urgent: None,
             levels: EventLevels::DEFAULT,
         }
@@ -420,6 +423,15 @@ impl<C, T, N> Retry<C, T, N> {
         self.throttle.as_ref()
     }
 
+    /// The client's wave guard, if any.
+    ///
+    /// ```
+    /// assert!(herdless::Retry::builder().build().waves().is_none());
+    /// ```
+    pub fn waves(&self) -> Option<&Arc<WaveGuard>> {
+        self.waves.as_ref()
+    }
+
     /// The urgency, if the calls are urgent.
     ///
     /// ```
@@ -455,6 +467,7 @@ impl<C, T, N> Retry<C, T, N> {
             budget: self.budget,
             breaker: self.breaker,
             throttle: self.throttle,
+            waves: self.waves,
             urgent: self.urgent,
             levels: self.levels,
         }
@@ -473,6 +486,10 @@ impl<C, T, N> Retry<C, T, N> {
         };
         let cx = match &self.breaker {
             Some(b) => cx.breaker(b),
+            None => cx,
+        };
+        let cx = match &self.waves {
+            Some(w) => cx.waves(w),
             None => cx,
         };
         match self.urgent {

@@ -17,7 +17,7 @@ use async_nats::jetstream::{self, consumer, stream};
 pub(crate) struct NatsServer {
     child: Child,
     url: String,
-    _store: tempfile::TempDir,
+    store: tempfile::TempDir,
 }
 
 impl NatsServer {
@@ -33,44 +33,19 @@ impl NatsServer {
         let store = tempfile::tempdir().expect("a temporary JetStream store");
         let conf = store.path().join("server.conf");
         std::fs::write(&conf, config.join("\n")).expect("the server's configuration");
-        let mut child = Command::new("nats-server")
-            .arg("-c")
-            .arg(&conf)
-            .args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
-            .arg(store.path().join("js"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start nats-server ({e}): the broker tests need it on PATH \
-                     (Debian: apt-get install -y nats-server; .ci/run installs it)"
-                )
-            });
-        let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
-        let (mut url, mut log) = (None, Vec::new());
-        for line in lines.by_ref() {
-            let line = line.expect("nats-server's log");
-            if let Some(addr) = line.split("Listening for client connections on ").nth(1) {
-                url = Some(format!("nats://{}", addr.trim()));
-            }
-            if line.contains("Server is ready") {
-                break;
-            }
-            log.push(line);
-        }
-        let Some(url) = url else {
-            let _ = child.kill();
-            panic!("nats-server did not start:\n{}", log.join("\n"));
-        };
-        // Keep reading its log so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        NatsServer {
-            child,
-            url,
-            _store: store,
-        }
+        let (child, url) = spawn(store.path(), "-1");
+        NatsServer { child, url, store }
+    }
+
+    /// Starts the server again after [`stop`](Self::stop), on the same port
+    /// with the same configuration and store, and waits until it accepts
+    /// clients.
+    pub(crate) fn restart(&mut self) {
+        self.stop();
+        let port = self.url.rsplit(':').next().expect("a port").to_owned();
+        let (child, url) = spawn(self.store.path(), &port);
+        assert_eq!(url, self.url, "the same address");
+        self.child = child;
     }
 
     /// Ends the server now (SIGKILL to its pid) and reaps it.
@@ -98,6 +73,47 @@ impl Drop for NatsServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `nats-server` on 127.0.0.1:`port` (`-1`: one it picks) with the
+/// configuration and store under `dir`; returns it and its URL once it
+/// accepts clients (read from its log, no polling).
+fn spawn(dir: &std::path::Path, port: &str) -> (Child, String) {
+    let mut child = Command::new("nats-server")
+        .arg("-c")
+        .arg(dir.join("server.conf"))
+        .args(["-a", "127.0.0.1", "-p", port, "-js", "-sd"])
+        .arg(dir.join("js"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start nats-server ({e}): the broker tests need it on PATH \
+                 (Debian: apt-get install -y nats-server; .ci/run installs it)"
+            )
+        });
+    let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
+    let (mut url, mut log) = (None, Vec::new());
+    for line in lines.by_ref() {
+        let line = line.expect("nats-server's log");
+        if let Some(addr) = line.split("Listening for client connections on ").nth(1) {
+            url = Some(format!("nats://{}", addr.trim()));
+        }
+        if line.contains("Server is ready") {
+            break;
+        }
+        log.push(line);
+    }
+    let Some(url) = url else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("nats-server did not start:\n{}", log.join("\n"));
+    };
+    // Keep reading its log so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, url)
 }
 
 /// The work stream `TASKS` (`tasks.>`, work-queue retention), the dead-letter

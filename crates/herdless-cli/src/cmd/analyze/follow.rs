@@ -2,7 +2,8 @@
 //!
 //! A file is followed by name as `tail -F` follows it ([`tail`](super::tail):
 //! polled every 100 ms; a rename or truncation, even one grown back within
-//! a poll, is seen and the new content read from its start); standard input,
+//! a poll, is seen and the new content read from its start; a file that does
+//! not exist yet is waited for); standard input,
 //! a pipe or a FIFO is read as it comes, never seeked, to its end. Every line
 //! goes into the tally as without `--follow`, and every scheduled retry into
 //! a rolling window of `--window` (by the log's own clock: the latest event
@@ -13,7 +14,10 @@
 //! least `--min-tasks` of them): that is visible in the log before the
 //! retries reach the device, since each event says when its retry goes out
 //! (time + `sleep_s`). Jitter's spread retries bunched by a short base do not
-//! count: their sleeps differ. One line is printed per such bucket, as text
+//! count: their sleeps differ. Sleeps written rounded (to 0.1 s, 0.01 s)
+//! are counted as the `spread` check counts them at the log's
+//! resolution: where its step cannot tell 2 %, a bucket needs the larger
+//! share [`same_limit`] gives. One line is printed per such bucket, as text
 //! or (`--json`) one JSON object (`event` = `storm_forming`). On SIGINT or
 //! SIGTERM, or at the end of a stream, the full report is printed, once, and
 //! the exit status is the report's.
@@ -31,7 +35,7 @@ use serde_json::json;
 
 use super::lines::Lines;
 use super::parse::parse_line;
-use super::spread::sleep_bin;
+use super::spread::{decimal_step, same_limit, sleep_bin};
 use super::stats::BUCKET_NS;
 use super::tail::{Change, Tail, is_stream, stream};
 use super::time::format;
@@ -54,6 +58,8 @@ pub(crate) struct Window {
     seen: VecDeque<(i64, String)>,
     latest_ns: i64,
     alerted: Option<i64>,
+    /// The coarsest decimal step every positive sleep seen is written on.
+    step_ns: Option<u64>,
 }
 
 /// A storm line's numbers.
@@ -80,6 +86,7 @@ impl Window {
             seen: VecDeque::new(),
             latest_ns: i64::MIN,
             alerted: None,
+            step_ns: None,
         }
     }
 
@@ -133,8 +140,18 @@ impl Window {
                 here + at(k.checked_sub(1)).max(at(k.checked_add(1)))
             }
         };
+        let share = match sleep_ns {
+            Some(s) => {
+                if s > 0 {
+                    let step = decimal_step(s);
+                    self.step_ns = Some(self.step_ns.map_or(step, |d| d.min(step)));
+                }
+                same_limit(self.step_ns, s.max(0) as f64, self.share)
+            }
+            None => self.share,
+        };
         let tasks = self.tasks.len();
-        let storm = tasks as u64 >= self.min_tasks && f64::from(count) > self.share * tasks as f64;
+        let storm = tasks as u64 >= self.min_tasks && f64::from(count) > share * tasks as f64;
         (storm && self.alerted != Some(b)).then(|| {
             self.alerted = Some(b);
             Storm {
@@ -173,7 +190,7 @@ fn say(storm: &Storm, args: &AnalyzeArgs) {
     let _ = crate::shared::output::print(&format!("{line}\n"));
 }
 
-/// Runs `--follow` until SIGINT or SIGTERM, or the end of a stream.
+/// Runs `--follow` until SIGINT, SIGTERM or SIGHUP, or the end of a stream.
 ///
 /// # Errors
 ///
@@ -199,17 +216,26 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
         let sleep = rec
             .as_ref()
             .and_then(|r| r.sleep_s)
-            .map(|s| (s * 1e9) as i64);
+            .map(|s| (s * 1e9).round() as i64);
         if let (Some(at), Some(task), Some(t)) = (a.stats.add(rec), task, t) {
             if let Some(storm) = w.retry(&task, t, at, sleep) {
                 say(&storm, args);
             }
         }
     };
+    // A file not there yet is waited for, as `tail -F` does.
+    let mut absent = false;
     let mut tail = if is_stream(&path) {
         None
     } else {
-        Some(Tail::open(&path).map_err(cannot)?)
+        match Tail::open(&path) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                absent = true;
+                None
+            }
+            Err(e) => return Err(cannot(e)),
+        }
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -221,6 +247,27 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
             signal(SignalKind::interrupt()).map_err(|e| CliError::failure(e.to_string()))?;
         let mut term =
             signal(SignalKind::terminate()).map_err(|e| CliError::failure(e.to_string()))?;
+        // SIGHUP (the terminal closed) ends the run as SIGTERM does.
+        let mut hup = signal(SignalKind::hangup()).map_err(|e| CliError::failure(e.to_string()))?;
+        if absent {
+            eprintln!(
+                "herdless analyze: {} does not exist yet; waiting for it",
+                path.display()
+            );
+            while tail.is_none() {
+                tokio::select! {
+                    _ = int.recv() => return Ok(()),
+                    _ = term.recv() => return Ok(()),
+                    _ = hup.recv() => return Ok(()),
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                }
+                match Tail::open(&path) {
+                    Ok(t) => tail = Some(t),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(cannot(e)),
+                }
+            }
+        }
         let Some(tail) = tail.as_mut() else {
             // A stream: each chunk as it comes, to its end or a signal.
             let mut chunks = stream(path.clone());
@@ -228,6 +275,7 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
                 tokio::select! {
                     _ = int.recv() => break,
                     _ = term.recv() => break,
+                    _ = hup.recv() => break,
                     chunk = chunks.recv() => match chunk {
                         Some(Ok(c)) => lines.feed(&c, &mut |l| on_line(l, &mut a)),
                         Some(Err(e)) => return Err(cannot(e)),
@@ -252,6 +300,7 @@ pub(crate) fn run(args: &AnalyzeArgs, mut a: Analyzer) -> CliResult {
             tokio::select! {
                 _ = int.recv() => break,
                 _ = term.recv() => break,
+                _ = hup.recv() => break,
                 () = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
         }

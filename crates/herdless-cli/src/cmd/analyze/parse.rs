@@ -83,8 +83,11 @@ pub(crate) struct Record<'a> {
     pub(crate) reason: Option<Cow<'a, str>>,
 }
 
-/// Parses one line; `None` when it is not a JSON object.
+/// Parses one line; `None` when it is not a JSON object. A UTF-8 byte
+/// order mark before it (a file's first line, as PowerShell and Notepad
+/// write them) is not part of the line.
 pub(crate) fn parse_line<'a>(line: &'a [u8], fields: &Fields) -> Option<Record<'a>> {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let mut de = serde_json::Deserializer::from_slice(line);
     let rec = de
         .deserialize_map(Level {

@@ -133,6 +133,7 @@ impl Report<'_> {
             "succeeded": s.succeeded,
             "abandoned_terminal": s.abandoned_terminal,
             "state_invalid": s.state_invalid,
+            "requeued": s.requeued,
             "attempts": s.attempts,
             "amplification": (s.tasks > 0).then(|| s.attempts as f64 / s.tasks as f64),
             "attempts_per_task": map(&s.attempts_per_task),

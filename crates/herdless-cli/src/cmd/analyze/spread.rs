@@ -43,6 +43,22 @@
 //! allows (a 10 ms base cannot spread a wave over more than 10 ms, and that
 //! is the base's business, not the jitter's).
 //!
+//! **The log's resolution.** Another producer may write its sleeps rounded
+//! (`round(sleep, 1)`): a full-jitter wave at a 300 ms base logged to 0.1 s
+//! has four values, one of them a third of the wave, and would look
+//! unjittered. So each wave keeps the coarsest decimal step its sleeps are
+//! all written on (0.1 s for `0.3`, `0.25`: 0.01 s; herdless's own, 1 ns),
+//! at most 0.1 s: whole seconds are taken as exact ([`MAX_STEP_NS`]). Where that step `q` is wider than 2 % of the sleep `v` that
+//! looks the same, "the same within 2 %" cannot be told; what can is how
+//! much of a jittered wave one written value may hold: a jitter window `w`
+//! puts about `q / w` of its wave on one value, and full and equal jitter
+//! draw from a window at least `v` and `v / 2` wide, so at most `2q / v`.
+//! Such a wave is in lockstep when one value holds more than `3q / v` (the
+//! margin for sampling), and always when it holds more than the rest of the
+//! share (75 % at the default): a wave without jitter puts all of it on one
+//! value (equal sleeps round alike), a jitter narrower than the log's step
+//! cannot be told from none.
+//!
 //! Without a sleep field a retry's sleep is the time to its task's next
 //! event (the next failure, the success or the give-up), which adds the
 //! attempt's own time: a fleet without jitter whose attempts take about as
@@ -79,13 +95,53 @@ pub(crate) fn sleep_bin(sleep_ns: i64) -> u16 {
     (us.ln() / BIN_RATIO.ln()).floor().min(f64::from(u16::MAX)) as u16
 }
 
+/// The coarsest step a log's sleeps are taken to be rounded to: 0.1 s.
+/// Sleeps in whole seconds (`1`, `2.0`) are taken as exact: a fixed loop's
+/// `sleep 1` writes them so, and a producer rounding to whole seconds has
+/// thrown away every jitter below a second.
+pub(crate) const MAX_STEP_NS: u64 = 100_000_000;
+
+/// The decimal step `sleep_ns` is written on: the largest power of ten
+/// (in ns) that divides it (`300_000_000`: 0.1 s), at most [`MAX_STEP_NS`].
+pub(crate) fn decimal_step(sleep_ns: i64) -> u64 {
+    let mut step = 1u64;
+    let mut rest = sleep_ns.unsigned_abs();
+    while rest % 10 == 0 && rest > 0 && step < MAX_STEP_NS {
+        rest /= 10;
+        step *= 10;
+    }
+    step
+}
+
+/// The share of the sleeps that may look the same at a sleep of `value_ns`,
+/// written on a decimal step of `step_ns`, before they are taken as
+/// unjittered: `max_share` where the step tells sleeps 2 % apart (zero
+/// sleeps: a step of at most 1 µs), else `3q / v` within `max_share ..=
+/// max(max_share, 1 − max_share)` (see the module documentation; at zero,
+/// `v = q / 2`).
+pub(crate) fn same_limit(step_ns: Option<u64>, value_ns: f64, max_share: f64) -> f64 {
+    let step = step_ns.unwrap_or(1) as f64;
+    let fine = if value_ns > 0.0 {
+        step <= value_ns * 0.02
+    } else {
+        step <= 1_000.0
+    };
+    if fine {
+        return max_share;
+    }
+    let v = if value_ns > 0.0 { value_ns } else { step / 2.0 };
+    (3.0 * step / v).clamp(max_share, max_share.max(1.0 - max_share))
+}
+
 /// A histogram of sleeps in 1 % steps from 1 µs (sleeps below it share the
-/// first bin; zero has its own count).
+/// first bin; zero has its own count), and the step they are written on.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Sleeps {
     zero: u64,
     bins: BTreeMap<u16, u64>,
     n: u64,
+    /// The coarsest decimal step (ns) every positive sleep is a multiple of.
+    step_ns: Option<u64>,
 }
 
 impl Sleeps {
@@ -96,7 +152,15 @@ impl Sleeps {
             self.zero += 1;
             return;
         }
+        let step = decimal_step(sleep_ns);
+        self.step_ns = Some(self.step_ns.map_or(step, |s| s.min(step)));
         *self.bins.entry(sleep_bin(sleep_ns)).or_default() += 1;
+    }
+
+    /// The decimal step the sleeps are written on, seconds (`None`: no
+    /// positive sleep).
+    pub(crate) fn resolution_s(&self) -> Option<f64> {
+        self.step_ns.map(|s| s as f64 / 1e9)
     }
 
     /// The sleep at quantile `q` (0..=1), seconds: its bin's lower edge.
@@ -121,23 +185,28 @@ impl Sleeps {
     /// The largest share of the sleeps within 2 % of one another (two
     /// neighbouring bins; zero sleeps on their own), and how many they are.
     pub(crate) fn same_share(&self) -> Option<f64> {
-        self.same().map(|(_, share)| share)
+        self.same().map(|(_, share, _)| share)
     }
 
-    fn same(&self) -> Option<(u64, f64)> {
+    /// How many sleeps are the same, their share, and the sleep they are
+    /// (ns; the lower edge of their bin, 0 for zero sleeps).
+    fn same(&self) -> Option<(u64, f64, f64)> {
         if self.n == 0 {
             return None;
         }
-        let mut most = self.zero;
+        let mut most = (self.zero, 0.0);
         for (&bin, &c) in &self.bins {
             let next = bin
                 .checked_add(1)
                 .and_then(|b| self.bins.get(&b))
                 .copied()
                 .unwrap_or(0);
-            most = most.max(c + next);
+            if c + next > most.0 {
+                most = (c + next, BIN_RATIO.powi(i32::from(bin)) * 1e3);
+            }
         }
-        Some((most, most as f64 / self.n as f64))
+        let (n, value_ns) = most;
+        Some((n, n as f64 / self.n as f64, value_ns))
     }
 
     /// `(q90 − q10) / median`, informative: full jitter 1.6, equal 0.53;
@@ -230,6 +299,9 @@ pub(crate) struct WaveReport {
     pub(crate) sleep_spread: Option<f64>,
     /// The median sleep, seconds.
     pub(crate) sleep_median_s: Option<f64>,
+    /// The decimal step the wave's sleeps are written on, seconds (1e-9 for
+    /// herdless's own; 0.1 for a producer rounding to 0.1 s).
+    pub(crate) sleep_resolution_s: Option<f64>,
     /// `pass`, `fail` (lockstep) or `note` (fewer than `--min-tasks` retries).
     pub(crate) verdict: Verdict,
 }
@@ -247,7 +319,13 @@ pub(crate) fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
                 .map(|(_, c)| (u64::from(c), f64::from(c) / w.retries as f64))
         };
         let (sent, fail) = (share(&w.sent), share(&w.failed));
-        let same_n = w.sleeps.same().map_or(0, |(n, _)| n);
+        let (same_n, same_limit) = w
+            .sleeps
+            .same()
+            .map_or((0, t.max_bucket_share), |(n, _, v)| {
+                (n, same_limit(w.sleeps.step_ns, v, t.max_bucket_share))
+            });
+        let coarse = same_limit > t.max_bucket_share;
         let same = w.sleeps.same_share();
         let mut r = WaveReport {
             attempt,
@@ -258,6 +336,7 @@ pub(crate) fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
             same_sleep_share: same,
             sleep_spread: w.sleeps.spread(),
             sleep_median_s: w.sleeps.quantile(0.5),
+            sleep_resolution_s: w.sleeps.resolution_s(),
             verdict: Verdict::Note,
         };
         let judged = (w.retries >= t.min_tasks.max(1))
@@ -266,8 +345,9 @@ pub(crate) fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
         if let Some((((sent_n, sent_share), (fail_n, _)), same)) = judged {
             // At least --min-tasks of them: a few equal draws of a small
             // wave are chance (3 of 10 within 2 %), a wave without jitter
-            // is all of it.
-            let unspread = same > t.max_bucket_share && same_n >= t.min_tasks;
+            // is all of it. Where the log's step cannot tell 2 %, a
+            // larger share may look the same (`same_limit`).
+            let unspread = same > same_limit && same_n >= t.min_tasks;
             let lined_up =
                 sent_share > t.max_bucket_share && sent_n > ALIGN_FACTOR * fail_n + ALIGN_SLACK;
             r.verdict = if unspread || lined_up {
@@ -283,7 +363,14 @@ pub(crate) fn judge(waves: &Waves, t: &Thresholds) -> (Check, Vec<WaveReport>) {
                 sent_share * 100.0
             );
             if r.verdict == Verdict::Fail && failed.is_none() {
-                failed = Some(if unspread {
+                failed = Some(if unspread && coarse {
+                    format!(
+                        "{what}: more than {:.1}% slept the same at the log's resolution ({} s), \
+                         no jitter: they retry in lockstep",
+                        same_limit * 100.0,
+                        w.sleeps.resolution_s().unwrap_or(0.0)
+                    )
+                } else if unspread {
                     format!(
                         "{what}: more than {:.1}% slept the same, no jitter: they retry in lockstep",
                         t.max_bucket_share * 100.0

@@ -106,6 +106,10 @@ pub(crate) struct Stats {
     pub(crate) abandoned_terminal: u64,
     /// `retry_state_invalid` events.
     pub(crate) state_invalid: u64,
+    /// `retry_requeued` events: a server held the call and put it back
+    /// unprocessed (not an attempt; its time is the server's, not a
+    /// retry's, so it is not in the retries' buckets).
+    pub(crate) requeued: u64,
     /// Retries scheduled that carry a status.
     pub(crate) with_status: u64,
     /// Retries scheduled after a status the library calls terminal.
@@ -152,6 +156,7 @@ impl Stats {
             succeeded: 0,
             abandoned_terminal: 0,
             state_invalid: 0,
+            requeued: 0,
             with_status: 0,
             terminal_retries: 0,
             terminal_retried_tasks: 0,
@@ -182,7 +187,8 @@ impl Stats {
         match &*event {
             "retry_scheduled" => {
                 self.seen(t);
-                let at = t.saturating_add(rec.sleep_s.map_or(0, |s| (s * 1e9) as i64));
+                let sleep_ns = rec.sleep_s.map(|s| (s * 1e9).round() as i64);
+                let at = t.saturating_add(sleep_ns.unwrap_or(0));
                 self.retries.add(at);
                 let terminal = rec.status.map(|s| {
                     self.with_status += 1;
@@ -209,7 +215,6 @@ impl Stats {
                     .attempts
                     .max(rec.attempt.unwrap_or(o.attempts).saturating_add(1));
                 o.terminal_retried |= terminal == Some(true);
-                let sleep_ns = rec.sleep_s.map(|s| (s * 1e9) as i64);
                 if rec.honored != Some(true) && sleep_ns.is_none() {
                     o.pending = Some((wave, t));
                 }
@@ -246,6 +251,11 @@ impl Stats {
                 self.state_invalid += 1;
                 None
             }
+            "retry_requeued" => {
+                self.seen(t);
+                self.requeued += 1;
+                None
+            }
             _ => {
                 self.skipped += 1;
                 None
@@ -279,7 +289,10 @@ impl Stats {
     fn close(&mut self, o: Open, unfinished: bool) {
         self.tasks += 1;
         self.unfinished += u64::from(unfinished);
-        self.retrying_tasks += u64::from(o.retries > 0);
+        // A task whose end names a later attempt retried, whether or not
+        // its retry_scheduled lines are in the log (filtered to ERROR, or
+        // runs interleaved under one id: exec without --task-id).
+        self.retrying_tasks += u64::from(o.retries > 0 || o.attempts > 1);
         self.terminal_retried_tasks += u64::from(o.terminal_retried);
         self.attempts += u64::from(o.attempts);
         *self.attempts_per_task.entry(o.attempts).or_default() += 1;

@@ -18,11 +18,17 @@ use crate::shared::values::parse_duration;
 /// larger fleet needs more sockets than a default open-file limit allows.
 pub(crate) const MAX_WORKERS: u32 = 100_000;
 
+/// The most URLs one fleet spreads its requests over.
+pub(crate) const MAX_URLS: usize = 1_000;
+
 /// `herdless fleet` flags.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct FleetArgs {
-    /// The URL every worker GETs.
-    pub(crate) url: String,
+    /// The URL every worker GETs; with several, each request (a retry
+    /// included) goes to the next of them in turn, as a round-robin
+    /// balancer in front of them would send it.
+    #[arg(required = true, value_name = "URL")]
+    pub(crate) urls: Vec<String>,
     /// Number of concurrent workers, 1 to 100000 (each holds a task, a
     /// socket and its attempt times: see docs/http.md for the memory per worker).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_WORKERS)))]
@@ -56,6 +62,11 @@ pub(crate) struct FleetArgs {
     /// help; see docs/fleet-protection.md).
     #[arg(long)]
     pub(crate) throttle: bool,
+    /// Ignore the plans of waves a server announces (`Herdless-Plan`): by
+    /// default each worker comes back in its own wave, computed from its
+    /// X-Worker-Id (see docs/fleet-protection.md).
+    #[arg(long)]
+    pub(crate) ignore_plan: bool,
     /// Escape lane: urgent calls never sleep past DUR from their start.
     #[arg(long, value_parser = parse_duration, value_name = "DUR")]
     pub(crate) urgent: Option<Duration>,
@@ -96,6 +107,8 @@ pub(crate) struct GuardFlags {
     pub(crate) breaker: Option<Arc<Breaker>>,
     /// The shared adaptive throttle.
     pub(crate) throttle: Option<Arc<Throttle>>,
+    /// Whether each worker has a wave guard (follows announced plans).
+    pub(crate) waves: bool,
     /// The escape lane, for the first `urgent_workers` workers.
     pub(crate) urgent: Option<Urgent>,
     /// How many workers are urgent.
@@ -117,6 +130,8 @@ pub(crate) struct FleetStrategy {
     pub(crate) breaker_release_s: Option<f64>,
     /// Whether the workers shared an adaptive throttle.
     pub(crate) throttle: bool,
+    /// Whether each worker followed the plans of waves announced to it.
+    pub(crate) waves: bool,
     /// The urgent deadline in seconds (null without the escape lane).
     pub(crate) urgent_s: Option<f64>,
     /// How many workers were urgent.
@@ -191,6 +206,7 @@ impl FleetArgs {
                 .breaker
                 .map(|_| self.breaker_release.unwrap_or_default().as_secs_f64()),
             throttle: self.throttle,
+            waves: !self.ignore_plan,
             urgent_s: self.urgent.map(|d| d.as_secs_f64()),
             urgent_workers,
         };
@@ -199,6 +215,7 @@ impl FleetArgs {
             breaker: breaker
                 .map(|b| Arc::new(b.release_window(self.breaker_release.unwrap_or_default()))),
             throttle: self.throttle.then(|| Arc::new(Throttle::new())),
+            waves: !self.ignore_plan,
             urgent: self.urgent.map(|d| Urgent::new(d).quota(self.urgent_quota)),
             urgent_workers,
             classifier: ReqwestClassifier::new(

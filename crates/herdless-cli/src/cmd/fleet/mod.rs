@@ -5,8 +5,15 @@
 //! herdless fleet --workers N [--timeout DUR] [--json] [policy flags]
 //!                [--retry-budget none|grpc|aws] [--budget-tokens T]
 //!                [--breaker THRESHOLD] [--probe-wait DUR] [--breaker-release DUR]
-//!                [--urgent DUR] [--urgent-quota Q] [--urgent-workers K] URL
+//!                [--urgent DUR] [--urgent-quota Q] [--urgent-workers K] URL [URL...]
 //! ```
+//!
+//! With several URLs (the replicas of one service), the fleet is its own
+//! round-robin balancer: each request, a retry included, goes to the next
+//! URL in one turn shared by every worker (`balance.rs`), so a worker's
+//! retry usually lands on another replica than its first try, as behind a
+//! balancer that picks per request. The report lists the URLs and the
+//! calls each got.
 //!
 //! Worker `i` (0-based) is a tokio task sending `X-Worker-Id: i`; each does one
 //! logical GET with retries through [`herdless::adapters::reqwest::HttpRetry`] (the default
@@ -35,7 +42,7 @@
 //!   `retry_budget`), `budget_denials`, and how concentrated the give-ups were
 //!   in time (`give_ups_peak_100ms`).
 //!
-//! SIGINT or SIGTERM stops the calls still running (counted as interrupted),
+//! SIGINT, SIGTERM or SIGHUP stops the calls still running (counted as interrupted),
 //! prints the partial report (marked `interrupted`) and exits 130 or 143.
 //!
 //! # Fleet-level protection
@@ -74,6 +81,7 @@
 //! would re-synchronize the fleet).
 
 mod args;
+mod balance;
 pub(crate) mod events;
 mod render;
 mod report;
@@ -86,6 +94,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use herdless::Jitter;
 
 pub(crate) use args::FleetArgs;
+use args::MAX_URLS;
 pub(crate) use render::render_text;
 pub(crate) use run::run_fleet;
 
@@ -94,8 +103,8 @@ use crate::shared::http::parse_url;
 use crate::shared::output::print;
 use crate::shared::{descriptors, exit};
 
-/// Completes on the first SIGINT or SIGTERM after this call, storing its
-/// number in `caught`. The handlers are installed here, before the fleet
+/// Completes on the first SIGINT, SIGTERM or SIGHUP (the terminal closed)
+/// after this call, storing its number in `caught`. The handlers are installed here, before the fleet
 /// starts, so no signal between the start and the first poll is lost.
 fn interrupt_signal(
     caught: Arc<AtomicI32>,
@@ -107,18 +116,21 @@ fn interrupt_signal(
     };
     let mut int = install(SignalKind::interrupt())?;
     let mut term = install(SignalKind::terminate())?;
+    let mut hup = install(SignalKind::hangup())?;
     Ok(async move {
         let number = tokio::select! {
             _ = int.recv() => Signal::SIGINT as i32,
             _ = term.recv() => Signal::SIGTERM as i32,
+            _ = hup.recv() => Signal::SIGHUP as i32,
         };
         caught.store(number, Ordering::SeqCst);
     })
 }
 
 /// Runs `herdless fleet`: exit 0 when every worker succeeded, 4 when any
-/// exhausted its budget, else 3 when any ended terminal; 130 (SIGINT) or 143
-/// (SIGTERM) when interrupted, after printing the partial report.
+/// exhausted its budget, else 3 when any ended terminal; 130 (SIGINT), 143
+/// (SIGTERM) or 129 (SIGHUP) when interrupted, after printing the partial
+/// report.
 ///
 /// # Errors
 ///
@@ -129,7 +141,18 @@ pub(crate) fn run(args: &FleetArgs) -> CliResult {
         .policy
         .resolve_with_args(Jitter::Full)
         .map_err(|e| CliError::usage(e.to_string()))?;
-    let url = parse_url(&args.url).map_err(CliError::usage)?;
+    let urls = args
+        .urls
+        .iter()
+        .map(|u| parse_url(u))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::usage)?;
+    if urls.len() > MAX_URLS {
+        return Err(CliError::usage(format!(
+            "{} URLs: at most {MAX_URLS} endpoints",
+            urls.len()
+        )));
+    }
     if args.workers == 0 {
         return Err(CliError::usage("--workers must be at least 1"));
     }
@@ -165,7 +188,7 @@ pub(crate) fn run(args: &FleetArgs) -> CliResult {
             let caught = Arc::new(AtomicI32::new(0));
             let interrupt = interrupt_signal(caught.clone())?;
             let report = run_fleet(
-                url,
+                urls,
                 args.workers,
                 policy,
                 args.timeout,

@@ -14,6 +14,10 @@ pub(crate) fn render_text(r: &FleetReport) -> String {
             r.interrupted_workers, r.workers
         ));
     }
+    for (i, u) in r.urls.iter().enumerate() {
+        let label = if i == 0 { "url" } else { "" };
+        s.push_str(&format!("{label:<12} {} ({} calls)\n", u.url, u.calls));
+    }
     s.push_str(&format!("workers      {}\n", r.workers));
     s.push_str(&format!("succeeded    {}\n", r.succeeded));
     s.push_str(&format!("terminal     {}\n", r.terminal));

@@ -9,6 +9,7 @@ use herdless_sim::metrics::{self, BUCKET, Timeline};
 use serde::Serialize;
 
 use super::args::FleetStrategy;
+use super::balance::UrlCalls;
 use super::run::{AttemptAt, Outcome, WorkerEnd};
 
 /// Give-ups by reason.
@@ -52,6 +53,9 @@ pub(crate) struct PeakReport {
 pub(crate) struct FleetReport {
     /// The fleet-level pieces in use.
     pub(crate) strategy: FleetStrategy,
+    /// The URLs, in the order given, and the requests each got (with
+    /// several, each request went to the next in turn).
+    pub(crate) urls: Vec<UrlCalls>,
     /// Number of workers.
     pub(crate) workers: u64,
     /// Workers whose call succeeded.
@@ -60,7 +64,7 @@ pub(crate) struct FleetReport {
     pub(crate) terminal: u64,
     /// Workers whose budget ran out.
     pub(crate) exhausted: u64,
-    /// Whether SIGINT or SIGTERM ended the fleet before every call ended:
+    /// Whether SIGINT, SIGTERM or SIGHUP ended the fleet before every call ended:
     /// the report is then partial, over what finished.
     pub(crate) interrupted: bool,
     /// Workers whose call was still running when the fleet was interrupted
@@ -175,6 +179,7 @@ pub(crate) fn summarize(
     let duration_s = duration.as_secs_f64();
     FleetReport {
         strategy,
+        urls: Vec::new(),
         workers,
         succeeded: count(Outcome::Succeeded),
         terminal: count(Outcome::Terminal),
@@ -246,6 +251,7 @@ mod tests {
             breaker: None,
             breaker_release_s: None,
             throttle: false,
+            waves: true,
             urgent_s: None,
             urgent_workers: 0,
         };
@@ -349,6 +355,7 @@ mod tests {
             breaker: None,
             breaker_release_s: None,
             throttle: false,
+            waves: true,
             urgent_s: None,
             urgent_workers: 0,
         };

@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use herdless::adapters::reqwest::{AttemptRecord, AttemptWatch, Discard, HttpRetry, SendError};
+use herdless::guard::waves::WaveGuard;
 use herdless::{GiveUp, Policy, Retry};
 
 use super::args::{FleetStrategy, GuardFlags};
+use super::balance::Balancer;
 use super::events::FleetEvents;
 use super::report::{FleetReport, summarize};
 use crate::shared::events_out::EventFilter;
@@ -30,7 +32,7 @@ pub(crate) enum Outcome {
     Terminal,
     /// The budget ran out.
     Exhausted,
-    /// The fleet was interrupted (SIGINT or SIGTERM) before the call ended.
+    /// The fleet was interrupted (SIGINT, SIGTERM or SIGHUP) before the call ended.
     Interrupted,
 }
 
@@ -67,9 +69,14 @@ struct Watch {
     ended: Vec<AttemptRecord>,
     in_flight: Option<(u32, Instant)>,
     last_status: Arc<AtomicU32>,
+    balancer: Arc<Balancer>,
 }
 
 impl AttemptWatch for Watch {
+    fn sending(&mut self, request: &mut reqwest::Request) {
+        self.balancer.route(request);
+    }
+
     fn started(&mut self, number: u32, at: Instant) {
         self.in_flight = Some((number, at));
     }
@@ -111,8 +118,9 @@ impl Sent {
     }
 }
 
-/// Runs the fleet against `url` and returns the report (the engine of
-/// `herdless fleet`, usable in-process).
+/// Runs the fleet against `urls` (each request to the next of them:
+/// `balance.rs`) and returns the report (the engine of `herdless fleet`,
+/// usable in-process).
 ///
 /// When `interrupt` completes first, every call still running is stopped and
 /// counted as [`Outcome::Interrupted`] (its attempts so far are kept, the one
@@ -120,7 +128,7 @@ impl Sent {
 /// report is marked `interrupted`: a partial report of what finished.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_fleet(
-    url: reqwest::Url,
+    urls: Vec<reqwest::Url>,
     workers: u32,
     policy: Policy,
     timeout: Duration,
@@ -144,10 +152,12 @@ pub(crate) async fn run_fleet(
         interrupt.await;
         let _ = stop_tx.send(true);
     });
+    let balancer = Arc::new(Balancer::new(urls));
     let start = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for i in 0..workers {
-        let (client, url, prefix) = (client.clone(), url.clone(), task_prefix.clone());
+        let (client, prefix) = (client.clone(), task_prefix.clone());
+        let balancer = Arc::clone(&balancer);
         let seed = args.seed;
         let guards = guards.clone();
         let mut stop = stop_rx.clone();
@@ -178,11 +188,17 @@ pub(crate) async fn run_fleet(
             if let (Some(urgent), true) = (guards.urgent, i < guards.urgent_workers) {
                 retry = retry.urgent(urgent);
             }
+            if guards.waves {
+                // Its wave in a plan is the hash of the id the server names it by.
+                retry = retry.waves(WaveGuard::new(i.to_string()));
+            }
             let http = HttpRetry::from_retry(retry.build());
+            let url = balancer.first().clone();
             let mut watch = Watch {
                 ended: Vec::with_capacity(4),
                 in_flight: None,
                 last_status,
+                balancer,
             };
             // Each attempt reads the body to its end (constant memory): a
             // call succeeds when the whole response arrived, and a body that
@@ -249,5 +265,6 @@ pub(crate) async fn run_fleet(
     let tokens_left = guards.budget.as_ref().map(|b| b.tokens());
     let mut report = summarize(&ends, &attempts, duration, strategy, tokens_left);
     report.interrupted = interrupted;
+    report.urls = balancer.report();
     Ok(report)
 }

@@ -2,11 +2,12 @@
 //! `--output FILE`), streamed as it arrives.
 //!
 //! ```text
-//! herdless get URL [--header 'K: V']... [--timeout DUR] [--idempotency-key] [--output FILE] [policy flags]
+//! herdless get URL [--header 'K: V']... [--timeout DUR] [--idempotency-key] [--output FILE] [--ignore-plan] [policy flags]
 //! ```
 //!
 //! Statuses are classified by the library's retryable and terminal sets (fail closed), `Retry-After` is
-//! honored but clamped (`--max-retry-after`) and spread; connection errors and
+//! honored but clamped (`--max-retry-after`) and spread, a plan of waves
+//! (`Herdless-Plan`) followed unless `--ignore-plan`; connection errors and
 //! per-attempt timeouts (`--timeout`, default 10 s) are retried. The body is
 //! streamed inside the attempt ([`HttpRetry::send_to`]), in constant memory:
 //! a body that breaks off before its first byte was written is retried; after
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use clap::Args;
 use herdless::adapters::reqwest::{HttpRetry, NotRetried, ReqwestClassifier, SendError};
+use herdless::guard::waves::WaveGuard;
 use herdless::{Jitter, Retry};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -54,6 +56,12 @@ pub(crate) struct GetArgs {
     /// Send an Idempotency-Key header, the same on every attempt.
     #[arg(long)]
     pub(crate) idempotency_key: bool,
+    /// Ignore a plan of waves the server announces (`Herdless-Plan`): by
+    /// default the retry comes in this client's own wave, computed from
+    /// its X-Worker-Id header (`-H 'X-Worker-Id: ID'`), else `--task-id`,
+    /// else a random id.
+    #[arg(long)]
+    pub(crate) ignore_plan: bool,
     /// Retry policy.
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
@@ -77,6 +85,16 @@ pub(crate) fn parse_headers(raw: &[String]) -> Result<HeaderMap, String> {
         map.append(name, value);
     }
     Ok(map)
+}
+
+/// The id a plan of waves places this client by: what the server names it
+/// by (`X-Worker-Id`), else the task id, else a random one.
+fn client_id(headers: &HeaderMap, task_id: Option<&str>) -> Vec<u8> {
+    match (headers.get("x-worker-id"), task_id) {
+        (Some(v), _) => v.as_bytes().to_vec(),
+        (None, Some(t)) => t.as_bytes().to_vec(),
+        (None, None) => herdless::IdempotencyKey::random().to_string().into_bytes(),
+    }
 }
 
 /// Runs `herdless get`: exit 0 with the body on stdout, 3 when a terminal
@@ -128,6 +146,12 @@ pub(crate) fn run(args: &GetArgs) -> CliResult {
         }
         if let Some(seed) = policy_args.seed {
             retry = retry.seed(seed);
+        }
+        if !args.ignore_plan {
+            retry = retry.waves(WaveGuard::new(client_id(
+                &headers,
+                policy_args.task_id.as_deref(),
+            )));
         }
         let http =
             HttpRetry::from_retry(retry.build()).idempotency_key_header(args.idempotency_key);

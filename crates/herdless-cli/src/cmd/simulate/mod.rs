@@ -1,7 +1,7 @@
 //! `herdless simulate`: the fleet simulator (the README's main job).
 //!
 //! Runs a scenario of `herdless-sim` (spread, outage by default, contention,
-//! robustness, latency-tail),
+//! robustness, latency-tail, reactivation),
 //! prints an aligned table with the strategies side by side (or one JSON
 //! object with `--json`) and writes SVG and PNG figures into `--out DIR`
 //! (default `./herdless-report/`), saying where. A progress bar is drawn on
@@ -18,9 +18,10 @@ use std::time::Duration;
 use clap::Args;
 use herdless::Policy;
 use herdless_sim::endpoint::OutageEnd;
+use herdless_sim::scenario::reactivation::PlanMode;
 use herdless_sim::{
-    Config, ContentionParams, OutageParams, Progress, RobustnessParams, Scenario, Simulation,
-    SpreadParams, StrategyKind, TailParams,
+    Config, ContentionParams, FieldParams, OutageParams, Progress, ReactivationParams,
+    RobustnessParams, Scenario, Simulation, SpreadParams, StrategyKind, TailParams,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -28,6 +29,9 @@ use crate::shared::error::{CliError, CliResult};
 use crate::shared::exit;
 use crate::shared::output::print;
 use crate::shared::values::parse_duration;
+
+mod server;
+use server::ServerArgs;
 
 /// The default directory of the figures.
 pub(crate) const DEFAULT_OUT: &str = "herdless-report";
@@ -37,14 +41,20 @@ pub(crate) const DEFAULT_OUT: &str = "herdless-report";
 pub(crate) struct SimulateArgs {
     /// Scenario: spread, outage, contention, robustness (the outage with the
     /// server told a fixed capacity E, cell by cell: true capacity E/2, E,
-    /// 2E x outage end x honor, plus 20 s and 60 s outages) or
-    /// latency-tail (hedged requests against a slow tail, then an overload).
+    /// 2E x outage end x honor, plus 20 s and 60 s outages),
+    /// latency-tail (hedged requests against a slow tail, then an overload),
+    /// reactivation (a whole fleet back at once to a server that is up:
+    /// full, full+pushback, full+hold, full+throttle and full+waves on three
+    /// fleets: all honoring, half ignoring, three replicas) or field (outages of
+    /// 5 s to 90 s, end known or not, 1, 3 or 8 server replicas with each split,
+    /// with and without shared state; the default policy).
     #[arg(long, value_parser = parse_scenario, default_value = "outage", value_name = "NAME")]
     pub(crate) scenario: Scenario,
     /// Strategies to compare, comma-separated: none, full, equal, decorrelated,
     /// decorrelated-window, fixed-1s, no-backoff, (outage) a jitter mode
     /// with a fleet-level guard: full+budget, full+breaker, full+pushback,
-    /// full+static-pushback, full+hold, full+throttle, full+cubic,
+    /// full+static-pushback, full+hold, full+throttle, full+cubic, full+waves,
+    /// full+waves+throttle,
     /// (latency-tail) hedge, hedge+budget [default: every jitter mode plus
     /// the scenario's baseline; outage adds full+budget, full+breaker,
     /// full+pushback; robustness tests full+hold, full+pushback and
@@ -74,7 +84,8 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = "N")]
     pub(crate) clients_per_process: Option<u32>,
     /// Outage: the share of clients that honor Retry-After, 0 to 1; the rest
-    /// use their own backoff [default: 1].
+    /// use their own backoff [default: 1]. Reactivation: the share that
+    /// honors plans and Retry-After in the mixed fleet [default: 0.5].
     #[arg(long, value_name = "FRACTION")]
     pub(crate) honor: Option<f64>,
     /// Outage: the pushback allocator's starting capacity estimate over the
@@ -85,6 +96,11 @@ pub(crate) struct SimulateArgs {
     /// known or unknown [default: unknown].
     #[arg(long, value_parser = parse_outage_end, value_name = "known|unknown")]
     pub(crate) outage_end: Option<OutageEnd>,
+    /// Reactivation: when the clients learn the plan of waves: announced
+    /// (before the disconnect: the first reconnect is in the wave) or
+    /// unannounced (from the first refusal) [default: announced].
+    #[arg(long, value_parser = parse_plan, value_name = "announced|unannounced")]
+    pub(crate) plan: Option<PlanMode>,
     /// Spread: number of workers [default: 200].
     #[arg(long, value_name = "N")]
     pub(crate) workers: Option<u32>,
@@ -125,6 +141,9 @@ pub(crate) struct SimulateArgs {
     /// Worker threads [default: available cores]; the output does not depend on it.
     #[arg(long, value_name = "N")]
     pub(crate) threads: Option<usize>,
+    /// The pushback server's settings.
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
 }
 
 /// The simulator's "no attempt limit": `u32::MAX` attempts, reported as
@@ -163,6 +182,10 @@ fn parse_outage_end(s: &str) -> Result<OutageEnd, String> {
     s.parse()
 }
 
+fn parse_plan(s: &str) -> Result<PlanMode, String> {
+    s.parse()
+}
+
 fn parse_strategy(s: &str) -> Result<StrategyKind, String> {
     s.parse::<StrategyKind>().map_err(|e| e.to_string())
 }
@@ -181,22 +204,58 @@ impl SimulateArgs {
                 Ok(())
             }
         };
-        let not_outage = !matches!(scenario, Scenario::Outage | Scenario::Robustness);
-        let either = "outage or robustness";
-        refuse("--outage", not_outage && self.outage.is_some(), either)?;
-        refuse("--capacity", not_outage && self.capacity.is_some(), either)?;
-        refuse("--burst", not_outage && self.burst.is_some(), either)?;
+        let not_outage = !matches!(
+            scenario,
+            Scenario::Outage | Scenario::Robustness | Scenario::Field
+        );
+        let either = "outage, robustness or field";
+        let field = scenario == Scenario::Field;
+        refuse(
+            "--outage",
+            (not_outage || field) && self.outage.is_some(),
+            "outage or robustness (field runs 5 s to 90 s)",
+        )?;
+        refuse(
+            "--jitter",
+            field && !self.jitter.is_empty(),
+            "the scenarios but field (which runs full+hold, full+throttle and full)",
+        )?;
+        refuse(
+            "--replicas, --split and --coordination",
+            field
+                && (self.server.replicas.is_some()
+                    || self.server.split.is_some()
+                    || self.server.coordination.is_some()),
+            "outage or robustness (field runs 1, 3 and 8 replicas, each split, with and without shared state)",
+        )?;
+        refuse(
+            "--horizon, --hold-for, --hold-for-max, --hold-max, --replicas, --split, --coordination, --coordination-delay and --plain-clients",
+            not_outage && self.server.any(),
+            either,
+        )?;
+        let fleet = !matches!(
+            scenario,
+            Scenario::Outage | Scenario::Robustness | Scenario::Reactivation | Scenario::Field
+        );
+        let any = "outage, robustness, reactivation or field";
+        refuse("--capacity", fleet && self.capacity.is_some(), any)?;
+        refuse("--burst", fleet && self.burst.is_some(), any)?;
         refuse(
             "--clients-per-process",
-            not_outage && self.clients_per_process.is_some(),
-            either,
+            fleet && self.clients_per_process.is_some(),
+            any,
+        )?;
+        refuse(
+            "--plan",
+            scenario != Scenario::Reactivation && self.plan.is_some(),
+            "reactivation",
         )?;
         // The robustness matrix varies these three itself.
         let not_plain_outage = scenario != Scenario::Outage;
         refuse(
             "--honor",
-            not_plain_outage && self.honor.is_some(),
-            "outage",
+            not_plain_outage && scenario != Scenario::Reactivation && self.honor.is_some(),
+            "outage or reactivation",
         )?;
         refuse(
             "--capacity-estimate",
@@ -251,6 +310,11 @@ impl SimulateArgs {
                 base: self.outage_params()?,
                 ..RobustnessParams::default()
             }),
+            Scenario::Reactivation => Config::Reactivation(self.reactivation_params()?),
+            Scenario::Field => Config::Field(FieldParams {
+                base: self.outage_params()?,
+                ..FieldParams::default()
+            }),
             Scenario::LatencyTail => {
                 let d = TailParams::default();
                 Config::LatencyTail(TailParams {
@@ -288,7 +352,7 @@ impl SimulateArgs {
     fn outage_params(&self) -> Result<OutageParams, String> {
         let d = OutageParams::default();
         let capacity = self.capacity.unwrap_or(d.capacity);
-        Ok(OutageParams {
+        let mut params = OutageParams {
             clients: self.clients.unwrap_or(d.clients),
             outage: self.outage.unwrap_or(d.outage),
             capacity,
@@ -304,6 +368,30 @@ impl SimulateArgs {
             honor: self.honor.unwrap_or(d.honor),
             capacity_estimate: self.capacity_estimate.unwrap_or(d.capacity_estimate),
             outage_end: self.outage_end.unwrap_or(d.outage_end),
+            ..d
+        };
+        self.server.apply(&mut params)?;
+        Ok(params)
+    }
+
+    /// The reactivation parameters the flags describe.
+    fn reactivation_params(&self) -> Result<ReactivationParams, String> {
+        let d = ReactivationParams::default();
+        let capacity = self.capacity.unwrap_or(d.capacity);
+        Ok(ReactivationParams {
+            clients: self.clients.unwrap_or(d.clients),
+            capacity,
+            burst: self.burst.unwrap_or((capacity / 10).max(1)),
+            policy: self.policy(&d.policy)?,
+            guards: herdless_sim::guard::GuardParams {
+                clients_per_process: self
+                    .clients_per_process
+                    .unwrap_or(d.guards.clients_per_process),
+                ..d.guards
+            },
+            plan: self.plan.unwrap_or(d.plan),
+            mixed_honor: self.honor.unwrap_or(d.mixed_honor),
+            ..d
         })
     }
 
@@ -346,7 +434,10 @@ impl Progress for Bar {
 /// sweep, and outage runs of more than a few million simulated calls.
 fn is_long(sim: &Simulation) -> bool {
     match sim.config() {
-        Config::Contention(_) | Config::Robustness(_) => true,
+        Config::Contention(_)
+        | Config::Robustness(_)
+        | Config::Reactivation(_)
+        | Config::Field(_) => true,
         Config::Outage(p) => u64::from(p.clients) * sim.strategy_kinds().len() as u64 >= 500_000,
         Config::Spread(p) => u64::from(p.workers) * sim.strategy_kinds().len() as u64 >= 5_000_000,
         Config::LatencyTail(p) => {

@@ -51,15 +51,21 @@ pub struct StubArgs {
     /// With --pushback on: hold requests open instead of answering them
     /// during an outage or when their slot is near (a reconnect queue), at
     /// most N at once (1 to 10,000,000); past it, callers get slots [default
-    /// with --hold-for: 2.4 s of the allocator's estimate, --capacity times
-    /// --capacity-estimate].
+    /// with --hold-for or --hold-for-max: what the starting release rate
+    /// serves in 0.4 --hold-for-max at the allocator's estimate, --capacity
+    /// times --capacity-estimate: 120,000 at 10,000/s].
     #[arg(long, value_name = "N", requires = "capacity")]
     pub hold_max: Option<usize>,
-    /// With --pushback on: the longest a request is held, 1ms to 1h, before it
+    /// With --pushback on: the longest a request is held, 10ms to 1h, before it
     /// is answered with a slot; keep it below the clients' per-attempt
     /// timeouts [default with --hold-max: 10s].
     #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
     pub hold_for: Option<Duration>,
+    /// With --pushback on: the longest a request is held when its client says
+    /// it waits longer (`Prefer: wait=N`, which herdless clients send),
+    /// --hold-for to 1h [default with --hold-for or --hold-max: 50s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "capacity")]
+    pub hold_for_max: Option<Duration>,
     /// Retry-After value sent with every rejection, verbatim and the same for
     /// everyone (e.g. 2, or an HTTP-date); turns pushback off. Not empty.
     #[arg(long, value_name = "VALUE", value_parser = parse_retry_after)]
@@ -67,6 +73,38 @@ pub struct StubArgs {
     /// Status for --fail-first and --outage rejections (400-599).
     #[arg(long, value_name = "CODE", default_value_t = 503)]
     pub fail_status: u16,
+    /// With --capacity: plan the refusals in waves (the library's wave
+    /// planner): N, the population every plan covers (each caller's wave
+    /// a salted hash of its X-Worker-Id), or `counted` (callers placed in
+    /// turn as they are turned away). Every refusal carries Herdless-Plan
+    /// and the caller's own point as Retry-After-Ms.
+    #[arg(long, value_name = "N|counted", value_parser = super::waves::parse_population)]
+    pub waves: Option<Population>,
+    /// With --waves N: the spacing a plan of the whole population aims at,
+    /// 1ms to 1h [default: 1s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub wave_spacing: Option<Duration>,
+    /// A gateway replica: forward what pushback admits to this HTTP endpoint
+    /// (http://HOST:PORT, the request's path and query kept) and relay its
+    /// answer; its 503s, 429s, timeouts and refused connections are the
+    /// device failing. --capacity is then what pushback is told (the device
+    /// is the upstream's; the flags of the stub's own device do not apply).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["outage", "outage_end", "fail_first", "fail_every", "retry_after", "fail_status"])]
+    pub upstream: Option<String>,
+    /// With --upstream: the longest the upstream may take to answer a
+    /// forwarded request (to its response head), 1ms to 1h; past it, the
+    /// device failed [default: 10s].
+    #[arg(long, value_parser = parse_duration, value_name = "DUR", requires = "upstream")]
+    pub upstream_timeout: Option<Duration>,
+    /// With --upstream and --pushback on: share what this replica learns
+    /// with the other gateways in front of the same upstream, through a NATS
+    /// JetStream key-value bucket on this server (nats://HOST:PORT).
+    #[arg(long, value_name = "nats://HOST:PORT", requires = "upstream")]
+    pub coordinate: Option<String>,
+    /// With --coordinate: this replica's id, its key in the bucket (letters,
+    /// digits, '-', '_', '=', '.'; 1 to 128 bytes) [default: HOSTNAME-PORT].
+    #[arg(long, value_name = "ID", requires = "coordinate")]
+    pub replica_id: Option<String>,
 }
 
 /// The pushback horizon without `--horizon`: the longest Retry-After handed out.
@@ -94,6 +132,15 @@ fn parse_retry_after(s: &str) -> Result<String, String> {
 
 fn parse_outage_end(s: &str) -> Result<OutageEnd, String> {
     s.parse()
+}
+
+/// `--waves` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Population {
+    /// `--waves N`: told.
+    Told(u64),
+    /// `--waves counted`.
+    Counted,
 }
 
 /// `--pushback` values.

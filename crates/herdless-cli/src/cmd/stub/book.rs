@@ -37,7 +37,9 @@ use tokio::sync::watch;
 
 use super::device::MAX_WORKER_ID;
 use super::front::{Answered, Front};
+use super::relay::Relay;
 use super::server::Peer;
+use herdless::pushback::SharedState;
 
 /// One recorded arrival (an element of `/stats`'s `arrivals`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -88,6 +90,14 @@ pub struct StubStats {
     pub abandoned: usize,
     /// Requests held open now (`--hold-max`, `--hold-for`; 0 without a hold).
     pub held: usize,
+    /// With `--upstream`: requests forwarded to the upstream (0 without).
+    pub forwarded: u64,
+    /// With `--upstream`: forwarded requests that got no answer (connection
+    /// refused or reset, `--upstream-timeout` passed), each answered 503.
+    pub upstream_errors: u64,
+    /// With `--coordinate`: the other replicas heard from within the last
+    /// 3 s (their reports in the shared bucket; 0 without).
+    pub peers: usize,
     /// The most recent arrivals (at most [`ARRIVALS_KEPT`]), in the order
     /// they were answered.
     pub arrivals: Vec<ArrivalRecord>,
@@ -127,24 +137,44 @@ impl Book {
         ring.arrivals.push_back(record);
     }
 
-    pub(crate) fn stats(&self, held: usize) -> StubStats {
+    fn stats(
+        &self,
+        held: usize,
+        (forwarded, upstream_errors): (u64, u64),
+        peers: usize,
+    ) -> StubStats {
         let ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         StubStats {
             total: ring.total,
             dropped: ring.total - ring.arrivals.len(),
             abandoned: ring.abandoned,
             held,
+            forwarded,
+            upstream_errors,
+            peers,
             arrivals: ring.arrivals.iter().cloned().collect(),
         }
     }
 }
 
-/// What the recorder reads: the book, the front (clock, hold, outage) and
-/// whether the stub is stopping.
+/// What the recorder reads: the book, the front (clock, hold, outage), the
+/// relay's counts and the peers heard (a gateway), and whether the stub is
+/// stopping.
 pub(crate) struct Recorder {
     pub(crate) book: Book,
     pub(crate) front: Arc<dyn Front>,
+    pub(crate) relay: Option<Arc<Relay>>,
+    pub(crate) share: Option<Arc<dyn SharedState>>,
     pub(crate) stopping: watch::Receiver<bool>,
+}
+
+impl Recorder {
+    /// What `/stats` returns.
+    pub(crate) fn stats(&self) -> StubStats {
+        let counts = self.relay.as_ref().map_or((0, 0), |r| r.counts());
+        let peers = self.share.as_ref().map_or(0, |s| s.peers().len());
+        self.book.stats(self.front.held(), counts, peers)
+    }
 }
 
 /// An arrival not yet recorded: dropped before [`settle`](Self::settle)
@@ -274,5 +304,5 @@ async fn peer_closed(peer: Option<Peer>) {
 
 /// `GET /stats`.
 pub(crate) async fn stats(State(recorder): State<Arc<Recorder>>) -> axum::Json<StubStats> {
-    axum::Json(recorder.book.stats(recorder.front.held()))
+    axum::Json(recorder.stats())
 }

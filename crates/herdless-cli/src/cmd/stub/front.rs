@@ -12,7 +12,14 @@
 //! * `--pushback static`: the same layer over the static `SlotAllocator`.
 //!   With `--outage-end unknown` it is told the end as an operator would
 //!   (`recover()` at the first arrival after it).
+//! * `--waves`: the same layer over the wave planner (`waves.rs`), each
+//!   caller named by its `X-Worker-Id`.
 //! * `--pushback off`, or a fixed `--retry-after`: the device alone.
+//!
+//! With `--upstream` the layer is in front of the relay to the upstream
+//! instead of the device (`relay.rs`), and with `--coordinate` the adaptive
+//! allocator shares its reports with the other gateways
+//! (`PushbackLayer::share`, `coordinate.rs`).
 //!
 //! The stub adds one thing to the layer's answers: while the allocator
 //! takes the device to be down, its own refusals (not the device's) carry
@@ -28,11 +35,13 @@ use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herdless::SystemTimer;
 use herdless::adapters::tower::{CloneRequest, PushbackLayer};
-use herdless::pushback::{AdaptiveAllocator, Allocator, SlotAllocator};
+use herdless::pushback::waves::WavePlanner;
+use herdless::pushback::{AdaptiveAllocator, Allocator, SharedState, SlotAllocator};
+use tower::Layer;
 use tower::util::BoxCloneSyncService;
-use tower::{Layer, service_fn};
 
 use super::device::{Device, DeviceAnswer};
+use super::relay::{self, Relay};
 
 /// The device's service, the pushback layer in front of it when there is
 /// one.
@@ -90,6 +99,12 @@ impl Outage for SlotAllocator {
 impl Outage for AdaptiveAllocator {
     fn in_outage(&self, now: Duration) -> bool {
         AdaptiveAllocator::in_outage(self, now)
+    }
+}
+
+impl Outage for WavePlanner {
+    fn in_outage(&self, now: Duration) -> bool {
+        WavePlanner::in_outage(self, now)
     }
 }
 
@@ -159,45 +174,73 @@ pub(crate) enum Pushback {
         alloc: Box<AdaptiveAllocator>,
         hold: bool,
     },
+    /// The wave planner (`--waves`).
+    Waves(Box<WavePlanner>),
 }
 
-/// The device's service, behind the layer `pushback` asks for, and what
-/// the stub reads of it. Call it inside the runtime the stub serves on (the
-/// layer's clock and its hold's driver are tokio's).
+/// What the layer is in front of: the stub's own device, or an upstream
+/// (a gateway, `relay.rs`).
+pub(crate) enum Target {
+    /// The device the flags describe.
+    Device(Box<Device>),
+    /// `--upstream`.
+    Relay(Arc<Relay>),
+}
+
+impl Target {
+    /// The target as a service, on `front`'s clock.
+    fn service(self, front: Arc<dyn Front>) -> Inner {
+        match self {
+            Target::Device(device) => Inner::Device(handler(Arc::from(device), front)),
+            Target::Relay(relay) => Inner::Relay(relay),
+        }
+    }
+}
+
+/// The device's service, behind the layer `pushback` asks for (sharing
+/// through `share` with `--coordinate`), and what the stub reads of it.
+/// Call it inside the runtime the stub serves on (the layer's clock and its
+/// hold's driver are tokio's).
 pub(crate) fn build(
-    device: Device,
+    target: Target,
     pushback: Pushback,
     outage_status: StatusCode,
+    share: Option<Arc<dyn SharedState>>,
 ) -> (Arc<dyn Front>, DeviceService) {
-    let device = Arc::new(device);
     match pushback {
         Pushback::Off => {
             let front: Arc<dyn Front> = Arc::new(Plain {
                 start: tokio::time::Instant::now(),
             });
-            let svc = BoxCloneSyncService::new(handler(device, Arc::clone(&front)));
+            let svc = target.service(Arc::clone(&front)).boxed();
             (front, svc)
         }
         Pushback::Static { alloc, recover_at } => {
             let layer = PushbackLayer::new(alloc);
-            layered(layer, device, outage_status, recover_at)
+            layered(layer, target, outage_status, recover_at)
         }
-        Pushback::Adaptive { alloc, hold: false } => {
-            let layer = PushbackLayer::new(*alloc).key_header("x-worker-id");
-            layered(layer, device, outage_status, None)
+        Pushback::Adaptive { alloc, hold } => {
+            let mut layer = PushbackLayer::new(*alloc).key_header("x-worker-id");
+            if let Some(store) = share {
+                layer = layer.share(store);
+            }
+            if hold {
+                let layer = layer.clone_requests(Bodiless);
+                layered(layer, target, outage_status, None)
+            } else {
+                layered(layer, target, outage_status, None)
+            }
         }
-        Pushback::Adaptive { alloc, hold: true } => {
-            let layer = PushbackLayer::new(*alloc)
-                .key_header("x-worker-id")
-                .clone_requests(Bodiless);
-            layered(layer, device, outage_status, None)
+        Pushback::Waves(planner) => {
+            let layer = PushbackLayer::new(*planner).key_header("x-worker-id");
+            layered(layer, target, outage_status, None)
         }
     }
 }
 
 fn layered<A, C>(
     layer: PushbackLayer<SystemTimer, A, C>,
-    device: Arc<Device>,
+    target: Target,
     outage_status: StatusCode,
     recover_at: Option<Duration>,
 ) -> (Arc<dyn Front>, DeviceService)
@@ -211,30 +254,59 @@ where
         recover_at,
         recovered: AtomicBool::new(false),
     });
-    let svc = layer.layer(handler(device, Arc::clone(&front)));
-    (front, BoxCloneSyncService::new(svc))
+    let svc = match target.service(Arc::clone(&front)) {
+        Inner::Device(device) => BoxCloneSyncService::new(layer.layer(device)),
+        Inner::Relay(relay) => BoxCloneSyncService::new(layer.layer(relay::service(relay))),
+    };
+    (front, svc)
+}
+
+/// The target as a service of its own type (the device's future is ready
+/// at once; the relay's is boxed).
+enum Inner {
+    Device(DeviceHandler),
+    Relay(Arc<Relay>),
+}
+
+impl Inner {
+    fn boxed(self) -> DeviceService {
+        match self {
+            Inner::Device(d) => BoxCloneSyncService::new(d),
+            Inner::Relay(r) => BoxCloneSyncService::new(relay::service(r)),
+        }
+    }
 }
 
 /// The device as a service: its answer on the front's clock, marked
-/// [`Answered`].
-fn handler(
+/// [`Answered`], ready at once.
+#[derive(Clone)]
+struct DeviceHandler {
     device: Arc<Device>,
     front: Arc<dyn Front>,
-) -> impl tower::Service<
-    Request<Body>,
-    Response = Response,
-    Error = std::convert::Infallible,
-    Future = std::future::Ready<Result<Response, std::convert::Infallible>>,
-> + Clone
-+ Send
-+ Sync
-+ 'static {
-    service_fn(move |request: Request<Body>| {
+}
+
+fn handler(device: Arc<Device>, front: Arc<dyn Front>) -> DeviceHandler {
+    DeviceHandler { device, front }
+}
+
+impl tower::Service<Request<Body>> for DeviceHandler {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Response, std::convert::Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
         let worker = request
             .headers()
             .get("x-worker-id")
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let verdict = device.answer(front.elapsed(), worker.as_deref());
+        let verdict = self.device.answer(self.front.elapsed(), worker.as_deref());
         let mut response = match verdict {
             DeviceAnswer::Admit => (StatusCode::OK, "ok\n").into_response(),
             DeviceAnswer::Reject {
@@ -250,5 +322,5 @@ fn handler(
         };
         response.extensions_mut().insert(Answered);
         std::future::ready(Ok(response))
-    })
+    }
 }

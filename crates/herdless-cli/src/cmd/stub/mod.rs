@@ -4,12 +4,20 @@
 //! herdless stub [--port P] [--fail-first K] [--fail-every K] [--outage DUR] [--capacity N]
 //!               [--pushback on|static|off] [--capacity-estimate FACTOR]
 //!               [--outage-end known|unknown] [--horizon DUR] [--hold-max N] [--hold-for DUR]
-//!               [--retry-after VALUE] [--fail-status CODE]
+//!               [--retry-after VALUE] [--fail-status CODE] [--waves N|counted]
+//!               [--wave-spacing DUR]
+//! herdless stub --upstream URL [--upstream-timeout DUR] [--capacity N [pushback and hold flags]]
+//!               [--coordinate nats://HOST:PORT [--replica-id ID]]
 //! ```
+//!
+//! With `--upstream` the stub is a gateway replica: its pushback layer and
+//! hold in front of another HTTP endpoint instead of its own device
+//! (`gateway.rs` for the flags, `relay.rs` for the forwarding,
+//! `coordinate.rs` for the reports shared through NATS).
 //!
 //! Every path except `/stats` is "the device". The first stdout line is
 //! `listening on 127.0.0.1:PORT` (port 0, the default, picks a free one);
-//! SIGINT or SIGTERM shut it down within a bounded grace (`server.rs`).
+//! SIGINT, SIGTERM or SIGHUP shut it down within a bounded grace (`server.rs`).
 //!
 //! # The library's layer, and what a stub adds
 //!
@@ -30,6 +38,8 @@
 //!   with its status, how long it was held, and whether its client left
 //!   first (`abandoned`); it sits in front of the layer, so the layer's own
 //!   refusals are recorded too;
+//! * with `--waves`, the library's wave planner as the layer's allocator
+//!   (`waves.rs`): every refusal announces a plan of waves;
 //! * bounds for careless or hostile clients: an `X-Worker-Id` over 256 bytes
 //!   is answered 431, fail-first remembers at most 100,000 clients, `/stats`
 //!   keeps the last 100,000 arrivals (`total` counts all), a request head
@@ -41,16 +51,22 @@
 //! given (hostile values included, that is the point).
 //!
 //! Layout: `args.rs` (the flags), `plan.rs` (flags to device and layer),
-//! `device.rs`, `front.rs` (the layer in front of the device), `book.rs`
+//! `device.rs`, `front.rs` (the layer in front of the device or the
+//! relay), `gateway.rs` (a gateway's flags), `relay.rs` (forwarding to the
+//! upstream), `coordinate.rs` (the reports shared through NATS), `book.rs`
 //! (the recorder and `/stats`), `server.rs` (the accept loop); this file
 //! is the command's entry, [`run()`], and the handle tests drive, [`Stub`].
 
 mod args;
 mod book;
+mod coordinate;
 mod device;
 mod front;
+mod gateway;
 mod plan;
+mod relay;
 mod server;
+mod waves;
 
 pub(crate) use args::StubArgs;
 pub use book::{ARRIVALS_KEPT, ArrivalOutcome, ArrivalRecord, StubStats};
@@ -68,9 +84,12 @@ use tokio::sync::watch;
 use crate::shared::error::{CliError, CliResult};
 use crate::shared::{descriptors, exit};
 use book::{Book, Recorder};
+use front::Target;
+use herdless::pushback::SharedState;
 use plan::Plan;
+use relay::Relay;
 
-/// Runs `herdless stub` until SIGINT or SIGTERM.
+/// Runs `herdless stub` until SIGINT, SIGTERM or SIGHUP.
 ///
 /// # Errors
 ///
@@ -159,10 +178,29 @@ impl Stub {
     ) -> io::Result<(Stub, tokio::task::JoinHandle<io::Result<()>>)> {
         let addr = listener.local_addr()?;
         let (stop, stopping) = watch::channel(false);
-        let (front, device) = front::build(plan.device, plan.pushback, plan.outage_status);
+        let relay = plan.gateway.as_ref().map(|g| Arc::new(Relay::new(g)));
+        let share = plan
+            .gateway
+            .as_ref()
+            .and_then(|g| g.coordinate.as_ref())
+            .map(|c| {
+                let id = c
+                    .replica
+                    .clone()
+                    .unwrap_or_else(|| gateway::default_replica_id(addr.port()));
+                coordinate::start(c, id) as Arc<dyn SharedState>
+            });
+        let target = match &relay {
+            Some(r) => Target::Relay(Arc::clone(r)),
+            None => Target::Device(Box::new(plan.device)),
+        };
+        let (front, device) =
+            front::build(target, plan.pushback, plan.outage_status, share.clone());
         let recorder = Arc::new(Recorder {
             book: Book::new(options.keep),
             front,
+            relay,
+            share,
             stopping,
         });
         let device = tower::ServiceBuilder::new()
@@ -186,6 +224,6 @@ impl Stub {
 
     /// The arrivals so far (what `/stats` returns).
     pub fn stats(&self) -> StubStats {
-        self.recorder.book.stats(self.recorder.front.held())
+        self.recorder.stats()
     }
 }

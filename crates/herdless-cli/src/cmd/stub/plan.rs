@@ -10,6 +10,7 @@ use herdless_sim::endpoint::{OutageEnd, TokenBucket};
 use super::args::{DEFAULT_HORIZON, PushbackMode, StubArgs, pushback_enabled};
 use super::device::{Device, FailEvery, FailFirstByWorker, bucket};
 use super::front::Pushback;
+use super::gateway::{Gateway, gateway};
 
 /// What `herdless stub` serves: the device, the pushback in front of it,
 /// and the status of the outage's refusals.
@@ -18,6 +19,8 @@ pub(crate) struct Plan {
     pub(crate) device: Device,
     pub(crate) pushback: Pushback,
     pub(crate) outage_status: StatusCode,
+    /// `--upstream`: the layer relays to it instead of serving `device`.
+    pub(crate) gateway: Option<Gateway>,
 }
 
 impl Plan {
@@ -41,7 +44,19 @@ impl Plan {
         if args.capacity == Some(0) {
             return Err("--capacity 0: must be at least 1 request per second".into());
         }
-        let mode = pushback_enabled(args)?;
+        super::waves::conflicts(args)?;
+        let mode = if args.waves.is_some() {
+            // The planner is the layer's allocator: the pushback ranges
+            // apply, checked before it is built so the messages name the
+            // flags given.
+            pushback_enabled(&StubArgs {
+                pushback: Some(PushbackMode::On),
+                ..args.clone()
+            })?
+        } else {
+            pushback_enabled(args)?
+        };
+        let waves = super::waves::pushback(args, args.capacity.map(|n| told(args, n)))?;
         if let (None, Some(h)) = (mode, args.horizon) {
             return Err(format!(
                 "--horizon {h:?} applies to server-guided pushback, which --pushback off or \
@@ -49,6 +64,7 @@ impl Plan {
             ));
         }
         let hold = hold(args, mode)?;
+        let gateway = gateway(args, mode)?;
         let device = Device {
             status,
             retry_after,
@@ -56,19 +72,24 @@ impl Plan {
             fail_first: (args.fail_first > 0)
                 .then(|| FailFirstByWorker::new(u64::from(args.fail_first))),
             fail_every: args.fail_every.map(|k| FailEvery::new(u64::from(k))),
+            // A gateway's capacity is what pushback is told; the device is
+            // the upstream's.
             capacity: args
                 .capacity
+                .filter(|_| gateway.is_none())
                 .map(|n| bucket(n, args.outage.unwrap_or_default())),
         };
-        let pushback = match (mode, args.capacity) {
-            (Some(PushbackMode::On), Some(n)) => adaptive(args, told(args, n), hold)?,
-            (Some(PushbackMode::Static), Some(n)) => static_(args, told(args, n))?,
+        let pushback = match (waves, mode, args.capacity) {
+            (Some(planner), _, _) => planner,
+            (None, Some(PushbackMode::On), Some(n)) => adaptive(args, told(args, n), hold)?,
+            (None, Some(PushbackMode::Static), Some(n)) => static_(args, told(args, n))?,
             _ => Pushback::Off,
         };
         Ok(Plan {
             device,
             pushback,
             outage_status: status,
+            gateway,
         })
     }
 }
@@ -79,19 +100,19 @@ fn told(args: &StubArgs, n: u32) -> f64 {
     f64::from(n) * args.capacity_estimate.unwrap_or(1.0)
 }
 
-/// A hold: `(most held, longest hold)`, each `None` for the library's
-/// default (2.4 s of the allocator's estimate, and 10 s).
-type Hold = (Option<usize>, Option<Duration>);
+/// A hold: `(most held, longest hold, longest hold of a patient caller)`,
+/// each `None` for the library's default.
+type Hold = (Option<usize>, Option<Duration>, Option<Duration>);
 
 /// The hold the flags ask for, if any.
 fn hold(args: &StubArgs, mode: Option<PushbackMode>) -> Result<Option<Hold>, String> {
-    if args.hold_max.is_none() && args.hold_for.is_none() {
+    if args.hold_max.is_none() && args.hold_for.is_none() && args.hold_for_max.is_none() {
         return Ok(None);
     }
     if mode != Some(PushbackMode::On) {
         return Err(
-            "--hold-max and --hold-for hold requests in the adaptive allocator: they need \
-             --capacity with --pushback on (the default)"
+            "--hold-max, --hold-for and --hold-for-max hold requests in the adaptive \
+             allocator: they need --capacity with --pushback on (the default)"
                 .into(),
         );
     }
@@ -102,14 +123,16 @@ fn hold(args: &StubArgs, mode: Option<PushbackMode>) -> Result<Option<Hold>, Str
     }
     if let Some(d) = args
         .hold_for
-        .filter(|d| !(Duration::from_millis(1)..=Duration::from_secs(3_600)).contains(d))
+        .filter(|d| !(Duration::from_millis(10)..=Duration::from_secs(3_600)).contains(d))
     {
         return Err(format!(
-            "--hold-for {}: must be within 1ms..=1h",
+            "--hold-for {}: must be within 10ms..=1h",
             herdless_sim::report::units::duration(d)
         ));
     }
-    Ok(Some((args.hold_max, args.hold_for)))
+    // --hold-for-max below --hold-for or past 1h: the library's builder
+    // refuses it, naming the setting.
+    Ok(Some((args.hold_max, args.hold_for, args.hold_for_max)))
 }
 
 /// The adaptive allocator (`--pushback on`), told the outage's end with
@@ -119,13 +142,16 @@ fn adaptive(args: &StubArgs, estimate: f64, hold: Option<Hold>) -> Result<Pushba
     let mut b = AdaptiveAllocator::builder()
         .estimate(estimate)
         .horizon(horizon);
-    if let Some((max, for_)) = hold {
+    if let Some((max, for_, for_max)) = hold {
         b = b.hold();
         if let Some(n) = max {
             b = b.hold_max(n);
         }
         if let Some(d) = for_ {
             b = b.hold_for(d);
+        }
+        if let Some(d) = for_max {
+            b = b.hold_for_max(d);
         }
     }
     let mut alloc = b.build().map_err(|e| {

@@ -238,13 +238,15 @@ impl AsyncWrite for Shared {
     }
 }
 
-/// Completes on SIGINT or SIGTERM.
+/// Completes on SIGINT, SIGTERM or SIGHUP (the terminal that started the
+/// stub closed: its held clients get their 503 rather than a reset).
 pub(crate) async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+    let on = |kind: SignalKind| async move {
+        match signal(kind) {
             Ok(mut s) => {
                 s.recv().await;
             }
@@ -253,6 +255,7 @@ pub(crate) async fn shutdown_signal() {
     };
     tokio::select! {
         () = ctrl_c => {},
-        () = term => {},
+        () = on(SignalKind::terminate()) => {},
+        () = on(SignalKind::hangup()) => {},
     }
 }

@@ -107,6 +107,17 @@ fn parse_peak(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A grid duration: above zero (a policy's base, cap and elapsed budget are).
+fn parse_grid_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!(
+            "{:?}: a policy's duration must be above zero",
+            s.trim()
+        )),
+        d => Ok(d),
+    }
+}
+
 fn parse_multiplier(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if (1.0..=1000.0).contains(&v) => Ok(v),
@@ -193,19 +204,19 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_parser = parse_jitter, value_delimiter = ',', value_name = "MODES")]
     pub(crate) jitters: Vec<Jitter>,
     /// Grid: base delays [default: 250ms,1s,4s].
-    #[arg(long, value_parser = parse_duration, value_delimiter = ',', value_name = "DURS")]
+    #[arg(long, value_parser = parse_grid_duration, value_delimiter = ',', value_name = "DURS")]
     pub(crate) bases: Vec<Duration>,
     /// Grid: multipliers [default: 1.5,2,3].
     #[arg(long, value_parser = parse_multiplier, value_delimiter = ',', value_name = "XS")]
     pub(crate) multipliers: Vec<f64>,
     /// Grid: caps [default: recovery_time and twice it].
-    #[arg(long, value_parser = parse_duration, value_delimiter = ',', value_name = "DURS")]
+    #[arg(long, value_parser = parse_grid_duration, value_delimiter = ',', value_name = "DURS")]
     pub(crate) caps: Vec<Duration>,
     /// Grid: attempt limits [default: 5,8,12].
     #[arg(long, value_delimiter = ',', value_name = "NS", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) attempts: Vec<u32>,
     /// Grid: elapsed budgets [default: 2 and 4 times recovery_time, and 80% of visibility_timeout].
-    #[arg(long, value_parser = parse_duration, value_delimiter = ',', value_name = "DURS")]
+    #[arg(long, value_parser = parse_grid_duration, value_delimiter = ',', value_name = "DURS")]
     pub(crate) elapsed: Vec<Duration>,
     /// The seed the search and verification seeds are derived from.
     #[arg(long, value_parser = parse_seed, value_name = "N", default_value = "1")]

@@ -55,7 +55,7 @@ pub(crate) fn run(args: &TuneArgs) -> CliResult {
             (Some(name), Some(r)) => vec![(format!("current ({name})"), r.policy)],
             _ => Vec::new(),
         },
-        ..TuneParams::new(facts.clone(), space(args, &facts))
+        ..TuneParams::new(facts.clone(), space(args, &facts)?)
     };
     let admit = admission(&facts);
     let format = args.format();
@@ -216,7 +216,13 @@ fn current_policy(args: &TuneArgs) -> Result<Option<Resolved>, CliError> {
 }
 
 /// The grid: the defaults for the facts, each axis replaced by its flag.
-fn space(args: &TuneArgs, facts: &Facts) -> Space {
+///
+/// # Errors
+///
+/// A usage error when `--caps` or `--bases` leave no pair with the cap at
+/// least the base: no policy of the grid would be valid, and the search
+/// would end in "no policy fits" blaming a fact.
+fn space(args: &TuneArgs, facts: &Facts) -> Result<Space, CliError> {
     let mut s = Space::for_facts(facts.recovery_time, facts.visibility_timeout);
     set(&mut s.jitters, &args.jitters);
     set(&mut s.bases, &args.bases);
@@ -224,7 +230,30 @@ fn space(args: &TuneArgs, facts: &Facts) -> Space {
     set(&mut s.caps, &args.caps);
     set(&mut s.max_attempts, &args.attempts);
     set(&mut s.max_elapsed, &args.elapsed);
-    s
+    let valid = s.bases.iter().any(|b| s.caps.iter().any(|c| c >= b));
+    if !valid && (!args.caps.is_empty() || !args.bases.is_empty()) {
+        let list = |v: &[Duration]| {
+            v.iter()
+                .map(|d| check::human(*d))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let given = |flag: bool, name: &'static str| if flag { name } else { "" };
+        return Err(CliError::usage(format!(
+            "every cap ({}{}) is below every base ({}{}): no policy of the grid is valid; widen \
+             {}",
+            given(!args.caps.is_empty(), "--caps "),
+            list(&s.caps),
+            given(!args.bases.is_empty(), "--bases "),
+            list(&s.bases),
+            match (args.caps.is_empty(), args.bases.is_empty()) {
+                (false, false) => "--caps or --bases",
+                (false, true) => "--caps",
+                _ => "--bases",
+            }
+        )));
+    }
+    Ok(s)
 }
 
 fn set<T: Clone>(axis: &mut Vec<T>, flag: &[T]) {

@@ -3,7 +3,8 @@
 //! byte for byte.
 //!
 //! The file is read as text and cut at table headers (lines that open with
-//! `[`, outside multi-line strings): the named table runs from its header to
+//! `[`, outside multi-line strings, read as TOML does: a quote in a comment or a
+//! one-line string opens none): the named table runs from its header to
 //! its last key line, with the `# herdless tune:` comment lines just above
 //! it (the block's own); blank lines and comments after it stay where they
 //! are. A file that defines the table another way (dotted keys, an inline
@@ -71,21 +72,79 @@ fn header(line: &str) -> Option<Option<Vec<String>>> {
     }
 }
 
+/// Where the lexer is at a line's end: outside any string, or inside a
+/// multi-line basic (`"""`) or literal (`'''`) string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    No,
+    Basic,
+    Literal,
+}
+
+/// How many of `quote` open `b` (at most 5: a closing delimiter with the
+/// two quotes TOML lets a multi-line string end with).
+fn run(b: &[u8], quote: u8) -> usize {
+    b.iter().take(5).take_while(|&&c| c == quote).count()
+}
+
+/// Scans one line from `open` as TOML reads it: comments, one-line basic
+/// strings (with escapes) and literal strings, multi-line ones opened or
+/// closed; returns the state at the line's end.
+fn scan(line: &str, mut open: Open) -> Open {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match open {
+            Open::Basic if b[i] == b'\\' => i += 2,
+            Open::Basic if run(&b[i..], b'"') >= 3 => {
+                i += run(&b[i..], b'"');
+                open = Open::No;
+            }
+            Open::Literal if run(&b[i..], b'\'') >= 3 => {
+                i += run(&b[i..], b'\'');
+                open = Open::No;
+            }
+            Open::Basic | Open::Literal => i += 1,
+            Open::No => match b[i] {
+                b'#' => break,
+                b'"' if run(&b[i..], b'"') >= 3 => {
+                    open = Open::Basic;
+                    i += 3;
+                }
+                b'\'' if run(&b[i..], b'\'') >= 3 => {
+                    open = Open::Literal;
+                    i += 3;
+                }
+                b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                    i += 1;
+                }
+                b'\'' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'\'' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                _ => i += 1,
+            },
+        }
+    }
+    open
+}
+
 /// The lines of `text` (each with its ending), and whether each opens a
-/// table header; lines inside a multi-line string never do.
+/// table header; lines inside a multi-line string never do, and quotes in a
+/// comment or a one-line string open none.
 fn lines(text: &str) -> Vec<(&str, Option<Option<Vec<String>>>)> {
     let mut out = Vec::new();
-    let mut open: Option<&str> = None;
+    let mut open = Open::No;
     for line in text.split_inclusive('\n') {
-        let head = if open.is_none() { header(line) } else { None };
-        for delim in ["\"\"\"", "'''"] {
-            let n = line.matches(delim).count();
-            match open {
-                Some(d) if d == delim && n % 2 == 1 => open = None,
-                None if n % 2 == 1 => open = Some(delim),
-                _ => {}
-            }
-        }
+        let head = if open == Open::No { header(line) } else { None };
+        open = scan(line, open);
         out.push((line, head));
     }
     out
@@ -272,5 +331,26 @@ mod tests {
         assert_eq!(from, 0);
         assert_eq!(to, text.len());
         assert_eq!(span(text, "x"), None);
+    }
+
+    #[test]
+    fn quotes_open_a_multi_line_string_only_outside_comments_and_strings() {
+        assert_eq!(scan("# a \"\"\" note\n", Open::No), Open::No);
+        assert_eq!(
+            scan("k = \"a \\\" \\\"\\\"\\\"\" # \"\"\"\n", Open::No),
+            Open::No
+        );
+        assert_eq!(scan("k = '\"\"\"' \n", Open::No), Open::No);
+        assert_eq!(scan("k = \"\"\"\n", Open::No), Open::Basic);
+        assert_eq!(
+            scan("ends \\\"\"\" here \"\"\"\"\"\n", Open::Basic),
+            Open::No
+        );
+        assert_eq!(scan("k = '''a''' # '''\n", Open::No), Open::No);
+        assert_eq!(scan("k = '''\n", Open::No), Open::Literal);
+        assert_eq!(
+            scan("\"\"\" # still inside\n", Open::Literal),
+            Open::Literal
+        );
     }
 }

@@ -179,6 +179,9 @@ pub(crate) struct FilePolicy {
     /// `attempt_timeout`: the longest one attempt may take (the library's
     /// policy field; `exec` and `worker` use it when `timeout` is not set).
     pub(crate) attempt_timeout: Option<At<Duration>>,
+    /// `max_requeues`: requeue answers taken before each counts as an
+    /// attempt (the library's policy field).
+    pub(crate) max_requeues: Option<At<u32>>,
     /// `seed`
     pub(crate) seed: Option<At<u64>>,
     /// `task_id`
@@ -212,6 +215,7 @@ impl FilePolicy {
             "max_retry_after" => self.max_retry_after.as_ref().map(|a| a.line),
             "retry_after_spread" => self.retry_after_spread.as_ref().map(|a| a.line),
             "attempt_timeout" => self.attempt_timeout.as_ref().map(|a| a.line),
+            "max_requeues" => self.max_requeues.as_ref().map(|a| a.line),
             _ => None,
         }
     }

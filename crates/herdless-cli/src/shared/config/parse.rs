@@ -286,6 +286,7 @@ fn set_policy_key(
         PolicyField::AttemptTimeout => {
             p.attempt_timeout = c.attempt_timeout.map(|v| At::new(line, v))
         }
+        PolicyField::MaxRequeues => p.max_requeues = c.max_requeues.map(|v| At::new(line, v)),
         _ => {}
     }
     Ok(())
@@ -344,7 +345,8 @@ mod examples {
         assert_eq!(
             err.to_string().lines().next().unwrap(),
             "h.toml:2: policy.a.capp: unknown key (expected one of: jitter, base, multiplier, cap, \
-             max_attempts, max_elapsed, max_retry_after, retry_after_spread, attempt_timeout, seed, \
+             max_attempts, max_elapsed, max_retry_after, retry_after_spread, attempt_timeout, \
+             max_requeues, seed, \
              task_id, recovery_time, visibility_timeout, workers, retry_on, terminal_on, timeout, \
              kill_after)"
         );

@@ -97,6 +97,14 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Pushback replicas' reports
+//!
+//! Unrelated to the worker, the same server can carry what the replicas of
+//! a pushback front end tell each other: [`KvShared`], a
+//! [`SharedState`](crate::pushback::SharedState) over a key-value bucket,
+//! for [`PushbackLayer::share`](crate::adapters::tower::PushbackLayer::share)
+//! (feature `tower`).
+//!
 //! [`Engine::redelivered`]: crate::engine::Engine::redelivered
 //! [`Resumed`]: crate::redelivery::Resumed
 
@@ -110,6 +118,7 @@ mod error;
 mod handle;
 mod liveness;
 mod poison;
+mod replicas;
 mod run;
 mod site;
 
@@ -129,6 +138,7 @@ pub use error::{MAX_NAME_LEN, MAX_SUBJECT_LEN, NatsError, check_name, check_subj
 pub use handle::{Outcome, Task};
 pub use liveness::{PROBE_EVERY, PROBE_WAIT};
 pub use poison::{HEADERS_BASE64_HEADER, MAX_SWEEP, UNDECODABLE_HEADER};
+pub use replicas::{KvShared, MAX_PEERS, MAX_REPLICA_ID, check_replica_id, replicas_bucket};
 pub use run::Summary;
 use site::Site;
 

@@ -6,14 +6,14 @@
 use std::time::SystemTime;
 
 use reqwest::Response;
-use reqwest::header::HeaderValue;
 
 use crate::adapters::reqwest::error::{HttpError, Kind};
 use crate::adapters::reqwest::transport::{classify_transport, is_transport_timeout};
 use crate::classify::TimedOut;
 use crate::classify::{Classification, Classify};
-use crate::http::RETRY_AFTER_MS;
-use crate::http::{StatusClassifier, classify_response_ms};
+use crate::http::HERDLESS_PLAN;
+use crate::http::{StatusClassifier, classify_headers};
+use crate::pushback::waves::WavePlan;
 
 /// Classifies [`HttpError`]s: statuses with a [`StatusClassifier`],
 /// `Retry-After` against [`now`](Self::now), transport errors with
@@ -77,8 +77,9 @@ impl ReqwestClassifier {
 
 impl ReqwestClassifier {
     /// The classification of a response: `None` below 400, else its status
-    /// with its `Retry-After-Ms` or `Retry-After` delay
-    /// ([`classify_response_ms`]; the policy clamps and spreads it).
+    /// with its `Retry-After-Ms` or `Retry-After` delay, a requeue answer
+    /// when it carries `Herdless-Requeue` ([`classify_headers`]; the policy
+    /// clamps and spreads the delay).
     ///
     /// ```
     /// use herdless::adapters::reqwest::ReqwestClassifier;
@@ -87,16 +88,10 @@ impl ReqwestClassifier {
     /// assert_eq!(c, Some(herdless::Classification::retry_after_secs(2.0)));
     /// ```
     pub fn response(&self, response: &Response) -> Option<Classification> {
-        let headers = response.headers();
-        let retry_after = headers
-            .get(reqwest::header::RETRY_AFTER)
-            .map(HeaderValue::as_bytes);
-        let retry_after_ms = headers.get(RETRY_AFTER_MS).map(HeaderValue::as_bytes);
-        classify_response_ms(
+        classify_headers(
             &self.statuses,
             response.status().as_u16(),
-            retry_after,
-            retry_after_ms,
+            response.headers(),
             (self.now)(),
         )
     }
@@ -135,6 +130,14 @@ impl Classify<HttpError> for ReqwestClassifier {
         }
     }
 
+    /// An error status's `Herdless-Plan`, if it carries a readable one.
+    fn plan(&self, error: &HttpError) -> Option<WavePlan> {
+        match error.kind() {
+            Kind::Status(response) => response_plan(response),
+            _ => None,
+        }
+    }
+
     /// A request never sent (its call's time ran out at a throttle's gate):
     /// an [`HttpError`] that says so ([`HttpError::unstarted`]). Attempts
     /// are cut by the request's own timeout, not by the executor
@@ -161,4 +164,19 @@ impl crate::classify::ClassifyResult<Response, reqwest::Error> for ReqwestClassi
     fn is_timeout(&self, result: &Result<Response, reqwest::Error>) -> bool {
         result.as_ref().err().is_some_and(is_transport_timeout)
     }
+
+    fn plan(&self, result: &Result<Response, reqwest::Error>) -> Option<WavePlan> {
+        response_plan(result.as_ref().ok()?)
+    }
+}
+
+/// A response's `Herdless-Plan`, if it carries a readable one.
+fn response_plan(response: &Response) -> Option<WavePlan> {
+    WavePlan::from_headers(
+        response
+            .headers()
+            .get_all(HERDLESS_PLAN)
+            .iter()
+            .map(|v| v.as_bytes()),
+    )
 }

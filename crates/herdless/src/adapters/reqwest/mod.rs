@@ -194,6 +194,7 @@ pub struct HttpRetry<T = SystemTimer, N = NoNotify> {
     pub(crate) retry: Retry<ReqwestClassifier, T, N>,
     pub(crate) idempotency_header: bool,
     pub(crate) retry_non_idempotent: bool,
+    pub(crate) prefer_wait: bool,
 }
 
 impl<T, N> fmt::Debug for HttpRetry<T, N> {
@@ -202,6 +203,7 @@ impl<T, N> fmt::Debug for HttpRetry<T, N> {
             .field("retry", &self.retry)
             .field("idempotency_header", &self.idempotency_header)
             .field("retry_non_idempotent", &self.retry_non_idempotent)
+            .field("prefer_wait", &self.prefer_wait)
             .finish()
     }
 }
@@ -239,6 +241,7 @@ impl<T, N> HttpRetry<T, N> {
             retry,
             idempotency_header: false,
             retry_non_idempotent: false,
+            prefer_wait: true,
         }
     }
 
@@ -246,6 +249,24 @@ impl<T, N> HttpRetry<T, N> {
     /// (unless the request already has one).
     pub fn idempotency_key_header(mut self, on: bool) -> Self {
         self.idempotency_header = on;
+        self
+    }
+
+    /// Tells the server, on every attempt, how long the attempt will wait
+    /// for its answer: `Prefer: wait=N` (RFC 7240), `N` the attempt's
+    /// timeout or, without one, what is left of `max_elapsed`, in whole
+    /// seconds (unless the request has a `Prefer` header of its own). A
+    /// server's reconnect queue may then hold the request that long instead
+    /// of answering it early (see [`http::queue`](crate::http::queue)). On
+    /// by default. A timeout set on the reqwest `Client` is not known here:
+    /// set it as the policy's `attempt_timeout` instead, or turn this off.
+    ///
+    /// ```
+    /// let h = herdless::adapters::reqwest::HttpRetry::new(herdless::Policy::default()).prefer_wait(false);
+    /// # let _ = h;
+    /// ```
+    pub fn prefer_wait(mut self, on: bool) -> Self {
+        self.prefer_wait = on;
         self
     }
 
@@ -331,7 +352,12 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
     ) -> Result<(reqwest::Client, Replay), SendError> {
         let (client, request) = request.build_split();
         let request = request.map_err(SendError::Build)?;
-        let replay = Replay::new(request, self.retry_non_idempotent, self.idempotency_header);
+        let replay = Replay::new(
+            request,
+            self.retry_non_idempotent,
+            self.idempotency_header,
+            self.prefer_wait,
+        );
         // A retryable method whose body cannot be cloned is refused before
         // anything is sent, rather than sent once and silently not retried.
         if let (Some(NotRetried::BodyNotCloneable), Some(r)) =

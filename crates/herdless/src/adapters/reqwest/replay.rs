@@ -6,6 +6,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Method, Request};
 
 use crate::adapters::reqwest::error::NotRetried;
+use crate::http::{PREFER, prefer_wait_value};
 use crate::retry::Attempt;
 
 /// The `Idempotency-Key` header name.
@@ -32,14 +33,22 @@ pub(crate) struct Replay {
     once: Option<Request>,
     not_retried: Option<NotRetried>,
     key_header: bool,
+    prefer_wait: bool,
 }
 
 impl Replay {
     /// `request` is replayable when its method is idempotent (or
     /// `retry_non_idempotent` allows any) and its body clones. With
     /// `key_header`, every attempt carries the call's `Idempotency-Key`
-    /// (unless the request has its own).
-    pub(crate) fn new(request: Request, retry_non_idempotent: bool, key_header: bool) -> Self {
+    /// (unless the request has its own); with `prefer_wait`, every attempt
+    /// tells the server how long it will wait (`Prefer: wait=N`, unless the
+    /// request has a `Prefer` of its own).
+    pub(crate) fn new(
+        request: Request,
+        retry_non_idempotent: bool,
+        key_header: bool,
+        prefer_wait: bool,
+    ) -> Self {
         let not_retried = if !retry_non_idempotent && !is_idempotent(request.method()) {
             Some(NotRetried::NonIdempotent)
         } else if request.try_clone().is_none() {
@@ -56,6 +65,7 @@ impl Replay {
             once,
             not_retried,
             key_header,
+            prefer_wait,
         }
     }
 
@@ -97,6 +107,17 @@ impl Replay {
         if bounded || own.is_some() {
             let left = attempt.remaining();
             *request.timeout_mut() = Some(own.map_or(left, |t| t.min(left)));
+        }
+        if self.prefer_wait && !request.headers().contains_key(PREFER) {
+            // What the attempt will wait: its timeout, else what is left of
+            // the call (a timeout set on the `Client` is not known here).
+            let wait = request
+                .timeout()
+                .copied()
+                .unwrap_or_else(|| attempt.remaining());
+            request
+                .headers_mut()
+                .insert(HeaderName::from_static(PREFER), prefer_wait_value(wait));
         }
         request
     }

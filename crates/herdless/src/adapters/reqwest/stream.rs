@@ -157,11 +157,24 @@ pub trait AttemptWatch: Send {
     fn started(&mut self, number: u32, at: Instant);
     /// The attempt ended: what it did.
     fn ended(&mut self, record: &AttemptRecord);
+    /// The request of the attempt about to start, which the watch may
+    /// change: a client-side balancer points each attempt at its next
+    /// endpoint here (`herdless fleet URL URL...` does). Called just before
+    /// [`started`](Self::started); nothing by default. What it changes is
+    /// the attempt's alone: the next attempt starts again from the call's
+    /// request.
+    fn sending(&mut self, request: &mut reqwest::Request) {
+        let _ = request;
+    }
 }
 
 impl<W: AttemptWatch + ?Sized> AttemptWatch for &mut W {
     fn started(&mut self, number: u32, at: Instant) {
         (**self).started(number, at);
+    }
+
+    fn sending(&mut self, request: &mut reqwest::Request) {
+        (**self).sending(request);
     }
 
     fn ended(&mut self, record: &AttemptRecord) {
@@ -274,11 +287,12 @@ impl<T: AsyncSleep, N: Notify> HttpRetry<T, N> {
             failed: None,
         });
         let call = self.retry.call_async(|attempt: Attempt| {
-            let req = replay.request(&attempt, bounded);
+            let mut req = replay.request(&attempt, bounded);
             let (client, timer, observe, shared) = (&client, &self.retry.timer, &observe, &shared);
             async move {
                 let started = timer.now();
                 if let Ok(mut watch) = observe.lock() {
+                    watch.sending(&mut req);
                     watch.started(attempt.number(), started);
                 }
                 let (sink, earlier) = {

@@ -171,11 +171,46 @@ impl<B, E, C: Classify<E>> ClassifyResult<Response<B>, E> for GrpcClassifier<C> 
             .err()
             .is_some_and(|e| self.errors.is_timeout(e))
     }
+
+    /// A trailers-only answer's `herdless-plan` (the shape of an immediate
+    /// rejection, whose trailers arrive as headers), if readable.
+    fn plan(&self, result: &Result<Response<B>, E>) -> Option<crate::pushback::waves::WavePlan> {
+        let lines = result
+            .as_ref()
+            .ok()?
+            .headers()
+            .get_all(crate::http::HERDLESS_PLAN);
+        crate::pushback::waves::WavePlan::from_headers(lines.iter().map(|v| v.as_bytes()))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trailers_only_rejection_carries_its_plan() {
+        let c = GrpcClassifier::new();
+        let r = Response::builder()
+            .header("grpc-status", "14")
+            .header("grpc-retry-pushback-ms", "1250")
+            .header("herdless-plan", "start=0.5, waves=3, spacing=1.0, salt=7")
+            .body(())
+            .unwrap();
+        let plan = c.plan(&Ok::<_, ()>(r)).unwrap();
+        assert_eq!((plan.start_ms(), plan.waves(), plan.salt()), (500, 3, 7));
+        let bad = Response::builder()
+            .header("grpc-status", "14")
+            .header("herdless-plan", "start=soon")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            c.plan(&Ok::<_, ()>(bad)),
+            None,
+            "an unreadable plan is none"
+        );
+        assert_eq!(c.plan(&Err::<Response<()>, _>(())), None);
+    }
 
     #[test]
     fn grpc_status_values_and_http_fallbacks() {

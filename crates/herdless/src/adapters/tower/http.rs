@@ -3,19 +3,20 @@
 
 use std::time::SystemTime;
 
-use http::header::RETRY_AFTER;
 use http::{Request, Response};
 
 use crate::adapters::tower::clone::CloneRequest;
 use crate::classify::{Classification, Classify};
 use crate::classify::{ClassifyResult, FailClosed};
-use crate::http::RETRY_AFTER_MS;
-use crate::http::{StatusClassifier, classify_response_ms};
+use crate::http::HERDLESS_PLAN;
+use crate::http::{StatusClassifier, classify_headers};
+use crate::pushback::waves::WavePlan;
 
 /// Classifies `Result<http::Response<B>, E>`: a response by its status
 /// ([`StatusClassifier`]: statuses below 400 succeed, unknown ones fail
 /// closed) with its `Retry-After-Ms` or `Retry-After` delay
-/// ([`classify_response_ms`]: the policy then clamps and spreads it); a
+/// ([`classify_response_ms`](crate::http::classify_response_ms): the
+/// policy then clamps and spreads it); a
 /// transport error by an error classifier (default [`FailClosed`]: not
 /// retried).
 ///
@@ -85,16 +86,12 @@ impl<C> HttpClassifier<C> {
 impl<B, E, C: Classify<E>> ClassifyResult<Response<B>, E> for HttpClassifier<C> {
     fn classify(&self, result: &Result<Response<B>, E>) -> Option<Classification> {
         match result {
-            Ok(response) => {
-                let headers = response.headers();
-                classify_response_ms(
-                    &self.statuses,
-                    response.status().as_u16(),
-                    headers.get(RETRY_AFTER).map(|v| v.as_bytes()),
-                    headers.get(RETRY_AFTER_MS).map(|v| v.as_bytes()),
-                    SystemTime::now(),
-                )
-            }
+            Ok(response) => classify_headers(
+                &self.statuses,
+                response.status().as_u16(),
+                response.headers(),
+                SystemTime::now(),
+            ),
             Err(e) => Some(self.errors.classify(e)),
         }
     }
@@ -104,6 +101,12 @@ impl<B, E, C: Classify<E>> ClassifyResult<Response<B>, E> for HttpClassifier<C> 
             .as_ref()
             .err()
             .is_some_and(|e| self.errors.is_timeout(e))
+    }
+
+    /// The response's `Herdless-Plan`, if it carries a readable one.
+    fn plan(&self, result: &Result<Response<B>, E>) -> Option<WavePlan> {
+        let lines = result.as_ref().ok()?.headers().get_all(HERDLESS_PLAN);
+        WavePlan::from_headers(lines.iter().map(|v| v.as_bytes()))
     }
 }
 

@@ -260,6 +260,9 @@ where
             return None; // the attempt a breaker wait gave up on: its result stands
         }
         let cx = context(retry, self.origin_ns);
+        if let Some(guard) = retry.waves() {
+            guard.observe(retry.classifier.plan(result));
+        }
         let Some((classification, cause)) = retry.classifier.classify_cause(result) else {
             state.engine.succeeded(&cx, now);
             return None;

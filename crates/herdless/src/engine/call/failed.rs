@@ -55,6 +55,11 @@ impl Engine {
         let elapsed_ns = now_ns.saturating_sub(self.start_ns);
         let elapsed = || Duration::from_nanos(elapsed_ns);
         let timed_out = cause == RetryCause::Timeout;
+        if let Classification::Requeued { after } = classification {
+            if u32::from(self.requeues) < cx.policy.max_requeues() {
+                return self.requeued(cx, elapsed_ns, after, rng);
+            }
+        }
         let pushback = classification == Classification::DoNotRetry;
         if !classification.is_retryable() && !pushback {
             // The endpoint answered: neither a breaker failure nor a success;
@@ -89,10 +94,14 @@ impl Engine {
         };
         let computed_ns = policy.next_delay_ns(&mut schedule, rng);
         self.prev_ns = schedule.prev_ns;
-        let (delay_ns, honored) = match classification {
-            Classification::Retryable { after: Some(d) } if !d.is_zero() => {
-                (policy.server_delay_ns(d, rng), true)
-            }
+        let wave = match cx.waves {
+            Some(guard) => guard.take_delay_ns(rng),
+            None => None,
+        };
+        let (delay_ns, honored) = match (wave, classification.server_delay()) {
+            // The client's wave: drawn within it, never spread further.
+            (Some(d), _) => (d.min(policy.max_retry_after_ns), true),
+            (None, Some(d)) if !d.is_zero() => (policy.server_delay_ns(d, rng), true),
             _ => (computed_ns, false),
         };
         if cx.budget.is_some() && self.flags & LEVEL_SET == 0 {
@@ -135,6 +144,43 @@ impl Engine {
         Decision::Retry {
             delay,
             honored_retry_after: honored,
+        }
+    }
+
+    /// The server queued the attempt and answered it unprocessed (within
+    /// `max_requeues`): not an attempt, so the count goes back and nothing
+    /// else hears of it; the wait is the server's delay, clamped and spread,
+    /// and must end within the elapsed limit.
+    fn requeued<N: Notify>(
+        &mut self,
+        cx: &Context<'_, N>,
+        elapsed_ns: u64,
+        after: Duration,
+        rng: &mut Rng,
+    ) -> Decision {
+        let elapsed = Duration::from_nanos(elapsed_ns);
+        let delay_ns = cx.policy.server_delay_ns(after, rng);
+        let limit = cx.max_elapsed_ns();
+        if elapsed_ns
+            .checked_add(delay_ns)
+            .is_none_or(|due| due > limit || (due == limit && cx.policy.attempt_timeout_ns != 0))
+        {
+            self.release_probe(cx);
+            return self.exhausted(cx, GiveUp::MaxElapsed, elapsed, true, false);
+        }
+        self.requeues += 1;
+        self.attempts = self.attempts.saturating_sub(1);
+        let delay = Duration::from_nanos(delay_ns);
+        cx.emit_with(false, || RetryEvent::Requeued {
+            task_id: cx.task_id,
+            attempt: self.attempts + 1,
+            sleep: delay,
+            requeues: u32::from(self.requeues),
+            elapsed,
+        });
+        Decision::Retry {
+            delay,
+            honored_retry_after: true,
         }
     }
 }

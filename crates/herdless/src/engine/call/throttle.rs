@@ -1,6 +1,6 @@
 //! The adaptive throttle's part in a call's decisions: a gate before every
 //! attempt, the first included, and the outcome after each (see
-//! [`fleet::throttle`](crate::guard::throttle)).
+//! [`guard::throttle`](crate::guard::throttle)).
 
 use std::time::Duration;
 

@@ -131,7 +131,7 @@ impl From<&Breaker> for BreakerBuilder {
     /// A breaker's settings.
     ///
     /// ```
-    /// use herdless::{fleet::breaker::BreakerBuilder, Breaker};
+    /// use herdless::{guard::breaker::BreakerBuilder, Breaker};
     /// assert_eq!(BreakerBuilder::from(&Breaker::new(4)).build()?.threshold(), 4);
     /// # Ok::<(), herdless::guard::breaker::BreakerError>(())
     /// ```

@@ -46,7 +46,7 @@ const CUT: f64 = 0.7;
 /// second, so a fleet whose backlog is ten seconds of the capacity starts
 /// at the capacity, and a larger one below it. Together with the gentle
 /// cubic (`RAMP_SCALE` 80): the simulator's 400 processes drain a 5 s outage
-/// within 1.41–1.43× the limit with a peak of 1.08× the capacity, where 40 s
+/// within 1.40–1.43× the limit with a peak of 1.09× the capacity, where 40 s
 /// with a cubic of scale 28 gave 1.47–1.59× and 1.24× (measured over seeds
 /// 1–8, docs/fleet-protection.md); one process holding 2,000 callers starts
 /// at ~200/s.
@@ -77,9 +77,10 @@ pub(crate) struct State {
     failed: u32,
     /// Calls told to wait in this window: demand above the rate.
     denied: u32,
-    /// Whether calls were told to wait in the previous window (demand is
-    /// judged over both, so a window's first moments are not taken as idle).
-    wanted: bool,
+    /// The latest time a caller told to wait was told to come back: calls
+    /// wait for the rate until then, and the rate grows only until then (an
+    /// idle process, or a clock stepped forward, earns no growth).
+    waiting_until: u64,
     /// Consecutive refusals.
     run: u32,
     calm: u32,
@@ -94,6 +95,10 @@ pub(crate) struct State {
     asks: f64,
     /// While probing: a call not yet refused asked since the last probe.
     fresh: bool,
+    /// While probing: a probe went and has not been answered. A refusal
+    /// without one is of a call sent before the probing began (or a
+    /// probe already counted): not a refused probe.
+    probe_out: bool,
     /// A share in `[0.5, 1]` drawn at the last admission: the next probe
     /// interval's jitter (so the processes of a fleet do not probe in step).
     jitter: f64,
@@ -118,7 +123,7 @@ impl State {
             ok: 0,
             failed: 0,
             denied: 0,
-            wanted: false,
+            waiting_until: 0,
             run: 0,
             calm: 0,
             last_ok: None,
@@ -127,6 +132,7 @@ impl State {
             asks: 0.0,
             before: 0.0,
             fresh: false,
+            probe_out: false,
             jitter: 1.0,
         }
     }
@@ -160,6 +166,7 @@ impl State {
             &mut self.window_start,
             &mut self.ramp_at,
             &mut self.probe_at,
+            &mut self.waiting_until,
         ] {
             *t = t.saturating_sub(back);
         }
@@ -189,8 +196,12 @@ impl State {
             Phase::Probe { .. } => 1.0,
         };
         if now > self.grown_at {
-            if self.failed == 0 && (self.denied > 0 || self.wanted) && growth > 1.0 {
-                let windows = (now - self.grown_at) as f64 / s.window as f64;
+            // Only the time calls waited for the rate counts: a caller told
+            // to wait comes back by `waiting_until`, and none is waiting past
+            // it (the process went idle, or the clock jumped forward).
+            let until = now.min(self.waiting_until);
+            if self.failed == 0 && until > self.grown_at && growth > 1.0 {
+                let windows = (until - self.grown_at) as f64 / s.window as f64;
                 self.rate = (self.rate * growth.powf(windows)).min(MAX_RATE);
             }
             self.grown_at = now;
@@ -224,7 +235,6 @@ impl State {
             }
         }
         self.window_start = now;
-        self.wanted = self.denied > 0;
         self.ok = 0;
         self.failed = 0;
         self.denied = 0;
@@ -253,6 +263,7 @@ impl State {
             }
             if now >= self.probe_at {
                 self.fresh = false;
+                self.probe_out = true;
                 // The next probe goes an interval later even if this one
                 // never reports (a cancelled call): probing never stops.
                 self.probe_at = now.saturating_add(interval);
@@ -283,11 +294,14 @@ impl State {
     /// a uniform share of `[max_wait / 2, max_wait]` with no turn booked (a
     /// waiter that re-asks must not push every later turn back, and the
     /// waiters of a process must not all re-ask at once).
-    fn wait(&self, wait: u64, s: &Settings, rng: &mut Rng) -> Duration {
-        if wait > s.max_wait {
-            return Duration::from_nanos(rng.between(s.max_wait / 2, s.max_wait).max(1));
-        }
-        Duration::from_nanos(wait.max(1))
+    fn wait(&mut self, wait: u64, s: &Settings, rng: &mut Rng) -> Duration {
+        let wait = if wait > s.max_wait {
+            rng.between(s.max_wait / 2, s.max_wait).max(1)
+        } else {
+            wait.max(1)
+        };
+        self.waiting_until = self.waiting_until.max(self.last.saturating_add(wait));
+        Duration::from_nanos(wait)
     }
 
     fn admitted(&mut self, rng: &mut Rng) {
@@ -338,6 +352,11 @@ impl State {
             .last_ok
             .is_none_or(|t| now.saturating_sub(t) >= s.window);
         let interval = match self.phase {
+            // A refusal with no probe out is of a call sent before the
+            // probing began: the probe's schedule stands (ten calls refused
+            // together used to double the interval to `probe_max` at once
+            // and push the first probe back each time).
+            Phase::Probe { .. } if !self.probe_out => return,
             Phase::Probe { interval } => interval.saturating_mul(2).min(s.probe_max),
             _ if self.run >= s.threshold && quiet => s.probe_min,
             Phase::Start | Phase::Ramp => {
@@ -355,6 +374,7 @@ impl State {
             self.fresh = false;
             self.before = self.rate;
         }
+        self.probe_out = false;
         self.phase = Phase::Probe { interval };
         self.rate = interval_ns(interval as f64);
         self.tokens = 0.0;

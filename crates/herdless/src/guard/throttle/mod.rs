@@ -40,6 +40,21 @@
 //!   `max_wait`, when one has asked since the last probe (otherwise the
 //!   callers back from a refused probe spend their attempts on probe after
 //!   probe, and give up in a long outage).
+//! * **A refused probe is a probe's refusal**: the calls that went before
+//!   the probing began and are refused after it (a burst refused together,
+//!   a slow call timing out) neither double the interval nor push the next
+//!   probe back (ten refused together used to put the first probe 1.5 to
+//!   3 s away, `probe_max`, instead of within `probe_min`).
+//! * **The rate grows only while calls wait for it**: over the time up to
+//!   which a waiting caller was told to come back, never over an idle
+//!   spell or a clock stepped forward (10 s idle after one window of
+//!   waiters used to take the rate to the maximum, 1e9/s, and let every
+//!   call go).
+//! * **It cannot tell refusals that do not follow the rate**: an endpoint
+//!   failing a steady share of its calls whatever the load (one in 20) is
+//!   taken for one at its capacity in every window, and the rate falls
+//!   toward its floor. Use it where failures mean overload (figures in the
+//!   repository's `docs/fleet-protection.md`).
 //! * **It never deadlocks**: while the endpoint refuses everything one call
 //!   per probe interval still goes, so a recovery is seen within `probe_max`.
 //! * **Waiting calls are spread**: each is given its own turn, one interval

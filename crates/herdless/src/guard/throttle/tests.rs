@@ -404,3 +404,99 @@ fn a_time_a_tick_earlier_is_read_as_the_last_seen() {
     assert_eq!(t.acquire(at - ms(4), &mut rng), Err(ms(100)));
     assert!(t.acquire(at + ms(200), &mut rng).is_ok());
 }
+
+/// Calls `acquire` at `now`, then again after each wait, until one is let go.
+fn next_go(t: &Throttle, mut now: Duration, rng: &mut Rng) -> Duration {
+    loop {
+        match t.acquire(now, rng) {
+            Ok(()) => return now,
+            Err(wait) => now += wait,
+        }
+    }
+}
+
+/// Refusals of calls that went before the probing began are not refused
+/// probes: they neither double the probe interval nor push the next probe
+/// back. A process whose first ten calls were refused together used to
+/// wait 1.5 to 3 s (`probe_max`) for its first probe, instead of a share of
+/// `probe_min` (500 ms): a recovery went unseen that much longer.
+#[test]
+fn refusals_of_calls_sent_before_the_probing_began_do_not_delay_the_probe() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::new();
+    for _ in 0..10 {
+        assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    }
+    for i in 0..10 {
+        t.record_failure(ms(3 + i));
+    }
+    assert!(t.is_probing());
+    let first = next_go(&t, ms(13), &mut rng);
+    assert!(first <= ms(3 + 500), "the first probe at {first:?}");
+    // The probe's own refusal doubles the interval (jittered in its upper half).
+    t.record_failure(first);
+    let second = next_go(&t, first, &mut rng);
+    assert!(
+        (first + ms(500)..=first + ms(1_000)).contains(&second),
+        "{first:?} then {second:?}"
+    );
+    // A slow call sent before the outage, refused late (its timeout), does
+    // not push the next probe back either.
+    let t = Throttle::new();
+    for _ in 0..2 {
+        assert!(t.acquire(Duration::ZERO, &mut rng).is_ok());
+    }
+    t.record_failure(ms(3));
+    t.record_failure(ms(200));
+    let first = next_go(&t, ms(200), &mut rng);
+    assert!(first <= ms(3 + 500), "the first probe at {first:?}");
+}
+
+/// The rate grows only over the time calls waited for it: a process whose
+/// callers were told to wait at its start, then made no call for 10 s,
+/// comes back at the rate those waits earned (doubling per 100 ms window
+/// over at most the longest wait handed out). The idle time used to count
+/// as windows of demand: 100/s became the maximum, 1e9/s, and the throttle
+/// let every call go.
+#[test]
+fn the_rate_grows_only_while_calls_wait() {
+    let mut rng = Rng::with_seed(7);
+    let t = Throttle::new();
+    let waits: Vec<Duration> = (0..50)
+        .filter_map(|_| t.acquire(Duration::ZERO, &mut rng).err())
+        .collect();
+    assert_eq!(waits.len(), 40);
+    let longest = waits.iter().max().copied().unwrap();
+    // Nobody comes back (the callers went elsewhere); 10 s later, a call.
+    let _ = t.acquire(Duration::from_secs(10), &mut rng);
+    let bound = 100.0 * 2f64.powf(longest.as_secs_f64() / 0.1);
+    assert!(
+        t.rate() <= bound * 1.000_001,
+        "rate {} after 10 s idle; the waits earned at most {bound}",
+        t.rate()
+    );
+    // In steady state too: set to what was served, then idle.
+    let t = Throttle::new();
+    let mut now = Duration::ZERO;
+    for _ in 0..3 {
+        for i in 0..20 {
+            if t.acquire(now, &mut rng).is_ok() {
+                if i % 2 == 0 {
+                    t.record_success(now);
+                } else {
+                    t.record_failure(now);
+                }
+            }
+        }
+        now += ms(100);
+    }
+    assert!(!t.is_probing());
+    let rate = t.rate();
+    let _ = t.acquire(now, &mut rng); // told to wait: demand
+    let _ = t.acquire(now + Duration::from_secs(30), &mut rng);
+    assert!(
+        t.rate() <= rate * 1.1f64.powf(5.0) * 1.000_001,
+        "{rate} then {} after 30 s idle",
+        t.rate()
+    );
+}

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::pushback::Caller;
 
 impl AdaptiveAllocator {
     /// The service served a request this allocator admitted (at `now`). A
@@ -44,7 +45,23 @@ impl AdaptiveAllocator {
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn refused(&mut self, now: Duration, key: Option<u64>) -> Allotment {
-        self.refusal(ns(now), key, true)
+        self.refusal(ns(now), Caller::named(key), true)
+    }
+
+    /// [`refused`](Self::refused) for a request from `caller`: held again,
+    /// it is kept as long as its patience allows (see
+    /// [`decide_caller`](Self::decide_caller)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::pushback::{AdaptiveAllocator, Caller};
+    /// let mut a = AdaptiveAllocator::builder().estimate(10.0).hold().build()?;
+    /// let hurried = Caller::new().wait(Duration::from_secs(3));
+    /// assert!(a.refused_caller(Duration::ZERO, hurried).retry_after().is_some(), "not held: it would time out");
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn refused_caller(&mut self, now: Duration, caller: Caller) -> Allotment {
+        self.refusal(ns(now), caller, true)
     }
 
     /// [`refused`](Self::refused) for a front end that cannot keep the
@@ -61,18 +78,22 @@ impl AdaptiveAllocator {
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn refused_unheld(&mut self, now: Duration, key: Option<u64>) -> Allotment {
-        self.refusal(ns(now), key, false)
+        self.refusal(ns(now), Caller::named(key), false)
     }
 
-    pub(super) fn refusal(&mut self, now: u64, key: Option<u64>, may_hold: bool) -> Allotment {
+    pub(super) fn refusal(&mut self, now: u64, caller: Caller, may_hold: bool) -> Allotment {
         self.tick(now);
         self.counts.refused += 1;
         let (starts, held_since) = self.note_refusal(now);
-        // With a hold, the refused request waits at the front of the queue.
+        let key = caller.key;
+        // With a hold, the refused request waits at the front of the queue
+        // (if its caller waits long enough to be held).
         if let Some(h) = self.hold.as_mut().filter(|h| may_hold && h.has_room()) {
-            self.counts.held += 1;
-            let ticket = h.push_new_front(now, key);
-            return Allotment::Hold { ticket };
+            if let Some(patient) = h.class_of(caller.wait_ns()) {
+                self.counts.held += 1;
+                let ticket = h.push_new_front(now, key, patient);
+                return Allotment::Hold { ticket };
+            }
         }
         let slot = self.reject(now, key, None, false, held_since);
         if starts {

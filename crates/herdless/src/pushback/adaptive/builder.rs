@@ -26,8 +26,9 @@ pub const MAX_CAPACITY: f64 = 1e9;
 /// | [`client_spread`](Self::client_spread): how late callers come back after their slot, as a share of the delay | 0.1 (herdless clients' `retry_after_spread`) | `0..=1` |
 /// | [`callers`](Self::callers): callers numbered `0..n`, tracked in a table allocated up front | 0 (every key in a hash map) | `0..=100_000_000` |
 /// | [`hold`](Self::hold): hold requests open instead of answering them (a capacity-aware reconnect queue) | off | |
-/// | [`hold_max`](Self::hold_max): the most requests held at once (turns the hold on) | 2.4 s of the estimate at the default `hold_for` (24,000 at 10,000/s): what the starting release rate serves in 0.4 `hold_for` | `1..=10_000_000` |
-/// | [`hold_for`](Self::hold_for): the longest a request is held (turns the hold on) | 10 s (below common clients' per-attempt timeouts) | 10 ms ..= 1 h |
+/// | [`hold_max`](Self::hold_max): the most requests held at once (turns the hold on) | 12 s of the estimate at the default `hold_for_max` (120,000 at 10,000/s): what the starting release rate serves in 0.4 `hold_for_max` | `1..=10_000_000` |
+/// | [`hold_for`](Self::hold_for): the longest a request is held when its caller says nothing of its patience (turns the hold on) | 10 s (below common clients' per-attempt timeouts) | 10 ms ..= 1 h |
+/// | [`hold_for_max`](Self::hold_for_max): the longest a request is held when its caller says it waits longer (`Prefer: wait=N`, N at least this and 1 s more) (turns the hold on) | 50 s (below the 60 s idle timeout of common proxies and load balancers), at least `hold_for` | `hold_for` ..= 1 h |
 ///
 /// ```
 /// use std::time::Duration;
@@ -56,6 +57,7 @@ pub struct AdaptiveBuilder {
     hold: bool,
     hold_max: Option<usize>,
     hold_for: Option<Duration>,
+    hold_for_max: Option<Duration>,
 }
 
 impl Default for AdaptiveBuilder {
@@ -73,6 +75,7 @@ impl Default for AdaptiveBuilder {
             hold: false,
             hold_max: None,
             hold_for: None,
+            hold_for_max: None,
         }
     }
 }
@@ -83,13 +86,20 @@ pub const MAX_HOLD: usize = 10_000_000;
 /// How long a request is held at most, by default.
 pub const DEFAULT_HOLD_FOR: Duration = Duration::from_secs(10);
 
+/// The default longest hold of a request whose caller says it waits longer
+/// ([`AdaptiveBuilder::hold_for_max`]): 50 s, below the 60 s idle timeout of
+/// common proxies and load balancers (nginx's `proxy_read_timeout`, AWS's
+/// application load balancer), which would cut a held connection.
+pub const DEFAULT_HOLD_FOR_MAX: Duration = Duration::from_secs(50);
+
 /// The default bound: what the starting release rate (`RELEASE_START` of
-/// the estimate) lets through in `HOLD_MAX_SPAN` of `hold_for` (see
-/// `pushback/tuning.rs`), so that a hold filled at an outage's start
-/// is drained before its first request's `hold_for` runs out when the outage
-/// lasts up to `1 − HOLD_MAX_SPAN` of `hold_for`, even at the starting rate.
-fn default_hold_max(estimate: f64, hold_for: Duration) -> usize {
-    let n = RELEASE_START * estimate * HOLD_MAX_SPAN * hold_for.as_secs_f64();
+/// the estimate) lets through in `HOLD_MAX_SPAN` of the longest hold,
+/// `hold_for_max` (see `pushback/tuning.rs`), so that a hold filled at an
+/// outage's start with patient callers is drained before the first of them
+/// runs out of time when the outage lasts up to `1 − HOLD_MAX_SPAN` of it,
+/// even at the starting rate.
+fn default_hold_max(estimate: f64, longest: Duration) -> usize {
+    let n = RELEASE_START * estimate * HOLD_MAX_SPAN * longest.as_secs_f64();
     (n.round() as usize).clamp(1, MAX_HOLD)
 }
 
@@ -268,6 +278,29 @@ impl AdaptiveBuilder {
         self
     }
 
+    /// The longest a request is held when its caller says it waits longer
+    /// than that (and 1 s more for the answer's way back): RFC 7240's
+    /// `Prefer: wait=N` on the request, which herdless's HTTP clients send
+    /// (see [`http::queue`](crate::http::queue)); turns the hold on. A
+    /// caller that says nothing is held `hold_for`; one that says it waits
+    /// less than `hold_for` and a second is not held (it gets a slot). It
+    /// also sizes the default `hold_max`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let a = herdless::pushback::AdaptiveAllocator::builder().hold_for_max(Duration::from_secs(30)).build()?;
+    /// assert_eq!(a.hold_for_max(), Some(Duration::from_secs(30)));
+    /// let short = herdless::pushback::AdaptiveAllocator::builder()
+    ///     .hold_for(Duration::from_secs(20)).hold_for_max(Duration::from_secs(5));
+    /// assert!(short.build().is_err(), "below hold_for");
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn hold_for_max(mut self, d: Duration) -> Self {
+        self.hold = true;
+        self.hold_for_max = Some(d);
+        self
+    }
+
     /// Validates the settings.
     ///
     /// # Errors
@@ -332,16 +365,23 @@ impl AdaptiveBuilder {
             (Duration::from_millis(10)..=Duration::from_secs(3_600)).contains(&hold_for),
             "hold_for must be within 10 ms..=1 h",
         )?;
+        let hold_for_max = self
+            .hold_for_max
+            .unwrap_or(DEFAULT_HOLD_FOR_MAX.max(hold_for));
+        bad(
+            (hold_for..=Duration::from_secs(3_600)).contains(&hold_for_max),
+            "hold_for_max must be within hold_for..=1 h",
+        )?;
         let hold_max = self
             .hold_max
-            .unwrap_or_else(|| default_hold_max(capacity, hold_for));
+            .unwrap_or_else(|| default_hold_max(capacity, hold_for_max));
         bad(
             (1..=MAX_HOLD).contains(&hold_max),
             "hold_max must be within 1..=10,000,000",
         )?;
         let hold = self
             .hold
-            .then(|| super::hold::Hold::new(hold_max, ns(hold_for)));
+            .then(|| super::hold::Hold::new(hold_max, ns(hold_for), ns(hold_for_max)));
         let mut estimate = Estimate::new(capacity, MIN_CAPACITY, MAX_CAPACITY, ns(self.window));
         if hold.is_some() {
             estimate.growth = HOLD_GROWTH;
@@ -358,6 +398,8 @@ impl AdaptiveBuilder {
             clients: super::clients::Clients::with_table(self.callers),
             counts: Default::default(),
             hold,
+            mark: Default::default(),
+            evicting: false,
         })
     }
 }

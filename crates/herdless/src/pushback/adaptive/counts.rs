@@ -10,6 +10,8 @@
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AdaptiveCounts {
+    /// Requests decided: every arrival once (not the releases of held ones).
+    pub arrivals: u64,
     /// Requests let through to the service (probes included).
     pub admitted: u64,
     /// Requests rejected with a slot (refusals not included).
@@ -27,10 +29,14 @@ pub struct AdaptiveCounts {
     pub held: u64,
     /// Held requests let through to the service.
     pub released: u64,
-    /// Released requests the service refused, back at the front of the queue.
-    pub requeued: u64,
+    /// Released requests the service refused, put back at the front of the
+    /// queue (their callers saw nothing).
+    pub put_back: u64,
     /// Held requests answered with a slot when their `hold_for` ran out.
     pub expired: u64,
     /// Held requests whose caller went away.
     pub cancelled: u64,
+    /// Held requests answered unprocessed because the front end was going
+    /// away ([`evict`](crate::pushback::AdaptiveAllocator::evict)).
+    pub evicted: u64,
 }

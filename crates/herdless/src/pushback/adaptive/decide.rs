@@ -75,8 +75,20 @@ impl AdaptiveAllocator {
         }
     }
 
-    pub(super) fn decide_key(&mut self, now: u64, key: Option<u64>) -> Allotment {
+    /// Whether a request the allocator turns away now is queued rather than
+    /// refused: a hold that is holding requests, or a service down.
+    fn queueing(&self) -> bool {
+        self.hold.is_some() && (self.queued() || matches!(self.mode, Mode::Down { .. }))
+    }
+
+    pub(super) fn decide_key(
+        &mut self,
+        now: u64,
+        key: Option<u64>,
+        wait: Option<u64>,
+    ) -> Allotment {
         self.tick(now);
+        self.counts.arrivals += 1;
         // A caller's mark sticks: it is written back with its rejection, and
         // an admission removes the entry.
         let (early_slot, low) = match key.and_then(|k| self.clients.get(k, now, self.horizon_ns)) {
@@ -127,11 +139,13 @@ impl AdaptiveAllocator {
             self.counts.admitted += 1;
             return Allotment::Admit;
         }
-        if let Some(ticket) = self.try_hold(now, key) {
+        if let Some(ticket) = self.try_hold(now, key, wait) {
             return Allotment::Hold { ticket };
         }
         self.counts.rejected += 1;
-        self.reject(now, key, early_slot, low, None)
+        let queueing = self.queueing();
+        let slot = self.reject(now, key, early_slot, low, None);
+        if queueing { slot.requeued() } else { slot }
     }
 
     /// Holds a request that would otherwise be rejected, when the hold has
@@ -139,32 +153,38 @@ impl AdaptiveAllocator {
     /// while down with an unknown end; before a known end, when the end and
     /// the queue ahead (at the starting rate) are within it; while up, when
     /// the queue ahead drains within it at the estimate.
-    fn try_hold(&mut self, now: u64, key: Option<u64>) -> Option<Ticket> {
+    fn try_hold(&mut self, now: u64, key: Option<u64>, wait: Option<u64>) -> Option<Ticket> {
         let hold = self.hold.as_ref()?;
         if !hold.has_room() {
             return None;
         }
+        let patient = hold.class_of(wait)?;
+        let length = if patient {
+            hold.patient_ns
+        } else {
+            hold.for_ns
+        };
         let ahead = hold.len() as u64 + 1;
         let fits = match self.mode {
             Mode::Down { until: None, .. } => true,
             Mode::Down { until: Some(u), .. } => {
                 u.saturating_sub(now)
                     .saturating_add(ahead.saturating_mul(self.start_interval()))
-                    < hold.for_ns
+                    < length
             }
             Mode::Up => {
                 self.schedule
                     .promised()
                     .saturating_sub(now)
                     .saturating_add(ahead.saturating_mul(self.interval()))
-                    < hold.for_ns
+                    < length
             }
         };
         if !fits {
             return None;
         }
         self.counts.held += 1;
-        self.hold.as_mut().map(|h| h.push_back(now, key))
+        self.hold.as_mut().map(|h| h.push_back(now, key, patient))
     }
 
     /// The earliest slot a rejected caller may get at `now`; `held_since`:
@@ -177,7 +197,11 @@ impl AdaptiveAllocator {
                 // Behind the promised capacity and, with a hold, its queue,
                 // which drains at the rate the service took before an
                 // outage (the ceiling) while a restarted estimate ramps up.
-                let queue = self.hold.as_ref().map_or(0, |h| h.len() as u64);
+                let queue = if self.evicting {
+                    0 // the rest of the queue is behind an evicted request
+                } else {
+                    self.hold.as_ref().map_or(0, |h| h.len() as u64)
+                };
                 let drain = slot_interval_ns(self.estimate.capacity.max(self.estimate.ceiling));
                 let behind = self.schedule.promised().max(next);
                 behind.saturating_add(queue.saturating_mul(drain))
@@ -207,9 +231,7 @@ impl AdaptiveAllocator {
         let age = now.saturating_sub(since);
         let wait = match &self.hold {
             Some(h) => {
-                let room = h.peek().map_or(0, |t| {
-                    t.since_ns().saturating_add(h.for_ns).saturating_sub(now)
-                });
+                let room = h.next_expiry().map_or(0, |t| t.saturating_sub(now));
                 let latest = room.max(self.min_hold_ns).min(h.for_ns);
                 (age / 2).max(self.min_hold_ns).min(latest)
             }

@@ -82,6 +82,9 @@ pub(crate) struct Estimate {
     /// Windows of demand with no refusal to let pass before an unverified
     /// estimate grows (set at a recovery with a hold; see `SETTLE_WINDOWS`).
     pub(crate) settle: u32,
+    /// The most this estimate grows to (0: no bound): a replica's share of
+    /// the capacity its fleet measured (see `share.rs`).
+    pub(crate) limit: f64,
 }
 
 impl Estimate {
@@ -105,7 +108,16 @@ impl Estimate {
             backlog: false,
             ceiling: 0.0,
             settle: 0,
+            limit: 0.0,
         }
+    }
+
+    /// Pins the estimate where it is: windows still close (a refusal run
+    /// still means "down"), but the capacity never moves (a capacity told,
+    /// not learned).
+    pub(crate) fn pin(&mut self) {
+        self.min = self.capacity;
+        self.max = self.capacity;
     }
 
     /// Starts a fresh window at `now` (after a recovery: what came before
@@ -177,6 +189,9 @@ impl Estimate {
                 self.capacity * self.growth
             }
             .clamp(self.min, self.max);
+            if self.limit > 0.0 {
+                self.capacity = self.capacity.min(self.limit.max(self.min));
+            }
             if self.verified {
                 self.growth_run += 1;
                 if self.growth_run >= 5 {
@@ -187,6 +202,14 @@ impl Estimate {
         } else {
             self.growth_run = 0;
         }
+    }
+
+    /// Goes on growing as a verified estimate does (its share of a fleet of
+    /// replicas is larger than it): a few percent per window of demand with
+    /// no refusal, the run of such windows started afresh.
+    pub(crate) fn keep_growing(&mut self) {
+        self.verified = true;
+        self.growth_run = 0;
     }
 
     /// Counts a refusal at `now`; true when it starts a refusal run (the

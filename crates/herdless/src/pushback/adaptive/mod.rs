@@ -187,9 +187,12 @@ mod decide;
 mod estimate;
 mod hold;
 mod release;
+mod share;
+mod waves;
 
 pub use builder::{
-    AdaptiveBuilder, DEFAULT_HOLD_FOR, MAX_CALLERS, MAX_CAPACITY, MAX_HOLD, MIN_CAPACITY,
+    AdaptiveBuilder, DEFAULT_HOLD_FOR, DEFAULT_HOLD_FOR_MAX, MAX_CALLERS, MAX_CAPACITY, MAX_HOLD,
+    MIN_CAPACITY,
 };
 pub use counts::AdaptiveCounts;
 
@@ -201,7 +204,7 @@ use clients::Clients;
 use estimate::Estimate;
 use hold::Hold;
 
-use crate::pushback::{Allotment, PushbackError, ns};
+use crate::pushback::{Allotment, Caller, PushbackError, ns};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -239,6 +242,10 @@ pub struct AdaptiveAllocator {
     pub(crate) clients: Clients,
     pub(crate) counts: AdaptiveCounts,
     pub(crate) hold: Option<Hold>,
+    /// The counters at the last [`report`](Self::report).
+    pub(crate) mark: share::Mark,
+    /// An eviction is booking: the queue is behind it, not ahead.
+    pub(crate) evicting: bool,
 }
 
 impl fmt::Debug for AdaptiveAllocator {
@@ -425,7 +432,7 @@ impl AdaptiveAllocator {
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn decide(&mut self, now: Duration) -> Allotment {
-        self.decide_key(ns(now), None)
+        self.decide_key(ns(now), None, None)
     }
 
     /// Decides a request from the caller named `key` (see the [module
@@ -443,6 +450,27 @@ impl AdaptiveAllocator {
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn decide_for(&mut self, now: Duration, key: u64) -> Allotment {
-        self.decide_key(ns(now), Some(key))
+        self.decide_key(ns(now), Some(key), None)
+    }
+
+    /// Decides a request from `caller`: its key, as
+    /// [`decide_for`](Self::decide_for), and its patience, which lets the
+    /// hold keep it up to `hold_for_max` instead of `hold_for` (or not at
+    /// all, when it waits less than `hold_for`; see
+    /// [`AdaptiveBuilder::hold_for_max`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::pushback::{AdaptiveAllocator, Caller};
+    /// let mut a = AdaptiveAllocator::builder().estimate(10.0).hold().build()?
+    ///     .outage_until(Duration::from_secs(40));
+    /// let patient = Caller::new().wait(Duration::from_secs(120));
+    /// assert!(a.decide_caller(Duration::ZERO, patient).is_hold(), "held: its end is within 50 s");
+    /// // One that says nothing would not be released within 10 s: queued, to come back.
+    /// assert!(a.decide_caller(Duration::ZERO, Caller::new()).is_requeue());
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn decide_caller(&mut self, now: Duration, caller: Caller) -> Allotment {
+        self.decide_key(ns(now), caller.key, caller.wait_ns())
     }
 }

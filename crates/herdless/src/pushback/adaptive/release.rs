@@ -7,9 +7,10 @@
 //! that time until it returns `None`. Each [`Released`] is either an
 //! admission (send the held request to the service) or a slot (answer it
 //! `503`: its hold ran out). A released request the service refused goes
-//! back to the front of the queue
+//! back to the front of the queue while the hold has room
 //! ([`refused_held`](AdaptiveAllocator::refused_held)): its caller sees
-//! nothing.
+//! nothing; on a full hold it is answered unprocessed, as one whose hold ran
+//! out.
 
 use std::time::Duration;
 
@@ -35,8 +36,7 @@ impl AdaptiveAllocator {
     /// ```
     pub fn next_release(&self) -> Option<Duration> {
         let hold = self.hold.as_ref()?;
-        let head = hold.peek()?;
-        let expiry = head.since_ns().saturating_add(hold.for_ns);
+        let expiry = hold.next_expiry()?;
         let turn = match self.mode {
             Mode::Up => {
                 let i = self.interval();
@@ -74,18 +74,18 @@ impl AdaptiveAllocator {
     pub fn release(&mut self, now: Duration) -> Option<Released> {
         let now = ns(now);
         self.tick(now);
-        let for_ns = self.hold.as_ref()?.for_ns;
-        let head = self.hold.as_mut()?.front()?;
-        if now >= head.since_ns().saturating_add(for_ns) {
-            self.hold.as_mut()?.pop_front();
+        if let Some(head) = self.hold.as_mut()?.pop_expired(now) {
             self.counts.expired += 1;
             self.counts.rejected += 1;
-            let allotment = self.reject(now, head.caller(), None, false, None);
+            let allotment = self
+                .reject(now, head.caller(), None, false, None)
+                .requeued();
             return Some(Released {
                 ticket: head,
                 allotment,
             });
         }
+        self.hold.as_mut()?.front()?;
         let admit = match &mut self.mode {
             Mode::Up => {
                 let i = self.interval();
@@ -122,7 +122,10 @@ impl AdaptiveAllocator {
     /// (a 503 or 429 of its own, at `now`). It goes back to the front of the
     /// queue ([`Allotment::Hold`] with the same ticket: keep it parked) and
     /// the refusal teaches the estimate as any other; a request whose
-    /// `hold_for` has run out is answered with a slot instead.
+    /// `hold_for` has run out is answered unprocessed instead
+    /// ([`Allotment::Requeue`]), and so is one that finds the hold full (new
+    /// arrivals took its place while it was at the service): the hold never
+    /// holds more than `hold_max`.
     ///
     /// ```
     /// use std::time::Duration;
@@ -140,18 +143,28 @@ impl AdaptiveAllocator {
         self.tick(now);
         self.counts.refused += 1;
         self.note_refusal(now);
-        let for_ns = match &self.hold {
-            Some(h) => h.for_ns,
+        let expiry = match &self.hold {
+            Some(h) => h.expiry(&ticket),
             None => return self.reject(now, ticket.caller(), None, false, None),
         };
-        if now >= ticket.since_ns().saturating_add(for_ns) {
+        if now >= expiry {
             self.counts.expired += 1;
-            return self.reject(now, ticket.caller(), None, false, None);
+            return self
+                .reject(now, ticket.caller(), None, false, None)
+                .requeued();
         }
-        self.counts.requeued += 1;
-        if let Some(h) = self.hold.as_mut() {
-            h.push_front(ticket);
+        // The hold may have filled while it was at the service: it never
+        // holds more than `hold_max`, so the request is answered as an
+        // expired one is.
+        match self.hold.as_mut() {
+            Some(h) if h.has_room() => h.push_front(ticket),
+            _ => {
+                return self
+                    .reject(now, ticket.caller(), None, false, None)
+                    .requeued();
+            }
         }
+        self.counts.put_back += 1;
         Allotment::Hold { ticket }
     }
 
@@ -172,6 +185,39 @@ impl AdaptiveAllocator {
             h.cancel(ticket.id());
             self.counts.cancelled += 1;
         }
+    }
+
+    /// Answers a held request unprocessed, whatever its turn: the front end
+    /// is going away (a shutdown, a restart) and must answer every request it
+    /// holds. Call until `None`; each comes out first in, first out, as a
+    /// [`Allotment::Requeue`] with a slot booked as for any caller turned away
+    /// now, so the requests come back spread at the estimate (to this
+    /// replica, or another) instead of all at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herdless::pushback::AdaptiveAllocator;
+    /// let mut a = AdaptiveAllocator::builder().estimate(10.0).hold().build()?.outage();
+    /// let _probe = a.decide(Duration::ZERO);
+    /// let (x, y) = (a.decide(Duration::ZERO), a.decide(Duration::ZERO));
+    /// assert!(x.is_hold() && y.is_hold());
+    /// let first = a.evict(Duration::from_secs(1)).unwrap();
+    /// let second = a.evict(Duration::from_secs(1)).unwrap();
+    /// assert!(first.allotment.is_requeue());
+    /// assert!(second.allotment.retry_after() > first.allotment.retry_after(), "spread, not together");
+    /// assert_eq!((a.evict(Duration::from_secs(1)), a.held()), (None, 0));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn evict(&mut self, now: Duration) -> Option<Released> {
+        let now = ns(now);
+        self.tick(now);
+        let ticket = self.hold.as_mut()?.pop_any()?;
+        self.counts.evicted += 1;
+        self.counts.rejected += 1;
+        let allotment = self
+            .reject(now, ticket.caller(), None, false, None)
+            .requeued();
+        Some(Released { ticket, allotment })
     }
 
     /// Requests held now.
@@ -199,12 +245,27 @@ impl AdaptiveAllocator {
     /// ```
     /// use std::time::Duration;
     /// let a = herdless::pushback::AdaptiveAllocator::builder().estimate(10_000.0).hold().build()?;
-    /// assert_eq!(a.hold_settings(), Some((24_000, Duration::from_secs(10))));
+    /// assert_eq!(a.hold_settings(), Some((120_000, Duration::from_secs(10))));
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn hold_settings(&self) -> Option<(usize, Duration)> {
         self.hold
             .as_ref()
             .map(|h| (h.max, Duration::from_nanos(h.for_ns)))
+    }
+
+    /// The longest a request whose caller says it waits longer is held
+    /// ([`hold_for_max`](super::AdaptiveBuilder::hold_for_max)), if the
+    /// allocator holds requests.
+    ///
+    /// ```
+    /// let a = herdless::pushback::AdaptiveAllocator::builder().hold().build()?;
+    /// assert_eq!(a.hold_for_max(), Some(std::time::Duration::from_secs(50)));
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn hold_for_max(&self) -> Option<Duration> {
+        self.hold
+            .as_ref()
+            .map(|h| Duration::from_nanos(h.patient_ns))
     }
 }

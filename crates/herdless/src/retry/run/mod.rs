@@ -402,6 +402,9 @@ impl<'r, C, T: Clock, N: Notify, K: Reading<T>> Run<'r, C, T, N, K> {
         C: Classify<E>,
     {
         let classifier = &self.retry.classifier;
+        if let Some(guard) = &self.retry.waves {
+            guard.observe(classifier.plan(error));
+        }
         if timed_out {
             (classifier.classify(error), RetryCause::Timeout)
         } else {

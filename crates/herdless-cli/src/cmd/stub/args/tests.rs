@@ -42,8 +42,15 @@ fn bad_flags_are_clear_errors() {
         horizon: None,
         hold_max: None,
         hold_for: None,
+        hold_for_max: None,
         retry_after: None,
         fail_status: 503,
+        waves: None,
+        wave_spacing: None,
+        upstream: None,
+        upstream_timeout: None,
+        coordinate: None,
+        replica_id: None,
     };
     let e = admission_from_args(&StubArgs {
         fail_status: 200,
@@ -111,6 +118,148 @@ fn hold_flags_need_adaptive_pushback_and_stay_in_range() {
     assert!(e.contains("--hold-max 0"), "{e}");
     let e = with(|a| a.hold_for = Some(Duration::from_secs(7_200))).unwrap_err();
     assert!(e.contains("--hold-for"), "{e}");
+    // The range is the library's hold's, 10 ms to 1 h, said as the flag's
+    // (5 ms used to pass the flag's own check, 1 ms, and come back from the
+    // allocator naming --capacity-estimate and --horizon, which were not given).
+    let e = with(|a| a.hold_for = Some(Duration::from_millis(5))).unwrap_err();
+    assert!(
+        e.contains("--hold-for 5 ms: must be within 10ms..=1h"),
+        "{e}"
+    );
+    assert_eq!(
+        with(|a| a.hold_for = Some(Duration::from_millis(10))),
+        Ok(true)
+    );
+    // The patient callers' hold: on its own it turns the hold on; below
+    // --hold-for it is refused, naming the setting.
+    assert_eq!(
+        with(|a| a.hold_for_max = Some(Duration::from_secs(30))),
+        Ok(true)
+    );
+    let e = with(|a| {
+        a.hold_for = Some(Duration::from_secs(20));
+        a.hold_for_max = Some(Duration::from_secs(5));
+    })
+    .unwrap_err();
+    assert!(e.contains("hold_for_max"), "{e}");
+}
+
+/// A gateway (`--upstream`): the stub's own device flags, pushback off with
+/// a capacity, `--coordinate` without the adaptive allocator, a bad NATS
+/// URL or replica id, an upstream that is not an origin, a timeout out of
+/// range: each refused (exit 2 from the command), naming the flags.
+#[test]
+fn gateway_flags_that_contradict_are_refused_naming_them() {
+    use clap::Parser;
+    let plan = |flags: &[&str]| {
+        let argv = ["herdless", "stub"].iter().chain(flags);
+        match cli::Cli::try_parse_from(argv) {
+            Ok(cli) => {
+                let cli::Command::Stub(a) = cli.command else {
+                    unreachable!()
+                };
+                admission_from_args(&a)
+            }
+            Err(e) => Err(format!("exit {}: {e}", e.exit_code())),
+        }
+    };
+    let up = "http://127.0.0.1:9";
+    for (flags, want) in [
+        (&["--upstream", up, "--outage", "5s"][..], "exit 2"),
+        (&["--upstream", up, "--fail-first", "1"], "--fail-first"),
+        (&["--upstream", up, "--fail-every", "2"], "--fail-every"),
+        (&["--upstream", up, "--retry-after", "1"], "--retry-after"),
+        (&["--upstream", up, "--fail-status", "500"], "--fail-status"),
+        (&["--coordinate", "nats://127.0.0.1:4222"], "--upstream"),
+        (&["--upstream-timeout", "2s"], "--upstream"),
+        (&["--upstream", up, "--replica-id", "gw-1"], "--coordinate"),
+        (
+            &["--upstream", up, "--capacity", "10", "--pushback", "off"],
+            "--capacity with --upstream",
+        ),
+        (
+            &[
+                "--upstream",
+                up,
+                "--capacity",
+                "10",
+                "--pushback",
+                "static",
+                "--coordinate",
+                "nats://127.0.0.1:4222",
+            ],
+            "--coordinate shares what the adaptive allocator learns",
+        ),
+        (
+            &["--upstream", up, "--coordinate", "nats://127.0.0.1:4222"],
+            "--coordinate shares",
+        ),
+        (
+            &[
+                "--upstream",
+                up,
+                "--capacity",
+                "10",
+                "--coordinate",
+                "nats://127.0.0.1:4222",
+                "--replica-id",
+                "gw:1",
+            ],
+            "--replica-id: replica id \"gw:1\"",
+        ),
+        (
+            &[
+                "--upstream",
+                up,
+                "--capacity",
+                "10",
+                "--coordinate",
+                "nats://:x",
+            ],
+            "--coordinate \"nats://:x\": not a NATS server URL",
+        ),
+        (
+            &["--upstream", "https://db:443"],
+            "--upstream \"https://db:443\"",
+        ),
+        (&["--upstream", "http://db:80/x"], "origin alone"),
+        (
+            &["--upstream", up, "--upstream-timeout", "2h"],
+            "--upstream-timeout 2h: must be within 1ms..=1h",
+        ),
+    ] {
+        let e = plan(flags).unwrap_err();
+        assert!(e.contains(want), "{flags:?}: {e}");
+        if want != "exit 2" && e.starts_with("exit") {
+            assert!(e.starts_with("exit 2"), "{flags:?}: {e}");
+        }
+    }
+    let p = plan(&[
+        "--upstream",
+        up,
+        "--capacity",
+        "167",
+        "--hold-for",
+        "10s",
+        "--coordinate",
+        "nats://127.0.0.1:4222",
+        "--replica-id",
+        "gw-1",
+    ])
+    .unwrap();
+    let g = p.gateway.expect("a gateway");
+    assert_eq!(g.upstream, "http://127.0.0.1:9/");
+    assert_eq!(g.timeout, Duration::from_secs(10));
+    let c = g.coordinate.expect("coordinated");
+    assert_eq!(
+        (c.name.as_str(), c.replica.as_deref()),
+        ("127_0_0_1_9", Some("gw-1"))
+    );
+    assert!(p.device.capacity.is_none(), "the upstream is the device");
+    assert!(matches!(p.pushback, Pushback::Adaptive { hold: true, .. }));
+    // A plain relay: no pushback, no capacity.
+    let relay = plan(&["--upstream", up]).unwrap();
+    assert!(matches!(relay.pushback, Pushback::Off));
 }
 
 fn base_args() -> StubArgs {
@@ -126,8 +275,15 @@ fn base_args() -> StubArgs {
         horizon: None,
         hold_max: None,
         hold_for: None,
+        hold_for_max: None,
         retry_after: None,
         fail_status: 503,
+        waves: None,
+        wave_spacing: None,
+        upstream: None,
+        upstream_timeout: None,
+        coordinate: None,
+        replica_id: None,
     }
 }
 
@@ -305,5 +461,120 @@ fn which_flags_turn_pushback_on() {
         },
     ] {
         assert!(pushback_enabled(&bad).is_err(), "{bad:?}");
+    }
+}
+
+/// `--waves` puts the wave planner in front of the device, told the
+/// population or counting it, and refuses what cannot go with it, naming
+/// the flag.
+#[test]
+fn waves_need_a_capacity_and_refuse_other_refusal_schemes() {
+    use clap::Parser;
+    let parse = |flags: &[&str]| {
+        let argv = ["herdless", "stub"].iter().chain(flags);
+        match cli::Cli::try_parse_from(argv) {
+            Ok(cli) => {
+                let cli::Command::Stub(a) = cli.command else {
+                    unreachable!()
+                };
+                admission_from_args(&a)
+            }
+            Err(e) => Err(format!("exit {}: {e}", e.exit_code())),
+        }
+    };
+    for flags in [
+        &["--capacity", "500", "--waves", "2000"][..],
+        &["--capacity", "500", "--waves", "counted"],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "2000",
+            "--wave-spacing",
+            "250ms",
+        ],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "10",
+            "--outage",
+            "2s",
+            "--outage-end",
+            "known",
+        ],
+        &[
+            "--capacity",
+            "500",
+            "--waves",
+            "10",
+            "--capacity-estimate",
+            "2",
+        ],
+    ] {
+        let plan = parse(flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        assert!(matches!(plan.pushback, Pushback::Waves(_)), "{flags:?}");
+    }
+    for (flags, want) in [
+        (&["--waves", "2000"][..], "--waves needs --capacity"),
+        (
+            &["--capacity", "5", "--waves", "0"],
+            "a population of 1 to 1000000000",
+        ),
+        (
+            &["--capacity", "5", "--waves", "some"],
+            "a population of 1 to 1000000000",
+        ),
+        (
+            &["--capacity", "5", "--wave-spacing", "1s"],
+            "--wave-spacing applies to --waves",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--retry-after", "2"],
+            "does not go with --retry-after",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--hold-for", "2s"],
+            "does not go with --hold-max/--hold-for",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--pushback", "static"],
+            "does not go with --pushback",
+        ),
+        (
+            &["--capacity", "5", "--waves", "9", "--wave-spacing", "0s"],
+            "--wave-spacing 0 ns: the spacing must be within 1 ms..=1 h",
+        ),
+        (
+            &[
+                "--capacity",
+                "5",
+                "--waves",
+                "counted",
+                "--wave-spacing",
+                "250ms",
+            ],
+            "--wave-spacing shapes a plan of the whole population (--waves N)",
+        ),
+        // The pushback ranges, named by the flags given (not the product
+        // the planner is told).
+        (
+            &[
+                "--capacity",
+                "1",
+                "--capacity-estimate",
+                "0.01",
+                "--waves",
+                "5",
+            ],
+            "--capacity 1 x --capacity-estimate 0.01 = 0.01 requests/s",
+        ),
+        (
+            &["--capacity", "4294967295", "--waves", "1"],
+            "--capacity 4294967295: with pushback at most 1e9 requests/s",
+        ),
+    ] {
+        let e = parse(flags).map(|_| ()).unwrap_err();
+        assert!(e.contains(want), "{flags:?}: {e}");
     }
 }

@@ -186,7 +186,12 @@ where
         next: Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
         let http = &self.http;
-        let mut replay = Replay::new(request, http.retry_non_idempotent, http.idempotency_header);
+        let mut replay = Replay::new(
+            request,
+            http.retry_non_idempotent,
+            http.idempotency_header,
+            http.prefer_wait,
+        );
         let not_retried = replay.not_retried();
         if not_retried == Some(NotRetried::BodyNotCloneable) {
             crate::events::emit::not_clonable(http.retry.task_id());

@@ -30,6 +30,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 
 use super::Shared;
+use super::share::Sharing;
 use crate::pushback::{Allocator, Allotment, Ticket};
 use crate::timer::AsyncSleep;
 
@@ -37,6 +38,8 @@ use crate::timer::AsyncSleep;
 pub(super) struct State<A> {
     pub(super) alloc: A,
     waiting: HashMap<u64, (Ticket, oneshot::Sender<Allotment>)>,
+    /// The store shared with the other replicas, if any (`share.rs`).
+    pub(super) sharing: Option<Sharing>,
 }
 
 impl<A: Allocator> State<A> {
@@ -44,6 +47,7 @@ impl<A: Allocator> State<A> {
         State {
             alloc,
             waiting: HashMap::new(),
+            sharing: None,
         }
     }
 
@@ -76,6 +80,19 @@ impl<A: Allocator> State<A> {
 
     /// Every held request answered at once (the driver is gone): out of
     /// the allocator's queue, and each receiver sees its sender dropped.
+    /// Answers every held request unprocessed, each with its own slot (the
+    /// allocator's [`evict`](Allocator::evict)); returns how many.
+    pub(super) fn evict_all(&mut self, now: Duration) -> usize {
+        let mut n = 0;
+        while let Some(released) = self.alloc.evict(now) {
+            if let Some((_, answer)) = self.waiting.remove(&released.ticket.id()) {
+                let _ = answer.send(released.allotment);
+                n += 1;
+            }
+        }
+        n
+    }
+
     fn abandon(&mut self) {
         for (ticket, _answer) in std::mem::take(&mut self.waiting).into_values() {
             self.alloc.cancel(ticket);

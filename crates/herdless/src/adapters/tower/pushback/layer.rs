@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use tower::Layer;
 
 use super::hold::State;
+use super::share::Sharing;
 use super::{PushbackService, Shared};
 use crate::adapters::tower::NotCloned;
 #[allow(unused_imports)] // rustdoc links
@@ -18,7 +19,7 @@ use crate::adapters::tower::{CloneBody, CloneRequest};
 use crate::pushback::allocator::Allocator;
 #[allow(unused_imports)] // rustdoc links
 use crate::pushback::allocator::caller_key;
-use crate::pushback::{Allotment, SlotAllocator};
+use crate::pushback::{Allotment, SharedState, SlotAllocator};
 use crate::timer::{Clock, SystemTimer};
 
 /// A tower layer admitting up to a capacity and answering the excess `503`
@@ -161,6 +162,44 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
         self
     }
 
+    /// Makes this layer one replica among several in front of one service:
+    /// about once a [`PERIOD`](crate::pushback::replicas::PERIOD), on a
+    /// request, the allocator's report goes to `store` and the peers'
+    /// reports it holds come back to the allocator, under the lock the layer
+    /// takes anyway (no timer, no I/O: the store moves the reports in the
+    /// background, e.g. [`KvShared`](crate::adapters::nats::KvShared) with
+    /// the `nats` feature). Every clone of the layer shares it. An
+    /// allocator that does not share (the static one) ignores it; with no
+    /// peer heard, the layer decides exactly as without it. See
+    /// [`replicas`](crate::pushback::replicas) for what is shared and why.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use herdless::adapters::tower::PushbackLayer;
+    /// use herdless::pushback::{AdaptiveAllocator, PeerReport, ReplicaReport, SharedState};
+    ///
+    /// /// Keeps this replica's last report; hears nobody.
+    /// #[derive(Default)]
+    /// struct Alone(Mutex<Option<ReplicaReport>>);
+    /// impl SharedState for Alone {
+    ///     fn publish(&self, report: &ReplicaReport) {
+    ///         *self.0.lock().unwrap() = Some(*report);
+    ///     }
+    ///     fn peers(&self) -> Vec<PeerReport> {
+    ///         Vec::new()
+    ///     }
+    /// }
+    ///
+    /// let layer = PushbackLayer::new(AdaptiveAllocator::builder().estimate(500.0).hold().build()?)
+    ///     .share(Arc::new(Alone::default()));
+    /// # let _ = layer;
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn share(self, store: Arc<dyn SharedState>) -> Self {
+        self.shared.lock().sharing = Some(Sharing::new(store));
+        self
+    }
+
     /// Time since the layer's epoch (the allocator's `now`).
     ///
     /// ```
@@ -256,6 +295,26 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     /// ```
     pub fn counts(&self) -> (u64, u64) {
         self.shared.lock().alloc.counts()
+    }
+
+    /// Answers every held request now, unprocessed (`503`, its own slot in
+    /// `Retry-After` and `Retry-After-Ms`, and `Herdless-Requeue: 1`): for a
+    /// graceful shutdown or a restart, so that the callers come back spread
+    /// at the estimate (to another replica, or to this one once it is back)
+    /// instead of all at once, and herdless clients do not count the answer
+    /// as an attempt. Returns how many were answered. Requests keep being
+    /// decided as usual afterwards.
+    ///
+    /// ```
+    /// use herdless::adapters::tower::PushbackLayer;
+    /// use herdless::pushback::AdaptiveAllocator;
+    /// let l = PushbackLayer::new(AdaptiveAllocator::builder().estimate(5.0).hold().build()?);
+    /// assert_eq!(l.evict_held(), 0);
+    /// # Ok::<(), herdless::pushback::PushbackError>(())
+    /// ```
+    pub fn evict_held(&self) -> usize {
+        let now = self.shared.now();
+        self.shared.lock().evict_all(now)
     }
 }
 

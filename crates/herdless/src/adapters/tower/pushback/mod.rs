@@ -23,8 +23,9 @@
 //!
 //! The allocator sits behind a `std::sync::Mutex` shared by every clone of the
 //! layer and its services; the critical section is a few comparisons and
-//! additions (no allocation, no I/O), so the lock is held for nanoseconds. A
-//! poisoned lock is recovered, never propagated as a panic.
+//! additions (no allocation, no I/O; with [`PushbackLayer::share`], once a
+//! second, the peers' reports copied out of the store), so the lock is held
+//! for nanoseconds. A poisoned lock is recovered, never propagated as a panic.
 //!
 //! Time comes from a [`Clock`] (default [`SystemTimer`](crate::SystemTimer), which follows tokio's
 //! clock with the `tokio` feature); the allocator's epoch is the layer's
@@ -63,6 +64,16 @@
 //! as it would for a request it never handed over, and the clone may wait
 //! in the hold and go to the service again when released; its caller sees
 //! only that answer (`herdless stub` serves this way).
+//!
+//! ## Several replicas
+//!
+//! A service run as several replicas, each with this layer, in front of one
+//! device: [`PushbackLayer::share`] gives the layer a
+//! [`SharedState`](crate::pushback::SharedState) through which its
+//! allocator tells the others what it learns, about once a second, and
+//! moves toward its share of the device from theirs (see
+//! [`replicas`](crate::pushback::replicas); `share.rs` for how the layer
+//! drives it without a timer of its own).
 //!
 //! What a held request costs: 24 bytes in the allocator's queue, a map entry
 //! (its ticket and a oneshot sender, 40 bytes plus the table's slack) and one
@@ -113,7 +124,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use crate::pushback::allocator::Allocator;
-use crate::pushback::{Allotment, Ticket};
+use crate::pushback::waves::WavePlan;
+use crate::pushback::{Allotment, Caller, Ticket};
 #[allow(unused_imports)] // rustdoc links
 use crate::pushback::{adaptive::AdaptiveAllocator, allocator::caller_key};
 use crate::timer::{AsyncSleep, Clock};
@@ -121,6 +133,7 @@ use crate::timer::{AsyncSleep, Clock};
 mod hold;
 mod layer;
 mod service;
+mod share;
 
 use hold::State;
 pub use layer::PushbackLayer;
@@ -160,10 +173,13 @@ impl<K, A> Drop for Shared<K, A> {
 /// inner service's answer, or that a held request's caller went away.
 trait Outcome: Send + Sync {
     fn served(&self);
-    fn refused(&self, caller: Option<u64>) -> Option<Allotment>;
-    fn refused_holding(self: Arc<Self>, caller: Option<u64>, ticket: Option<Ticket>) -> Refusal;
+    fn refused(&self, caller: Caller) -> Option<Answer>;
+    fn refused_holding(self: Arc<Self>, caller: Caller, ticket: Option<Ticket>) -> Refusal;
     fn cancel(&self, ticket: Ticket);
 }
+
+/// A slot to answer with, and the plan of waves announced beside it.
+type Answer = (Allotment, Option<WavePlan>);
 
 /// The allocator's answer to a refusal of a request the layer has a clone
 /// of.
@@ -171,33 +187,41 @@ enum Refusal {
     /// Held: the clone waits for its answer on the receiver.
     Held(Ticket, tokio::sync::oneshot::Receiver<Allotment>),
     /// Answered now, with this slot (if any).
-    Slot(Option<Allotment>),
+    Slot(Option<Answer>),
 }
 
 impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, A> {
     fn served(&self) {
-        let now = self.now();
-        self.lock().alloc.served(now);
+        if A::LEARNS_FROM_SERVED {
+            let now = self.now();
+            let mut state = self.lock();
+            state.alloc.served(now);
+            state.share_due(now);
+        }
     }
 
     /// The layer handed the request over: it cannot hold it again.
-    fn refused(&self, caller: Option<u64>) -> Option<Allotment> {
+    fn refused(&self, caller: Caller) -> Option<Answer> {
         let now = self.now();
-        self.lock().alloc.refused_unheld(now, caller)
+        let mut state = self.lock();
+        let slot = state.alloc.refused_unheld(now, caller.key);
+        state.share_due(now);
+        Some((slot?, state.alloc.plan(now)))
     }
 
     /// The layer still has a clone of the request: the allocator may hold
     /// it again ([`Allocator::refused`] for an admitted request,
     /// [`Allocator::refused_held`] for a released one, its `ticket`).
-    fn refused_holding(self: Arc<Self>, caller: Option<u64>, ticket: Option<Ticket>) -> Refusal {
+    fn refused_holding(self: Arc<Self>, caller: Caller, ticket: Option<Ticket>) -> Refusal {
         let now = self.now();
         let mut state = self.lock();
         let allotment = match ticket {
             Some(t) => state.alloc.refused_held(now, t),
-            None => state.alloc.refused(now, caller),
+            None => state.alloc.refused_caller(now, caller),
         };
+        state.share_due(now);
         let Some(Allotment::Hold { ticket }) = allotment else {
-            return Refusal::Slot(allotment);
+            return Refusal::Slot(allotment.map(|a| (a, state.alloc.plan(now))));
         };
         // Parked under the allocator's lock (see `hold`).
         let answer = state.park(ticket);
@@ -208,7 +232,7 @@ impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, 
         } else {
             // No runtime to release it on: answered now.
             self.lock().cancel(ticket);
-            Refusal::Slot(Some(Allotment::Hold { ticket }))
+            Refusal::Slot(Some((Allotment::Hold { ticket }, None)))
         }
     }
 

@@ -1,6 +1,7 @@
 //! [`PushbackService`] and its [`ResponseFuture`]: decide each request, and
 //! report the inner service's answer back to the allocator.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -12,11 +13,12 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use tokio::sync::oneshot;
 use tower::Service;
 
-use super::{Outcome, Refusal, Shared};
+use super::{Answer, Outcome, Refusal, Shared};
 use crate::adapters::tower::{CloneRequest, NotCloned};
-use crate::http::RETRY_AFTER_MS;
+use crate::http::{HERDLESS_PLAN, REQUEUE, RETRY_AFTER_MS, prefer_wait};
 use crate::pushback::allocator::{Allocator, caller_key};
-use crate::pushback::{Allotment, SlotAllocator, Ticket};
+use crate::pushback::waves::WavePlan;
+use crate::pushback::{Allotment, Caller, SlotAllocator, Ticket};
 use crate::timer::{AsyncSleep, SystemTimer};
 
 /// The service [`PushbackLayer`](super::PushbackLayer) wraps around an inner
@@ -68,22 +70,64 @@ impl<S: fmt::Debug, K, A, C> fmt::Debug for PushbackService<S, K, A, C> {
     }
 }
 
-/// Sets a slot's `Retry-After` and `Retry-After-Ms` on a response.
-fn with_slot<B>(response: &mut Response<B>, decision: Allotment) {
+/// `Retry-After-Ms` as a header name, built once: from the `&str` constant
+/// `insert` parsed it and copied it into an allocation on every refusal.
+const RETRY_AFTER_MS_NAME: HeaderName = HeaderName::from_static(RETRY_AFTER_MS);
+
+thread_local! {
+    /// The last `Retry-After` and `Retry-After-Ms` values formatted on this
+    /// thread: refusals in a burst mostly repeat them (the seconds nearly
+    /// always), and a cached value is a reference count, not an allocation
+    /// and a formatting.
+    static LAST_VALUES: RefCell<[Option<(u64, HeaderValue)>; 2]> =
+        const { RefCell::new([None, None]) };
+}
+
+/// `n` as a header value, from this thread's cache when it was the last one
+/// formatted for header `which` (0 `Retry-After`, 1 `Retry-After-Ms`).
+fn cached_value(which: usize, n: u64) -> HeaderValue {
+    LAST_VALUES.with(|last| {
+        let mut last = last.borrow_mut();
+        match &last[which] {
+            Some((m, value)) if *m == n => value.clone(),
+            _ => {
+                let value = HeaderValue::from(n);
+                last[which] = Some((n, value.clone()));
+                value
+            }
+        }
+    })
+}
+
+/// `Herdless-Plan` as a header name, built once (as `Retry-After-Ms`).
+const HERDLESS_PLAN_NAME: HeaderName = HeaderName::from_static(HERDLESS_PLAN);
+
+/// Sets a slot's `Retry-After` and `Retry-After-Ms` on a response, and the
+/// plan of waves announced beside it (`Herdless-Plan`), if any.
+fn with_slot<B>(response: &mut Response<B>, decision: Allotment, plan: Option<WavePlan>) {
     let headers = response.headers_mut();
+    if let Some(value) = plan.and_then(|p| HeaderValue::try_from(p.to_string()).ok()) {
+        headers.insert(HERDLESS_PLAN_NAME, value);
+    }
     if let Some(secs) = decision.retry_after_secs() {
-        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        headers.insert(header::RETRY_AFTER, cached_value(0, secs));
     }
     if let Some(ms) = decision.retry_after_ms() {
-        headers.insert(RETRY_AFTER_MS, HeaderValue::from(ms));
+        headers.insert(RETRY_AFTER_MS_NAME, cached_value(1, ms));
     }
 }
 
-/// The `503` answer for a rejected request (with its slot, if it has one).
-fn rejection<B: Default>(decision: Allotment) -> Response<B> {
+/// The `503` answer for a rejected request (with its slot, if it has one;
+/// `Herdless-Requeue: 1` when it was queued, not refused).
+fn rejection<B: Default>(decision: Allotment, plan: Option<WavePlan>) -> Response<B> {
     let mut response = Response::new(B::default());
     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    with_slot(&mut response, decision);
+    with_slot(&mut response, decision, plan);
+    if decision.is_requeue() {
+        response
+            .headers_mut()
+            .insert(REQUEUE, HeaderValue::from_static("1"));
+    }
     response
 }
 
@@ -110,14 +154,19 @@ where
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
-        let caller = self
-            .key_header
-            .as_ref()
-            .and_then(|name| request.headers().get(name))
-            .map(|v| caller_key(v.as_bytes()));
+        let caller = Caller {
+            key: self
+                .key_header
+                .as_ref()
+                .and_then(|name| request.headers().get(name))
+                .map(|v| caller_key(v.as_bytes())),
+            wait: prefer_wait(request.headers()),
+            ..Caller::new()
+        };
         let now = self.shared.now();
         let mut state = self.shared.lock();
-        let kind = match state.alloc.decide(now, caller) {
+        state.share_due(now);
+        let kind = match state.alloc.decide_caller(now, caller) {
             Allotment::Admit => {
                 drop(state);
                 // A clone (and the service to send it to) only when the
@@ -165,14 +214,15 @@ where
                     // No runtime to release it on: answered now.
                     drop(parked);
                     Kind::Rejected {
-                        response: Some(rejection(Allotment::Hold { ticket })),
+                        response: Some(rejection(Allotment::Hold { ticket }, None)),
                     }
                 }
             }
             rejected => {
+                let plan = state.alloc.plan(now);
                 drop(state);
                 Kind::Rejected {
-                    response: Some(rejection(rejected)),
+                    response: Some(rejection(rejected, plan)),
                 }
             }
         };
@@ -219,7 +269,7 @@ struct Spare<S, R> {
 /// request's ticket, and the clone to hold again, if any.
 struct Report<S, R> {
     outcome: Arc<dyn Outcome>,
-    caller: Option<u64>,
+    caller: Caller,
     ticket: Option<Ticket>,
     spare: Option<Spare<S, R>>,
 }
@@ -228,7 +278,7 @@ struct Report<S, R> {
 struct Next<S, R> {
     service: S,
     request: Request<R>,
-    caller: Option<u64>,
+    caller: Caller,
     cloner: Arc<Cloner<R>>,
 }
 
@@ -254,7 +304,7 @@ impl<F, B, S, R> fmt::Debug for ResponseFuture<F, B, S, R> {
 
 /// The allocator's answer to the service's refusal of `report`'s request:
 /// the held clone's next state (`Ok`), or the slot to answer with (`Err`).
-fn refusal<F, B, S, R>(report: Report<S, R>) -> Result<Kind<F, B, S, R>, Option<Allotment>> {
+fn refusal<F, B, S, R>(report: Report<S, R>) -> Result<Kind<F, B, S, R>, Option<Answer>> {
     let Report {
         outcome,
         caller,
@@ -306,8 +356,8 @@ where
                     match refusal(report) {
                         Ok(held) => held,
                         Err(slot) => {
-                            if let Some(slot) = slot {
-                                with_slot(response, slot);
+                            if let Some((slot, plan)) = slot {
+                                with_slot(response, slot, plan);
                             }
                             return Poll::Ready(result);
                         }
@@ -332,11 +382,11 @@ where
                             ticket,
                         },
                         Ok(slot) => Kind::Rejected {
-                            response: Some(rejection(slot)),
+                            response: Some(rejection(slot, None)),
                         },
                         // The driver ended (its runtime shut down).
                         Err(_) => Kind::Rejected {
-                            response: Some(rejection(Allotment::Admit)),
+                            response: Some(rejection(Allotment::Admit, None)),
                         },
                     }
                 }
@@ -372,6 +422,32 @@ where
                 }
             };
             self.as_mut().project().kind.set(next);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn cached_header_values_follow_the_slot() {
+        for ms in [1_500u64, 1_500, 1_501, 2_999, 1_500, 60_000] {
+            let mut response = Response::new(());
+            with_slot(
+                &mut response,
+                Allotment::Reject {
+                    retry_after: Duration::from_millis(ms),
+                },
+                None,
+            );
+            let headers = response.headers();
+            assert_eq!(headers[RETRY_AFTER_MS], ms.to_string().as_str());
+            assert_eq!(
+                headers[header::RETRY_AFTER],
+                ms.div_ceil(1_000).to_string().as_str()
+            );
         }
     }
 }

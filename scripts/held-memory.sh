@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Memory per held request (docs/http.md, "Memory per held request"): the server
+# bench (benches/server.rs: axum on 127.0.0.1 behind PushbackLayer with the adaptive
+# allocator's hold, in an outage whose end it knows, so every request is held);
+# N connections each send one request and wait; the server's resident memory
+# (VmRSS) with them held, less its memory idle, over N.
+#   scripts/held-memory.sh 1000 10000
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$(cargo bench -p herdless-benches --bench server --no-run --message-format=json 2>/dev/null |
+  jq -r 'select(.reason == "compiler-artifact" and .target.name == "server") | .executable' | tail -1)
+[ -x "$bin" ] || { echo "the server bench did not build: cargo bench -p herdless-benches --bench server --no-run" >&2; exit 1; }
+ulimit -n "$(ulimit -Hn)"  # each process holds N sockets: N below the hard limit
+
+for n in "${@:-1000 10000}"; do
+  log=$(mktemp); sent=$(mktemp)
+  "$bin" serve --layer hold --limit 10000 --outage-s 300 --threads "${THREADS:-1}" >"$log" 2>&1 &
+  server=$!
+  for _ in $(seq 50); do port=$(awk '/^port/{print $2}' "$log"); [ -n "$port" ] && break; sleep 0.1; done
+  rss() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
+  sleep 0.5
+  idle=$(rss)
+  python3 - "$port" "$n" >"$sent" <<'EOF' &
+import select, socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+socks = []
+for k in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+    socks.append(s)
+time.sleep(2)
+poller = select.poll()
+for s in socks:
+    poller.register(s, select.POLLIN)
+readable = len(poller.poll(0))
+print("sent %d answered %d" % (n, readable), flush=True)
+time.sleep(600)
+EOF
+  clients=$!
+  for _ in $(seq 1200); do grep -q '^sent' "$sent" && break; sleep 0.1; done
+  full=$(rss)
+  echo "$(cat "$sent"): RSS idle ${idle} KB, held ${full} KB, $(( (full - idle) * 1024 / n )) bytes per held request (load $(cut -d' ' -f1 /proc/loadavg))"
+  kill "$clients" "$server" 2>/dev/null || true
+  wait "$clients" "$server" 2>/dev/null || true
+  rm -f "$log" "$sent"
+done
