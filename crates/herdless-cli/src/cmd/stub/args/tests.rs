@@ -30,28 +30,7 @@ fn admission_from_args(a: &StubArgs) -> Result<Plan, String> {
 
 #[test]
 fn bad_flags_are_clear_errors() {
-    let base = StubArgs {
-        port: 0,
-        fail_every: None,
-        fail_first: 0,
-        outage: None,
-        capacity: None,
-        pushback: None,
-        capacity_estimate: None,
-        outage_end: None,
-        horizon: None,
-        hold_max: None,
-        hold_for: None,
-        hold_for_max: None,
-        retry_after: None,
-        fail_status: 503,
-        waves: None,
-        wave_spacing: None,
-        upstream: None,
-        upstream_timeout: None,
-        coordinate: None,
-        replica_id: None,
-    };
+    let base = base_args();
     let e = admission_from_args(&StubArgs {
         fail_status: 200,
         ..base.clone()
