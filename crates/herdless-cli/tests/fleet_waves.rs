@@ -46,7 +46,7 @@ struct Run {
     exhausted: u64,
 }
 
-async fn run(stub_flags: &[&str]) -> Run {
+async fn run(stub_flags: &[&str], c: f64) -> Run {
     let (stub, url) = start_stub(stub_flags);
     let report = outage_fleet(N, &url).await;
     let count = |k: &str| report[k].as_u64().unwrap();
@@ -104,7 +104,7 @@ async fn run(stub_flags: &[&str]) -> Run {
         calls_per_worker: report["calls_per_worker"].as_f64().unwrap(),
         drain_s: last_served_s(&arrivals) - t0,
         storm_s: storm - t0,
-        peak: busiest as f64 / (C / 10.0),
+        peak: busiest as f64 / (c / 10.0),
         exhausted: count("exhausted"),
         report,
     };
@@ -113,13 +113,13 @@ async fn run(stub_flags: &[&str]) -> Run {
          storm over at {:.2} s, busiest 100 ms after it {:.2}x C at {:.2} s (fixed 100 ms \
          buckets: {:.2}x)",
         run.drain_s,
-        run.drain_s / (N as f64 / C),
+        run.drain_s / (N as f64 / c),
         run.calls_per_worker,
         run.exhausted,
         run.storm_s,
         run.peak,
         at - t0,
-        grid_peak as f64 / (C / 10.0)
+        grid_peak as f64 / (c / 10.0)
     );
     run
 }
@@ -133,8 +133,8 @@ fn waves_flags() -> [&'static str; 4] {
 /// with them (measured figures in docs/fleet-protection.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waves_drain_before_plain_full_jitter_with_fewer_calls() {
-    let waves = run(&waves_flags()).await;
-    let plain = run(&["--capacity", "500", "--pushback", "off"]).await;
+    let waves = run(&waves_flags(), C).await;
+    let plain = run(&["--capacity", "500", "--pushback", "off"], C).await;
     assert_eq!(waves.exhausted, 0, "{}", waves.report);
     assert!(
         waves.drain_s + 0.5 <= plain.drain_s,
@@ -151,22 +151,37 @@ async fn waves_drain_before_plain_full_jitter_with_fewer_calls() {
     assert!(waves.drain_s >= N as f64 / C - 0.05, "nobody beats N / C");
 }
 
-/// The goals, on a quiet machine with a release build: drain within 1.2x
-/// `N / C` and the busiest 100 ms after the storm within 1.3x the capacity.
-/// The drain holds (1.09x to 1.15x at load average 4 to 14); the peak does
-/// not (1.40x to 1.64x sliding, 1.26x to 1.58x on a fixed grid): at 500
-/// requests/s a 100 ms window holds about 47 arrivals placed at random, and
-/// the busiest sliding window of uniform draws alone is 1.36x at the median
-/// (1.30x to 1.46x, `scripts/uniform-peak.py`). The goal sits inside the
-/// noise of random placement at this scale; it stays asserted here, as set,
-/// and this test fails more often than not (docs/fleet-protection.md).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "timing: a release build on a quiet machine (see the module documentation)"]
-async fn waves_meet_their_goals_over_real_sockets() {
-    let waves = run(&waves_flags()).await;
-    let plain = run(&["--capacity", "500", "--pushback", "off"]).await;
-    let limit = N as f64 / C;
+/// The goals at `c` requests/s, on a quiet machine with a release build:
+/// drain within 1.2x `N / c` and the busiest 100 ms after the storm within
+/// 1.3x the capacity.
+async fn goals_at(c: f64) {
+    let cap = c.to_string();
+    let waves = run(&["--capacity", &cap, "--waves", "2000"], c).await;
+    let plain = run(&["--capacity", &cap, "--pushback", "off"], c).await;
+    let limit = N as f64 / c;
+    assert_eq!(waves.exhausted, 0, "{}", waves.report);
     assert!(waves.drain_s <= 1.2 * limit, "drain {:.2} s", waves.drain_s);
     assert!(waves.peak <= 1.3, "peak {:.2}x", waves.peak);
     assert!(waves.drain_s < plain.drain_s);
+}
+
+/// At 500 requests/s the peak goal sits inside the noise of random
+/// placement: a 100 ms window holds about 47 arrivals, and the busiest
+/// sliding window of 2,000 uniform draws alone is 1.36x at the median
+/// (1.30x to 1.46x, `scripts/uniform-peak.py`), so this test fails more
+/// often than not on the peak whatever the plan does (measured: drain
+/// 1.09x to 1.15x, peak 1.40x to 1.64x sliding). It stays, as set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: a release build on a quiet machine (see the module documentation)"]
+async fn waves_meet_their_goals_over_real_sockets() {
+    goals_at(C).await;
+}
+
+/// The same fleet at 1,000 requests/s, where the busiest 100 ms of uniform
+/// draws is 1.21x at the median (1.16x to 1.27x): a scale at which the
+/// peak goal can be judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing: a release build on a quiet machine (see the module documentation)"]
+async fn waves_meet_their_goals_over_real_sockets_at_1000_per_s() {
+    goals_at(1000.0).await;
 }
