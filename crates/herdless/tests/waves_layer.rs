@@ -220,3 +220,61 @@ fn several_plan_lines_are_one_dictionary_the_last_member_winning() {
         assert_eq!(none, None);
     }
 }
+
+/// The hedged tower client follows a plan too: a round whose copies were
+/// all refused with a plan retries at the caller's own wave, not at the
+/// `Retry-After` every plain client got.
+#[tokio::test]
+async fn the_hedged_tower_client_waits_for_its_wave() {
+    use herdless::adapters::tower::{Cloned, HedgeLayer};
+    use herdless::hedge::Hedge;
+    let timer = ManualTimer::new();
+    let guard = Arc::new(WaveGuard::new("w-9"));
+    let retry = Retry::builder()
+        .classifier(HttpClassifier::new())
+        .timer(timer.clone())
+        .waves(Arc::clone(&guard))
+        .build();
+    let hedge = Hedge::builder()
+        .delay(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let plan = WavePlan::new(1_000, 4, 500, 91).unwrap();
+    let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let seen = Arc::clone(&calls);
+    let stamp = |_: &mut Request<()>, _: Duration| {};
+    let svc = ServiceBuilder::new()
+        .layer(HedgeLayer::with_parts(retry, hedge, Cloned, stamp))
+        .service_fn(move |_req: Request<()>| {
+            let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                let mut r = Response::new(String::new());
+                if n == 0 {
+                    *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+                    r.headers_mut().insert("retry-after", "30".parse().unwrap());
+                    r.headers_mut()
+                        .insert("herdless-plan", plan.to_string().parse().unwrap());
+                }
+                Ok::<_, Infallible>(r)
+            }
+        });
+    let r = svc.oneshot(Request::new(())).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let wave = plan.wave_of(guard.key());
+    // The timer also sleeps the hedge's delay (60 s, never reached: the
+    // first copy answers at once); the other sleep is the retry's.
+    let hedge_delay = Duration::from_secs(60);
+    let retries: Vec<Duration> = timer
+        .sleeps()
+        .into_iter()
+        .filter(|&d| d != hedge_delay)
+        .collect();
+    assert_eq!(retries.len(), 1, "{:?}", timer.sleeps());
+    let slept = retries[0];
+    let from = Duration::from_millis(1_000 + 500 * u64::from(wave));
+    assert!(
+        slept >= from && slept < from + Duration::from_millis(500),
+        "slept {slept:?}, wave {wave} from {from:?}: {:?}",
+        timer.sleeps()
+    );
+}

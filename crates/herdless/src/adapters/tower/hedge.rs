@@ -76,6 +76,10 @@ impl<Res, E, C: ClassifyResult<Res, E>> Classify<Option<Result<Res, E>>> for ByR
     fn is_timeout(&self, failed: &Option<Result<Res, E>>) -> bool {
         failed.as_ref().is_some_and(|r| self.0.is_timeout(r))
     }
+
+    fn plan(&self, failed: &Option<Result<Res, E>>) -> Option<crate::pushback::waves::WavePlan> {
+        failed.as_ref().and_then(|r| self.0.plan(r))
+    }
 }
 
 struct Shared<C, T, N, K, S> {
