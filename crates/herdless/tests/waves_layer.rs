@@ -147,6 +147,25 @@ async fn the_reqwest_sender_waits_for_its_wave_over_a_socket() {
     assert_ne!(first.subsec_nanos() % 1_000_000, 0, "{first:?}");
 }
 
+/// A service whose first answer is a 503 with `Retry-After: 30` and `plan`,
+/// and every later one a 200.
+fn refused_once_with(
+    plan: WavePlan,
+) -> impl FnMut(Request<()>) -> std::future::Ready<Result<Response<String>, Infallible>> + Clone {
+    let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    move |_req: Request<()>| {
+        let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut r = Response::new(String::new());
+        if n == 0 {
+            *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+            r.headers_mut().insert("retry-after", "30".parse().unwrap());
+            r.headers_mut()
+                .insert("herdless-plan", plan.to_string().parse().unwrap());
+        }
+        std::future::ready(Ok(r))
+    }
+}
+
 #[tokio::test]
 async fn the_tower_retry_policy_waits_for_its_wave() {
     let timer = ManualTimer::new();
@@ -157,23 +176,9 @@ async fn the_tower_retry_policy_waits_for_its_wave() {
         .waves(Arc::clone(&guard))
         .build();
     let plan = WavePlan::new(1_000, 4, 500, 77).unwrap();
-    let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let seen = Arc::clone(&calls);
     let svc = ServiceBuilder::new()
         .layer(tower::retry::RetryLayer::new(RetryPolicy::new(retry)))
-        .service_fn(move |_req: Request<()>| {
-            let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            async move {
-                let mut r = Response::new(String::new());
-                if n == 0 {
-                    *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
-                    r.headers_mut().insert("retry-after", "30".parse().unwrap());
-                    r.headers_mut()
-                        .insert("herdless-plan", plan.to_string().parse().unwrap());
-                }
-                Ok::<_, Infallible>(r)
-            }
-        });
+        .service_fn(refused_once_with(plan));
     let r = svc.oneshot(Request::new(())).await.unwrap();
     assert_eq!(r.status(), 200);
     let wave = plan.wave_of(guard.key());
@@ -240,24 +245,10 @@ async fn the_hedged_tower_client_waits_for_its_wave() {
         .build()
         .unwrap();
     let plan = WavePlan::new(1_000, 4, 500, 91).unwrap();
-    let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let seen = Arc::clone(&calls);
     let stamp = |_: &mut Request<()>, _: Duration| {};
     let svc = ServiceBuilder::new()
         .layer(HedgeLayer::with_parts(retry, hedge, Cloned, stamp))
-        .service_fn(move |_req: Request<()>| {
-            let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            async move {
-                let mut r = Response::new(String::new());
-                if n == 0 {
-                    *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
-                    r.headers_mut().insert("retry-after", "30".parse().unwrap());
-                    r.headers_mut()
-                        .insert("herdless-plan", plan.to_string().parse().unwrap());
-                }
-                Ok::<_, Infallible>(r)
-            }
-        });
+        .service_fn(refused_once_with(plan));
     let r = svc.oneshot(Request::new(())).await.unwrap();
     assert_eq!(r.status(), 200);
     let wave = plan.wave_of(guard.key());
