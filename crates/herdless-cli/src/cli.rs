@@ -4,7 +4,7 @@ use std::ffi::OsString;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::cmd::{analyze, check, exec, fleet, get, simulate, stub, tune, worker};
+use crate::cmd::{analyze, check, exec, fence, fleet, get, simulate, stub, tune, worker};
 use crate::shared::checks::CheckArgs;
 use crate::shared::error::CliResult;
 use crate::shared::exit;
@@ -42,6 +42,9 @@ pub(crate) enum Command {
     Tune(tune::TuneArgs),
     /// Read JSON-lines retry events and say whether the fleet retried in lockstep.
     Analyze(analyze::AnalyzeArgs),
+    /// Internal: the supervisor of one `worker` attempt (started by `worker`).
+    #[command(hide = true)]
+    Fence(fence::FenceArgs),
 }
 
 /// The command line of `herdless exec`, parsed by a command that knows only
@@ -72,9 +75,11 @@ impl Command {
             Command::Get(a) => Some(&mut a.policy),
             Command::Fleet(a) => Some(&mut a.policy),
             Command::Worker(a) => Some(&mut a.policy),
-            Command::Simulate(_) | Command::Stub(_) | Command::Tune(_) | Command::Analyze(_) => {
-                None
-            }
+            Command::Simulate(_)
+            | Command::Stub(_)
+            | Command::Tune(_)
+            | Command::Analyze(_)
+            | Command::Fence(_) => None,
         }
     }
 }
@@ -110,6 +115,7 @@ pub fn run() -> i32 {
         Command::Worker(args) => ("worker", worker::run(&args)),
         Command::Tune(args) => ("tune", tune::run(&args)),
         Command::Analyze(args) => ("analyze", analyze::run(&args)),
+        Command::Fence(args) => ("fence", fence::run(&args)),
     };
     match result {
         Ok(code) => code,
