@@ -84,3 +84,39 @@ async fn a_worker_frozen_past_its_lease_has_its_command_killed_before_the_takeov
     assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
     assert!(dead_letters(&js).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_timeout_still_ends_the_command_with_sigterm_first_under_its_supervisor() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_secs(5)).await;
+    let seq = publish(&js, "tasks.scan", "page-1", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    // Attempt 1 outlives its timeout and says when SIGTERM reaches it;
+    // attempt 2 succeeds.
+    let script = format!(
+        r#"if [ "$HERDLESS_ATTEMPT" = 1 ]; then trap 'echo term >> markers; kill $!; exit 7' TERM; sleep 30 & wait; fi; {LOG_ATTEMPT}"#
+    );
+    let out = run(worker(
+        &server,
+        &dir,
+        &[
+            "--exit-when-idle",
+            "--timeout",
+            "500ms",
+            "--kill-after",
+            "20s",
+        ],
+        &script,
+    ))
+    .await;
+    let (s, events) = summary(&out);
+    assert_eq!(markers(&dir), ["term"], "SIGTERM reached the command");
+    assert_eq!(
+        (s["retried"].as_u64(), s["acked"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(events.contains(&"retry_scheduled".to_owned()));
+    assert_eq!(attempts(&dir).len(), 1);
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+}
