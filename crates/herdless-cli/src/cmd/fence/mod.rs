@@ -9,10 +9,11 @@
 //!   the broker hands the task to another worker.
 //! * **the last extension runs out**: the worker is frozen (`SIGSTOP`, a
 //!   stalled machine) or cannot renew its claim. The worker sends "you may
-//!   run for D more" when it takes the claim and at each confirmed
-//!   renewal, D being the time left before its own fence (the library's
-//!   [`herdless::adapters::nats::Fence`]); it stops a running attempt at
-//!   that fence itself, but only while it runs.
+//!   run until T" when it takes the claim and at each confirmed renewal,
+//!   T being its own fence (the library's
+//!   [`herdless::adapters::nats::Fence`]) on the machine's monotonic clock
+//!   (`shared/process/fence_wire.rs`); it stops a running attempt at that
+//!   fence itself, but only while it runs.
 //!
 //! # Why this is in time
 //!
@@ -20,12 +21,16 @@
 //! lease (the consumer's ack wait). A contender takes the next turn no
 //! sooner than a lease **and a margin** (a quarter of the lease, at least
 //! one second) after it first saw that write, which is after the holder
-//! sent it. The supervisor's deadline is the moment it read D plus D: later
-//! than the worker's fence only by the time the frame spent in the pipe
-//! (microseconds; a frozen worker sends nothing, so a stale frame cannot
-//! arrive late), then `SIGKILL` takes effect at once. Both fit in the
-//! margin, so the frozen worker's command is gone before a takeover can
-//! start it again. No `SIGTERM` grace here: a grace as long as
+//! sent it: the takeover is at least a margin after the fence. The
+//! supervisor's deadline T is at or before the fence (the worker reads the
+//! clock, then the time left to the fence, and rounds down), whenever the
+//! frame arrives: a frame delayed in the pipe, or written late by a worker
+//! frozen just after computing it, cannot push it past the fence. What is
+//! left to fit in the margin: the supervisor's timer waking late (a busy
+//! machine: milliseconds) and `SIGKILL` taking effect, and the two
+//! processes' clocks are one (`CLOCK_MONOTONIC`, which a `SIGSTOP` does not
+//! stop). So the frozen worker's command is gone before a takeover can
+//! start the task again. No `SIGTERM` grace here: a grace as long as
 //! `--kill-after` (10 s by default) would outlast the margin.
 //!
 //! # The exit status
@@ -42,7 +47,6 @@ use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
-use std::time::Duration;
 
 use clap::Args;
 use nix::sys::signal::{Signal, killpg};
@@ -53,7 +57,7 @@ use tokio::time::Instant;
 
 use crate::shared::error::{CliError, CliResult};
 use crate::shared::exit;
-use crate::shared::process::fence_wire::{UNFENCED, read_payload, read_u64};
+use crate::shared::process::fence_wire::{left_until, read_payload, read_u64};
 use crate::shared::process::{Failure, start_failure};
 
 /// `herdless fence` arguments (internal: started by `herdless worker`).
@@ -162,9 +166,10 @@ async fn supervise(args: &FenceArgs) -> CliResult {
     }
 }
 
-/// The deadline `ms` from now (`None`: unfenced).
+/// The deadline of the frame `ms` on this runtime's clock (`None`:
+/// unfenced).
 fn until(ms: u64) -> Option<Instant> {
-    (ms != UNFENCED).then(|| Instant::now() + Duration::from_millis(ms))
+    left_until(ms).map(|left| Instant::now() + left)
 }
 
 /// Ends the attempt's whole group, this process included.

@@ -59,12 +59,12 @@ impl Drop for GroupGuard {
 async fn feed(stdin: &mut Option<ChildStdin>, payload: &[u8], mut fence: Fence) {
     if let Some(stdin) = stdin.as_mut() {
         let mut first = payload_frame(payload);
-        first.extend_from_slice(&extension_frame(fence.left()));
+        first.extend_from_slice(&extension_frame(|| fence.left()));
         if stdin.write_all(&first).await.is_ok() {
             loop {
                 fence.moved().await;
                 if stdin
-                    .write_all(&extension_frame(fence.left()))
+                    .write_all(&extension_frame(|| fence.left()))
                     .await
                     .is_err()
                 {

@@ -3,17 +3,20 @@
 //!
 //! ```text
 //! LEN (u64, big-endian) PAYLOAD (LEN bytes)     the task's payload, once
-//! MS (u64, big-endian)                          "you may run for MS more"
+//! MS (u64, big-endian)                          "you may run until MS"
 //! MS ...                                        each later extension
 //! end of file                                   the worker is gone
 //! ```
 //!
 //! The first `MS` comes with the payload, before the command starts;
 //! [`UNFENCED`] says there is no claim, so no lease to outrun (only the
-//! end of file then ends the attempt early). Each `MS` counts from when
-//! the supervisor reads it, which is after the worker computed it: the
-//! supervisor's deadline can only be later than the worker's fence by the
-//! pipe's latency, which the takeover margin covers (see `cmd/fence`).
+//! end of file then ends the attempt early). `MS` is a time on the
+//! machine's `CLOCK_MONOTONIC` (milliseconds, rounded down), which the
+//! worker and its supervisors share: "until", not "for D more", so that a
+//! frame delayed in the pipe, or written late by a worker frozen between
+//! reading its fence and writing, cannot move the deadline past the fence.
+//! The worker reads the clock before the time left to its fence, so the
+//! deadline it sends is never later than the fence.
 
 use std::io;
 use std::time::Duration;
@@ -35,14 +38,28 @@ pub(crate) fn payload_frame(payload: &[u8]) -> Vec<u8> {
     frame
 }
 
-/// An extension's frame: `left` (rounded down to the millisecond, so the
-/// supervisor's deadline is never later than the fence by rounding), or
-/// [`UNFENCED`] for `None`.
-pub(crate) fn extension_frame(left: Option<Duration>) -> [u8; 8] {
-    let ms = left.map_or(UNFENCED, |d| {
-        u64::try_from(d.as_millis()).unwrap_or(UNFENCED - 1)
+/// The machine's monotonic clock (`CLOCK_MONOTONIC`), shared by every
+/// process on it; zero if it cannot be read (a deadline then lies in the
+/// past: the attempt is ended rather than left unbounded).
+pub(crate) fn monotonic_now() -> Duration {
+    use nix::time::{ClockId, clock_gettime};
+    clock_gettime(ClockId::CLOCK_MONOTONIC).map_or(Duration::ZERO, Duration::from)
+}
+
+/// An extension's frame: the monotonic time at which `left` (read after
+/// the clock) runs out, rounded down to the millisecond, or [`UNFENCED`]
+/// when `left` gives `None`.
+pub(crate) fn extension_frame(left: impl FnOnce() -> Option<Duration>) -> [u8; 8] {
+    let now = monotonic_now();
+    let ms = left().map_or(UNFENCED, |d| {
+        u64::try_from((now + d).as_millis()).unwrap_or(UNFENCED - 1)
     });
     ms.to_be_bytes()
+}
+
+/// The time left until the frame `ms` (`None`: unfenced).
+pub(crate) fn left_until(ms: u64) -> Option<Duration> {
+    (ms != UNFENCED).then(|| Duration::from_millis(ms).saturating_sub(monotonic_now()))
 }
 
 /// The next number on `r`; `None` at a clean end of file.
@@ -82,13 +99,21 @@ mod tests {
 
     #[tokio::test]
     async fn frames_read_back_and_end_of_file_is_none() {
+        let before = monotonic_now();
         let mut wire = payload_frame(b"page-1");
-        wire.extend_from_slice(&extension_frame(Some(Duration::from_micros(2_999_999))));
-        wire.extend_from_slice(&extension_frame(None));
+        wire.extend_from_slice(&extension_frame(|| Some(Duration::from_secs(3))));
+        wire.extend_from_slice(&extension_frame(|| None));
         let mut r = &wire[..];
         assert_eq!(read_payload(&mut r).await.unwrap(), b"page-1");
-        assert_eq!(read_u64(&mut r).await.unwrap(), Some(2_999));
+        let until = read_u64(&mut r).await.unwrap().unwrap();
+        let after = monotonic_now();
+        let secs = Duration::from_secs(3);
+        assert!(until >= ((before + secs).as_millis() as u64).saturating_sub(1));
+        assert!(until <= (after + secs).as_millis() as u64);
+        let left = left_until(until).unwrap();
+        assert!(left <= secs && left > Duration::from_secs(2), "{left:?}");
         assert_eq!(read_u64(&mut r).await.unwrap(), Some(UNFENCED));
+        assert_eq!(left_until(UNFENCED), None);
         assert_eq!(read_u64(&mut r).await.unwrap(), None);
         let mut cut = &[0u8, 1, 2][..];
         assert!(read_u64(&mut cut).await.is_err());
