@@ -120,3 +120,34 @@ async fn a_timeout_still_ends_the_command_with_sigterm_first_under_its_superviso
     assert_eq!(attempts(&dir).len(), 1);
     assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
 }
+
+#[tokio::test]
+async fn a_killed_workers_command_ends_without_a_completion_record_too() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    let consumer = task_streams(&js, Duration::from_millis(500)).await;
+    let seq = publish(&js, "tasks.scan", "page-1", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut fifo = mkfifo(&dir);
+    let script = format!("{MARKED}; {LOG_ATTEMPT}");
+    let flags = ["--no-completion-record"];
+    let mut first = worker(&server, &dir, &flags, &script).spawn().unwrap();
+    let line = announced(&mut fifo).await;
+    let command: i32 = line.split_once(' ').unwrap().1.parse().unwrap();
+    kill(Pid::from_raw(first.id().unwrap() as i32), Signal::SIGKILL).unwrap();
+    first.wait().await.unwrap();
+    assert!(
+        ends_within(command, Duration::from_secs(5)).await,
+        "the dead worker's command still runs"
+    );
+    let next = [flags[0], "--exit-when-idle"];
+    let (s, _) = summary(&run(worker(&server, &dir, &next, &script)).await);
+    assert_eq!(s["acked"], 1);
+    assert_eq!(attempts(&dir).len(), 1, "the key is recorded once");
+    let finished = markers(&dir)
+        .iter()
+        .filter(|m| m.starts_with("finished"))
+        .count();
+    assert_eq!(finished, 1);
+    assert_eq!(consumer_state(&consumer).await, (0, 0, seq));
+}
