@@ -136,6 +136,9 @@ fn is_exec(args: &[OsString]) -> bool {
 /// Parses `args` (as the OS gave them: see [`input`]); `exec` with the parser
 /// that knows only `exec`. A variable that is set but empty counts as unset.
 fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    if let Some(cli) = plain_fence(args) {
+        return Ok(cli);
+    }
     if let Some(cli) = plain_exec(args, input::any_herdless_var()) {
         return Ok(cli);
     }
@@ -154,6 +157,25 @@ fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
         let cmd = input::without_empty_env(Cli::command());
         let mut m = cmd.try_get_matches_from(args)?;
         Cli::from_arg_matches_mut(&mut m)
+    }
+}
+
+/// `herdless fence -- CMD [ARGS]...`, as `worker` starts it for every
+/// attempt: what clap would parse (the subcommand takes no flag and no
+/// variable), without building the parser (every subcommand's flags and
+/// help), which would be paid once per task.
+fn plain_fence(args: &[OsString]) -> Option<Cli> {
+    match args {
+        [_, sub, dashes, command @ ..]
+            if sub == "fence" && dashes == "--" && !command.is_empty() =>
+        {
+            Some(Cli {
+                command: Command::Fence(fence::FenceArgs {
+                    command: command.to_vec(),
+                }),
+            })
+        }
+        _ => None,
     }
 }
 
@@ -226,6 +248,20 @@ mod tests {
             Ok(cli) => format!("{cli:?}"),
             Err(e) => format!("{:?} {} {}", e.kind(), e.exit_code(), e.render()),
         }
+    }
+
+    #[test]
+    fn the_plain_fence_parse_matches_clap() {
+        let argv: Vec<OsString> = ["herdless", "fence", "--", "sh", "-c", "exit 3", "--x"]
+            .map(OsString::from)
+            .to_vec();
+        let full = outcome(Cli::try_parse_from(&argv));
+        assert_eq!(
+            outcome(plain_fence(&argv).ok_or_else(|| unreachable!())),
+            full
+        );
+        let flagged: Vec<OsString> = ["herdless", "fence", "sh"].map(OsString::from).to_vec();
+        assert!(plain_fence(&flagged).is_none(), "clap's path");
     }
 
     #[test]
