@@ -4,7 +4,7 @@ use std::ffi::OsString;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::cmd::{analyze, check, exec, fleet, get, simulate, stub, tune, worker};
+use crate::cmd::{analyze, check, exec, fence, fleet, get, simulate, stub, tune, worker};
 use crate::shared::checks::CheckArgs;
 use crate::shared::error::CliResult;
 use crate::shared::exit;
@@ -42,6 +42,9 @@ pub(crate) enum Command {
     Tune(tune::TuneArgs),
     /// Read JSON-lines retry events and say whether the fleet retried in lockstep.
     Analyze(analyze::AnalyzeArgs),
+    /// Internal: the supervisor of one `worker` attempt (started by `worker`).
+    #[command(hide = true)]
+    Fence(fence::FenceArgs),
 }
 
 /// The command line of `herdless exec`, parsed by a command that knows only
@@ -72,9 +75,11 @@ impl Command {
             Command::Get(a) => Some(&mut a.policy),
             Command::Fleet(a) => Some(&mut a.policy),
             Command::Worker(a) => Some(&mut a.policy),
-            Command::Simulate(_) | Command::Stub(_) | Command::Tune(_) | Command::Analyze(_) => {
-                None
-            }
+            Command::Simulate(_)
+            | Command::Stub(_)
+            | Command::Tune(_)
+            | Command::Analyze(_)
+            | Command::Fence(_) => None,
         }
     }
 }
@@ -110,6 +115,7 @@ pub fn run() -> i32 {
         Command::Worker(args) => ("worker", worker::run(&args)),
         Command::Tune(args) => ("tune", tune::run(&args)),
         Command::Analyze(args) => ("analyze", analyze::run(&args)),
+        Command::Fence(args) => ("fence", fence::run(&args)),
     };
     match result {
         Ok(code) => code,
@@ -130,6 +136,9 @@ fn is_exec(args: &[OsString]) -> bool {
 /// Parses `args` (as the OS gave them: see [`input`]); `exec` with the parser
 /// that knows only `exec`. A variable that is set but empty counts as unset.
 fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    if let Some(cli) = plain_fence(args) {
+        return Ok(cli);
+    }
     if let Some(cli) = plain_exec(args, input::any_herdless_var()) {
         return Ok(cli);
     }
@@ -148,6 +157,25 @@ fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
         let cmd = input::without_empty_env(Cli::command());
         let mut m = cmd.try_get_matches_from(args)?;
         Cli::from_arg_matches_mut(&mut m)
+    }
+}
+
+/// `herdless fence -- CMD [ARGS]...`, as `worker` starts it for every
+/// attempt: what clap would parse (the subcommand takes no flag and no
+/// variable), without building the parser (every subcommand's flags and
+/// help), which would be paid once per task.
+fn plain_fence(args: &[OsString]) -> Option<Cli> {
+    match args {
+        [_, sub, dashes, command @ ..]
+            if sub == "fence" && dashes == "--" && !command.is_empty() =>
+        {
+            Some(Cli {
+                command: Command::Fence(fence::FenceArgs {
+                    command: command.to_vec(),
+                }),
+            })
+        }
+        _ => None,
     }
 }
 
@@ -220,6 +248,20 @@ mod tests {
             Ok(cli) => format!("{cli:?}"),
             Err(e) => format!("{:?} {} {}", e.kind(), e.exit_code(), e.render()),
         }
+    }
+
+    #[test]
+    fn the_plain_fence_parse_matches_clap() {
+        let argv: Vec<OsString> = ["herdless", "fence", "--", "sh", "-c", "exit 3", "--x"]
+            .map(OsString::from)
+            .to_vec();
+        let full = outcome(Cli::try_parse_from(&argv));
+        assert_eq!(
+            outcome(plain_fence(&argv).ok_or_else(|| unreachable!())),
+            full
+        );
+        let flagged: Vec<OsString> = ["herdless", "fence", "sh"].map(OsString::from).to_vec();
+        assert!(plain_fence(&flagged).is_none(), "clap's path");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use nats_server::{
     NatsServer, consumer_state, dead_letters, header, publish, raw_publish, task_streams,
 };
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -137,11 +137,14 @@ async fn a_worker_killed_mid_attempt_leaves_the_count_to_the_next() {
     );
     let mut first: Child = worker(&server, &dir, &[], &script).spawn().unwrap();
     let line = announced(&mut fifo).await;
-    let (pgid, key) = line.split_once(' ').unwrap();
+    let (command, key) = line.split_once(' ').unwrap();
     kill(Pid::from_raw(first.id().unwrap() as i32), Signal::SIGKILL).unwrap();
     first.wait().await.unwrap();
-    // The orphaned attempt is the test's to end.
-    killpg(Pid::from_raw(pgid.parse().unwrap()), Signal::SIGKILL).unwrap();
+    // The attempt's supervisor ends the command once the worker is gone.
+    assert!(
+        ends_within(command.parse().unwrap(), Duration::from_secs(5)).await,
+        "the dead worker's command still runs"
+    );
     let out = run(worker(&server, &dir, &["--exit-when-idle"], &script)).await;
     let (s, _) = summary(&out);
     let seen = attempts(&dir);
@@ -196,7 +199,7 @@ async fn sigterm_lets_running_attempts_finish_and_a_second_hands_them_back() {
     );
     let mut first = worker(&server, &dir, &[], &script).spawn().unwrap();
     let pid = Pid::from_raw(first.id().unwrap() as i32);
-    let attempt_group = announced(&mut fifo).await;
+    let attempt_command = announced(&mut fifo).await;
     let mut stderr = BufReader::new(first.stderr.take().unwrap()).lines();
     kill(pid, Signal::SIGTERM).unwrap();
     // The second signal once the first is taken (two at once would be one).
@@ -216,8 +219,8 @@ async fn sigterm_lets_running_attempts_finish_and_a_second_hands_them_back() {
         (s["handed_back"].as_u64(), s["acked"].as_u64()),
         (Some(1), Some(0))
     );
-    // The abandoned attempt's group is gone.
-    assert!(killpg(Pid::from_raw(attempt_group.parse().unwrap()), None).is_err());
+    // The abandoned attempt's command is gone.
+    assert!(ends_within(attempt_command.parse().unwrap(), Duration::from_secs(5)).await);
     // Handed back at once, not after the 30 s ack wait, and counted.
     let out = run(worker(&server, &dir, &["--exit-when-idle"], &script)).await;
     let (s, _) = summary(&out);

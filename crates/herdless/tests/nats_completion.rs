@@ -247,9 +247,19 @@ async fn an_attempt_whose_claim_cannot_be_renewed_stops_at_its_fence() {
             }
             first.lock().unwrap().0 = Some(Instant::now());
             let _guard = Dropped(Arc::clone(&first));
+            // The bucket's stream in place, refusing every write (a
+            // bucket merely deleted is created again at the renewal).
             js.delete_stream(BUCKET_STREAM)
                 .await
                 .expect("delete the bucket");
+            js.create_stream(async_nats::jetstream::stream::Config {
+                name: BUCKET_STREAM.into(),
+                subjects: vec!["$KV.herdless_done_TASKS.>".into()],
+                max_message_size: 1,
+                ..Default::default()
+            })
+            .await
+            .expect("a bucket that refuses writes");
             tokio::time::sleep(Duration::from_secs(10)).await;
             first.lock().unwrap().2 = true;
             Ok::<(), std::io::Error>(())

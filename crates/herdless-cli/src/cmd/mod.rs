@@ -4,6 +4,7 @@
 pub(crate) mod analyze;
 pub(crate) mod check;
 pub(crate) mod exec;
+pub(crate) mod fence;
 pub(crate) mod fleet;
 pub(crate) mod get;
 pub(crate) mod simulate;

@@ -1,6 +1,8 @@
-//! What the tests of `worker.rs` share: the worker's command line, what
+//! What the tests of `worker.rs` and `worker_fence.rs` share: the worker's command line, what
 //! its attempts logged, its summary, and a FIFO an attempt announces
-//! itself through.
+//! itself through, whether a process has ended.
+
+#![allow(dead_code)]
 
 use std::process::{Output, Stdio};
 use std::time::Duration;
@@ -131,4 +133,27 @@ pub(crate) async fn announced(fifo: &mut Fifo) -> String {
         .expect("no attempt announced itself: did the worker end early?")
         .expect("read the FIFO");
     line.trim().to_owned()
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+pub(crate) fn ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command's name, which is in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits up to `within` for `pid` to end: polled every 10 ms, `false` if
+/// it still runs then.
+pub(crate) async fn ends_within(pid: i32, within: Duration) -> bool {
+    tokio::time::timeout(within, async {
+        while !ended(pid) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .is_ok()
 }

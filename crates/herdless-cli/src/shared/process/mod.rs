@@ -4,6 +4,7 @@
 //! and the exit-status classes in force).
 
 pub(crate) mod child;
+pub(crate) mod fence_wire;
 pub(crate) mod limits;
 
 use std::ffi::OsString;

@@ -9,7 +9,7 @@ use async_nats::HeaderMap;
 use async_nats::jetstream::{self, AckKind};
 use bytes::Bytes;
 
-use super::claim::{before_running, release, run_attempt};
+use super::claim::{Fence, before_running, release, run_attempt};
 use super::confirm::RECORD_ACK_WAITS;
 use super::dead_letter::{self, Sent};
 use super::{NatsError, Site, Worker};
@@ -54,6 +54,11 @@ pub struct Task {
     /// does not cut an attempt (it cannot end what the attempt started):
     /// give this to the attempt's own timeout.
     pub remaining: Duration,
+    /// When the attempt must have stopped unless its claim is renewed
+    /// (none without a claim): hand [`Fence::left`] to whatever the
+    /// attempt starts that could outlive this worker, so that it stops by
+    /// itself if the worker freezes or dies.
+    pub fence: Fence,
 }
 
 /// What became of one delivery (counted in a
@@ -265,6 +270,7 @@ impl<C, N: Notify> Worker<C, N> {
             key: d.resumed.key,
             task_id: task_id.clone(),
             remaining,
+            fence: holder.as_ref().map_or_else(Fence::none, |h| h.fence()),
         };
         let result = match run_attempt(js, &d, &mut holder, op(task), progress, abort).await? {
             Ok(result) => result,

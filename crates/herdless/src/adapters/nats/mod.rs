@@ -130,6 +130,7 @@ use crate::events::{EventLevels, NoNotify};
 use crate::guard::{Breaker, RetryBudget};
 use crate::policy::Policy;
 
+pub use claim::Fence;
 pub use completion::TTL_ACK_WAITS;
 pub use connect::{CONNECT_TIMEOUT, PING_INTERVAL, connect_options};
 pub use dead_letter::{HEADERS_DROPPED_HEADER, TRUNCATED_HEADER};

@@ -101,6 +101,9 @@ impl Site {
             let tasks = &stream.cached_info().config;
             match Completions::open(js, tasks, c.ack_wait).await {
                 Ok(c) => Some(c),
+                // A bucket that exists and cannot be used: said at once,
+                // never run around.
+                Err(e @ NatsError::Config(_)) => return Err(e),
                 Err(e) => {
                     tracing::warn!(
                         target: "herdless",

@@ -29,6 +29,8 @@ pub(in crate::adapters::nats) struct Holder {
     /// The origin of the lease's times (this worker's monotonic clock).
     pub(super) origin: Instant,
     pub(super) task_id: String,
+    /// The fence as the attempt sees it ([`Fence`](super::Fence)).
+    pub(super) fence: super::FenceSender,
 }
 
 /// Releases the turn `holder` holds (if any), for up to `within`, the
@@ -99,6 +101,11 @@ async fn next_renewal(renewing: &mut Option<Renewal>) -> Option<Duration> {
 }
 
 impl Holder {
+    /// The attempt's view of this holder's fence.
+    pub(in crate::adapters::nats) fn fence(&self) -> super::Fence {
+        self.fence.fence()
+    }
+
     fn now(&self) -> Duration {
         self.origin.elapsed()
     }
@@ -146,6 +153,7 @@ impl Holder {
                     if !self.lease.renewed(now, self.now()) {
                         return false;
                     }
+                    self.fence.move_to(self.origin + self.lease.fence());
                 }
                 _ => tokio::time::sleep(pauses.next_delay().min(left)).await,
             }
@@ -189,6 +197,7 @@ impl Holder {
                             return None;
                         }
                         fence.as_mut().reset(self.origin + self.lease.fence());
+                        self.fence.move_to(self.origin + self.lease.fence());
                     }
                 }
                 _ = tick.tick() => {

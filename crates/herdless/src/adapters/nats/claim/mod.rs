@@ -16,6 +16,7 @@
 //! out no copy, and the redelivery finds the turn free instead of waiting
 //! out the lease.
 
+mod fence;
 mod hold;
 
 use std::future::Future;
@@ -30,7 +31,9 @@ use super::handle::{Abort, Delivered, Outcome, settle, with_progress};
 use crate::redelivery::claim::{Contender, Lease, Record, State, Step};
 use crate::redelivery::unix_now;
 use crate::rng::Rng;
+use fence::FenceSender;
 
+pub use fence::Fence;
 pub(super) use hold::{Holder, release, run_attempt};
 
 /// The shortest and longest pause between two reads of a claim being waited
@@ -94,6 +97,7 @@ async fn claim(js: &jetstream::Context, d: &Delivered) -> Claimed {
                             length,
                             origin,
                             task_id: d.task_id.clone(),
+                            fence: FenceSender::new(origin + sent + length),
                         }));
                     }
                     Ok(false) => Ok(contender.exists(n)),
@@ -119,6 +123,7 @@ async fn claim(js: &jetstream::Context, d: &Delivered) -> Claimed {
                     length,
                     origin,
                     task_id: d.task_id.clone(),
+                    fence: FenceSender::new(origin + sent + length),
                 }));
             }
             Step::Wait { lapses_at } => {

@@ -17,12 +17,18 @@
 //! takes to elect a leader; the duplicate window covers a publisher's
 //! retried publish. A running claim is renewed every third of an ack wait,
 //! so the TTL never takes a live one. A bucket that exists is used as it
-//! is. Reads go to the bucket's leader (`allow_direct` off): a follower
+//! is once checked (`check.rs`: an unusable one is refused at start); one
+//! deleted while the worker runs (its stream not found) is created again
+//! with the same settings and the request asked again. Reads go to the bucket's leader (`allow_direct` off): a follower
 //! that missed a write must not answer "nothing here".
 //!
 //! The values are one line of text (`redelivery/claim/record.rs`), e.g.
 //! `done;by=…;task=TASKS:7;a=2;t=UNIX_MS`.
 
+mod check;
+
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::header::NATS_EXPECTED_LAST_SUBJECT_SEQUENCE;
@@ -56,6 +62,16 @@ pub(super) struct Completions {
     stream: stream::Stream,
     /// `$KV.BUCKET.`
     prefix: String,
+    /// What the bucket is created with, again if it disappears.
+    config: Arc<stream::Config>,
+    js: jetstream::Context,
+}
+
+/// Why one request to the bucket failed.
+enum Failed {
+    /// The bucket's stream does not exist (deleted while the worker runs).
+    Missing,
+    Other(NatsError),
 }
 
 /// The bucket's name for the task stream `stream`.
@@ -88,7 +104,8 @@ impl Completions {
         let mut pauses = pauses();
         loop {
             match Self::open_once(js, tasks, ack_wait).await {
-                Ok(c) => return Ok(c),
+                Ok(Ok(c)) => return Ok(c),
+                Ok(Err(wrong)) => return Err(NatsError::Config(wrong)),
                 Err(e) if passing(&e) && tokio::time::Instant::now() < deadline => {
                     tracing::debug!(target: "herdless", error = %e, "the completion bucket: asking again");
                     tokio::time::sleep(pauses.next_delay()).await;
@@ -102,16 +119,13 @@ impl Completions {
         js: &jetstream::Context,
         tasks: &stream::Config,
         ack_wait: Duration,
-    ) -> Result<Completions, CreateStreamError> {
+    ) -> Result<Result<Completions, String>, CreateStreamError> {
         let bucket = bucket_name(&tasks.name);
         let name = format!("KV_{bucket}");
         let prefix = format!("$KV.{bucket}.");
-        if let Ok(stream) = js.get_stream(&name).await {
-            return Ok(Completions { stream, prefix });
-        }
         let ttl = tasks.duplicate_window.max(ack_wait * TTL_ACK_WAITS);
-        let config = stream::Config {
-            name,
+        let config = Arc::new(stream::Config {
+            name: name.clone(),
             subjects: vec![format!("{prefix}>")],
             max_messages_per_subject: 1,
             max_age: ttl,
@@ -123,9 +137,62 @@ impl Completions {
             deny_delete: true,
             allow_direct: false,
             ..Default::default()
-        };
-        let stream = js.get_or_create_stream(config).await?;
-        Ok(Completions { stream, prefix })
+        });
+        let js = js.clone();
+        if let Ok(stream) = js.get_stream(&name).await {
+            let wanted = check::Wanted {
+                bucket: &bucket,
+                ttl,
+                replicas: tasks.num_replicas.max(1),
+            };
+            if let Some(wrong) = check::unusable(&stream.cached_info().config, &wanted) {
+                return Ok(Err(wrong));
+            }
+            return Ok(Ok(Completions {
+                stream,
+                prefix,
+                config,
+                js,
+            }));
+        }
+        let stream = js.get_or_create_stream((*config).clone()).await?;
+        Ok(Ok(Completions {
+            stream,
+            prefix,
+            config,
+            js,
+        }))
+    }
+
+    /// Runs `request`, and once more after creating the bucket again when
+    /// its stream is gone.
+    async fn again_if_missing<T, Fut>(
+        &self,
+        what: &'static str,
+        request: impl Fn() -> Fut,
+    ) -> Result<T, NatsError>
+    where
+        Fut: Future<Output = Result<T, Failed>>,
+    {
+        match request().await {
+            Ok(v) => return Ok(v),
+            Err(Failed::Other(e)) => return Err(e),
+            Err(Failed::Missing) => {}
+        }
+        tracing::warn!(
+            target: "herdless",
+            stream = %self.config.name,
+            "the completion bucket is gone: creating it again (claims and records it held are lost)"
+        );
+        self.js
+            .get_or_create_stream((*self.config).clone())
+            .await
+            .map_err(|e| NatsError::broker("creating the completion bucket again", e))?;
+        match request().await {
+            Ok(v) => Ok(v),
+            Err(Failed::Other(e)) => Err(e),
+            Err(Failed::Missing) => Err(NatsError::broker(what, "the completion bucket is gone")),
+        }
     }
 
     /// The subject of `key`'s turn `turn`, or of all its turns (`*`).
@@ -149,21 +216,31 @@ impl Completions {
     }
 
     async fn read(&self, subject: &str) -> Result<Option<Seen>, NatsError> {
+        use async_nats::jetstream::ErrorCode;
         use async_nats::jetstream::stream::LastRawMessageErrorKind as Kind;
-        match self.stream.get_last_raw_message_by_subject(subject).await {
-            Ok(m) => Ok(m
-                .subject
-                .rsplit('.')
-                .next()
-                .and_then(|t| t.parse().ok())
-                .map(|turn| Seen {
-                    turn,
-                    revision: m.sequence,
-                    record: Record::parse(&m.payload),
-                })),
-            Err(e) if e.kind() == Kind::NoMessageFound => Ok(None),
-            Err(e) => Err(NatsError::broker("reading the task's claim", e)),
-        }
+        let what = "reading the task's claim";
+        self.again_if_missing(what, || async {
+            match self.stream.get_last_raw_message_by_subject(subject).await {
+                Ok(m) => Ok(m
+                    .subject
+                    .rsplit('.')
+                    .next()
+                    .and_then(|t| t.parse().ok())
+                    .map(|turn| Seen {
+                        turn,
+                        revision: m.sequence,
+                        record: Record::parse(&m.payload),
+                    })),
+                Err(e) if e.kind() == Kind::NoMessageFound => Ok(None),
+                Err(e) => match e.kind() {
+                    Kind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND => {
+                        Err(Failed::Missing)
+                    }
+                    _ => Err(Failed::Other(NatsError::broker(what, e))),
+                },
+            }
+        })
+        .await
     }
 
     /// Creates `key`'s turn `turn` with `value`: `Ok(true)` once the
@@ -179,18 +256,23 @@ impl Completions {
         value: String,
     ) -> Result<bool, NatsError> {
         use async_nats::jetstream::context::PublishErrorKind as Kind;
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert(NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, "0");
+        let what = "taking the task's claim";
         let subject = self.subject(key, &turn);
-        let sent = js
-            .publish_with_headers(subject, headers, value.into())
-            .await
-            .map_err(|e| NatsError::broker("taking the task's claim", e))?;
-        match sent.await {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == Kind::WrongLastSequence => Ok(false),
-            Err(e) => Err(NatsError::broker("taking the task's claim", e)),
-        }
+        self.again_if_missing(what, || async {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, "0");
+            let sent = js
+                .publish_with_headers(subject.clone(), headers, value.clone().into())
+                .await
+                .map_err(|e| Failed::Other(NatsError::broker(what, e)))?;
+            match sent.await {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == Kind::WrongLastSequence => Ok(false),
+                Err(e) if e.kind() == Kind::StreamNotFound => Err(Failed::Missing),
+                Err(e) => Err(Failed::Other(NatsError::broker(what, e))),
+            }
+        })
+        .await
     }
 
     /// Writes `value` over `key`'s turn `turn` (its holder's renewal, its
@@ -205,12 +287,21 @@ impl Completions {
         turn: u32,
         value: String,
     ) -> Result<(), NatsError> {
-        js.publish(self.subject(key, &turn), value.into())
-            .await
-            .map_err(|e| NatsError::broker("writing the task's claim", e))?
-            .await
-            .map_err(|e| NatsError::broker("writing the task's claim", e))?;
-        Ok(())
+        use async_nats::jetstream::context::PublishErrorKind as Kind;
+        let what = "writing the task's claim";
+        let subject = self.subject(key, &turn);
+        self.again_if_missing(what, || async {
+            let sent = js
+                .publish(subject.clone(), value.clone().into())
+                .await
+                .map_err(|e| Failed::Other(NatsError::broker(what, e)))?;
+            match sent.await {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == Kind::StreamNotFound => Err(Failed::Missing),
+                Err(e) => Err(Failed::Other(NatsError::broker(what, e))),
+            }
+        })
+        .await
     }
 }
 

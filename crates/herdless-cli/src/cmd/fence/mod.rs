@@ -1,0 +1,184 @@
+//! `herdless fence -- CMD [ARGS]...` (internal, hidden from `--help`): the
+//! supervisor of one `herdless worker` attempt. The worker starts it as the
+//! leader of the attempt's process group; it starts CMD as its child in the
+//! same group, feeds it the task's payload, and ends the whole group
+//! (`SIGKILL`) when the worker can no longer be trusted to:
+//!
+//! * **its stdin reaches end of file** before CMD ended: the worker died
+//!   (`kill -9`, a crash). Without this, CMD would run on, orphaned, while
+//!   the broker hands the task to another worker.
+//! * **the last extension runs out**: the worker is frozen (`SIGSTOP`, a
+//!   stalled machine) or cannot renew its claim. The worker sends "you may
+//!   run until T" when it takes the claim and at each confirmed renewal,
+//!   T being its own fence (the library's
+//!   [`herdless::adapters::nats::Fence`]) on the machine's monotonic clock
+//!   (`shared/process/fence_wire.rs`); it stops a running attempt at that
+//!   fence itself, but only while it runs.
+//!
+//! # Why this is in time
+//!
+//! The fence is the send time of the claim's last confirmed write plus the
+//! lease (the consumer's ack wait). A contender takes the next turn no
+//! sooner than a lease **and a margin** (a quarter of the lease, at least
+//! one second) after it first saw that write, which is after the holder
+//! sent it: the takeover is at least a margin after the fence. The
+//! supervisor's deadline T is at or before the fence (the worker reads the
+//! clock, then the time left to the fence, and rounds down), whenever the
+//! frame arrives: a frame delayed in the pipe, or written late by a worker
+//! frozen just after computing it, cannot push it past the fence. What is
+//! left to fit in the margin: the supervisor's timer waking late (a busy
+//! machine: milliseconds) and `SIGKILL` taking effect, and the two
+//! processes' clocks are one (`CLOCK_MONOTONIC`, which a `SIGSTOP` does not
+//! stop). So the frozen worker's command is gone before a takeover can
+//! start the task again. No `SIGTERM` grace here: a grace as long as
+//! `--kill-after` (10 s by default) would outlast the margin.
+//!
+//! # The exit status
+//!
+//! CMD's: its code, or 128 + N when signal N ended it (the shell's
+//! mapping, which is how `exec` and `worker` classify a signalled command
+//! anyway), so a worker classifies the supervisor's status exactly as it
+//! would CMD's. `SIGTERM` does not end the supervisor (the worker's
+//! `--timeout` sends it to the whole group): it waits for CMD and reports
+//! CMD's status. A CMD that cannot be started is reported as `exec` does
+//! (`command not found`, 127; not executable, 126).
+
+use std::ffi::OsString;
+use std::os::fd::AsFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+
+use clap::Args;
+use nix::sys::signal::{Signal, killpg};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::Instant;
+
+use crate::shared::error::{CliError, CliResult};
+use crate::shared::exit;
+use crate::shared::process::fence_wire::{left_until, read_payload, read_u64};
+use crate::shared::process::{Failure, start_failure};
+
+/// `herdless fence` arguments (internal: started by `herdless worker`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct FenceArgs {
+    /// The attempt's command and its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    pub(crate) command: Vec<OsString>,
+}
+
+/// Runs the supervisor: CMD's exit status (see the module documentation).
+///
+/// # Errors
+///
+/// Exit 125 when its stdin is not the worker's pipe or the runtime cannot
+/// start.
+pub(crate) fn run(args: &FenceArgs) -> CliResult {
+    let rt = crate::shared::descriptors::build_runtime(
+        tokio::runtime::Builder::new_current_thread().enable_all(),
+    )
+    .map_err(|e| CliError::new(exit::EXEC_USAGE, format!("cannot start the runtime: {e}")))?;
+    rt.block_on(supervise(args))
+}
+
+fn internal(what: impl std::fmt::Display) -> CliError {
+    CliError::new(
+        exit::EXEC_USAGE,
+        format!("{what} (internal: `herdless worker` starts this)"),
+    )
+}
+
+async fn supervise(args: &FenceArgs) -> CliResult {
+    let stdin = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(internal)?;
+    let mut wire = pipe::Receiver::from_owned_fd(stdin).map_err(internal)?;
+    let payload = read_payload(&mut wire).await.map_err(internal)?;
+    let first = read_u64(&mut wire).await.map_err(internal)?;
+    let Some(first) = first else {
+        // The worker died before the attempt began: nothing to start.
+        return Ok(exit::EXEC_USAGE);
+    };
+    // SIGTERM is for CMD (the worker's `--timeout`): keep running to report
+    // its status. Installed before CMD starts, so none is missed.
+    let mut term = signal(SignalKind::terminate()).map_err(internal)?;
+    let mut command = args.command.iter();
+    let program = command.next().ok_or_else(|| internal("no command"))?;
+    let mut child = match tokio::process::Command::new(program)
+        .args(command)
+        .stdin(Stdio::piped())
+        .kill_on_drop(false)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return Ok(started_not(start_failure("worker", program, e))),
+    };
+    let stdin = child.stdin.take();
+    let feed = async move {
+        if let Some(mut stdin) = stdin {
+            let _ = stdin.write_all(&payload).await;
+        }
+        std::future::pending::<()>().await;
+    };
+    tokio::pin!(feed);
+    let mut deadline = until(first);
+    // Frames are read by a task of their own (a read cut short by another
+    // branch would lose bytes); `None` is the end of the worker's pipe.
+    let (frames, mut next_frame) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let frame = read_u64(&mut wire).await.ok().flatten();
+            let end = frame.is_none();
+            if frames.send(frame).is_err() || end {
+                break;
+            }
+        }
+    });
+    let mut reading = true;
+    loop {
+        let lapse = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            status = child.wait() => {
+                return Ok(status.map_or(exit::EXEC_USAGE, |s| {
+                    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+                }));
+            }
+            () = lapse => end_group("no extension came in time (the worker is frozen or cut \
+                                     off): ending the attempt before its task can be taken over"),
+            next = next_frame.recv(), if reading => match next.flatten() {
+                Some(ms) => deadline = until(ms),
+                None => {
+                    reading = false;
+                    end_group("the worker is gone: ending its attempt");
+                }
+            },
+            _ = term.recv() => {}
+            () = &mut feed => {}
+        }
+    }
+}
+
+/// The deadline of the frame `ms` on this runtime's clock (`None`:
+/// unfenced).
+fn until(ms: u64) -> Option<Instant> {
+    left_until(ms).map(|left| Instant::now() + left)
+}
+
+/// Ends the attempt's whole group, this process included.
+fn end_group(why: &str) {
+    eprintln!("herdless fence: {why}");
+    let _ = killpg(nix::unistd::getpgrp(), Signal::SIGKILL);
+}
+
+/// The status of a command that could not be started.
+fn started_not(failure: Failure) -> i32 {
+    failure.exit_status()
+}
