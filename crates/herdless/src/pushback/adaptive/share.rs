@@ -14,7 +14,7 @@
 //! Its own learning keeps setting the level, as without peers.
 //!
 //! A report covers the service up: at a recovery the period starts over
-//! ([`Mark::recovered`]). The refusals of an outage (its probes, the
+//! (`Mark::recovered`). The refusals of an outage (its probes, the
 //! requests refused before the replica found it down) say the service was
 //! down, not that it was saturated, and what the replica served while it
 //! released its queue from a low starting rate is that rate, not the
@@ -75,7 +75,8 @@ impl Mark {
 impl AdaptiveAllocator {
     /// This replica's report on the period since its last one, at `now`
     /// (publish it through a [`SharedState`](crate::pushback::SharedState)
-    /// about once per [`PERIOD`]).
+    /// about once per [`PERIOD`]). A period that saw the service come back
+    /// counts from its return: the outage's refusals are not the period's.
     ///
     /// ```
     /// use std::time::Duration;
