@@ -1,11 +1,12 @@
 //! The field scenario's laws: no cell beats its physical limit, one replica
-//! with shared state is one replica without it, and every verdict is its
+//! with shared state is one replica without it, shared state drains a
+//! restart no later than per-replica learning, and every verdict is its
 //! figures against the goals (both ways).
 
 use std::time::Duration;
 
 use herdless_sim::OutageParams;
-use herdless_sim::endpoint::Split;
+use herdless_sim::endpoint::{OutageEnd, Split};
 use herdless_sim::scenario::field::{self, FieldCell, FieldParams, ServerSetup};
 
 fn small(setups: Vec<ServerSetup>, outages: &[u64]) -> FieldParams {
@@ -146,5 +147,33 @@ fn uncoordinated_hold_is_no_worse_than_full_jitter_and_the_throttle_meets_its_go
         if c.strategy == "full+throttle" || c.coordination == "none" && c.strategy == "full+hold" {
             assert_eq!(c.verdict, "met", "{c:?}");
         }
+    }
+}
+
+/// Shared state leaves no replica's recovery behind per-replica learning:
+/// after an outage with an unknown end, with a replica restarting
+/// mid-drain, the coordinated hold drains no later than the uncoordinated
+/// one (the outage's refusals are not read as a saturated device).
+#[test]
+fn shared_state_drains_a_restart_no_later_than_per_replica_learning() {
+    // The scenario's own scale (40,000 clients, 10,000/s, R = 8: the
+    // outage's refusals against 1,250/s per replica).
+    let p = FieldParams {
+        outages: vec![Duration::from_secs(5)],
+        ends: vec![OutageEnd::Unknown],
+        setups: vec![setup(8, Split::Restart)],
+        ..FieldParams::default()
+    };
+    for seed in [1, 3] {
+        let cells = field::run(&p, seed).unwrap();
+        let hold: Vec<&FieldCell> = cells.iter().filter(|c| c.strategy == "full+hold").collect();
+        let [none, shared] = hold[..] else {
+            panic!("two hold cells: {hold:?}");
+        };
+        assert_eq!((none.coordination, shared.coordination), ("none", "shared"));
+        let (Some(n), Some(s)) = (none.drain_vs_limit, shared.drain_vs_limit) else {
+            panic!("seed {seed}: both drain: {shared:?} {none:?}");
+        };
+        assert!(s <= n, "seed {seed}: {shared:?} against {none:?}");
     }
 }

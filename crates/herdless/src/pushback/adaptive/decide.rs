@@ -69,6 +69,8 @@ impl AdaptiveAllocator {
         let tolerance = self.tolerance(self.interval());
         self.schedule.empty_at(at, tolerance);
         self.estimate.restart(at);
+        // The next report covers the service up (see `share.rs`).
+        self.mark.recovered(at, self.counts);
         if self.hold.is_some() {
             // The first windows may be served from slack (module docs).
             self.estimate.settle = SETTLE_WINDOWS;

@@ -12,10 +12,20 @@
 //! estimate does (a few percent per window of demand with no refusal),
 //! never by a jump: every replica's step up lands on the device at once.
 //! Its own learning keeps setting the level, as without peers.
+//!
+//! A report covers the service up: at a recovery the period starts over
+//! (`Mark::recovered`). The refusals of an outage (its probes, the
+//! requests refused before the replica found it down) say the service was
+//! down, not that it was saturated, and what the replica served while it
+//! released its queue from a low starting rate is that rate, not the
+//! service's capacity. Counted in the period of the recovery, they read as
+//! a saturated service whose measured total is the starting rate: every
+//! replica was cut to its share of that a period after the end, in the
+//! middle of its drain, and held there for a period.
 
 use std::time::Duration;
 
-use super::{AdaptiveAllocator, Mode};
+use super::{AdaptiveAllocator, AdaptiveCounts, Mode};
 use crate::pushback::ns;
 use crate::pushback::replicas::{PERIOD, PeerReport, ReplicaReport, STALE};
 use crate::pushback::tuning::{SHARE_FLOOR, SHARE_MARGIN};
@@ -36,6 +46,13 @@ pub(crate) struct Mark {
 }
 
 impl Mark {
+    /// The service is back at `at`: the period being counted starts over
+    /// there, with the counters `c` (the refusals and the time down are the
+    /// outage's, not the period's).
+    pub(crate) fn recovered(&mut self, at: u64, c: AdaptiveCounts) {
+        (self.at, self.served, self.refused, self.arrivals) = (at, c.served, c.refused, c.arrivals);
+    }
+
     fn keep(&mut self, at: u64, report: ReplicaReport) {
         if self.len == KEPT {
             self.sent.rotate_left(1);
@@ -58,7 +75,8 @@ impl Mark {
 impl AdaptiveAllocator {
     /// This replica's report on the period since its last one, at `now`
     /// (publish it through a [`SharedState`](crate::pushback::SharedState)
-    /// about once per [`PERIOD`]).
+    /// about once per [`PERIOD`]). A period that saw the service come back
+    /// counts from its return: the outage's refusals are not the period's.
     ///
     /// ```
     /// use std::time::Duration;
@@ -228,6 +246,54 @@ mod tests {
             ((fa + fb) * 1_000.0 - 2_000.0 * SHARE_MARGIN).abs() < 1e-6,
             "the total kept"
         );
+    }
+
+    /// A replica down until 0.5 s (its probes refused), then serving 500/s
+    /// as its queue's release starts, with 100 requests held.
+    fn recovered_at_half_a_second() -> AdaptiveAllocator {
+        let mut a = AdaptiveAllocator::builder()
+            .estimate(1_000.0)
+            .hold()
+            .build()
+            .unwrap();
+        a.start_outage(None);
+        for i in 0..100 {
+            let _held_or_probe = a.decide(Duration::from_millis(i));
+        }
+        assert!(a.held() >= 99, "{}", a.held());
+        for i in 1..10 {
+            let _slot = a.refused(Duration::from_millis(50 * i), None);
+        }
+        assert!(a.in_outage(Duration::from_millis(499)));
+        for i in 0..250 {
+            a.served(Duration::from_millis(500 + 2 * i));
+        }
+        assert!(!a.in_outage(Duration::from_secs(1)));
+        a
+    }
+
+    #[test]
+    fn a_report_covers_the_service_up_not_the_outage() {
+        let mut a = recovered_at_half_a_second();
+        let r = a.report(Duration::from_secs(1));
+        assert_eq!(r.refused, 0, "the probes' refusals were the outage's");
+        // 249 served in the 0.5 s up (the probe that found the service back
+        // ends the outage): the release's rate, not diluted by the time down.
+        assert!((r.served_per_s - 498.0).abs() < 1e-6, "{}", r.served_per_s);
+    }
+
+    #[test]
+    fn the_refusals_of_an_outage_cut_no_share_after_it() {
+        let (mut a, mut b) = (recovered_at_half_a_second(), recovered_at_half_a_second());
+        let at = Duration::from_secs(1);
+        let peer = PeerReport {
+            report: b.report(at),
+            age: Duration::ZERO,
+        };
+        a.report(at);
+        let before = a.capacity();
+        a.apply_peers(at, &[peer]);
+        assert_eq!(a.capacity(), before, "the service was down, not saturated");
     }
 
     #[test]
