@@ -49,10 +49,10 @@ pub struct Context<'a, N = NoNotify> {
 
 /// Where events go besides the hook: `tracing`, and
 /// [metrics](crate::events::metrics) when a recorder is installed. One byte,
-/// so that the common case (traced, no recorder) is told by one comparison,
-/// as `tracing` alone is without the `metrics` feature: two fields cost a
-/// metered build 40 instructions a retried call (the second test and the
-/// registers it takes from the decision around it).
+/// so that the common case (no recorder, traced or not) is told by one test,
+/// as `tracing` alone is without the `metrics` feature: with two fields the
+/// second test (and the branch behind it) took registers from the decision
+/// around it (docs/performance.md has the counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Listen(u8);
 
@@ -406,7 +406,7 @@ impl<N: Notify> Context<'_, N> {
         let traced = || LevelFilter::current() != LevelFilter::OFF;
         #[cfg(feature = "metrics")]
         {
-            // The common case first, on one comparison: traced, no recorder.
+            // The common case first, on one test: no recorder, traced or not.
             if self.listen.0 & !Listen::TRACE == 0 {
                 return (self.listen.traced() && traced()) || N::ACTIVE;
             }
@@ -418,9 +418,9 @@ impl<N: Notify> Context<'_, N> {
         }
     }
 
-    /// [`listening`](Self::listening) for a context that records metrics
-    /// or is not traced: out of line, so that the common case keeps its
-    /// registers.
+    /// [`listening`](Self::listening) for a context that records metrics (a
+    /// recorder was installed, or it was not asked yet): out of line and
+    /// cold, so that the common case keeps its registers.
     #[cfg(feature = "metrics")]
     #[cold]
     #[inline(never)]
