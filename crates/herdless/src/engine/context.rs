@@ -43,22 +43,46 @@ pub struct Context<'a, N = NoNotify> {
     /// [`max_elapsed`](Self::max_elapsed) in nanoseconds, kept beside the
     /// policy and the urgency it follows from (compared on every failure).
     max_elapsed_ns: u64,
-    pub(super) trace: bool,
-    pub(super) metrics: Meter,
+    pub(super) listen: Listen,
     pub(super) levels: EventLevels,
 }
 
-/// Whether decisions record [metrics](crate::events::metrics).
+/// Where events go besides the hook: `tracing`, and
+/// [metrics](crate::events::metrics) when a recorder is installed. One byte,
+/// so that the common case (no recorder, traced or not) is told by one test,
+/// as `tracing` alone is without the `metrics` feature: with two fields the
+/// second test (and the branch behind it) took registers from the decision
+/// around it (docs/performance.md has the counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Listen(u8);
+
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-pub(super) enum Meter {
-    /// Never ([`Context::metrics`]`(false)`).
-    Off,
-    /// When a recorder is installed, asked at each event (the default).
-    Ask,
+impl Listen {
+    /// Events go to `tracing` (when a subscriber wants them).
+    const TRACE: u8 = 1;
+    /// Metrics when a recorder is installed, asked at each event (the default).
+    const METER_ASK: u8 = 2;
     /// A recorder was installed when the call's retries began
     /// ([`Context::ask_metrics`]).
-    On,
+    const METER_ON: u8 = 4;
+    /// The default: traced, metered if a recorder is installed.
+    const DEFAULT: Listen = Listen(Self::TRACE | Self::METER_ASK);
+
+    #[inline(always)]
+    fn traced(self) -> bool {
+        self.0 & Self::TRACE != 0
+    }
+
+    /// Whether metrics may be recorded (a recorder was or may be installed).
+    #[inline(always)]
+    fn metered(self) -> bool {
+        self.0 & (Self::METER_ASK | Self::METER_ON) != 0
+    }
+
+    #[inline(always)]
+    fn with(self, bit: u8, on: bool) -> Listen {
+        Listen(if on { self.0 | bit } else { self.0 & !bit })
+    }
 }
 
 impl<N> fmt::Debug for Context<'_, N> {
@@ -71,8 +95,8 @@ impl<N> fmt::Debug for Context<'_, N> {
             .field("throttle", &self.throttle)
             .field("urgent", &self.urgent)
             .field("waves", &self.waves)
-            .field("trace", &self.trace)
-            .field("metrics", &(self.metrics != Meter::Off))
+            .field("trace", &self.listen.traced())
+            .field("metrics", &self.listen.metered())
             .field("levels", &self.levels)
             .finish_non_exhaustive()
     }
@@ -108,8 +132,7 @@ impl<'a> Context<'a> {
             urgent: None,
             waves: None,
             max_elapsed_ns: policy.max_elapsed_ns,
-            trace: true,
-            metrics: Meter::Ask,
+            listen: Listen::DEFAULT,
             levels: EventLevels::DEFAULT,
         }
     }
@@ -151,8 +174,7 @@ impl<'a, N> Context<'a, N> {
             urgent: self.urgent,
             waves: self.waves,
             max_elapsed_ns: self.max_elapsed_ns,
-            trace: self.trace,
-            metrics: self.metrics,
+            listen: self.listen,
             levels: self.levels,
         }
     }
@@ -253,7 +275,7 @@ impl<'a, N> Context<'a, N> {
     /// let _quiet = herdless::engine::Context::new(&p).trace(false);
     /// ```
     pub fn trace(mut self, trace: bool) -> Self {
-        self.trace = trace;
+        self.listen = self.listen.with(Listen::TRACE, trace);
         self
     }
 
@@ -267,7 +289,10 @@ impl<'a, N> Context<'a, N> {
     /// let _unmetered = herdless::engine::Context::new(&p).trace(false).metrics(false);
     /// ```
     pub fn metrics(mut self, metrics: bool) -> Self {
-        self.metrics = if metrics { Meter::Ask } else { Meter::Off };
+        self.listen = self
+            .listen
+            .with(Listen::METER_ON, false)
+            .with(Listen::METER_ASK, metrics);
         self
     }
 
@@ -287,8 +312,13 @@ impl<'a, N> Context<'a, N> {
     /// the call.
     #[inline(always)]
     pub(crate) fn metrics_known(&mut self, installed: bool) {
-        if self.metrics == Meter::Ask {
-            self.metrics = if installed { Meter::On } else { Meter::Off };
+        if self.listen.0 & Listen::METER_ASK != 0 {
+            let bits = self.listen.0 & !Listen::METER_ASK;
+            self.listen = Listen(if installed {
+                bits | Listen::METER_ON
+            } else {
+                bits
+            });
         }
     }
 
@@ -373,16 +403,34 @@ impl<N: Notify> Context<'_, N> {
     #[inline]
     pub(super) fn listening(&self) -> bool {
         use tracing::level_filters::LevelFilter;
-        let traced = self.trace && LevelFilter::current() != LevelFilter::OFF;
+        let traced = || LevelFilter::current() != LevelFilter::OFF;
         #[cfg(feature = "metrics")]
-        let metered = || match self.metrics {
-            Meter::Off => false,
-            Meter::On => true,
-            Meter::Ask => crate::events::metrics::installed(),
-        };
+        {
+            // The common case first, on one test: no recorder, traced or not.
+            if self.listen.0 & !Listen::TRACE == 0 {
+                return (self.listen.traced() && traced()) || N::ACTIVE;
+            }
+            self.listening_metered()
+        }
         #[cfg(not(feature = "metrics"))]
-        let metered = || false;
-        traced || N::ACTIVE || metered()
+        {
+            (self.listen.traced() && traced()) || N::ACTIVE
+        }
+    }
+
+    /// [`listening`](Self::listening) for a context that records metrics (a
+    /// recorder was installed, or it was not asked yet): out of line and
+    /// cold, so that the common case keeps its registers.
+    #[cfg(feature = "metrics")]
+    #[cold]
+    #[inline(never)]
+    fn listening_metered(&self) -> bool {
+        use tracing::level_filters::LevelFilter;
+        let bits = self.listen.0;
+        (bits & Listen::TRACE != 0 && LevelFilter::current() != LevelFilter::OFF)
+            || N::ACTIVE
+            || bits & Listen::METER_ON != 0
+            || (bits & Listen::METER_ASK != 0 && crate::events::metrics::installed())
     }
 
     /// The one event path: `tracing` at the configured level, metrics, the
@@ -390,7 +438,7 @@ impl<N: Notify> Context<'_, N> {
     /// breaker (no attempt ran since the last event).
     #[inline]
     pub(super) fn emit(&self, event: RetryEvent<'_>, attempt_ended: bool) {
-        if self.trace {
+        if self.listen.traced() {
             let level = self.levels.level(&event);
             // What `tracing::event!` checks first, before the per-level
             // dispatch: with no subscriber (or a quieter one) nothing else runs.
@@ -399,7 +447,7 @@ impl<N: Notify> Context<'_, N> {
             }
         }
         #[cfg(feature = "metrics")]
-        if self.metrics != Meter::Off {
+        if self.listen.metered() {
             crate::events::metrics::event(&event, attempt_ended, self.budget, self.breaker);
         }
         let _ = attempt_ended;
@@ -410,7 +458,7 @@ impl<N: Notify> Context<'_, N> {
     /// one attempt counted.
     pub(super) fn copy_failed(&self) {
         #[cfg(feature = "metrics")]
-        if self.metrics != Meter::Off {
+        if self.listen.metered() {
             crate::events::metrics::copy_failed();
         }
     }
@@ -419,7 +467,7 @@ impl<N: Notify> Context<'_, N> {
     #[inline]
     pub(super) fn first_success(&self) {
         #[cfg(feature = "metrics")]
-        if self.metrics != Meter::Off {
+        if self.listen.metered() {
             crate::events::metrics::first_success(self.budget, self.breaker);
         }
     }

@@ -42,7 +42,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use ::http::{HeaderMap, HeaderValue};
+use ::http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::{RETRY_AFTER_MS, StatusClass, StatusClassifier, classify_response_ms};
 use crate::classify::Classification;
@@ -60,6 +60,13 @@ pub const REQUEUE: &str = "herdless-requeue";
 /// assert_eq!(herdless::http::PREFER, "prefer");
 /// ```
 pub const PREFER: &str = "prefer";
+
+// The names above as `HeaderName`s, built at compile time: a lookup by a
+// `&str` name parses it first (checks and lowercases it into a buffer), on
+// every request the pushback layer decides and every response classified.
+static PREFER_NAME: HeaderName = HeaderName::from_static(PREFER);
+static REQUEUE_NAME: HeaderName = HeaderName::from_static(REQUEUE);
+static RETRY_AFTER_MS_NAME: HeaderName = HeaderName::from_static(RETRY_AFTER_MS);
 
 /// The longest wait [`prefer_wait`] reads: a day (a longer value is taken
 /// as a day; nothing holds a request that long).
@@ -95,12 +102,12 @@ pub fn classify_headers(
         headers
             .get(::http::header::RETRY_AFTER)
             .map(HeaderValue::as_bytes),
-        headers.get(RETRY_AFTER_MS).map(HeaderValue::as_bytes),
+        headers.get(&RETRY_AFTER_MS_NAME).map(HeaderValue::as_bytes),
         now,
     )?;
     // The value `1` (spaces aside) says it; `0` or anything else says nothing.
     let requeue = headers
-        .get_all(REQUEUE)
+        .get_all(&REQUEUE_NAME)
         .iter()
         .any(|v| v.as_bytes().trim_ascii() == b"1")
         && statuses.classify(status) == StatusClass::Retryable;
@@ -128,7 +135,7 @@ pub fn classify_headers(
 /// assert_eq!(prefer_wait(&h), None);
 /// ```
 pub fn prefer_wait(headers: &HeaderMap) -> Option<Duration> {
-    for value in headers.get_all(PREFER) {
+    for value in headers.get_all(&PREFER_NAME) {
         let Ok(text) = std::str::from_utf8(value.as_bytes()) else {
             continue;
         };

@@ -171,10 +171,14 @@ where
                 drop(state);
                 // A clone (and the service to send it to) only when the
                 // cloner makes one: `NotCloned` costs nothing here.
-                let spare = self.cloner.clone_request(&request).map(|copy| Spare {
-                    service: self.inner.clone(),
-                    request: copy,
-                    cloner: Arc::clone(&self.cloner) as Arc<Cloner<ReqB>>,
+                // Boxed, as a held request's next work: the future stays
+                // small for the requests that are neither cloned nor held.
+                let spare = self.cloner.clone_request(&request).map(|copy| {
+                    Box::new(Spare {
+                        service: self.inner.clone(),
+                        request: copy,
+                        cloner: Arc::clone(&self.cloner) as Arc<Cloner<ReqB>>,
+                    })
                 });
                 Kind::Inner {
                     future: self.inner.call(request),
@@ -203,12 +207,12 @@ where
                     Kind::Held {
                         answer,
                         parked,
-                        next: Some(Next {
+                        next: Some(Box::new(Next {
                             service,
                             request,
                             caller,
                             cloner: Arc::clone(&self.cloner) as Arc<Cloner<ReqB>>,
-                        }),
+                        })),
                     }
                 } else {
                     // No runtime to release it on: answered now.
@@ -271,7 +275,7 @@ struct Report<S, R> {
     outcome: Arc<dyn Outcome>,
     caller: Caller,
     ticket: Option<Ticket>,
-    spare: Option<Spare<S, R>>,
+    spare: Option<Box<Spare<S, R>>>,
 }
 
 /// A held request, for the service once it is released.
@@ -289,9 +293,9 @@ pin_project_lite::pin_project! {
         Held {
             answer: oneshot::Receiver<Allotment>,
             parked: Parked,
-            next: Option<Next<S, R>>,
+            next: Option<Box<Next<S, R>>>,
         },
-        Released { next: Option<Next<S, R>>, outcome: Arc<dyn Outcome>, ticket: Ticket },
+        Released { next: Option<Box<Next<S, R>>>, outcome: Arc<dyn Outcome>, ticket: Ticket },
         Rejected { response: Option<Response<B>> },
     }
 }
@@ -323,12 +327,12 @@ fn refusal<F, B, S, R>(report: Report<S, R>) -> Result<Kind<F, B, S, R>, Option<
                 outcome,
                 ticket: Some(ticket),
             },
-            next: Some(Next {
+            next: Some(Box::new(Next {
                 service: spare.service,
                 request: spare.request,
                 caller,
                 cloner: spare.cloner,
-            }),
+            })),
         }),
     }
 }
@@ -404,11 +408,13 @@ where
                         request,
                         caller,
                         cloner,
-                    } = next.take().expect("checked above");
-                    let spare = cloner.clone_request(&request).map(|copy| Spare {
-                        service: service.clone(),
-                        request: copy,
-                        cloner,
+                    } = *next.take().expect("checked above");
+                    let spare = cloner.clone_request(&request).map(|copy| {
+                        Box::new(Spare {
+                            service: service.clone(),
+                            request: copy,
+                            cloner,
+                        })
                     });
                     Kind::Inner {
                         future: service.call(request),
