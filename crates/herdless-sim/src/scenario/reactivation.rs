@@ -362,7 +362,9 @@ pub fn run_one(
                 seed,
             );
             let sends = match p.plan {
-                PlanMode::Announced => announce(&mut reps, &intents, &guards, honor, seed),
+                PlanMode::Announced => {
+                    announce(&mut reps, &intents, &guards, &strategy, honor, seed)
+                }
                 PlanMode::Unannounced => intents.iter().map(|&t| (t, t)).collect(),
             };
             run.go_from(reps, sends, &strategy, &mut guards)?
@@ -385,6 +387,7 @@ fn announce(
     reps: &mut Replicas<WaveEndpoint>,
     intents: &[u64],
     guards: &Guards,
+    strategy: &crate::strategy::Strategy,
     honor: f64,
     seed: u64,
 ) -> Vec<(u64, u64)> {
@@ -403,7 +406,7 @@ fn announce(
             let wave = match (guards.wave_guard(client), honors(honor, seed, client)) {
                 (Some(g), true) => {
                     g.observe(plan);
-                    g.first_wait(Duration::ZERO, &mut rng)
+                    g.first_wait(Duration::ZERO, strategy.policy(), &mut rng)
                 }
                 _ => None,
             };

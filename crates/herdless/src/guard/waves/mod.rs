@@ -67,6 +67,7 @@ use std::fmt;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::Policy;
 use crate::pushback::allocator::caller_key;
 use crate::pushback::waves::WavePlan;
 use crate::rng::Rng;
@@ -157,22 +158,31 @@ impl WaveGuard {
 
     /// Before the first call, with a plan announced `since` ago (the last
     /// answers before a disconnect carried it, [`observe`](Self::observe)d
-    /// then): how long to wait still; `None` without a plan observed. Takes
-    /// the plan.
+    /// then): how long to wait still, clamped as the engine clamps a plan's
+    /// delay after a failure (to the `policy`'s `max_retry_after`: a plan
+    /// longer than that brings the client back early, to be told its wave
+    /// again); `None` without a plan observed. Takes the plan. The wait
+    /// counts against the call's `max_elapsed` as a retry's delay does: a
+    /// driver starts the call's clock when the client meant to call.
     ///
     /// ```
     /// use std::time::Duration;
     /// use herdless::guard::waves::WaveGuard;
+    /// let policy = herdless::Policy::default();
     /// let g = WaveGuard::new("a");
     /// g.observe("start=2, waves=1, spacing=1, salt=5".parse().ok());
     /// let mut rng = herdless::Rng::with_seed(3);
-    /// let wait = g.first_wait(Duration::from_millis(500), &mut rng).unwrap();
+    /// let wait = g.first_wait(Duration::from_millis(500), &policy, &mut rng).unwrap();
     /// assert!(wait >= Duration::from_millis(1_500) && wait < Duration::from_millis(2_500));
-    /// assert_eq!(g.first_wait(Duration::ZERO, &mut rng), None);
+    /// assert_eq!(g.first_wait(Duration::ZERO, &policy, &mut rng), None);
+    ///
+    /// g.observe("start=600, waves=1, spacing=1, salt=5".parse().ok());
+    /// let wait = g.first_wait(Duration::ZERO, &policy, &mut rng).unwrap();
+    /// assert_eq!(wait, policy.max_retry_after(), "a plan 10 minutes away");
     /// ```
-    pub fn first_wait(&self, since: Duration, rng: &mut Rng) -> Option<Duration> {
+    pub fn first_wait(&self, since: Duration, policy: &Policy, rng: &mut Rng) -> Option<Duration> {
         let plan = running(self.lock().pending.take()?.later(since))?;
-        Some(self.next(plan, rng))
+        Some(self.next(plan, rng).min(policy.max_retry_after()))
     }
 
     /// The engine's question after a failure: the delay in nanoseconds when

@@ -210,13 +210,22 @@ fn an_ended_plan_is_ignored_and_the_failure_decided_as_without_it() {
     assert!(g.pending().is_none(), "taken all the same");
     // The first wait before a first call: none.
     g.observe(Some(ended));
-    assert_eq!(g.first_wait(Duration::ZERO, &mut rng), None);
+    assert_eq!(
+        g.first_wait(Duration::ZERO, &Policy::default(), &mut rng),
+        None
+    );
     // A plan ending exactly at its answer is over too; one that ends 1 ms
     // later is not (its next wave, past its end, is drawn).
     let just = WavePlan::new(-1_000, 1, 1_000, 5).unwrap();
     g.observe(Some(just));
-    assert_eq!(g.first_wait(Duration::ZERO, &mut rng), None);
+    assert_eq!(
+        g.first_wait(Duration::ZERO, &Policy::default(), &mut rng),
+        None
+    );
     let open = WavePlan::new(-999, 1, 1_000, 5).unwrap();
     g.observe(Some(open));
-    assert!(g.first_wait(Duration::ZERO, &mut rng).is_some());
+    assert!(
+        g.first_wait(Duration::ZERO, &Policy::default(), &mut rng)
+            .is_some()
+    );
 }
