@@ -41,7 +41,11 @@
 //!   [`spacing`](WavePlannerBuilder::spacing) (default 1 s), the spacing
 //!   then adjusted so the last wave is as full as the others. Every
 //!   replica told the same population, capacity and seed announces the same
-//!   plan for the same start: they agree without talking.
+//!   plan for the same start, the start read on a clock they share (the
+//!   `now` passed in): they agree without talking. Replicas whose clocks
+//!   start apart (each `now` from its own process start, as `herdless
+//!   stub`'s) or whose seeds differ announce different salts: a caller may
+//!   get a different wave from each.
 //! * **A counted plan** otherwise: the callers turned away are placed in
 //!   turn, in segments of 100 ms of the estimate (longer below 10/s: a
 //!   segment holds whole callers, at no more than the rate; each a plan of one
