@@ -424,3 +424,42 @@ fn robustness_runs_at_a_told_estimate_for_the_strategies_named() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With `--honor 0` the honoring group is empty: its calls per client are
+/// shown as "-", not as 0.00 calls (0 / 0).
+#[test]
+fn an_empty_honoring_group_shows_no_calls_per_client() {
+    let dir = temp_dir("honor0");
+    let out = herdless(
+        &dir,
+        &[
+            "--scenario",
+            "reactivation",
+            "--honor",
+            "0",
+            "--clients",
+            "2000",
+            "--capacity",
+            "1000",
+            "--jitter",
+            "full,full+waves",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let honoring = text
+        .lines()
+        .skip_while(|l| !l.starts_with("honoring: drain"))
+        .nth(1)
+        .expect("the honoring group's calls row");
+    assert!(honoring.starts_with("  calls"), "{honoring}");
+    assert!(
+        honoring.split_whitespace().skip(1).all(|v| v == "-"),
+        "{honoring}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

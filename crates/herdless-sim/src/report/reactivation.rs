@@ -152,7 +152,14 @@ pub(crate) fn table(r: &ReactivationReport) -> String {
                 row("honoring: drain x limit", &|f| {
                     opt(f.honoring.drain_vs_limit, 2)
                 }),
-                row("  calls", &|f| format!("{:.2}", f.honoring.calls)),
+                row("  calls", &|f| {
+                    // An empty group (`--honor 0`) has no calls per client.
+                    if f.honoring.clients == 0 {
+                        "-".to_owned()
+                    } else {
+                        format!("{:.2}", f.honoring.calls)
+                    }
+                }),
                 row("  gave up", &|f| f.honoring.gave_up.to_string()),
                 row("  peak after 100 ms / capacity", &|f| {
                     format!("{:.2}", f.honoring_peak_after_100ms_over_capacity)
