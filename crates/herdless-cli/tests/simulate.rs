@@ -463,3 +463,18 @@ fn an_empty_honoring_group_shows_no_calls_per_client() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reactivation capacity too small for its replicas names the values at
+/// fault, the burst's default included (the user never set a burst).
+#[test]
+fn a_capacity_below_one_call_per_replica_names_the_values() {
+    let dir = temp_dir("cap20");
+    let out = herdless(&dir, &["--scenario", "reactivation", "--capacity", "20"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("capacity (20/s)") && err.contains("by default a tenth of the capacity"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

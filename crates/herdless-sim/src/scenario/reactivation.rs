@@ -211,7 +211,11 @@ impl ReactivationParams {
             return bad("replicas must be within 1..=64");
         }
         if self.capacity < self.replicas || self.burst < self.replicas {
-            return bad("capacity and burst must be at least 1 call per replica");
+            return Err(SimError::Invalid(format!(
+                "capacity ({}/s) and burst ({}; by default a tenth of the capacity) must each be \
+                 at least 1 call per replica ({} replicas, the figures' replica runs included)",
+                self.capacity, self.burst, self.replicas
+            )));
         }
         if self.first_call_window > Duration::from_secs(3_600) {
             return bad("the first-call window must be at most 1 hour");
