@@ -3,13 +3,9 @@
 //! report its command's status, before it acts on a deadline that passed
 //! while it was stopped.
 //!
-//! DEFECT (found by the hostile pass on the supervisor): the supervisor's
-//! `select!` is biased towards its lapsed timer, so a supervisor stopped
-//! for longer than its last extension kills the group on waking, although
-//! fresher extensions wait in its pipe and its command already exited 0.
-//! Through `herdless worker` the success is then reported as status 137,
-//! retried, and the task's command succeeds a second time. Ignored until
-//! fixed.
+//! (Before, its `select!` favoured the lapsed timer: it killed a finished,
+//! still-fenced attempt, which the worker then reported as status 137 and
+//! ran again.)
 
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -28,7 +24,6 @@ fn extension(ahead: Duration) -> [u8; 8] {
 }
 
 #[test]
-#[ignore = "defect: a supervisor frozen past its last extension kills a finished, still-fenced attempt"]
 fn a_frozen_supervisor_reads_waiting_extensions_before_its_deadline() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_herdless"))
         .args(["fence", "--", "sh", "-c", "sleep 0.3; exit 0"])
