@@ -31,7 +31,7 @@
 //! |---|---|---|
 //! | running, with its lease | the create; the holder's renewals | a delivery holds the task and runs it |
 //! | free | the holder, before its NAK | the attempt failed or was deferred; the redelivery takes the next turn |
-//! | done | the holder, before its ack | the task succeeded: every later copy is acked without running |
+//! | done | the holder, before its ack (past its lease: as the next turn's create) | the task succeeded: every later copy is acked without running |
 //!
 //! A delivery's decisions ([`Contender`]): a first delivery creates turn 1
 //! at once; a redelivery reads the latest record first. Done: ack without
