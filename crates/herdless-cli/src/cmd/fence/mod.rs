@@ -33,6 +33,14 @@
 //! start the task again. No `SIGTERM` grace here: a grace as long as
 //! `--kill-after` (10 s by default) would outlast the margin.
 //!
+//! A supervisor stopped itself (`SIGSTOP`) wakes with its timer lapsed, and
+//! a `select!` favouring the timer would kill a command that ended within
+//! its fence while newer extensions waited in the pipe. So a lapsed timer
+//! first reads what waits in the pipe (without waiting, straight from the
+//! descriptor: the runtime may not know of it yet) and the command's
+//! status: a command that ended is reported as it ended, and the group is
+//! killed only when the latest deadline has really passed.
+//!
 //! # The exit status
 //!
 //! CMD's: its code, or 128 + N when signal N ended it (the shell's

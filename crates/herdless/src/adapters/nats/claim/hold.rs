@@ -175,7 +175,11 @@ impl Holder {
     /// `progress`, a renewal of the turn every third of the lease (or every
     /// `progress`, if sooner). `None` when the lease ran out first (no
     /// renewal confirmed in time): the attempt is dropped at the fence,
-    /// since a contender may take the next turn a margin later.
+    /// since a contender may take the next turn a margin later. An attempt
+    /// that has ended by then (a worker woken past its fence, whose
+    /// command finished meanwhile) gets [`SETTLING_TURNS`] turns of the
+    /// runtime, no time, to say so, and its result is returned: the caller
+    /// then records it as past the lease ([`Holder::succeeded`]).
     pub(in crate::adapters::nats) async fn hold<T>(
         &mut self,
         js: &jetstream::Context,
