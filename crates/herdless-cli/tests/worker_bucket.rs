@@ -1,6 +1,7 @@
 //! `herdless worker` and a completion bucket it cannot use as it found it:
-//! a stream in the bucket's place, a bucket whose TTL is too short (both
-//! refused at start, exit 2, naming the bucket and what is wrong), and a
+//! a stream in the bucket's place, a bucket whose TTL is too short, one
+//! with a limit that evicts records (all refused at start, exit 2, naming
+//! the bucket and what is wrong), and a
 //! bucket deleted while the worker runs (created again, the run goes on).
 //! Real binary, real `nats-server` on 127.0.0.1 (a port it picks).
 
@@ -71,6 +72,31 @@ async fn a_bucket_with_a_ttl_under_the_minimum_is_refused() {
 }
 
 #[tokio::test]
+async fn a_bucket_that_can_evict_records_is_refused() {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    task_streams(&js, Duration::from_secs(1)).await;
+    js.create_stream(stream::Config {
+        name: BUCKET_STREAM.into(),
+        subjects: vec!["$KV.herdless_done_TASKS.>".into()],
+        max_messages_per_subject: 1,
+        max_messages: 2,
+        discard: stream::DiscardPolicy::Old,
+        max_age: Duration::from_secs(3600),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    publish(&js, "tasks.scan", "page-1", None).await;
+    let (code, stderr) = refused(&server).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("herdless_done_TASKS") && stderr.contains("`max_msgs` of 2"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
 async fn a_bucket_deleted_mid_run_is_created_again() {
     let server = NatsServer::start();
     let js = server.jetstream().await;
@@ -97,7 +123,8 @@ async fn a_bucket_deleted_mid_run_is_created_again() {
     let (s, _) = summary(&out);
     assert_eq!(s["acked"], 2, "{s}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("creating it again"), "{stderr}");
+    // Said once: the bucket was created again once.
+    assert_eq!(stderr.matches("creating it again").count(), 1, "{stderr}");
     // Both successes are on record in the bucket created again.
     let bucket = js.get_key_value("herdless_done_TASKS").await.unwrap();
     for key in [first, second] {

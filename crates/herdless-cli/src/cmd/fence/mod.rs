@@ -33,6 +33,14 @@
 //! start the task again. No `SIGTERM` grace here: a grace as long as
 //! `--kill-after` (10 s by default) would outlast the margin.
 //!
+//! A supervisor stopped itself (`SIGSTOP`) wakes with its timer lapsed, and
+//! a `select!` favouring the timer would kill a command that ended within
+//! its fence while newer extensions waited in the pipe. So a lapsed timer
+//! first reads what waits in the pipe (without waiting, straight from the
+//! descriptor: the runtime may not know of it yet) and the command's
+//! status: a command that ended is reported as it ended, and the group is
+//! killed only when the latest deadline has really passed.
+//!
 //! # The exit status
 //!
 //! CMD's: its code, or 128 + N when signal N ended it (the shell's
@@ -124,19 +132,7 @@ async fn supervise(args: &FenceArgs) -> CliResult {
     };
     tokio::pin!(feed);
     let mut deadline = until(first);
-    // Frames are read by a task of their own (a read cut short by another
-    // branch would lose bytes); `None` is the end of the worker's pipe.
-    let (frames, mut next_frame) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        loop {
-            let frame = read_u64(&mut wire).await.ok().flatten();
-            let end = frame.is_none();
-            if frames.send(frame).is_err() || end {
-                break;
-            }
-        }
-    });
-    let mut reading = true;
+    let mut wire = Wire::new(wire);
     loop {
         let lapse = async {
             match deadline {
@@ -146,23 +142,114 @@ async fn supervise(args: &FenceArgs) -> CliResult {
         };
         tokio::select! {
             biased;
-            status = child.wait() => {
-                return Ok(status.map_or(exit::EXEC_USAGE, |s| {
-                    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
-                }));
-            }
-            () = lapse => end_group("no extension came in time (the worker is frozen or cut \
-                                     off): ending the attempt before its task can be taken over"),
-            next = next_frame.recv(), if reading => match next.flatten() {
-                Some(ms) => deadline = until(ms),
-                None => {
-                    reading = false;
-                    end_group("the worker is gone: ending its attempt");
+            status = child.wait() => return Ok(status.map_or(exit::EXEC_USAGE, code)),
+            () = lapse => {
+                // Woken past the deadline, perhaps after being stopped
+                // itself: the extensions sent meanwhile wait in the pipe,
+                // and the command may have ended within its fence. Act on
+                // what is true now, not on the timer.
+                if let Some(ms) = wire.drain() {
+                    deadline = until(ms);
                 }
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Ok(code(status));
+                }
+                if wire.ended {
+                    end_group("the worker is gone: ending its attempt");
+                } else if deadline.is_some_and(|at| at <= Instant::now()) {
+                    end_group("no extension came in time (the worker is frozen or cut off): \
+                               ending the attempt before its task can be taken over");
+                }
+            }
+            next = wire.next(), if !wire.ended => match next {
+                Some(ms) => deadline = until(ms),
+                None => end_group("the worker is gone: ending its attempt"),
             },
             _ = term.recv() => {}
             () = &mut feed => {}
         }
+    }
+}
+
+/// The status reported for CMD's `status` (128 + N for signal N).
+fn code(status: std::process::ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// The worker's pipe after the payload: whole extension frames, read
+/// either as they come ([`Wire::next`], cancel-safe: a frame cut short by
+/// another branch stays in the buffer) or all at once without waiting
+/// ([`Wire::drain`]).
+struct Wire {
+    rx: pipe::Receiver,
+    buf: Vec<u8>,
+    /// The end of the pipe (or an error on it) was read: the worker is gone.
+    ended: bool,
+}
+
+impl Wire {
+    fn new(rx: pipe::Receiver) -> Self {
+        Self {
+            rx,
+            buf: Vec::new(),
+            ended: false,
+        }
+    }
+
+    /// The next extension; `None` at the end of the pipe.
+    async fn next(&mut self) -> Option<u64> {
+        loop {
+            if let Some(ms) = self.pop() {
+                return Some(ms);
+            }
+            if self.ended {
+                return None;
+            }
+            if self.rx.readable().await.is_err() {
+                self.ended = true;
+                continue;
+            }
+            let mut chunk = [0u8; 512];
+            match self.rx.try_read(&mut chunk) {
+                Ok(0) => self.ended = true,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => self.ended = true,
+            }
+        }
+    }
+
+    /// Reads everything waiting in the pipe now, without waiting, and
+    /// returns the latest whole extension in it. The read goes to the
+    /// descriptor itself: the runtime's readiness may not yet know of bytes
+    /// written while this process was stopped. (A stale "readable" left
+    /// behind only costs [`Wire::next`] one empty read.)
+    fn drain(&mut self) -> Option<u64> {
+        let mut chunk = [0u8; 512];
+        while !self.ended {
+            match nix::unistd::read(&self.rx, &mut chunk) {
+                Ok(0) => self.ended = true,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(nix::errno::Errno::EAGAIN) => break,
+                Err(_) => self.ended = true,
+            }
+        }
+        let mut latest = None;
+        while let Some(ms) = self.pop() {
+            latest = Some(ms);
+        }
+        latest
+    }
+
+    /// The first whole frame in the buffer.
+    fn pop(&mut self) -> Option<u64> {
+        let frame: [u8; 8] = self.buf.get(..8)?.try_into().ok()?;
+        self.buf.drain(..8);
+        Some(u64::from_be_bytes(frame))
     }
 }
 

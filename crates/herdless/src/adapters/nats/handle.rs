@@ -16,7 +16,6 @@ use super::{NatsError, Site, Worker};
 use crate::classify::Classify;
 use crate::engine::{Decision, Gate};
 use crate::events::{GiveUp, Notify};
-use crate::redelivery::claim::State;
 use crate::redelivery::{Delivery, Resumed, STATE_HEADER, TaskState, unix_now};
 use crate::rng::{IdempotencyKey, Rng};
 
@@ -280,13 +279,28 @@ impl<C, N: Notify> Worker<C, N> {
                 return Ok(stopped);
             }
         };
+        if result.is_err() && holder.as_ref().is_some_and(|h| h.lapsed()) {
+            // A failure seen only past the fence (the worker was stopped
+            // meanwhile; most often the supervisor's kill at the fence): a
+            // takeover may hold the task, so no retry of this worker's own.
+            d.resumed.engine.cancel(&cx);
+            tracing::warn!(
+                target: "herdless",
+                task_id = %d.task_id,
+                "claim lost mid-attempt (no renewal confirmed within its lease): the attempt \
+                 ended without success after it, and the task is left to the broker"
+            );
+            return Ok(Outcome::LeaseLost);
+        }
         let now = unix_now();
         let error = match result {
             Ok(()) => {
                 d.resumed.engine.succeeded(&cx, now);
-                if let Some(h) = &holder {
-                    let kept = (&d.message, progress);
-                    h.finish(js, State::Done, Some(attempt), back, kept).await;
+                let kept = (&d.message, progress);
+                if let Some(h) = &holder
+                    && !h.succeeded(js, attempt, back, kept).await
+                {
+                    return Ok(Outcome::LeaseLost);
                 }
                 settle(&d, AckKind::Ack).await?;
                 return Ok(Outcome::Acked { attempt });

@@ -31,7 +31,7 @@
 //! |---|---|---|
 //! | running, with its lease | the create; the holder's renewals | a delivery holds the task and runs it |
 //! | free | the holder, before its NAK | the attempt failed or was deferred; the redelivery takes the next turn |
-//! | done | the holder, before its ack | the task succeeded: every later copy is acked without running |
+//! | done | the holder, before its ack (past its lease: as the next turn's create) | the task succeeded: every later copy is acked without running |
 //!
 //! A delivery's decisions ([`Contender`]): a first delivery creates turn 1
 //! at once; a redelivery reads the latest record first. Done: ack without
@@ -42,7 +42,12 @@
 //! create the next turn (take over from a holder that died). A create that
 //! fails means someone else created that turn: read again. The holder
 //! ([`Lease`]) renews its turn while the attempt runs and stops the attempt
-//! at its fence if no renewal was confirmed in time.
+//! at its fence if no renewal was confirmed in time. An attempt that ended
+//! in success but was seen only after the fence (its worker was stopped
+//! meanwhile) is recorded by *creating* the next turn as `done`
+//! ([`Closing`]): the create has one winner, so either the success is on
+//! record before any takeover, or a takeover holds the task and this
+//! success is left unrecorded (the task may run again).
 //!
 //! # What it guarantees, and what it cannot
 //!
@@ -73,4 +78,4 @@ mod record;
 mod turns;
 
 pub(crate) use record::{Record, Seen, State};
-pub(crate) use turns::{Contender, Lease, Step};
+pub(crate) use turns::{Closing, Contender, LateSuccess, Lease, Step, late_success};

@@ -264,6 +264,54 @@ impl Lease {
     }
 }
 
+/// Where a holder records its attempt's success ([`Lease::closing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Closing {
+    /// The lease holds: write `done` over the holder's own turn `n` (no
+    /// one else writes it).
+    Own(u32),
+    /// The lease lapsed (the holder was stopped or cut off while its
+    /// attempt ended): a contender may have taken the next turn, so a
+    /// write over the own turn would be read past. Create turn `n`, the
+    /// next one, as `done`: the create has one winner, so either this
+    /// holder's success is on record before any takeover or a takeover
+    /// holds the task ([`late_success`]).
+    Next(u32),
+}
+
+/// How the success of a holder past its lease ended ([`Closing::Next`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LateSuccess {
+    /// The next turn is this holder's `done`: the task is completed.
+    Recorded,
+    /// Another delivery created the next turn first: it holds the task.
+    TakenOver,
+}
+
+/// What the create of the next turn as `done` by the holder `token`
+/// showed: `created`, or (the turn existed) the turn's record `found`. A
+/// turn that reads as this holder's own is its create stored under a lost
+/// confirmation.
+pub(crate) fn late_success(token: u64, created: bool, found: Option<&Seen>) -> LateSuccess {
+    let own = |s: &Seen| s.record.by == token && s.record.state == State::Done;
+    if created || found.is_some_and(own) {
+        LateSuccess::Recorded
+    } else {
+        LateSuccess::TakenOver
+    }
+}
+
+impl Lease {
+    /// Where a success ended at `now` is recorded.
+    pub(crate) fn closing(&self, now: Duration) -> Closing {
+        if self.lapsed(now) {
+            Closing::Next(self.turn.saturating_add(1))
+        } else {
+            Closing::Own(self.turn)
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "turns_tests.rs"]
 mod tests;

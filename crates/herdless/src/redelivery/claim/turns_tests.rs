@@ -257,3 +257,24 @@ fn a_takeover_never_comes_before_the_holders_fence_and_the_margin() {
         );
     }
 }
+
+#[test]
+fn a_success_past_the_lease_is_recorded_by_creating_the_next_turn() {
+    let lease = Lease::new(3, s(6.0), s(10.0));
+    assert_eq!(lease.closing(s(15.9)), Closing::Own(3));
+    assert_eq!(lease.closing(s(16.0)), Closing::Next(4));
+    assert_eq!(lease.closing(s(60.0)), Closing::Next(4));
+    // The create won, or was stored under a lost confirmation.
+    assert_eq!(late_success(7, true, None), LateSuccess::Recorded);
+    let own = seen(4, 9, State::Done, 7);
+    assert_eq!(late_success(7, false, own.as_ref()), LateSuccess::Recorded);
+    // Another delivery created the turn first: running, done or free.
+    for state in [State::Running { lease: None }, State::Done, State::Free] {
+        let theirs = seen(4, 9, state, 8);
+        assert_eq!(
+            late_success(7, false, theirs.as_ref()),
+            LateSuccess::TakenOver
+        );
+    }
+    assert_eq!(late_success(7, false, None), LateSuccess::TakenOver);
+}

@@ -14,7 +14,7 @@ use super::super::completion::Completions;
 use super::super::confirm::{TRY, again, pauses};
 use super::super::handle::{Abort, Delivered, Outcome, settle, with_progress};
 use super::within_try;
-use crate::redelivery::claim::{Lease, Record, State};
+use crate::redelivery::claim::{Closing, LateSuccess, Lease, Record, State, late_success};
 use crate::redelivery::unix_now;
 use crate::rng::IdempotencyKey;
 
@@ -90,6 +90,12 @@ pub(in crate::adapters::nats) async fn run_attempt<T>(
     Ok(Err(Outcome::LeaseLost))
 }
 
+/// How many turns of the runtime (no time) an attempt gets at the fence to
+/// say it has ended: one woken past its fence (its worker was stopped) may
+/// have ended meanwhile, its process's exit only waiting for the runtime
+/// to notice.
+const SETTLING_TURNS: u32 = 32;
+
 /// A renewal in flight: the send time of the write, once confirmed.
 type Renewal = std::pin::Pin<Box<dyn Future<Output = Option<Duration>> + Send>>;
 
@@ -108,6 +114,11 @@ impl Holder {
 
     fn now(&self) -> Duration {
         self.origin.elapsed()
+    }
+
+    /// Whether the lease has run out (no renewal confirmed in time).
+    pub(in crate::adapters::nats) fn lapsed(&self) -> bool {
+        self.lease.lapsed(self.now())
     }
 
     /// The turn's record in `state`, as stored.
@@ -164,7 +175,11 @@ impl Holder {
     /// `progress`, a renewal of the turn every third of the lease (or every
     /// `progress`, if sooner). `None` when the lease ran out first (no
     /// renewal confirmed in time): the attempt is dropped at the fence,
-    /// since a contender may take the next turn a margin later.
+    /// since a contender may take the next turn a margin later. An attempt
+    /// that has ended by then (a worker woken past its fence, whose
+    /// command finished meanwhile) gets [`SETTLING_TURNS`] turns of the
+    /// runtime, no time, to say so, and its result is returned: the caller
+    /// then records it as past the lease ([`Holder::succeeded`]).
     pub(in crate::adapters::nats) async fn hold<T>(
         &mut self,
         js: &jetstream::Context,
@@ -188,7 +203,16 @@ impl Holder {
         loop {
             tokio::select! {
                 biased;
-                () = &mut fence => return None,
+                () = &mut fence => {
+                    for _ in 0..SETTLING_TURNS {
+                        tokio::select! {
+                            biased;
+                            value = &mut attempt => return Some(value),
+                            () = tokio::task::yield_now() => {}
+                        }
+                    }
+                    return None;
+                }
                 value = &mut attempt => return Some(value),
                 confirmed = next_renewal(&mut renewing) => {
                     renewing = None;
@@ -214,6 +238,74 @@ impl Holder {
                         within_try(bucket.write(&js, key, turn, value)).await.ok().map(|()| sent)
                     }));
                 }
+            }
+        }
+    }
+
+    /// Records the attempt's success, asked again for up to `within` (the
+    /// delivery kept meanwhile, as by [`Holder::finish`]): over the own
+    /// turn while the lease holds, else by creating the next turn as `done`
+    /// ([`Closing`]). `false`: the success is not on record because another
+    /// delivery took the task over first, or because the record past the
+    /// lease could not be stored (said which); the task is then left to the
+    /// broker, not acknowledged.
+    pub(in crate::adapters::nats) async fn succeeded(
+        &self,
+        js: &jetstream::Context,
+        attempt: u32,
+        within: Duration,
+        kept: (&jetstream::Message, Option<Duration>),
+    ) -> bool {
+        let next = match self.lease.closing(self.now()) {
+            Closing::Own(_) => {
+                self.finish(js, State::Done, Some(attempt), within, kept)
+                    .await;
+                return true;
+            }
+            Closing::Next(next) => next,
+        };
+        let value = self.value(State::Done, Some(attempt));
+        let deadline = Instant::now() + within;
+        let mut pauses = pauses();
+        let create = async {
+            loop {
+                let created =
+                    match within_try(self.bucket.create(js, self.key, next, value.clone())).await {
+                        Ok(true) => return Ok(late_success(self.token, true, None)),
+                        Ok(false) => within_try(self.bucket.turn(self.key, next))
+                            .await
+                            .map(|found| late_success(self.token, false, found.as_ref())),
+                        Err(e) => Err(e),
+                    };
+                let wait = pauses.next_delay();
+                match created {
+                    Ok(verdict) => return Ok(verdict),
+                    Err(e) if Instant::now() + wait >= deadline => return Err(e),
+                    Err(_) => tokio::time::sleep(wait).await,
+                }
+            }
+        };
+        match with_progress(create, kept.0, kept.1).await {
+            Ok(LateSuccess::Recorded) => true,
+            Ok(LateSuccess::TakenOver) => {
+                tracing::warn!(
+                    target: "herdless",
+                    task_id = %self.task_id,
+                    "the claim was taken over while this worker was stopped or cut off: the \
+                     attempt had succeeded, after its lease, and the task is left to the delivery \
+                     that holds it"
+                );
+                false
+            }
+            Err(e) => {
+                tracing::warn!(
+                    target: "herdless",
+                    task_id = %self.task_id,
+                    error = %e,
+                    "the attempt succeeded after its lease, and the success could not be \
+                     recorded: the task is left to the broker (it may run again)"
+                );
+                false
             }
         }
     }

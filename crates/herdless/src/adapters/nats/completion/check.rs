@@ -6,9 +6,15 @@
 //! unclaimed); a history other than one value per key keeps old turns
 //! where the latest is read; a TTL under the documented minimum drops a
 //! running claim or a `done` record before its time (the lease wait
-//! disappears with it); fewer replicas than the task stream loses claims
-//! with a server the tasks survive. Refused at start with what is wrong,
-//! rather than used.
+//! disappears with it); a limit on the records it holds (`max_msgs`,
+//! `max_bytes`) evicts the oldest records before their TTL under the
+//! `old` discard policy (a completed task then runs again when redelivered)
+//! and refuses every new claim once full under `new`; refusing a key's
+//! second value (`discard_new_per_subject`) fails every renewal and every
+//! `done` record; fewer replicas than the task stream loses claims with a
+//! server the tasks survive. Refused at start with what is wrong, rather
+//! than used. (The discard policy on its own evicts nothing: with no
+//! limit but the TTL and one value per key, `old` and `new` act alike.)
 
 use std::time::Duration;
 
@@ -39,6 +45,12 @@ pub(super) fn unusable(found: &stream::Config, want: &Wanted<'_>) -> Option<Stri
             "it keeps a history of {} values per key, not 1",
             found.max_messages_per_subject
         )
+    } else if let Some(limit) = limit(found) {
+        limit
+    } else if found.discard_new_per_subject {
+        "it refuses a key's second value (`discard_new_per_subject`): no claim could be renewed \
+         nor a task recorded done"
+            .to_string()
     } else if !found.max_age.is_zero() && found.max_age < want.ttl {
         format!(
             "its TTL is {}, under the least the claim needs, {} (the larger of the task \
@@ -60,6 +72,26 @@ pub(super) fn unusable(found: &stream::Config, want: &Wanted<'_>) -> Option<Stri
         "the completion bucket {bucket} cannot be used: {wrong}. Delete it (`nats kv rm \
          {bucket}`) for the worker to create it, or run with --no-completion-record"
     ))
+}
+
+/// A limit on the records the stream holds (0 and -1 are none), and what
+/// it does to them under the stream's discard policy.
+fn limit(found: &stream::Config) -> Option<String> {
+    let (setting, value) = if found.max_messages > 0 {
+        ("max_msgs", found.max_messages)
+    } else if found.max_bytes > 0 {
+        ("max_bytes", found.max_bytes)
+    } else {
+        return None;
+    };
+    let does = match found.discard {
+        stream::DiscardPolicy::Old => {
+            "which evicts the oldest records before their TTL (discard `old`): a completed task \
+             would run again"
+        }
+        stream::DiscardPolicy::New => "which refuses every new claim once reached (discard `new`)",
+    };
+    Some(format!("it has a limit `{setting}` of {value}, {does}"))
 }
 
 fn humanize(d: Duration) -> String {
@@ -95,6 +127,16 @@ mod tests {
             ..good()
         };
         assert_eq!(unusable(&forever, &WANT), None);
+        // As the server reports "no limit" (-1), under either discard policy.
+        for discard in [stream::DiscardPolicy::Old, stream::DiscardPolicy::New] {
+            let unlimited = stream::Config {
+                max_messages: -1,
+                max_bytes: -1,
+                discard,
+                ..good()
+            };
+            assert_eq!(unusable(&unlimited, &WANT), None);
+        }
     }
 
     #[test]
@@ -127,6 +169,37 @@ mod tests {
                     ..good()
                 },
                 "1 replica(s)",
+            ),
+            (
+                stream::Config {
+                    max_messages: 2,
+                    discard: stream::DiscardPolicy::Old,
+                    ..good()
+                },
+                "`max_msgs` of 2, which evicts",
+            ),
+            (
+                stream::Config {
+                    max_bytes: 4096,
+                    discard: stream::DiscardPolicy::Old,
+                    ..good()
+                },
+                "`max_bytes` of 4096, which evicts",
+            ),
+            (
+                stream::Config {
+                    max_messages: 2,
+                    discard: stream::DiscardPolicy::New,
+                    ..good()
+                },
+                "`max_msgs` of 2, which refuses",
+            ),
+            (
+                stream::Config {
+                    discard_new_per_subject: true,
+                    ..good()
+                },
+                "discard_new_per_subject",
             ),
         ];
         for (config, says) in cases {

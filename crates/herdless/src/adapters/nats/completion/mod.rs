@@ -18,8 +18,13 @@
 //! retried publish. A running claim is renewed every third of an ack wait,
 //! so the TTL never takes a live one. A bucket that exists is used as it
 //! is once checked (`check.rs`: an unusable one is refused at start); one
-//! deleted while the worker runs (its stream not found) is created again
-//! with the same settings and the request asked again. Reads go to the bucket's leader (`allow_direct` off): a follower
+//! deleted while the worker runs is created again with the same settings
+//! and the request asked again. "Deleted" is what the stream's info says
+//! ("stream not found"), not what a request met: a write answered by no one
+//! (a new bucket's stream not yet placed on an R3 cluster, a leader being
+//! elected) is asked again after a pause, quietly. The warning that a
+//! bucket was created again is said once per creation (its creation time
+//! tells one from the next), however many requests met it gone. Reads go to the bucket's leader (`allow_direct` off): a follower
 //! that missed a write must not answer "nothing here".
 //!
 //! The values are one line of text (`redelivery/claim/record.rs`), e.g.
@@ -65,6 +70,31 @@ pub(super) struct Completions {
     /// What the bucket is created with, again if it disappears.
     config: Arc<stream::Config>,
     js: jetstream::Context,
+    /// The creation time (ns) of the bucket's stream last seen created:
+    /// a creation is warned about once.
+    created: Arc<std::sync::Mutex<i128>>,
+}
+
+/// How many times a request is asked while the bucket does not answer.
+const UNANSWERED_TRIES: u32 = 8;
+
+/// Whether the bucket's stream created at `now` (ns) is news after the one
+/// last seen, `known` (then remembered): a recreation is warned about once,
+/// however many requests of the worker met the bucket gone.
+fn news(known: &std::sync::Mutex<i128>, now: i128) -> bool {
+    let mut known = known
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let new = *known != now;
+    *known = now;
+    new
+}
+
+/// Whether a stream info lookup says the stream does not exist.
+fn not_found(e: &async_nats::jetstream::context::GetStreamError) -> bool {
+    use async_nats::jetstream::ErrorCode;
+    use async_nats::jetstream::context::GetStreamErrorKind as Kind;
+    matches!(e.kind(), Kind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND)
 }
 
 /// Why one request to the bucket failed.
@@ -148,24 +178,31 @@ impl Completions {
             if let Some(wrong) = check::unusable(&stream.cached_info().config, &wanted) {
                 return Ok(Err(wrong));
             }
+            let created = stream.cached_info().created.unix_timestamp_nanos();
             return Ok(Ok(Completions {
                 stream,
                 prefix,
                 config,
                 js,
+                created: Arc::new(std::sync::Mutex::new(created)),
             }));
         }
         let stream = js.get_or_create_stream((*config).clone()).await?;
+        let created = stream.cached_info().created.unix_timestamp_nanos();
         Ok(Ok(Completions {
             stream,
             prefix,
             config,
             js,
+            created: Arc::new(std::sync::Mutex::new(created)),
         }))
     }
 
-    /// Runs `request`, and once more after creating the bucket again when
-    /// its stream is gone.
+    /// Runs `request`; when it finds no bucket, asks the stream's info:
+    /// a bucket confirmed deleted is created again (and said so, once per
+    /// creation), one that exists is only slow to answer (being created or
+    /// electing a leader); either way the request is asked again, up to
+    /// [`UNANSWERED_TRIES`] times.
     async fn again_if_missing<T, Fut>(
         &self,
         what: &'static str,
@@ -174,25 +211,43 @@ impl Completions {
     where
         Fut: Future<Output = Result<T, Failed>>,
     {
-        match request().await {
-            Ok(v) => return Ok(v),
-            Err(Failed::Other(e)) => return Err(e),
-            Err(Failed::Missing) => {}
+        let mut pauses = pauses();
+        for _ in 0..UNANSWERED_TRIES {
+            match request().await {
+                Ok(v) => return Ok(v),
+                Err(Failed::Other(e)) => return Err(e),
+                Err(Failed::Missing) => {}
+            }
+            match self.js.get_stream(&self.config.name).await {
+                Ok(_) => {
+                    tracing::debug!(target: "herdless", stream = %self.config.name,
+                        "the completion bucket did not answer: asking again");
+                    tokio::time::sleep(pauses.next_delay()).await;
+                }
+                Err(e) if not_found(&e) => {
+                    let stream = self
+                        .js
+                        .get_or_create_stream((*self.config).clone())
+                        .await
+                        .map_err(|e| {
+                            NatsError::broker("creating the completion bucket again", e)
+                        })?;
+                    let created = stream.cached_info().created.unix_timestamp_nanos();
+                    if news(&self.created, created) {
+                        tracing::warn!(
+                            target: "herdless",
+                            stream = %self.config.name,
+                            "the completion bucket is gone: creating it again (claims and records it held are lost)"
+                        );
+                    }
+                }
+                Err(e) => return Err(NatsError::broker(what, e)),
+            }
         }
-        tracing::warn!(
-            target: "herdless",
-            stream = %self.config.name,
-            "the completion bucket is gone: creating it again (claims and records it held are lost)"
-        );
-        self.js
-            .get_or_create_stream((*self.config).clone())
-            .await
-            .map_err(|e| NatsError::broker("creating the completion bucket again", e))?;
-        match request().await {
-            Ok(v) => Ok(v),
-            Err(Failed::Other(e)) => Err(e),
-            Err(Failed::Missing) => Err(NatsError::broker(what, "the completion bucket is gone")),
-        }
+        Err(NatsError::broker(
+            what,
+            "the completion bucket does not answer",
+        ))
     }
 
     /// The subject of `key`'s turn `turn`, or of all its turns (`*`).
@@ -307,7 +362,19 @@ impl Completions {
 
 #[cfg(test)]
 mod tests {
-    use super::bucket_name;
+    use super::{bucket_name, news};
+
+    #[test]
+    fn a_recreation_is_news_once() {
+        let known = std::sync::Mutex::new(10);
+        // Requests that met the bucket gone while another worker (or an
+        // earlier request) had already created it again: the same stream.
+        assert!(!news(&known, 10));
+        assert!(news(&known, 20));
+        assert!(!news(&known, 20));
+        assert!(!news(&known, 20));
+        assert!(news(&known, 30));
+    }
 
     #[test]
     fn a_bucket_name_is_the_streams_or_a_hash() {
