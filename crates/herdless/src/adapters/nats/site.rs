@@ -67,6 +67,35 @@ async fn letter_limit(
     }
 }
 
+/// The task stream's own handle. Asked again for up to `within` when the
+/// cluster does not answer (a leader being elected, a server just thawed
+/// or restarted): a worker that started while the cluster had no quorum
+/// and found its consumer must not exit on the next lookup's timeout.
+async fn task_stream(
+    js: &jetstream::Context,
+    name: &str,
+    within: std::time::Duration,
+) -> Result<jetstream::stream::Stream, NatsError> {
+    use async_nats::jetstream::context::GetStreamErrorKind as Kind;
+    let deadline = tokio::time::Instant::now() + within;
+    let mut pauses = pauses();
+    loop {
+        match js.get_stream(name).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) if matches!(e.kind(), Kind::InvalidStreamName) => {
+                return Err(NatsError::broker("reading the stream", e));
+            }
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                return Err(NatsError::broker("reading the stream", e));
+            }
+            Err(e) => {
+                tracing::debug!(target: "herdless", error = %e, "the task stream: asking again");
+                tokio::time::sleep(pauses.next_delay()).await;
+            }
+        }
+    }
+}
+
 impl Site {
     /// Reads the stream behind `info` and the stream storing `dead_letter`;
     /// with `record`, the stream's completion bucket: `open`, the one a
@@ -81,11 +110,8 @@ impl Site {
         record: bool,
         open: Option<Completions>,
     ) -> Result<Site, NatsError> {
-        let stream = js
-            .get_stream(info.stream_name.as_str())
-            .await
-            .map_err(|e| NatsError::broker("reading the stream", e))?;
         let c = &info.config;
+        let stream = task_stream(js, &info.stream_name, c.ack_wait * RECORD_ACK_WAITS).await?;
         let letter_max = match dead_letter {
             Some(subject) => letter_limit(js, subject, c.ack_wait * RECORD_ACK_WAITS).await?,
             None => None,
