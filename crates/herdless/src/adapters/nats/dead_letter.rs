@@ -152,6 +152,49 @@ pub(super) async fn publish(
     }
 }
 
+/// [`publish`], asked again for up to `within` while the letter is not
+/// stored (a dead-letter stream being elected, deleted and created again),
+/// keeping the delivery with in-progress acks meanwhile: a terminal verdict
+/// lives only in this delivery, and a task handed to its ack wait would run
+/// again on its redelivery. Says once that it is asking again. The letter's
+/// `Nats-Msg-Id` makes a second copy stored by a lost confirmation a
+/// duplicate the stream drops.
+pub(super) async fn publish_again(
+    js: &jetstream::Context,
+    site: &Site,
+    subject: &str,
+    (task, own, payload): (HeaderMap, &[(&'static str, String)], Bytes),
+    message: &jetstream::Message,
+    within: std::time::Duration,
+) -> Sent {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut pauses = super::confirm::pauses();
+    let mut said = false;
+    loop {
+        let sent = publish(js, site, subject, task.clone(), own, payload.clone()).await;
+        let Sent::Failed(e) = &sent else {
+            return sent;
+        };
+        let wait = pauses.next_delay();
+        if tokio::time::Instant::now() + wait >= deadline {
+            return sent;
+        }
+        if !said {
+            said = true;
+            tracing::warn!(
+                target: "herdless",
+                subject = %subject,
+                error = %e,
+                "dead letter not stored yet: asking again (the task is kept, not run again)"
+            );
+        }
+        let _ = message
+            .ack_with(async_nats::jetstream::AckKind::Progress)
+            .await;
+        tokio::time::sleep(wait).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

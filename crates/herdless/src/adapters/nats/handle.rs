@@ -353,7 +353,9 @@ impl<C, N: Notify> Worker<C, N> {
         }
         let task = d.message.headers.clone().unwrap_or_default();
         let payload = d.message.payload.clone();
-        match dead_letter::publish(js, site, subject, task, &own, payload).await {
+        let letter = (task, own.as_slice(), payload);
+        let within = site.ack_wait * RECORD_ACK_WAITS;
+        match dead_letter::publish_again(js, site, subject, letter, &d.message, within).await {
             Sent::Stored => {}
             Sent::TooLarge(limit) => {
                 tracing::error!(
