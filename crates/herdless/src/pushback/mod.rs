@@ -88,6 +88,7 @@
 
 pub mod adaptive;
 pub mod allocator;
+mod allotment;
 pub mod replicas;
 mod slots;
 pub mod ticket;
@@ -96,7 +97,8 @@ pub mod waves;
 
 pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
 pub use allocator::Allocator;
+pub use allotment::Allotment;
 pub use replicas::{PeerReport, ReplicaReport, SharedState};
-pub use slots::{Allotment, PushbackError, SlotAllocator};
 pub(crate) use slots::{GOLDEN, ns, slot_interval_ns};
+pub use slots::{PushbackError, SlotAllocator};
 pub use ticket::{Caller, Released, Ticket};
