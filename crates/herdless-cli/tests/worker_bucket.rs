@@ -16,10 +16,22 @@ use worker_support::*;
 
 const BUCKET_STREAM: &str = "KV_herdless_done_TASKS";
 
-/// A worker that should refuse to start: its exit status and stderr.
-async fn refused(server: &NatsServer) -> (Option<i32>, String) {
+/// A worker started against a server whose bucket stream is `bucket`
+/// (named `KV_herdless_done_TASKS` here), with one task waiting, that
+/// should refuse to start: its exit status and stderr.
+async fn refused_with(bucket: stream::Config) -> (Option<i32>, String) {
+    let server = NatsServer::start();
+    let js = server.jetstream().await;
+    task_streams(&js, Duration::from_secs(1)).await;
+    js.create_stream(stream::Config {
+        name: BUCKET_STREAM.into(),
+        ..bucket
+    })
+    .await
+    .unwrap();
+    publish(&js, "tasks.scan", "page-1", None).await;
     let dir = tempfile::tempdir().unwrap();
-    let out = run(worker(server, &dir, &["--exit-when-idle"], LOG_ATTEMPT)).await;
+    let out = run(worker(&server, &dir, &["--exit-when-idle"], LOG_ATTEMPT)).await;
     assert!(attempts(&dir).is_empty(), "a task ran");
     (
         out.status.code(),
@@ -29,18 +41,11 @@ async fn refused(server: &NatsServer) -> (Option<i32>, String) {
 
 #[tokio::test]
 async fn a_stream_in_the_buckets_place_is_refused() {
-    let server = NatsServer::start();
-    let js = server.jetstream().await;
-    task_streams(&js, Duration::from_secs(1)).await;
-    js.create_stream(stream::Config {
-        name: BUCKET_STREAM.into(),
+    let (code, stderr) = refused_with(stream::Config {
         subjects: vec!["audit.>".into()],
         ..Default::default()
     })
-    .await
-    .unwrap();
-    publish(&js, "tasks.scan", "page-1", None).await;
-    let (code, stderr) = refused(&server).await;
+    .await;
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("herdless_done_TASKS") && stderr.contains("audit.>"),
@@ -50,20 +55,13 @@ async fn a_stream_in_the_buckets_place_is_refused() {
 
 #[tokio::test]
 async fn a_bucket_with_a_ttl_under_the_minimum_is_refused() {
-    let server = NatsServer::start();
-    let js = server.jetstream().await;
-    task_streams(&js, Duration::from_secs(1)).await;
-    js.create_stream(stream::Config {
-        name: BUCKET_STREAM.into(),
+    let (code, stderr) = refused_with(stream::Config {
         subjects: vec!["$KV.herdless_done_TASKS.>".into()],
         max_messages_per_subject: 1,
         max_age: Duration::from_secs(1),
         ..Default::default()
     })
-    .await
-    .unwrap();
-    publish(&js, "tasks.scan", "page-1", None).await;
-    let (code, stderr) = refused(&server).await;
+    .await;
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("herdless_done_TASKS") && stderr.contains("TTL is 1.000s"),
@@ -73,11 +71,7 @@ async fn a_bucket_with_a_ttl_under_the_minimum_is_refused() {
 
 #[tokio::test]
 async fn a_bucket_that_can_evict_records_is_refused() {
-    let server = NatsServer::start();
-    let js = server.jetstream().await;
-    task_streams(&js, Duration::from_secs(1)).await;
-    js.create_stream(stream::Config {
-        name: BUCKET_STREAM.into(),
+    let (code, stderr) = refused_with(stream::Config {
         subjects: vec!["$KV.herdless_done_TASKS.>".into()],
         max_messages_per_subject: 1,
         max_messages: 2,
@@ -85,10 +79,7 @@ async fn a_bucket_that_can_evict_records_is_refused() {
         max_age: Duration::from_secs(3600),
         ..Default::default()
     })
-    .await
-    .unwrap();
-    publish(&js, "tasks.scan", "page-1", None).await;
-    let (code, stderr) = refused(&server).await;
+    .await;
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("herdless_done_TASKS") && stderr.contains("`max_msgs` of 2"),
