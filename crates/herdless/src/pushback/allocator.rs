@@ -25,12 +25,19 @@
 //! reports to [`apply_peers`](Allocator::apply_peers). An allocator that
 //! does not share (the static one) reports nothing and ignores its peers
 //! (the defaults).
+//!
+//! A front end on several threads may ask for a [`lease`](Allocator::lease)
+//! (admissions decided ahead of time, while the allocator has room to
+//! spare) and spend it without the allocator's lock, then
+//! [`settle`](Allocator::settle) what it spent (see [`lease`](super::lease)
+//! for the bounds). An allocator that never leases (the default) is asked
+//! for every request.
 
 use std::time::Duration;
 
 use crate::pushback::adaptive::AdaptiveAllocator;
 use crate::pushback::{
-    Allotment, Caller, PeerReport, Released, ReplicaReport, SlotAllocator, Ticket,
+    Allotment, Caller, Lease, PeerReport, Released, ReplicaReport, SlotAllocator, Ticket,
 };
 
 /// A slot allocator a pushback front end can drive. See the [module
@@ -142,6 +149,28 @@ pub trait Allocator: Send + 'static {
     /// Takes the peers' latest reports into account at `now`. Nothing by
     /// default.
     fn apply_peers(&mut self, _now: Duration, _peers: &[PeerReport]) {}
+
+    /// Whether [`lease`](Self::lease) ever grants anything: a front end may
+    /// skip keeping leases for an allocator that does not. Default: no.
+    const LEASES: bool = false;
+
+    /// Up to `want` admissions decided at `now`, to spend before
+    /// [`Lease::until`] (see [`lease`](super::lease)): empty unless the
+    /// allocator has room to spare. Empty by default.
+    fn lease(&mut self, _now: Duration, _want: u32) -> Lease {
+        Lease::default()
+    }
+
+    /// Settles `lease` at `now`: `used` of its admissions were spent
+    /// (counted as admitted), the rest go back; `served` requests it
+    /// admitted (this lease's or earlier ones') were served (as many calls
+    /// of [`served`](Self::served)). The default reports the served ones.
+    fn settle(&mut self, now: Duration, lease: Lease, used: u32, served: u32) {
+        let _ = (lease, used);
+        for _ in 0..served {
+            self.served(now);
+        }
+    }
 }
 
 /// The static allocator: no learning, no slot for a refusal, no caller keys.
@@ -155,6 +184,15 @@ pub trait Allocator: Send + 'static {
 /// ```
 impl Allocator for SlotAllocator {
     const LEARNS_FROM_SERVED: bool = false;
+    const LEASES: bool = true;
+
+    fn lease(&mut self, now: Duration, want: u32) -> Lease {
+        SlotAllocator::lease(self, now, want)
+    }
+
+    fn settle(&mut self, now: Duration, lease: Lease, used: u32, _served: u32) {
+        SlotAllocator::settle(self, now, lease, used);
+    }
 
     fn decide(&mut self, now: Duration, _caller: Option<u64>) -> Allotment {
         SlotAllocator::decide(self, now)
@@ -190,6 +228,16 @@ impl Allocator for SlotAllocator {
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
 impl Allocator for AdaptiveAllocator {
+    const LEASES: bool = true;
+
+    fn lease(&mut self, now: Duration, want: u32) -> Lease {
+        AdaptiveAllocator::lease(self, now, want)
+    }
+
+    fn settle(&mut self, now: Duration, lease: Lease, used: u32, served: u32) {
+        AdaptiveAllocator::settle(self, now, lease, used, served);
+    }
+
     fn decide(&mut self, now: Duration, caller: Option<u64>) -> Allotment {
         match caller {
             Some(key) => self.decide_for(now, key),

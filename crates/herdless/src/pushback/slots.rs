@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::pushback::Allotment;
+use crate::pushback::lease::{Lease, grantable};
 
 /// The golden ratio's fractional part, for evenly offset overbooking passes.
 pub(crate) const GOLDEN: f64 = 0.618_033_988_749_894_9;
@@ -49,6 +50,9 @@ pub struct SlotAllocator {
     last_overbooked: u64,
     admitted: u64,
     rejected: u64,
+    /// Bumped by every change of mode: a lease granted before is not
+    /// returned after.
+    generation: u64,
 }
 
 impl fmt::Debug for SlotAllocator {
@@ -126,6 +130,7 @@ impl SlotAllocator {
             last_overbooked: 0,
             admitted: 0,
             rejected: 0,
+            generation: 0,
         })
     }
 
@@ -188,6 +193,7 @@ impl SlotAllocator {
         self.mode = Mode::Outage {
             until: until.map(ns),
         };
+        self.generation += 1;
     }
 
     /// Leaves outage mode.
@@ -201,6 +207,7 @@ impl SlotAllocator {
     /// ```
     pub fn recover(&mut self) {
         self.mode = Mode::Normal;
+        self.generation += 1;
     }
 
     /// Whether the allocator sheds everything at `now`.
@@ -268,6 +275,43 @@ impl SlotAllocator {
         (self.admitted, self.rejected)
     }
 
+    fn tolerance(&self) -> u64 {
+        self.interval_ns
+            .saturating_mul(u64::from(self.burst.saturating_sub(1)))
+    }
+
+    /// Up to `want` admissions at `now`, while not in an outage and with
+    /// half the burst to spare (see [`lease`](crate::pushback::lease)).
+    pub(crate) fn lease(&mut self, now: Duration, want: u32) -> Lease {
+        if self.in_outage(now) {
+            return Lease::default();
+        }
+        let now_ns = ns(now);
+        if let Mode::Outage { .. } = self.mode {
+            // Its end has passed: as `decide` would.
+            self.mode = Mode::Normal;
+            self.generation += 1;
+        }
+        let i = self.interval_ns;
+        let n = grantable(self.admit_tat, now_ns, self.tolerance(), i, want);
+        if n == 0 {
+            return Lease::default();
+        }
+        self.admit_tat = self
+            .admit_tat
+            .max(now_ns)
+            .saturating_add(u64::from(n).saturating_mul(i));
+        Lease::new(n, now, true, (i, self.admit_tat), self.generation)
+    }
+
+    /// `used` of `lease` spent: counted, the rest back in the bucket.
+    pub(crate) fn settle(&mut self, now: Duration, lease: Lease, used: u32) {
+        let used = used.min(lease.count());
+        self.admitted += u64::from(used);
+        let back = lease.unspent_ns(used, ns(now), self.interval_ns, self.generation);
+        self.admit_tat = self.admit_tat.saturating_sub(back);
+    }
+
     /// Decides one request arriving at `now` (since the epoch). Times should
     /// not decrease from call to call; an earlier `now` still gets a valid
     /// answer (an admission, or a positive delay within the horizon).
@@ -289,12 +333,13 @@ impl SlotAllocator {
             Mode::Outage { until: Some(u) } if now_ns < u => Some(u),
             Mode::Outage { until: Some(_) } => {
                 self.mode = Mode::Normal;
+                self.generation += 1;
                 None
             }
         };
         if outage_end.is_none() {
             // GCRA: admit while the promised capacity is within `burst` slots of now.
-            let tolerance = i.saturating_mul(u64::from(self.burst - 1));
+            let tolerance = self.tolerance();
             if self.admit_tat <= now_ns.saturating_add(tolerance) {
                 self.admit_tat = self.admit_tat.max(now_ns).saturating_add(i);
                 self.admitted += 1;

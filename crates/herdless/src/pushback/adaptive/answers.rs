@@ -20,10 +20,17 @@ impl AdaptiveAllocator {
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn served(&mut self, now: Duration) {
-        let now = ns(now);
+        self.served_many(ns(now), 1);
+    }
+
+    /// `n` requests served at `now` (ns): [`served`](Self::served) `n` times.
+    pub(super) fn served_many(&mut self, now: u64, n: u32) {
+        if n == 0 {
+            return;
+        }
         self.tick(now);
-        self.counts.served += 1;
-        self.estimate.served = self.estimate.served.saturating_add(1);
+        self.counts.served += u64::from(n);
+        self.estimate.served = self.estimate.served.saturating_add(n);
         self.estimate.refusal_run = 0;
         if let Mode::Down { until: None, .. } = self.mode {
             self.recover_at(now);
@@ -120,6 +127,7 @@ impl AdaptiveAllocator {
                     until: None,
                     next_probe: now.saturating_add(self.probe_ns),
                 };
+                self.generation += 1;
             } else {
                 held_since = e.outlasting_run(now);
             }

@@ -73,6 +73,19 @@ impl Booking {
         }
     }
 
+    /// Promises `n` admissions at once at `now` (a lease).
+    pub(crate) fn promise(&mut self, now: u64, n: u32, interval: u64) {
+        self.admit_tat = self
+            .admit_tat
+            .max(now)
+            .saturating_add(u64::from(n).saturating_mul(interval));
+    }
+
+    /// Takes back `span` ns of promised capacity (a lease's unspent part).
+    pub(crate) fn give_back(&mut self, span: u64) {
+        self.admit_tat = self.admit_tat.saturating_sub(span);
+    }
+
     /// Empties the admission bucket at `at` (a recovering service has no
     /// slack saved up): the next admission is one `tolerance` of credit away
     /// from `at`, so from `at` on admissions come at most at the rate.

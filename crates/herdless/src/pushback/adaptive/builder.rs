@@ -400,6 +400,7 @@ impl AdaptiveBuilder {
             hold,
             mark: Default::default(),
             evicting: false,
+            generation: 0,
         })
     }
 }

@@ -58,6 +58,7 @@ impl AdaptiveAllocator {
 
     pub(super) fn recover_at(&mut self, at: u64) {
         self.mode = Mode::Up;
+        self.generation += 1;
         if let Some(hold) = &mut self.hold {
             // Release from a low rate and let the service say how much more
             // it takes (see "The hold" in the module documentation).

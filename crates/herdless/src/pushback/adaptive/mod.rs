@@ -186,6 +186,7 @@ mod counts;
 mod decide;
 mod estimate;
 mod hold;
+mod leases;
 mod release;
 mod share;
 mod waves;
@@ -246,6 +247,9 @@ pub struct AdaptiveAllocator {
     pub(crate) mark: share::Mark,
     /// An eviction is booking: the queue is behind it, not ahead.
     pub(crate) evicting: bool,
+    /// Bumped by every change of mode: a lease granted before is not
+    /// returned after (`leases.rs`).
+    pub(crate) generation: u64,
 }
 
 impl fmt::Debug for AdaptiveAllocator {
@@ -339,6 +343,7 @@ impl AdaptiveAllocator {
             until: until.map(ns),
             next_probe: 0,
         };
+        self.generation += 1;
     }
 
     /// Leaves outage mode at `now`: the admission bucket starts empty and the

@@ -30,6 +30,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 
 use super::Shared;
+use super::lease::Book;
 use super::share::Sharing;
 use crate::pushback::{Allocator, Allotment, Ticket};
 use crate::timer::AsyncSleep;
@@ -40,6 +41,8 @@ pub(super) struct State<A> {
     waiting: HashMap<u64, (Ticket, oneshot::Sender<Allotment>)>,
     /// The store shared with the other replicas, if any (`share.rs`).
     pub(super) sharing: Option<Sharing>,
+    /// The threads' leases (`lease.rs`).
+    pub(super) leasing: Book,
 }
 
 impl<A: Allocator> State<A> {
@@ -48,6 +51,7 @@ impl<A: Allocator> State<A> {
             alloc,
             waiting: HashMap::new(),
             sharing: None,
+            leasing: Book::default(),
         }
     }
 

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use tower::Layer;
 
 use super::hold::State;
+use super::lease::{Alone, Leases};
 use super::share::Sharing;
 use super::{PushbackService, Shared};
 use crate::adapters::tower::NotCloned;
@@ -56,7 +57,7 @@ impl<K, A, C> Clone for PushbackLayer<K, A, C> {
 impl<K, A: fmt::Debug, C> fmt::Debug for PushbackLayer<K, A, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("PushbackLayer");
-        if let Ok(state) = self.shared.state.try_lock() {
+        if let Ok(state) = self.shared.state.0.try_lock() {
             d.field("allocator", &state.alloc);
         }
         d.finish_non_exhaustive()
@@ -97,7 +98,8 @@ impl<K: Clock, A: Allocator> PushbackLayer<K, A> {
         let epoch = clock.now();
         PushbackLayer {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::new(allocator)),
+                state: Alone(Mutex::new(State::new(allocator))),
+                leases: Leases::new(A::LEASES),
                 clock,
                 epoch,
                 wake: Arc::new(Notify::new()),
@@ -225,11 +227,19 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     /// ```
     pub fn decide(&self) -> Allotment {
         let now = self.shared.now();
-        let mut state = self.shared.lock();
+        if A::LEASES && self.shared.leases.spend(now, false) {
+            return Allotment::Admit;
+        }
+        let mut state = self.shared.lock_at(now);
         let decision = state.alloc.decide(now, None);
-        if let Allotment::Hold { ticket } = decision {
-            // Nothing waits for it: out of the queue again.
-            state.alloc.cancel(ticket);
+        match decision {
+            Allotment::Admit => self.shared.renew(&mut state, now),
+            Allotment::Hold { ticket } => {
+                self.shared.revoke(&mut state, now);
+                // Nothing waits for it: out of the queue again.
+                state.alloc.cancel(ticket);
+            }
+            _ => self.shared.revoke(&mut state, now),
         }
         decision
     }
@@ -249,7 +259,7 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     pub fn start_outage(&self, duration: Option<Duration>) {
         let now = self.shared.now();
         self.shared
-            .lock()
+            .lock_settled(now)
             .alloc
             .start_outage(now, duration.map(|d| now.saturating_add(d)));
     }
@@ -266,7 +276,7 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     /// ```
     pub fn recover(&self) {
         let now = self.shared.now();
-        self.shared.lock().alloc.recover(now);
+        self.shared.lock_settled(now).alloc.recover(now);
     }
 
     /// Looks at the allocator (its estimate, its counts).
@@ -280,7 +290,8 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn inspect<R>(&self, f: impl FnOnce(&A) -> R) -> R {
-        f(&self.shared.lock().alloc)
+        let now = self.shared.now();
+        f(&self.shared.lock_settled(now).alloc)
     }
 
     /// Requests admitted and rejected so far.
@@ -294,7 +305,8 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
     pub fn counts(&self) -> (u64, u64) {
-        self.shared.lock().alloc.counts()
+        let now = self.shared.now();
+        self.shared.lock_settled(now).alloc.counts()
     }
 
     /// Answers every held request now, unprocessed (`503`, its own slot in

@@ -26,6 +26,11 @@
 //! additions (no allocation, no I/O; with [`PushbackLayer::share`], once a
 //! second, the peers' reports copied out of the store), so the lock is held
 //! for nanoseconds. A poisoned lock is recovered, never propagated as a panic.
+//! While the service passes requests through with room to spare, each thread
+//! admits from a [`Lease`](crate::pushback::Lease) of its own instead (a few
+//! admissions the allocator decided ahead of time), so that threads do not
+//! queue for that one lock (`lease.rs`; the bounds in
+//! [`pushback::lease`](crate::pushback::lease)).
 //!
 //! Time comes from a [`Clock`] (default [`SystemTimer`](crate::SystemTimer), which follows tokio's
 //! clock with the `tokio` feature); the allocator's epoch is the layer's
@@ -132,6 +137,7 @@ use crate::timer::{AsyncSleep, Clock};
 
 mod hold;
 mod layer;
+mod lease;
 mod service;
 mod share;
 
@@ -141,7 +147,12 @@ pub use service::{PushbackService, ResponseFuture};
 
 /// What every clone of the layer, its services and their futures share.
 struct Shared<K, A> {
-    state: Mutex<State<A>>,
+    /// On cache lines of its own: the lock's word and what it guards are
+    /// written by the requests that take it, and the rest here is read by
+    /// every request, leases or not.
+    state: lease::Alone<Mutex<State<A>>>,
+    /// One lease per thread (`lease.rs`).
+    leases: lease::Leases,
     clock: K,
     epoch: Instant,
     /// Wakes the hold's driver: a new hold, or the layer is gone.
@@ -152,7 +163,7 @@ struct Shared<K, A> {
 
 impl<K, A> Shared<K, A> {
     fn lock(&self) -> MutexGuard<'_, State<A>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -193,8 +204,11 @@ enum Refusal {
 impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, A> {
     fn served(&self) {
         if A::LEARNS_FROM_SERVED {
+            if A::LEASES && self.leases.served() {
+                return; // counted on this thread's lease
+            }
             let now = self.now();
-            let mut state = self.lock();
+            let mut state = self.lock_at(now);
             state.alloc.served(now);
             state.share_due(now);
         }
@@ -203,7 +217,7 @@ impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, 
     /// The layer handed the request over: it cannot hold it again.
     fn refused(&self, caller: Caller) -> Option<Answer> {
         let now = self.now();
-        let mut state = self.lock();
+        let mut state = self.lock_settled(now);
         let slot = state.alloc.refused_unheld(now, caller.key);
         state.share_due(now);
         Some((slot?, state.alloc.plan(now)))
@@ -214,7 +228,7 @@ impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, 
     /// [`Allocator::refused_held`] for a released one, its `ticket`).
     fn refused_holding(self: Arc<Self>, caller: Caller, ticket: Option<Ticket>) -> Refusal {
         let now = self.now();
-        let mut state = self.lock();
+        let mut state = self.lock_settled(now);
         let allotment = match ticket {
             Some(t) => state.alloc.refused_held(now, t),
             None => state.alloc.refused_caller(now, caller),

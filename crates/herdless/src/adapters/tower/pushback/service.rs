@@ -164,31 +164,24 @@ where
             ..Caller::new()
         };
         let now = self.shared.now();
-        let mut state = self.shared.lock();
+        if A::LEASES && self.shared.leases.spend(now, caller.key.is_some()) {
+            // Admitted from this thread's lease (see `lease.rs`).
+            return ResponseFuture {
+                kind: self.admitted(request, caller),
+            };
+        }
+        let mut state = self.shared.lock_at(now);
         state.share_due(now);
-        let kind = match state.alloc.decide_caller(now, caller) {
+        let decision = state.alloc.decide_caller(now, caller);
+        if decision.is_admit() {
+            self.shared.renew(&mut state, now);
+        } else {
+            self.shared.revoke(&mut state, now);
+        }
+        let kind = match decision {
             Allotment::Admit => {
                 drop(state);
-                // A clone (and the service to send it to) only when the
-                // cloner makes one: `NotCloned` costs nothing here.
-                // Boxed, as a held request's next work: the future stays
-                // small for the requests that are neither cloned nor held.
-                let spare = self.cloner.clone_request(&request).map(|copy| {
-                    Box::new(Spare {
-                        service: self.inner.clone(),
-                        request: copy,
-                        cloner: Arc::clone(&self.cloner) as Arc<Cloner<ReqB>>,
-                    })
-                });
-                Kind::Inner {
-                    future: self.inner.call(request),
-                    report: Some(Report {
-                        outcome: Arc::clone(&self.shared) as Arc<dyn Outcome>,
-                        caller,
-                        ticket: None,
-                        spare,
-                    }),
-                }
+                self.admitted(request, caller)
             }
             Allotment::Hold { ticket } => {
                 // Parked under the allocator's lock (see `hold`).
@@ -231,6 +224,44 @@ where
             }
         };
         ResponseFuture { kind }
+    }
+}
+
+impl<S, K, A, C> PushbackService<S, K, A, C>
+where
+    K: AsyncSleep + Send + Sync + 'static,
+    A: Allocator,
+{
+    /// An admitted request, handed to the service.
+    fn admitted<ReqB, ResB>(
+        &mut self,
+        request: Request<ReqB>,
+        caller: Caller,
+    ) -> Kind<S::Future, ResB, S, ReqB>
+    where
+        S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
+        C: CloneRequest<Request<ReqB>> + Send + Sync + 'static,
+    {
+        // A clone (and the service to send it to) only when the cloner
+        // makes one: `NotCloned` costs nothing here. Boxed, as a held
+        // request's next work: the future stays small for the requests
+        // that are neither cloned nor held.
+        let spare = self.cloner.clone_request(&request).map(|copy| {
+            Box::new(Spare {
+                service: self.inner.clone(),
+                request: copy,
+                cloner: Arc::clone(&self.cloner) as Arc<Cloner<ReqB>>,
+            })
+        });
+        Kind::Inner {
+            future: self.inner.call(request),
+            report: Some(Report {
+                outcome: Arc::clone(&self.shared) as Arc<dyn Outcome>,
+                caller,
+                ticket: None,
+                spare,
+            }),
+        }
     }
 }
 

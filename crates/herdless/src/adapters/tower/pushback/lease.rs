@@ -1,0 +1,264 @@
+//! One [`Lease`] per thread: requests admitted without the allocator's lock
+//! while the service passes them through with room to spare (the bounds
+//! are in [`crate::pushback::lease`]).
+//!
+//! The layer keeps a small table of leases, one slot per thread (a thread
+//! picks its slot by a number it is given the first time it asks; a
+//! table twice the machine's cores keeps two threads from sharing one,
+//! and when they do they share a lock no other thread takes). A request
+//! first tries its thread's lease: a lock nobody else takes, a time and
+//! a count compared. When the lease is spent or has run out, the request
+//! is decided by the allocator under its lock like any other, and an
+//! admission renews the thread's lease: the old one settled (its spent
+//! admissions and the served requests counted on it), a new one asked
+//! for, as large as the thread used of the last one (doubling while it
+//! uses all of it, up to the allocator's cap).
+//!
+//! The leases are settled all at once (revoked) before anything that
+//! changes the allocator's view: a request turned away or held, the
+//! service's own refusal, an outage started or ended by hand, and before
+//! the counts or the allocator are read. Otherwise they are swept once a
+//! lease's life, by whichever request takes the lock then: the leases
+//! that ran out settled, the others' spent admissions and served requests
+//! counted (their rest stays to spend), so that what the allocator learns
+//! from served requests is about that late at most.
+//!
+//! Lock order: the allocator's lock, then a lease's; the fast path takes
+//! only its lease's.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::Shared;
+use super::hold::State;
+use crate::pushback::lease::LEASE_LIFE;
+use crate::pushback::{Allocator, Lease};
+
+/// A thread's lease and what was counted on it.
+#[derive(Debug, Default)]
+struct Spend {
+    lease: Lease,
+    used: u32,
+    served: u32,
+    /// How many to ask for next.
+    want: u32,
+    /// A lease or a tally to settle (counted in [`Book::active`]).
+    active: bool,
+}
+
+/// A value on cache lines of its own (two 64-byte lines: a neighbour's
+/// prefetch does not pull it in), so that writing it does not take the
+/// line from under another core reading its neighbours.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(super) struct Alone<T>(pub(super) T);
+
+/// One thread's lease, alone on its lines.
+#[derive(Debug, Default)]
+struct Slot {
+    /// Whether [`Spend::active`]: read without the lock, so that a request
+    /// with nothing to spend (a server turning requests away) does not
+    /// take it. Written under both locks.
+    live: AtomicBool,
+    spend: Mutex<Spend>,
+}
+
+/// The leases of one layer.
+#[derive(Debug)]
+pub(super) struct Leases {
+    slots: Box<[Alone<Slot>]>,
+}
+
+/// What the allocator's lock guards of the leases: how many are active,
+/// and when they are next swept.
+#[derive(Debug, Default)]
+pub(super) struct Book {
+    active: usize,
+    next_sweep: Duration,
+}
+
+thread_local! {
+    /// This thread's number (`usize::MAX` until it first asks).
+    static THREAD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// This thread's number, given the first time it asks.
+fn thread_number() -> usize {
+    THREAD.with(|t| {
+        let n = t.get();
+        if n != usize::MAX {
+            return n;
+        }
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed) % (usize::MAX / 2);
+        t.set(n);
+        n
+    })
+}
+
+fn lock(slot: &Slot) -> MutexGuard<'_, Spend> {
+    slot.spend.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Leases {
+    /// A table for this machine (none when the allocator never leases).
+    pub(super) fn new(leasing: bool) -> Self {
+        let n = if leasing {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            cores.saturating_mul(2).clamp(2, 256).next_power_of_two()
+        } else {
+            0
+        };
+        Leases {
+            slots: (0..n).map(|_| Alone::default()).collect(),
+        }
+    }
+
+    fn mine(&self) -> Option<&Slot> {
+        let n = self.slots.len();
+        if n == 0 {
+            return None;
+        }
+        let i = thread_number() & (n - 1);
+        self.slots.get(i).map(|s| &s.0)
+    }
+
+    /// Spends one admission of this thread's lease at `now`: whether the
+    /// request is admitted (`keyed`: it names its caller).
+    #[inline]
+    pub(super) fn spend(&self, now: Duration, keyed: bool) -> bool {
+        let Some(slot) = self.mine().filter(|s| s.live.load(Ordering::Relaxed)) else {
+            return false;
+        };
+        let mut s = lock(slot);
+        let ok = s.used < s.lease.count() && now < s.lease.until() && (!keyed || s.lease.keyed());
+        if ok {
+            s.used += 1;
+        }
+        ok
+    }
+
+    /// Counts a served request on this thread's lease: `false` when it has
+    /// none to count it on (tell the allocator now).
+    pub(super) fn served(&self) -> bool {
+        let Some(slot) = self.mine().filter(|s| s.live.load(Ordering::Relaxed)) else {
+            return false;
+        };
+        let mut s = lock(slot);
+        if s.active {
+            s.served = s.served.saturating_add(1);
+        }
+        s.active
+    }
+}
+
+impl<A: Allocator> State<A> {
+    /// Settles a lease and its tally, and says how many to ask for next.
+    fn settle_slot(&mut self, slot: &Slot, s: &mut Spend, now: Duration) {
+        if !s.active {
+            return;
+        }
+        let Spend {
+            lease,
+            used,
+            served,
+            ..
+        } = *s;
+        self.alloc.settle(now, lease, used, served);
+        s.want = if !lease.is_empty() && used >= lease.count() {
+            lease.count().saturating_mul(2)
+        } else {
+            used.max(1)
+        };
+        s.lease = Lease::default();
+        s.used = 0;
+        s.served = 0;
+        s.active = false;
+        slot.live.store(false, Ordering::Relaxed);
+        self.leasing.active -= 1;
+    }
+
+    /// Settles every lease: before anything that changes the allocator's
+    /// view, or reads it.
+    fn settle_all(&mut self, leases: &Leases, now: Duration) {
+        if self.leasing.active == 0 {
+            return;
+        }
+        for Alone(slot) in &leases.slots {
+            self.settle_slot(slot, &mut lock(slot), now);
+        }
+        self.leasing.next_sweep = now.saturating_add(LEASE_LIFE);
+    }
+
+    /// Brings the allocator up to date: leases that ran out settled, the
+    /// others' spent admissions and served requests counted (what is left
+    /// of them stays to spend).
+    fn sweep(&mut self, leases: &Leases, now: Duration) {
+        for Alone(slot) in &leases.slots {
+            let mut s = lock(slot);
+            if !s.active {
+                continue;
+            }
+            if now >= s.lease.until() || s.used >= s.lease.count() {
+                self.settle_slot(slot, &mut s, now);
+                continue;
+            }
+            let (spent, rest) = s.lease.split(s.used);
+            self.alloc.settle(now, spent, s.used, s.served);
+            s.lease = rest;
+            s.used = 0;
+            s.served = 0;
+        }
+        self.leasing.next_sweep = now.saturating_add(LEASE_LIFE);
+    }
+}
+
+impl<K, A: Allocator> Shared<K, A> {
+    /// The allocator's lock, the leases swept if a lease's life has passed
+    /// since they last were: for a decision, or a served request.
+    #[inline]
+    pub(super) fn lock_at(&self, now: Duration) -> MutexGuard<'_, State<A>> {
+        let mut state = self.lock();
+        if A::LEASES && state.leasing.active > 0 && now >= state.leasing.next_sweep {
+            state.sweep(&self.leases, now);
+        }
+        state
+    }
+
+    /// The allocator's lock, every lease settled first: for whatever
+    /// changes the allocator's view (a refusal, an outage) or reads it.
+    pub(super) fn lock_settled(&self, now: Duration) -> MutexGuard<'_, State<A>> {
+        let mut state = self.lock();
+        if A::LEASES && state.leasing.active > 0 {
+            state.settle_all(&self.leases, now);
+        }
+        state
+    }
+
+    /// After the allocator admitted a request of this thread at `now`
+    /// (under its lock): settles the thread's lease and asks for a new one.
+    pub(super) fn renew(&self, state: &mut State<A>, now: Duration) {
+        let Some(slot) = self.leases.mine().filter(|_| A::LEASES) else {
+            return;
+        };
+        let mut s = lock(slot);
+        state.settle_slot(slot, &mut s, now);
+        let lease = state.alloc.lease(now, s.want.max(1));
+        if !lease.is_empty() {
+            s.lease = lease;
+            s.active = true;
+            slot.live.store(true, Ordering::Relaxed);
+            state.leasing.active += 1;
+        }
+    }
+
+    /// After the allocator turned a request away or held it (under its
+    /// lock): every lease settled, none to spend until it admits again.
+    pub(super) fn revoke(&self, state: &mut State<A>, now: Duration) {
+        if A::LEASES && state.leasing.active > 0 {
+            state.settle_all(&self.leases, now);
+        }
+    }
+}
