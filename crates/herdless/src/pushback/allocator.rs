@@ -26,18 +26,18 @@
 //! does not share (the static one) reports nothing and ignores its peers
 //! (the defaults).
 //!
-//! A front end on several threads may ask for a [`lease`](Allocator::lease)
+//! A front end on several threads may ask for a [`allowance`](Allocator::allowance)
 //! (admissions decided ahead of time, while the allocator has room to
 //! spare) and spend it without the allocator's lock, then
-//! [`settle`](Allocator::settle) what it spent (see [`lease`](super::lease)
-//! for the bounds). An allocator that never leases (the default) is asked
+//! [`settle`](Allocator::settle) what it spent (see [`allowance`](super::allowance)
+//! for the bounds). An allocator that never allowances (the default) is asked
 //! for every request.
 
 use std::time::Duration;
 
 use crate::pushback::adaptive::AdaptiveAllocator;
 use crate::pushback::{
-    Allotment, Caller, Lease, PeerReport, Released, ReplicaReport, SlotAllocator, Ticket,
+    Allotment, Allowance, Caller, PeerReport, Released, ReplicaReport, SlotAllocator, Ticket,
 };
 
 /// A slot allocator a pushback front end can drive. See the [module
@@ -150,23 +150,23 @@ pub trait Allocator: Send + 'static {
     /// default.
     fn apply_peers(&mut self, _now: Duration, _peers: &[PeerReport]) {}
 
-    /// Whether [`lease`](Self::lease) ever grants anything: a front end may
-    /// skip keeping leases for an allocator that does not. Default: no.
-    const LEASES: bool = false;
+    /// Whether [`allowance`](Self::allowance) ever grants anything: a front end may
+    /// skip keeping allowances for an allocator that does not. Default: no.
+    const ALLOWANCES: bool = false;
 
     /// Up to `want` admissions decided at `now`, to spend before
-    /// [`Lease::until`] (see [`lease`](super::lease)): empty unless the
+    /// [`Allowance::until`] (see [`allowance`](super::allowance)): empty unless the
     /// allocator has room to spare. Empty by default.
-    fn lease(&mut self, _now: Duration, _want: u32) -> Lease {
-        Lease::default()
+    fn allowance(&mut self, _now: Duration, _want: u32) -> Allowance {
+        Allowance::default()
     }
 
-    /// Settles `lease` at `now`: `used` of its admissions were spent
+    /// Settles `allowance` at `now`: `used` of its admissions were spent
     /// (counted as admitted), the rest go back; `served` requests it
-    /// admitted (this lease's or earlier ones') were served (as many calls
+    /// admitted (this allowance's or earlier ones') were served (as many calls
     /// of [`served`](Self::served)). The default reports the served ones.
-    fn settle(&mut self, now: Duration, lease: Lease, used: u32, served: u32) {
-        let _ = (lease, used);
+    fn settle(&mut self, now: Duration, allowance: Allowance, used: u32, served: u32) {
+        let _ = (allowance, used);
         for _ in 0..served {
             self.served(now);
         }
@@ -184,14 +184,14 @@ pub trait Allocator: Send + 'static {
 /// ```
 impl Allocator for SlotAllocator {
     const LEARNS_FROM_SERVED: bool = false;
-    const LEASES: bool = true;
+    const ALLOWANCES: bool = true;
 
-    fn lease(&mut self, now: Duration, want: u32) -> Lease {
-        SlotAllocator::lease(self, now, want)
+    fn allowance(&mut self, now: Duration, want: u32) -> Allowance {
+        SlotAllocator::allowance(self, now, want)
     }
 
-    fn settle(&mut self, now: Duration, lease: Lease, used: u32, _served: u32) {
-        SlotAllocator::settle(self, now, lease, used);
+    fn settle(&mut self, now: Duration, allowance: Allowance, used: u32, _served: u32) {
+        SlotAllocator::settle(self, now, allowance, used);
     }
 
     fn decide(&mut self, now: Duration, _caller: Option<u64>) -> Allotment {
@@ -228,14 +228,14 @@ impl Allocator for SlotAllocator {
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
 impl Allocator for AdaptiveAllocator {
-    const LEASES: bool = true;
+    const ALLOWANCES: bool = true;
 
-    fn lease(&mut self, now: Duration, want: u32) -> Lease {
-        AdaptiveAllocator::lease(self, now, want)
+    fn allowance(&mut self, now: Duration, want: u32) -> Allowance {
+        AdaptiveAllocator::allowance(self, now, want)
     }
 
-    fn settle(&mut self, now: Duration, lease: Lease, used: u32, served: u32) {
-        AdaptiveAllocator::settle(self, now, lease, used, served);
+    fn settle(&mut self, now: Duration, allowance: Allowance, used: u32, served: u32) {
+        AdaptiveAllocator::settle(self, now, allowance, used, served);
     }
 
     fn decide(&mut self, now: Duration, caller: Option<u64>) -> Allotment {

@@ -81,7 +81,7 @@
 //! | [`Ticket`], [`Released`] | a held request's name, and what happens to it when its turn comes | [`ticket`] |
 //! | [`WavePlanner`](waves::WavePlanner), [`WavePlan`](waves::WavePlan) | plans the callers it turns away in waves, each caller's wave a salted hash of its id: no booking, no state per caller | [`waves`] |
 //! | [`Allocator`] | any of them behind one interface, for front ends | [`allocator`] |
-//! | [`Lease`] | admissions granted ahead of time, so a server's threads need not share a lock while it passes requests through | [`lease`] |
+//! | [`Allowance`] | admissions granted ahead of time, so a server's threads need not share a lock while it passes requests through | [`allowance`] |
 //! | the tower `Layer` over either (feature `tower`) | | [`PushbackLayer`](crate::adapters::tower::PushbackLayer) |
 //!
 //! None of them reads a clock or sleeps: the server's front end owns time, so
@@ -90,7 +90,7 @@
 pub mod adaptive;
 pub mod allocator;
 mod allotment;
-pub mod lease;
+pub mod allowance;
 pub mod replicas;
 mod slots;
 pub mod ticket;
@@ -100,7 +100,7 @@ pub mod waves;
 pub use adaptive::{AdaptiveAllocator, AdaptiveBuilder};
 pub use allocator::Allocator;
 pub use allotment::Allotment;
-pub use lease::Lease;
+pub use allowance::Allowance;
 pub use replicas::{PeerReport, ReplicaReport, SharedState};
 pub(crate) use slots::{GOLDEN, ns, slot_interval_ns};
 pub use slots::{PushbackError, SlotAllocator};

@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::pushback::Allotment;
-use crate::pushback::lease::{Lease, grantable};
+use crate::pushback::allowance::{Allowance, grantable};
 
 /// The golden ratio's fractional part, for evenly offset overbooking passes.
 pub(crate) const GOLDEN: f64 = 0.618_033_988_749_894_9;
@@ -50,7 +50,7 @@ pub struct SlotAllocator {
     last_overbooked: u64,
     admitted: u64,
     rejected: u64,
-    /// Bumped by every change of mode: a lease granted before is not
+    /// Bumped by every change of mode: an allowance granted before is not
     /// returned after.
     generation: u64,
 }
@@ -281,10 +281,10 @@ impl SlotAllocator {
     }
 
     /// Up to `want` admissions at `now`, while not in an outage and with
-    /// half the burst to spare (see [`lease`](crate::pushback::lease)).
-    pub(crate) fn lease(&mut self, now: Duration, want: u32) -> Lease {
+    /// half the burst to spare (see [`allowance`](crate::pushback::allowance)).
+    pub(crate) fn allowance(&mut self, now: Duration, want: u32) -> Allowance {
         if self.in_outage(now) {
-            return Lease::default();
+            return Allowance::default();
         }
         let now_ns = ns(now);
         if let Mode::Outage { .. } = self.mode {
@@ -295,20 +295,20 @@ impl SlotAllocator {
         let i = self.interval_ns;
         let n = grantable(self.admit_tat, now_ns, self.tolerance(), i, want);
         if n == 0 {
-            return Lease::default();
+            return Allowance::default();
         }
         self.admit_tat = self
             .admit_tat
             .max(now_ns)
             .saturating_add(u64::from(n).saturating_mul(i));
-        Lease::new(n, now, true, (i, self.admit_tat), self.generation)
+        Allowance::new(n, now, true, (i, self.admit_tat), self.generation)
     }
 
-    /// `used` of `lease` spent: counted, the rest back in the bucket.
-    pub(crate) fn settle(&mut self, now: Duration, lease: Lease, used: u32) {
-        let used = used.min(lease.count());
+    /// `used` of `allowance` spent: counted, the rest back in the bucket.
+    pub(crate) fn settle(&mut self, now: Duration, allowance: Allowance, used: u32) {
+        let used = used.min(allowance.count());
         self.admitted += u64::from(used);
-        let back = lease.unspent_ns(used, ns(now), self.interval_ns, self.generation);
+        let back = allowance.unspent_ns(used, ns(now), self.interval_ns, self.generation);
         self.admit_tat = self.admit_tat.saturating_sub(back);
     }
 

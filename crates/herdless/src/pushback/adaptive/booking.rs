@@ -73,7 +73,7 @@ impl Booking {
         }
     }
 
-    /// Promises `n` admissions at once at `now` (a lease).
+    /// Promises `n` admissions at once at `now` (an allowance).
     pub(crate) fn promise(&mut self, now: u64, n: u32, interval: u64) {
         self.admit_tat = self
             .admit_tat
@@ -81,7 +81,7 @@ impl Booking {
             .saturating_add(u64::from(n).saturating_mul(interval));
     }
 
-    /// Takes back `span` ns of promised capacity (a lease's unspent part).
+    /// Takes back `span` ns of promised capacity (an allowance's unspent part).
     pub(crate) fn give_back(&mut self, span: u64) {
         self.admit_tat = self.admit_tat.saturating_sub(span);
     }

@@ -178,6 +178,7 @@
 //! # Ok::<(), herdless::pushback::PushbackError>(())
 //! ```
 
+mod allowance;
 mod answers;
 mod booking;
 mod builder;
@@ -186,7 +187,6 @@ mod counts;
 mod decide;
 mod estimate;
 mod hold;
-mod leases;
 mod release;
 mod share;
 mod waves;
@@ -247,8 +247,8 @@ pub struct AdaptiveAllocator {
     pub(crate) mark: share::Mark,
     /// An eviction is booking: the queue is behind it, not ahead.
     pub(crate) evicting: bool,
-    /// Bumped by every change of mode: a lease granted before is not
-    /// returned after (`leases.rs`).
+    /// Bumped by every change of mode: an allowance granted before is not
+    /// returned after (`allowance.rs`).
     pub(crate) generation: u64,
 }
 

@@ -30,7 +30,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 
 use super::Shared;
-use super::lease::Book;
+use super::allowance::Book;
 use super::share::Sharing;
 use crate::pushback::{Allocator, Allotment, Ticket};
 use crate::timer::AsyncSleep;
@@ -41,7 +41,7 @@ pub(super) struct State<A> {
     waiting: HashMap<u64, (Ticket, oneshot::Sender<Allotment>)>,
     /// The store shared with the other replicas, if any (`share.rs`).
     pub(super) sharing: Option<Sharing>,
-    /// The threads' leases (`lease.rs`).
+    /// The threads' allowances (`allowance.rs`).
     pub(super) leasing: Book,
 }
 

@@ -10,8 +10,8 @@ use http::header::HeaderName;
 use tokio::sync::Notify;
 use tower::Layer;
 
+use super::allowance::{Allowances, Alone};
 use super::hold::State;
-use super::lease::{Alone, Leases};
 use super::share::Sharing;
 use super::{PushbackService, Shared};
 use crate::adapters::tower::NotCloned;
@@ -99,7 +99,7 @@ impl<K: Clock, A: Allocator> PushbackLayer<K, A> {
         PushbackLayer {
             shared: Arc::new(Shared {
                 state: Alone(Mutex::new(State::new(allocator))),
-                leases: Leases::new(A::LEASES),
+                allowances: Allowances::new(A::ALLOWANCES),
                 clock,
                 epoch,
                 wake: Arc::new(Notify::new()),
@@ -227,7 +227,7 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
     /// ```
     pub fn decide(&self) -> Allotment {
         let now = self.shared.now();
-        if A::LEASES && self.shared.leases.spend(now, false) {
+        if A::ALLOWANCES && self.shared.allowances.spend(now, false) {
             return Allotment::Admit;
         }
         let mut state = self.shared.lock_at(now);

@@ -27,10 +27,10 @@
 //! second, the peers' reports copied out of the store), so the lock is held
 //! for nanoseconds. A poisoned lock is recovered, never propagated as a panic.
 //! While the service passes requests through with room to spare, each thread
-//! admits from a [`Lease`](crate::pushback::Lease) of its own instead (a few
+//! admits from a [`Allowance`](crate::pushback::Allowance) of its own instead (a few
 //! admissions the allocator decided ahead of time), so that threads do not
-//! queue for that one lock (`lease.rs`; the bounds in
-//! [`pushback::lease`](crate::pushback::lease)).
+//! queue for that one lock (`allowance.rs`; the bounds in
+//! [`pushback::allowance`](crate::pushback::allowance)).
 //!
 //! Time comes from a [`Clock`] (default [`SystemTimer`](crate::SystemTimer), which follows tokio's
 //! clock with the `tokio` feature); the allocator's epoch is the layer's
@@ -135,9 +135,9 @@ use crate::pushback::{Allotment, Caller, Ticket};
 use crate::pushback::{adaptive::AdaptiveAllocator, allocator::caller_key};
 use crate::timer::{AsyncSleep, Clock};
 
+mod allowance;
 mod hold;
 mod layer;
-mod lease;
 mod service;
 mod share;
 
@@ -149,10 +149,10 @@ pub use service::{PushbackService, ResponseFuture};
 struct Shared<K, A> {
     /// On cache lines of its own: the lock's word and what it guards are
     /// written by the requests that take it, and the rest here is read by
-    /// every request, leases or not.
-    state: lease::Alone<Mutex<State<A>>>,
-    /// One lease per thread (`lease.rs`).
-    leases: lease::Leases,
+    /// every request, allowances or not.
+    state: allowance::Alone<Mutex<State<A>>>,
+    /// One allowance per thread (`allowance.rs`).
+    allowances: allowance::Allowances,
     clock: K,
     epoch: Instant,
     /// Wakes the hold's driver: a new hold, or the layer is gone.
@@ -204,8 +204,8 @@ enum Refusal {
 impl<K: AsyncSleep + Send + Sync + 'static, A: Allocator> Outcome for Shared<K, A> {
     fn served(&self) {
         if A::LEARNS_FROM_SERVED {
-            if A::LEASES && self.leases.served() {
-                return; // counted on this thread's lease
+            if A::ALLOWANCES && self.allowances.served() {
+                return; // counted on this thread's allowance
             }
             let now = self.now();
             let mut state = self.lock_at(now);

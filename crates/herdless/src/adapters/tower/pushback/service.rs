@@ -164,8 +164,8 @@ where
             ..Caller::new()
         };
         let now = self.shared.now();
-        if A::LEASES && self.shared.leases.spend(now, caller.key.is_some()) {
-            // Admitted from this thread's lease (see `lease.rs`).
+        if A::ALLOWANCES && self.shared.allowances.spend(now, caller.key.is_some()) {
+            // Admitted from this thread's allowance (see `allowance.rs`).
             return ResponseFuture {
                 kind: self.admitted(request, caller),
             };

@@ -1,14 +1,14 @@
-//! Leases (admissions an allocator grants ahead of time) keep the
+//! Allowances (admissions an allocator grants ahead of time) keep the
 //! allocator's promises: half the burst left to requests decided one by
 //! one, nothing granted in an outage or while requests are held, what is
 //! not spent given back (but never into a bucket emptied on purpose), and
-//! the admissions of a front end spending leases within the capacity's
-//! window bound plus one lease's life.
+//! the admissions of a front end spending allowances within the capacity's
+//! window bound plus one allowance's life.
 
 use std::time::Duration;
 
-use herdless::pushback::lease::LEASE_LIFE;
-use herdless::pushback::{AdaptiveAllocator, Allocator, Lease, SlotAllocator};
+use herdless::pushback::allowance::ALLOWANCE_LIFE;
+use herdless::pushback::{AdaptiveAllocator, Allocator, Allowance, SlotAllocator};
 use proptest::prelude::*;
 
 const T0: Duration = Duration::ZERO;
@@ -24,39 +24,42 @@ fn admitted_at<A: Allocator>(a: &mut A, now: Duration) -> u32 {
 }
 
 #[test]
-fn a_lease_leaves_half_the_burst_to_requests_decided_one_by_one() {
-    // 1,000/s, burst 100: a lease takes at most half of it.
+fn a_allowance_leaves_half_the_burst_to_requests_decided_one_by_one() {
+    // 1,000/s, burst 100: an allowance takes at most half of it.
     let mut slots = SlotAllocator::new(1_000.0, Duration::from_secs(60))
         .unwrap()
         .burst(100);
-    let lease = Allocator::lease(&mut slots, T0, 1_000);
-    assert!(lease.count() > 0 && lease.count() <= 50, "{lease:?}");
+    let allowance = Allocator::allowance(&mut slots, T0, 1_000);
+    assert!(
+        allowance.count() > 0 && allowance.count() <= 50,
+        "{allowance:?}"
+    );
     assert!(admitted_at(&mut slots, T0) >= 50);
 
     let mut adaptive = AdaptiveAllocator::new(1_000.0, Duration::from_secs(60)).unwrap();
     let burst = admitted_at(&mut adaptive.clone(), T0);
-    let lease = Allocator::lease(&mut adaptive, T0, 1_000);
+    let allowance = Allocator::allowance(&mut adaptive, T0, 1_000);
     assert!(
-        lease.count() > 0 && lease.count() <= burst / 2,
-        "{lease:?} of {burst}"
+        allowance.count() > 0 && allowance.count() <= burst / 2,
+        "{allowance:?} of {burst}"
     );
-    assert_eq!(admitted_at(&mut adaptive, T0) + lease.count(), burst);
+    assert_eq!(admitted_at(&mut adaptive, T0) + allowance.count(), burst);
 }
 
 #[test]
-fn no_lease_in_an_outage_or_while_requests_are_held() {
+fn no_allowance_in_an_outage_or_while_requests_are_held() {
     let mut slots = SlotAllocator::new(1_000.0, Duration::from_secs(60))
         .unwrap()
         .outage_until(Duration::from_secs(5));
-    assert!(Allocator::lease(&mut slots, T0, 8).is_empty());
-    assert!(!Allocator::lease(&mut slots, Duration::from_secs(5), 8).is_empty());
+    assert!(Allocator::allowance(&mut slots, T0, 8).is_empty());
+    assert!(!Allocator::allowance(&mut slots, Duration::from_secs(5), 8).is_empty());
 
     let mut adaptive = AdaptiveAllocator::new(1_000.0, Duration::from_secs(60))
         .unwrap()
         .outage();
-    assert!(Allocator::lease(&mut adaptive, T0, 8).is_empty());
+    assert!(Allocator::allowance(&mut adaptive, T0, 8).is_empty());
 
-    // One request held (its outage's end known and near): no lease until
+    // One request held (its outage's end known and near): no allowance until
     // it is released.
     let mut held = AdaptiveAllocator::builder()
         .estimate(1_000.0)
@@ -66,40 +69,40 @@ fn no_lease_in_an_outage_or_while_requests_are_held() {
         .outage_until(Duration::from_secs(1));
     assert!(held.decide(T0).is_hold());
     let after = Duration::from_secs(1);
-    assert!(Allocator::lease(&mut held, after, 8).is_empty());
+    assert!(Allocator::allowance(&mut held, after, 8).is_empty());
     assert!(Allocator::release(&mut held, Duration::from_secs(2)).is_some());
-    assert!(!Allocator::lease(&mut held, Duration::from_secs(2), 8).is_empty());
+    assert!(!Allocator::allowance(&mut held, Duration::from_secs(2), 8).is_empty());
 }
 
 #[test]
-fn an_unspent_lease_goes_back_to_the_bucket() {
+fn an_unspent_allowance_goes_back_to_the_bucket() {
     let fresh = || {
         SlotAllocator::new(1_000.0, Duration::from_secs(60))
             .unwrap()
             .burst(100)
     };
     let mut a = fresh();
-    let lease = Allocator::lease(&mut a, T0, 64);
-    Allocator::settle(&mut a, T0, lease, 10, 0);
+    let allowance = Allocator::allowance(&mut a, T0, 64);
+    Allocator::settle(&mut a, T0, allowance, 10, 0);
     assert_eq!(Allocator::counts(&a), (10, 0));
     assert_eq!(admitted_at(&mut a, T0) + 10, admitted_at(&mut fresh(), T0));
 }
 
 #[test]
-fn an_unspent_lease_is_not_given_back_after_an_outage_and_a_recovery() {
+fn an_unspent_allowance_is_not_given_back_after_an_outage_and_a_recovery() {
     let at = Duration::from_secs(3);
-    let recovered = |lease_first: bool| {
+    let recovered = |allowance_first: bool| {
         let mut a = AdaptiveAllocator::new(1_000.0, Duration::from_secs(60)).unwrap();
-        let lease = if lease_first {
-            Allocator::lease(&mut a, T0, 64)
+        let allowance = if allowance_first {
+            Allocator::allowance(&mut a, T0, 64)
         } else {
-            Lease::default()
+            Allowance::default()
         };
         a.start_outage(None);
         a.recover(at);
         // Granted before the outage, settled after the recovery: its
         // admissions must not refill the bucket a recovery empties.
-        Allocator::settle(&mut a, at, lease, 0, 0);
+        Allocator::settle(&mut a, at, allowance, 0, 0);
         admitted_at(&mut a, at)
     };
     assert!(recovered(false) > 0);
@@ -107,58 +110,61 @@ fn an_unspent_lease_is_not_given_back_after_an_outage_and_a_recovery() {
 }
 
 #[test]
-fn a_lease_admits_named_callers_only_while_no_caller_is_tracked() {
+fn a_allowance_admits_named_callers_only_while_no_caller_is_tracked() {
     let mut a = AdaptiveAllocator::new(1_000.0, Duration::from_secs(60)).unwrap();
-    assert!(Allocator::lease(&mut a, T0, 8).keyed());
+    assert!(Allocator::allowance(&mut a, T0, 8).keyed());
     // Fill the bucket, then turn a named caller away: it is tracked.
     admitted_at(&mut a, T0);
     assert!(!a.decide_for(T0, 7).is_admit());
     let later = Duration::from_millis(500);
-    let lease = Allocator::lease(&mut a, later, 8);
-    assert!(!lease.is_empty());
-    assert!(!lease.keyed(), "caller 7 must be decided by the allocator");
+    let allowance = Allocator::allowance(&mut a, later, 8);
+    assert!(!allowance.is_empty());
+    assert!(
+        !allowance.keyed(),
+        "caller 7 must be decided by the allocator"
+    );
 }
 
-/// A front end on `threads` threads spending leases as the tower layer
-/// does: a live lease admits; otherwise the allocator decides, and an
-/// admission renews the thread's lease (`want` of it), a refusal settles
-/// every lease. Returns the admission times (ns) and the allocator.
+/// A front end on `threads` threads spending allowances as the tower layer
+/// does: a live allowance admits; otherwise the allocator decides, and an
+/// admission renews the thread's allowance (`want` of it), a refusal settles
+/// every allowance. Returns the admission times (ns) and the allocator.
 fn drive<A: Allocator>(mut a: A, arrivals: &[(u64, usize, u32)], threads: usize) -> (Vec<u64>, A) {
-    let mut leases: Vec<(Lease, u32)> = vec![(Lease::default(), 0); threads];
+    let mut allowances: Vec<(Allowance, u32)> = vec![(Allowance::default(), 0); threads];
     let mut admitted = Vec::new();
     for &(t, thread, want) in arrivals {
         let now = Duration::from_nanos(t);
-        let (lease, used) = &mut leases[thread % threads];
-        if *used < lease.count() && now < lease.until() {
+        let (allowance, used) = &mut allowances[thread % threads];
+        if *used < allowance.count() && now < allowance.until() {
             *used += 1;
             admitted.push(t);
             continue;
         }
         if a.decide(now, None).is_admit() {
             admitted.push(t);
-            a.settle(now, *lease, *used, 0);
-            *lease = a.lease(now, want);
+            a.settle(now, *allowance, *used, 0);
+            *allowance = a.allowance(now, want);
             *used = 0;
         } else {
-            for (lease, used) in &mut leases {
-                a.settle(now, *lease, *used, 0);
-                *lease = Lease::default();
+            for (allowance, used) in &mut allowances {
+                a.settle(now, *allowance, *used, 0);
+                *allowance = Allowance::default();
                 *used = 0;
             }
         }
     }
-    for (lease, used) in &mut leases {
+    for (allowance, used) in &mut allowances {
         let end = Duration::from_nanos(arrivals.last().map_or(0, |a| a.0));
-        a.settle(end, *lease, *used, 0);
+        a.settle(end, *allowance, *used, 0);
     }
     (admitted, a)
 }
 
 #[test]
-fn a_lease_is_spent_within_its_life_or_not_at_all() {
-    // 1,000/s, burst 20: one request at 0 takes a lease of 8 on thread 0;
+fn a_allowance_is_spent_within_its_life_or_not_at_all() {
+    // 1,000/s, burst 20: one request at 0 takes an allowance of 8 on thread 0;
     // at 9 ms the bucket is full again and thread 1 takes all of it; thread
-    // 0's lease, granted 9 ms ago, has run out: it adds nothing.
+    // 0's allowance, granted 9 ms ago, has run out: it adds nothing.
     let a = SlotAllocator::new(1_000.0, Duration::from_secs(60))
         .unwrap()
         .burst(20);
@@ -171,9 +177,9 @@ fn a_lease_is_spent_within_its_life_or_not_at_all() {
 }
 
 /// `times[i..=j]` admitted: `j − i + 1 ≤ burst + capacity · (times[j] −
-/// times[i] + one lease's life)` for every pair.
+/// times[i] + one allowance's life)` for every pair.
 fn check_bound(times: &[u64], capacity: f64, burst: f64) -> Result<(), String> {
-    let life = LEASE_LIFE.as_nanos() as f64;
+    let life = ALLOWANCE_LIFE.as_nanos() as f64;
     for i in 0..times.len() {
         for j in i..times.len() {
             let count = (j - i + 1) as f64;
@@ -191,7 +197,7 @@ fn check_bound(times: &[u64], capacity: f64, burst: f64) -> Result<(), String> {
 
 /// Arrivals in clusters (a few dozen instants 1 ms apart, each a burst
 /// within a microsecond), on up to four threads, each asking for its own
-/// lease size.
+/// allowance size.
 fn arrivals() -> impl Strategy<Value = Vec<(u64, usize, u32)>> {
     prop::collection::vec((0u64..40, 0u64..1_000, 0usize..4, 1u32..80), 1..400).prop_map(|v| {
         let mut v: Vec<_> = v
@@ -207,7 +213,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn leased_admissions_keep_the_static_bound_and_are_all_counted(
+    fn admissions_ahead_keep_the_static_bound_and_are_all_counted(
         arrivals in arrivals(),
         capacity in 200.0f64..200_000.0,
         burst in 1u32..64,
@@ -221,7 +227,7 @@ proptest! {
     }
 
     #[test]
-    fn leased_admissions_keep_the_adaptive_bound_and_are_all_counted(
+    fn admissions_ahead_keep_the_adaptive_bound_and_are_all_counted(
         arrivals in arrivals(),
         capacity in 200.0f64..200_000.0,
         threads in 1usize..5,

@@ -1,30 +1,30 @@
-//! One [`Lease`] per thread: requests admitted without the allocator's lock
+//! One [`Allowance`] per thread: requests admitted without the allocator's lock
 //! while the service passes them through with room to spare (the bounds
-//! are in [`crate::pushback::lease`]).
+//! are in [`crate::pushback::allowance`]).
 //!
-//! The layer keeps a small table of leases, one slot per thread (a thread
+//! The layer keeps a small table of allowances, one slot per thread (a thread
 //! picks its slot by a number it is given the first time it asks; a
 //! table twice the machine's cores keeps two threads from sharing one,
 //! and when they do they share a lock no other thread takes). A request
-//! first tries its thread's lease: a lock nobody else takes, a time and
-//! a count compared. When the lease is spent or has run out, the request
+//! first tries its thread's allowance: a lock nobody else takes, a time and
+//! a count compared. When the allowance is spent or has run out, the request
 //! is decided by the allocator under its lock like any other, and an
-//! admission renews the thread's lease: the old one settled (its spent
+//! admission renews the thread's allowance: the old one settled (its spent
 //! admissions and the served requests counted on it), a new one asked
 //! for, as large as the thread used of the last one (doubling while it
 //! uses all of it, up to the allocator's cap).
 //!
-//! The leases are settled all at once (revoked) before anything that
+//! The allowances are settled all at once (revoked) before anything that
 //! changes the allocator's view: a request turned away or held, the
 //! service's own refusal, an outage started or ended by hand, and before
-//! the counts or the allocator are read. Otherwise they are swept once a
-//! lease's life, by whichever request takes the lock then: the leases
+//! the counts or the allocator are read. Otherwise they are swept once an
+//! allowance's life, by whichever request takes the lock then: the allowances
 //! that ran out settled, the others' spent admissions and served requests
 //! counted (their rest stays to spend), so that what the allocator learns
 //! from served requests is about that late at most.
 //!
-//! Lock order: the allocator's lock, then a lease's; the fast path takes
-//! only its lease's.
+//! Lock order: the allocator's lock, then an allowance's; the fast path takes
+//! only its allowance's.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,18 +33,18 @@ use std::time::Duration;
 
 use super::Shared;
 use super::hold::State;
-use crate::pushback::lease::LEASE_LIFE;
-use crate::pushback::{Allocator, Lease};
+use crate::pushback::allowance::ALLOWANCE_LIFE;
+use crate::pushback::{Allocator, Allowance};
 
-/// A thread's lease and what was counted on it.
+/// A thread's allowance and what was counted on it.
 #[derive(Debug, Default)]
 struct Spend {
-    lease: Lease,
+    allowance: Allowance,
     used: u32,
     served: u32,
     /// How many to ask for next.
     want: u32,
-    /// A lease or a tally to settle (counted in [`Book::active`]).
+    /// An allowance or a tally to settle (counted in [`Book::active`]).
     active: bool,
 }
 
@@ -55,7 +55,7 @@ struct Spend {
 #[repr(align(128))]
 pub(super) struct Alone<T>(pub(super) T);
 
-/// One thread's lease, alone on its lines.
+/// One thread's allowance, alone on its lines.
 #[derive(Debug, Default)]
 struct Slot {
     /// Whether [`Spend::active`]: read without the lock, so that a request
@@ -65,13 +65,13 @@ struct Slot {
     spend: Mutex<Spend>,
 }
 
-/// The leases of one layer.
+/// The allowances of one layer.
 #[derive(Debug)]
-pub(super) struct Leases {
+pub(super) struct Allowances {
     slots: Box<[Alone<Slot>]>,
 }
 
-/// What the allocator's lock guards of the leases: how many are active,
+/// What the allocator's lock guards of the allowances: how many are active,
 /// and when they are next swept.
 #[derive(Debug, Default)]
 pub(super) struct Book {
@@ -102,8 +102,8 @@ fn lock(slot: &Slot) -> MutexGuard<'_, Spend> {
     slot.spend.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Leases {
-    /// A table for this machine (none when the allocator never leases).
+impl Allowances {
+    /// A table for this machine (none when the allocator never allowances).
     pub(super) fn new(leasing: bool) -> Self {
         let n = if leasing {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -111,7 +111,7 @@ impl Leases {
         } else {
             0
         };
-        Leases {
+        Allowances {
             slots: (0..n).map(|_| Alone::default()).collect(),
         }
     }
@@ -125,7 +125,7 @@ impl Leases {
         self.slots.get(i).map(|s| &s.0)
     }
 
-    /// Spends one admission of this thread's lease at `now`: whether the
+    /// Spends one admission of this thread's allowance at `now`: whether the
     /// request is admitted (`keyed`: it names its caller).
     #[inline]
     pub(super) fn spend(&self, now: Duration, keyed: bool) -> bool {
@@ -133,14 +133,16 @@ impl Leases {
             return false;
         };
         let mut s = lock(slot);
-        let ok = s.used < s.lease.count() && now < s.lease.until() && (!keyed || s.lease.keyed());
+        let ok = s.used < s.allowance.count()
+            && now < s.allowance.until()
+            && (!keyed || s.allowance.keyed());
         if ok {
             s.used += 1;
         }
         ok
     }
 
-    /// Counts a served request on this thread's lease: `false` when it has
+    /// Counts a served request on this thread's allowance: `false` when it has
     /// none to count it on (tell the allocator now).
     pub(super) fn served(&self) -> bool {
         let Some(slot) = self.mine().filter(|s| s.live.load(Ordering::Relaxed)) else {
@@ -155,24 +157,24 @@ impl Leases {
 }
 
 impl<A: Allocator> State<A> {
-    /// Settles a lease and its tally, and says how many to ask for next.
+    /// Settles an allowance and its tally, and says how many to ask for next.
     fn settle_slot(&mut self, slot: &Slot, s: &mut Spend, now: Duration) {
         if !s.active {
             return;
         }
         let Spend {
-            lease,
+            allowance,
             used,
             served,
             ..
         } = *s;
-        self.alloc.settle(now, lease, used, served);
-        s.want = if !lease.is_empty() && used >= lease.count() {
-            lease.count().saturating_mul(2)
+        self.alloc.settle(now, allowance, used, served);
+        s.want = if !allowance.is_empty() && used >= allowance.count() {
+            allowance.count().saturating_mul(2)
         } else {
             used.max(1)
         };
-        s.lease = Lease::default();
+        s.allowance = Allowance::default();
         s.used = 0;
         s.served = 0;
         s.active = false;
@@ -180,74 +182,74 @@ impl<A: Allocator> State<A> {
         self.leasing.active -= 1;
     }
 
-    /// Settles every lease: before anything that changes the allocator's
+    /// Settles every allowance: before anything that changes the allocator's
     /// view, or reads it.
-    fn settle_all(&mut self, leases: &Leases, now: Duration) {
+    fn settle_all(&mut self, allowances: &Allowances, now: Duration) {
         if self.leasing.active == 0 {
             return;
         }
-        for Alone(slot) in &leases.slots {
+        for Alone(slot) in &allowances.slots {
             self.settle_slot(slot, &mut lock(slot), now);
         }
-        self.leasing.next_sweep = now.saturating_add(LEASE_LIFE);
+        self.leasing.next_sweep = now.saturating_add(ALLOWANCE_LIFE);
     }
 
-    /// Brings the allocator up to date: leases that ran out settled, the
+    /// Brings the allocator up to date: allowances that ran out settled, the
     /// others' spent admissions and served requests counted (what is left
     /// of them stays to spend).
-    fn sweep(&mut self, leases: &Leases, now: Duration) {
-        for Alone(slot) in &leases.slots {
+    fn sweep(&mut self, allowances: &Allowances, now: Duration) {
+        for Alone(slot) in &allowances.slots {
             let mut s = lock(slot);
             if !s.active {
                 continue;
             }
-            if now >= s.lease.until() || s.used >= s.lease.count() {
+            if now >= s.allowance.until() || s.used >= s.allowance.count() {
                 self.settle_slot(slot, &mut s, now);
                 continue;
             }
-            let (spent, rest) = s.lease.split(s.used);
+            let (spent, rest) = s.allowance.split(s.used);
             self.alloc.settle(now, spent, s.used, s.served);
-            s.lease = rest;
+            s.allowance = rest;
             s.used = 0;
             s.served = 0;
         }
-        self.leasing.next_sweep = now.saturating_add(LEASE_LIFE);
+        self.leasing.next_sweep = now.saturating_add(ALLOWANCE_LIFE);
     }
 }
 
 impl<K, A: Allocator> Shared<K, A> {
-    /// The allocator's lock, the leases swept if a lease's life has passed
+    /// The allocator's lock, the allowances swept if an allowance's life has passed
     /// since they last were: for a decision, or a served request.
     #[inline]
     pub(super) fn lock_at(&self, now: Duration) -> MutexGuard<'_, State<A>> {
         let mut state = self.lock();
-        if A::LEASES && state.leasing.active > 0 && now >= state.leasing.next_sweep {
-            state.sweep(&self.leases, now);
+        if A::ALLOWANCES && state.leasing.active > 0 && now >= state.leasing.next_sweep {
+            state.sweep(&self.allowances, now);
         }
         state
     }
 
-    /// The allocator's lock, every lease settled first: for whatever
+    /// The allocator's lock, every allowance settled first: for whatever
     /// changes the allocator's view (a refusal, an outage) or reads it.
     pub(super) fn lock_settled(&self, now: Duration) -> MutexGuard<'_, State<A>> {
         let mut state = self.lock();
-        if A::LEASES && state.leasing.active > 0 {
-            state.settle_all(&self.leases, now);
+        if A::ALLOWANCES && state.leasing.active > 0 {
+            state.settle_all(&self.allowances, now);
         }
         state
     }
 
     /// After the allocator admitted a request of this thread at `now`
-    /// (under its lock): settles the thread's lease and asks for a new one.
+    /// (under its lock): settles the thread's allowance and asks for a new one.
     pub(super) fn renew(&self, state: &mut State<A>, now: Duration) {
-        let Some(slot) = self.leases.mine().filter(|_| A::LEASES) else {
+        let Some(slot) = self.allowances.mine().filter(|_| A::ALLOWANCES) else {
             return;
         };
         let mut s = lock(slot);
         state.settle_slot(slot, &mut s, now);
-        let lease = state.alloc.lease(now, s.want.max(1));
-        if !lease.is_empty() {
-            s.lease = lease;
+        let allowance = state.alloc.allowance(now, s.want.max(1));
+        if !allowance.is_empty() {
+            s.allowance = allowance;
             s.active = true;
             slot.live.store(true, Ordering::Relaxed);
             state.leasing.active += 1;
@@ -255,10 +257,10 @@ impl<K, A: Allocator> Shared<K, A> {
     }
 
     /// After the allocator turned a request away or held it (under its
-    /// lock): every lease settled, none to spend until it admits again.
+    /// lock): every allowance settled, none to spend until it admits again.
     pub(super) fn revoke(&self, state: &mut State<A>, now: Duration) {
-        if A::LEASES && state.leasing.active > 0 {
-            state.settle_all(&self.leases, now);
+        if A::ALLOWANCES && state.leasing.active > 0 {
+            state.settle_all(&self.allowances, now);
         }
     }
 }

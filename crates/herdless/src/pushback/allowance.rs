@@ -1,4 +1,4 @@
-//! Leases: admissions an allocator hands a front end ahead of time, so a
+//! Allowances: admissions an allocator hands a front end ahead of time, so a
 //! server on several threads need not take the allocator's lock for every
 //! request it admits.
 //!
@@ -9,54 +9,54 @@
 //! one lock, two threads deciding at once are *slower* than one: each
 //! decision moves the lock's cache line from one core to the other. When
 //! the service is passing requests through with room to spare, though,
-//! the allocator's answer for the next few requests is known: admit. A
-//! lease hands those answers out in advance, a few at a time, to one
+//! the allocator's answer for the next few requests is known: admit. An
+//! allowance hands those answers out in advance, a few at a time, to one
 //! thread, which spends them on its own (a lock nobody else takes) and
-//! settles the tally with the allocator when the lease is used up or runs
-//! out. The allocator still makes every decision: granting a lease *is*
+//! settles the tally with the allocator when the allowance is used up or runs
+//! out. The allocator still makes every decision: granting an allowance *is*
 //! deciding to admit that many requests now.
 //!
 //! ## The bounds
 //!
-//! * **Only with room to spare.** A lease is granted only while the
+//! * **Only with room to spare.** An allowance is granted only while the
 //!   allocator would admit anyway: not in an outage, nothing held, no
 //!   caller it tracks (a caller told to come back later), and its
-//!   admission bucket (the GCRA) at most *half* full once the lease is
-//!   counted in it. So a lease never takes the last half of the burst:
-//!   near capacity there are no leases and every request is decided one by
-//!   one, exactly as without them; a lease never makes the allocator turn
+//!   admission bucket (the GCRA) at most *half* full once the allowance is
+//!   counted in it. So an allowance never takes the last half of the burst:
+//!   near capacity there are no allowances and every request is decided one by
+//!   one, exactly as without them; an allowance never makes the allocator turn
 //!   away a request it would have admitted.
-//! * **Counted when granted.** A lease of `n` promises the bucket `n`
+//! * **Counted when granted.** An allowance of `n` promises the bucket `n`
 //!   admissions at once, as `n` requests arriving together would. Spent
-//!   over its life ([`LEASE_LIFE`], 1 ms), the admissions in any window are
+//!   over its life ([`ALLOWANCE_LIFE`], 1 ms), the admissions in any window are
 //!   at most the capacity's over the window and its burst, plus one
-//!   lease's life of capacity (a thousandth of a second's worth).
-//! * **Returned when not spent.** What a lease did not spend goes back to
+//!   allowance's life of capacity (a thousandth of a second's worth).
+//! * **Returned when not spent.** What an allowance did not spend goes back to
 //!   the bucket when it is settled, as far as it is still ahead (the
-//!   bucket refills as time passes, lease or not: time already past is not
+//!   bucket refills as time passes, allowance or not: time already past is not
 //!   credited twice), and unless the allocator changed since it was granted
 //!   (an outage began or ended, its rate moved): then it is dropped, never
 //!   credited into a bucket that was emptied on purpose.
-//! * **At most [`LEASE_MAX`] admissions** (64) per lease; the front end
+//! * **At most [`ALLOWANCE_MAX`] admissions** (64) per allowance; the front end
 //!   asks for what its thread used of its last one (doubling while it uses
 //!   all of it), so a quiet thread holds one or two.
 //! * **Counted exactly.** The admissions spent and the requests served
-//!   under a lease reach the allocator's counts when it is settled (at the
-//!   latest a lease's life later, or when the front end reads its counts),
+//!   under an allowance reach the allocator's counts when it is settled (at the
+//!   latest an allowance's life later, or when the front end reads its counts),
 //!   each once.
 //!
 //! Granted and settled under the allocator's lock, by
-//! [`Allocator::lease`](crate::pushback::Allocator::lease) and
+//! [`Allocator::allowance`](crate::pushback::Allocator::allowance) and
 //! [`Allocator::settle`](crate::pushback::Allocator::settle); the tower
-//! layer (`PushbackLayer`) keeps one lease per thread.
+//! layer (`PushbackLayer`) keeps one allowance per thread.
 
 use std::time::Duration;
 
-/// The longest a lease lasts: admissions not spent by then are settled.
-pub const LEASE_LIFE: Duration = Duration::from_millis(1);
+/// The longest an allowance lasts: admissions not spent by then are settled.
+pub const ALLOWANCE_LIFE: Duration = Duration::from_millis(1);
 
-/// The most admissions one lease holds.
-pub const LEASE_MAX: u32 = 64;
+/// The most admissions one allowance holds.
+pub const ALLOWANCE_MAX: u32 = 64;
 
 /// Admissions granted ahead of time (see the [module documentation](self)).
 ///
@@ -64,16 +64,16 @@ pub const LEASE_MAX: u32 = 64;
 /// use std::time::Duration;
 /// use herdless::pushback::{Allocator, SlotAllocator};
 /// let mut a = SlotAllocator::new(1_000.0, Duration::from_secs(60))?;
-/// let lease = Allocator::lease(&mut a, Duration::ZERO, 8);
-/// assert_eq!(lease.count(), 8);
-/// assert_eq!(lease.until(), Duration::from_millis(1));
+/// let allowance = Allocator::allowance(&mut a, Duration::ZERO, 8);
+/// assert_eq!(allowance.count(), 8);
+/// assert_eq!(allowance.until(), Duration::from_millis(1));
 /// // Three spent: counted as admitted, the other five back in the bucket.
-/// Allocator::settle(&mut a, Duration::from_micros(500), lease, 3, 0);
+/// Allocator::settle(&mut a, Duration::from_micros(500), allowance, 3, 0);
 /// assert_eq!(a.counts(), (3, 0));
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Lease {
+pub struct Allowance {
     count: u32,
     /// Since the epoch.
     until: Duration,
@@ -86,7 +86,7 @@ pub struct Lease {
     generation: u64,
 }
 
-impl Lease {
+impl Allowance {
     /// `count` admissions granted at `now` by a bucket at `interval_ns`
     /// whose promised time is `end_ns` once they are counted.
     pub(crate) fn new(
@@ -96,9 +96,9 @@ impl Lease {
         (interval_ns, end_ns): (u64, u64),
         generation: u64,
     ) -> Self {
-        Lease {
+        Allowance {
             count,
-            until: now.saturating_add(LEASE_LIFE),
+            until: now.saturating_add(ALLOWANCE_LIFE),
             keyed,
             interval_ns,
             end_ns,
@@ -135,20 +135,20 @@ impl Lease {
     /// use std::time::Duration;
     /// use herdless::pushback::{Allocator, SlotAllocator};
     /// let mut a = SlotAllocator::new(1_000.0, Duration::from_secs(60))?;
-    /// let lease = Allocator::lease(&mut a, Duration::ZERO, 8);
-    /// let (spent, rest) = lease.split(3);
+    /// let allowance = Allocator::allowance(&mut a, Duration::ZERO, 8);
+    /// let (spent, rest) = allowance.split(3);
     /// Allocator::settle(&mut a, Duration::ZERO, spent, 3, 0);
     /// assert_eq!((spent.count(), rest.count()), (3, 5));
     /// assert_eq!(a.counts(), (3, 0));
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```
-    pub fn split(self, used: u32) -> (Lease, Lease) {
+    pub fn split(self, used: u32) -> (Allowance, Allowance) {
         let used = used.min(self.count);
-        let spent = Lease {
+        let spent = Allowance {
             count: used,
             ..self
         };
-        let rest = Lease {
+        let rest = Allowance {
             count: self.count - used,
             ..self
         };
@@ -158,7 +158,7 @@ impl Lease {
     /// What goes back at `now` to a bucket at `interval_ns` in
     /// `generation` when `used` of it were spent: the bucket time not
     /// spent, but only what of it is still ahead of `now` (the bucket
-    /// refills as time passes, lease or not: giving back time already
+    /// refills as time passes, allowance or not: giving back time already
     /// past would credit it twice), and nothing when the allocator changed
     /// since the grant.
     pub(crate) fn unspent_ns(&self, used: u32, now: u64, interval_ns: u64, generation: u64) -> u64 {
@@ -170,14 +170,14 @@ impl Lease {
     }
 }
 
-/// How many admissions a GCRA whose promised time is `tat` may lease at
+/// How many admissions a GCRA whose promised time is `tat` may allowance at
 /// `now` (ns), with admission `tolerance` and `interval`: at most `want`,
 /// and only as many as leave the bucket at most half full.
 pub(crate) fn grantable(tat: u64, now: u64, tolerance: u64, interval: u64, want: u32) -> u32 {
     let base = tat.max(now);
     let room = now.saturating_add(tolerance / 2).saturating_sub(base);
     let n = room / interval.max(1);
-    u32::try_from(n.min(u64::from(want.min(LEASE_MAX)))).unwrap_or(0)
+    u32::try_from(n.min(u64::from(want.min(ALLOWANCE_MAX)))).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -185,24 +185,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lease_leaves_half_the_burst() {
+    fn a_allowance_leaves_half_the_burst() {
         // Burst of 10 at 1 ms: tolerance 9 ms; half of it is 4.5 ms: 4 slots.
         assert_eq!(grantable(0, 0, 9_000_000, 1_000_000, 64), 4);
-        // Already 4 promised: none left to lease.
+        // Already 4 promised: none left to allowance.
         assert_eq!(grantable(4_000_000, 0, 9_000_000, 1_000_000, 64), 0);
         // An idle bucket (promised time in the past) counts from now.
         assert_eq!(grantable(0, 50_000_000, 9_000_000, 1_000_000, 2), 2);
     }
 
     #[test]
-    fn a_lease_is_at_most_its_cap() {
-        assert_eq!(grantable(0, 0, u64::MAX / 2, 1, 1_000), LEASE_MAX);
+    fn a_allowance_is_at_most_its_cap() {
+        assert_eq!(grantable(0, 0, u64::MAX / 2, 1, 1_000), ALLOWANCE_MAX);
         assert_eq!(grantable(0, 0, u64::MAX, 0, 3), 3);
     }
 
     #[test]
     fn nothing_goes_back_after_a_change() {
-        let l = Lease::new(8, Duration::ZERO, true, (100, 800), 7);
+        let l = Allowance::new(8, Duration::ZERO, true, (100, 800), 7);
         assert_eq!(l.unspent_ns(3, 0, 100, 7), 500);
         assert_eq!(l.unspent_ns(3, 0, 100, 8), 0, "another generation");
         assert_eq!(l.unspent_ns(3, 0, 50, 7), 0, "another rate");
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn only_what_is_still_ahead_goes_back() {
         // Promised up to 800 ns: at 600 ns, 200 ns of it is still ahead.
-        let l = Lease::new(8, Duration::ZERO, true, (100, 800), 7);
+        let l = Allowance::new(8, Duration::ZERO, true, (100, 800), 7);
         assert_eq!(l.unspent_ns(0, 600, 100, 7), 200);
         assert_eq!(l.unspent_ns(0, 800, 100, 7), 0);
         assert_eq!(l.unspent_ns(0, 5_000, 100, 7), 0);

@@ -1,11 +1,11 @@
-//! Leases from the adaptive allocator: admissions granted ahead of time
+//! Allowances from the adaptive allocator: admissions granted ahead of time
 //! while it is up, holds nothing and has half its burst to spare (the
-//! bounds in [`lease`](crate::pushback::lease)).
+//! bounds in [`allowance`](crate::pushback::allowance)).
 
 use std::time::Duration;
 
 use super::{AdaptiveAllocator, Mode};
-use crate::pushback::lease::{Lease, grantable};
+use crate::pushback::allowance::{Allowance, grantable};
 use crate::pushback::ns;
 
 impl AdaptiveAllocator {
@@ -13,33 +13,33 @@ impl AdaptiveAllocator {
     /// and half the burst to spare once they are promised. A request that
     /// names its caller may be admitted from it only when no caller is
     /// tracked (none was told a slot it may come back early for).
-    pub(crate) fn lease(&mut self, now: Duration, want: u32) -> Lease {
+    pub(crate) fn allowance(&mut self, now: Duration, want: u32) -> Allowance {
         let now_ns = ns(now);
         self.tick(now_ns);
         if self.mode != Mode::Up || self.queued() {
-            return Lease::default();
+            return Allowance::default();
         }
         let i = self.interval();
         let n = grantable(self.schedule.promised(), now_ns, self.tolerance(i), i, want);
         if n == 0 {
-            return Lease::default();
+            return Allowance::default();
         }
         self.schedule.promise(now_ns, n, i);
         let end = self.schedule.promised();
-        Lease::new(n, now, self.clients.len() == 0, (i, end), self.generation)
+        Allowance::new(n, now, self.clients.len() == 0, (i, end), self.generation)
     }
 
-    /// Settles `lease` at `now`: `used` admissions counted (as arrivals
+    /// Settles `allowance` at `now`: `used` admissions counted (as arrivals
     /// admitted), what is still ahead of the rest given back unless the
     /// allocator changed since;
     /// `served` requests counted as served.
-    pub(crate) fn settle(&mut self, now: Duration, lease: Lease, used: u32, served: u32) {
+    pub(crate) fn settle(&mut self, now: Duration, allowance: Allowance, used: u32, served: u32) {
         let now_ns = ns(now);
         self.tick(now_ns);
-        let used = used.min(lease.count());
+        let used = used.min(allowance.count());
         self.counts.arrivals += u64::from(used);
         self.counts.admitted += u64::from(used);
-        let back = lease.unspent_ns(used, now_ns, self.interval(), self.generation);
+        let back = allowance.unspent_ns(used, now_ns, self.interval(), self.generation);
         self.schedule.give_back(back);
         self.served_many(now_ns, served);
     }

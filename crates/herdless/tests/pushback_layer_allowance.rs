@@ -1,6 +1,6 @@
-//! The tower layer's leases (each thread admitting from admissions its
+//! The tower layer's allowances (each thread admitting from admissions its
 //! allocator granted ahead of time): counts stay exact, an outage or a
-//! refusal takes every lease back at once, and threads together never
+//! refusal takes every allowance back at once, and threads together never
 //! admit more than the allocator would alone.
 
 use std::convert::Infallible;
@@ -47,7 +47,7 @@ where
 }
 
 #[test]
-fn every_request_admitted_on_a_lease_is_counted_once() {
+fn every_request_admitted_on_a_allowance_is_counted_once() {
     let timer = ManualTimer::new();
     let alloc = AdaptiveAllocator::new(1e6, Duration::from_secs(60)).unwrap();
     let layer = PushbackLayer::with_clock(alloc, timer.clone());
@@ -66,8 +66,8 @@ fn every_request_admitted_on_a_lease_is_counted_once() {
 }
 
 #[test]
-fn an_outage_started_by_hand_takes_every_lease_back() {
-    // After any number of admissions (this thread's lease at any point of
+fn an_outage_started_by_hand_takes_every_allowance_back() {
+    // After any number of admissions (this thread's allowance at any point of
     // its growth, some of it left or none), the outage holds at once.
     for n in 1..=40 {
         let alloc = SlotAllocator::new(1e6, Duration::from_secs(60)).unwrap();
@@ -78,7 +78,7 @@ fn an_outage_started_by_hand_takes_every_lease_back() {
         layer.start_outage(None);
         assert!(
             !layer.decide().is_admit(),
-            "admitted from a lease in an outage after {n}"
+            "admitted from an allowance in an outage after {n}"
         );
         layer.recover();
         assert!(layer.decide().is_admit());
@@ -86,10 +86,10 @@ fn an_outage_started_by_hand_takes_every_lease_back() {
 }
 
 #[test]
-fn the_services_refusals_reach_the_allocator_as_they_would_without_leases() {
+fn the_services_refusals_reach_the_allocator_as_they_would_without_allowances() {
     // A service refusing everything: the allocator alone admits a few,
     // learns the service is down, and turns the rest away. Through the
-    // layer (leases and all) the service sees exactly as many, however
+    // layer (allowances and all) the service sees exactly as many, however
     // many refusals mean "down".
     for down_after in 1..=12 {
         let alloc = || {
