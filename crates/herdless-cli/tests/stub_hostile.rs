@@ -94,10 +94,10 @@ async fn send(port: u16, worker: &str) -> TcpStream {
 }
 
 /// SIGTERM (or SIGHUP: a closed terminal used to kill the stub, its held
-/// clients reset) with a request held (an outage of a minute, holds of up
-/// to an hour) and another half sent: the held one is answered 503 with a
-/// Retry-After, the half-sent one dropped, and the stub exits 0 within its
-/// grace.
+/// clients reset) with ten requests held (an outage of a minute, holds of
+/// up to an hour) and another half sent: each held one is answered 503 with
+/// a Retry-After and `Connection: close`, the half-sent one dropped, and the
+/// stub exits 0 within its grace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_the_stub_within_its_grace_despite_held_and_half_sent_requests() {
     for signal in ["-TERM", "-HUP"] {
@@ -114,16 +114,29 @@ async fn sigterm_ends_the_stub_within_its_grace_despite_held_and_half_sent_reque
         .await;
         let mut half = TcpStream::connect(("127.0.0.1", stub.port)).await.unwrap();
         half.write_all(b"GET /dev").await.unwrap();
-        let mut held = send(stub.port, "w").await;
-        stub.stats_when(|s| s["held"] == 1).await;
+        // Keep-alive clients: nothing but the answer tells them it closes.
+        let mut held = Vec::new();
+        for k in 0..10 {
+            let mut s = TcpStream::connect(("127.0.0.1", stub.port)).await.unwrap();
+            let request =
+                format!("GET /device HTTP/1.1\r\nHost: stub\r\nX-Worker-Id: w{k}\r\n\r\n");
+            s.write_all(request.as_bytes()).await.unwrap();
+            held.push(s);
+        }
+        stub.stats_when(|s| s["held"] == 10).await;
         let start = Instant::now();
         stub.signal(signal);
-        let answer = String::from_utf8(read_all(&mut held).await).unwrap();
-        assert!(answer.starts_with("HTTP/1.1 503"), "{signal}: {answer}");
-        assert!(
-            answer.to_lowercase().contains("retry-after: 1\r\n"),
-            "{answer}"
-        );
+        for held in &mut held {
+            let answer = String::from_utf8(read_all(held).await).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 503"), "{signal}: {answer}");
+            let answer = answer.to_lowercase();
+            assert!(answer.contains("retry-after: 1\r\n"), "{answer}");
+            // Each connection closes after its answer: every answer says so.
+            assert!(
+                answer.contains("connection: close\r\n"),
+                "{signal}: {answer}"
+            );
+        }
         let mut stub = stub;
         let status = tokio::time::timeout(GRACE + Duration::from_secs(3), stub.child.wait())
             .await

@@ -130,7 +130,7 @@ fn a_allowance_admits_named_callers_only_while_no_caller_is_tracked() {
 /// admission renews the thread's allowance (`want` of it), a refusal settles
 /// every allowance. Returns the admission times (ns) and the allocator.
 fn drive<A: Allocator>(mut a: A, arrivals: &[(u64, usize, u32)], threads: usize) -> (Vec<u64>, A) {
-    let mut allowances: Vec<(Allowance, u32)> = vec![(Allowance::default(), 0); threads];
+    let mut allowances: Vec<(Allowance, u32)> = (0..threads).map(|_| Default::default()).collect();
     let mut admitted = Vec::new();
     for &(t, thread, want) in arrivals {
         let now = Duration::from_nanos(t);
@@ -142,20 +142,19 @@ fn drive<A: Allocator>(mut a: A, arrivals: &[(u64, usize, u32)], threads: usize)
         }
         if a.decide(now, None).is_admit() {
             admitted.push(t);
-            a.settle(now, *allowance, *used, 0);
+            a.settle(now, std::mem::take(allowance), *used, 0);
             *allowance = a.allowance(now, want);
             *used = 0;
         } else {
             for (allowance, used) in &mut allowances {
-                a.settle(now, *allowance, *used, 0);
-                *allowance = Allowance::default();
+                a.settle(now, std::mem::take(allowance), *used, 0);
                 *used = 0;
             }
         }
     }
     for (allowance, used) in &mut allowances {
         let end = Duration::from_nanos(arrivals.last().map_or(0, |a| a.0));
-        a.settle(end, *allowance, *used, 0);
+        a.settle(end, std::mem::take(allowance), *used, 0);
     }
     (admitted, a)
 }

@@ -72,7 +72,19 @@ pub const ALLOWANCE_MAX: u32 = 64;
 /// assert_eq!(a.counts(), (3, 0));
 /// # Ok::<(), herdless::pushback::PushbackError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+///
+/// Settling takes it: an allowance is counted once (it is neither `Copy`
+/// nor `Clone`), so settling it again does not compile:
+///
+/// ```compile_fail,E0382
+/// use std::time::Duration;
+/// use herdless::pushback::{Allocator, SlotAllocator};
+/// let mut a = SlotAllocator::new(1_000.0, Duration::from_secs(60)).unwrap();
+/// let allowance = Allocator::allowance(&mut a, Duration::ZERO, 8);
+/// Allocator::settle(&mut a, Duration::ZERO, allowance, 8, 0);
+/// Allocator::settle(&mut a, Duration::ZERO, allowance, 8, 0);
+/// ```
+#[derive(Debug, PartialEq, Eq, Default)]
 pub struct Allowance {
     count: u32,
     /// Since the epoch.
@@ -137,8 +149,8 @@ impl Allowance {
     /// let mut a = SlotAllocator::new(1_000.0, Duration::from_secs(60))?;
     /// let allowance = Allocator::allowance(&mut a, Duration::ZERO, 8);
     /// let (spent, rest) = allowance.split(3);
-    /// Allocator::settle(&mut a, Duration::ZERO, spent, 3, 0);
     /// assert_eq!((spent.count(), rest.count()), (3, 5));
+    /// Allocator::settle(&mut a, Duration::ZERO, spent, 3, 0);
     /// assert_eq!(a.counts(), (3, 0));
     /// # Ok::<(), herdless::pushback::PushbackError>(())
     /// ```

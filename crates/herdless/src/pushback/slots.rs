@@ -384,14 +384,18 @@ impl SlotAllocator {
 /// ```
 /// use std::time::Duration;
 /// let err = herdless::pushback::SlotAllocator::new(f64::NAN, Duration::from_secs(1)).unwrap_err();
-/// assert_eq!(err.to_string(), "capacity must be a positive number of requests per second (at most 1e9)");
+/// assert_eq!(err.to_string(), "capacity must be a number of requests per second in (0, 1e9] (an adaptive allocator's estimate: in [1, 1e9])");
+/// let err = herdless::pushback::AdaptiveAllocator::builder().estimate(0.5).build().unwrap_err();
+/// assert!(err.to_string().contains("estimate: in [1, 1e9]"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PushbackError {
-    /// The capacity is not in `(0, 1e9]` requests per second.
+    /// The capacity is not in `(0, 1e9]` requests per second (an adaptive
+    /// allocator's estimate: not in `[1, 1e9]`).
     Capacity,
-    /// The horizon is shorter than one slot.
+    /// The horizon is shorter than one slot (an adaptive allocator's: not
+    /// within 1 s ..= 1 day).
     Horizon,
     /// An adaptive allocator's setting is out of its documented range (the
     /// message names it).
@@ -402,9 +406,13 @@ impl fmt::Display for PushbackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             PushbackError::Capacity => {
-                "capacity must be a positive number of requests per second (at most 1e9)"
+                "capacity must be a number of requests per second in (0, 1e9] \
+                 (an adaptive allocator's estimate: in [1, 1e9])"
             }
-            PushbackError::Horizon => "horizon must be at least one slot (1 / capacity)",
+            PushbackError::Horizon => {
+                "horizon must be at least one slot (1 / capacity) \
+                 (an adaptive allocator's: within 1 s..=1 day)"
+            }
             PushbackError::Setting(what) => what,
         })
     }

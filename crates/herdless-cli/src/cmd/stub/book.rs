@@ -268,6 +268,10 @@ pub(crate) async fn record(
                         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
                     r.headers_mut()
                         .insert(RETRY_AFTER_MS, HeaderValue::from_static("1000"));
+                    // The connection closes after this answer: say so, or a
+                    // keep-alive client sends its next request into it.
+                    r.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
                     p.settle(503, ArrivalOutcome::Answered);
                     return r;
                 }

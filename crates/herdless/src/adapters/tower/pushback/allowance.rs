@@ -162,36 +162,31 @@ impl<A: Allocator> State<A> {
         if !s.active {
             return;
         }
-        let Spend {
-            allowance,
-            used,
-            served,
-            ..
-        } = *s;
+        let allowance = std::mem::take(&mut s.allowance);
+        let (count, used, served) = (allowance.count(), s.used, s.served);
         self.alloc.settle(now, allowance, used, served);
-        s.want = if !allowance.is_empty() && used >= allowance.count() {
-            allowance.count().saturating_mul(2)
+        s.want = if count > 0 && used >= count {
+            count.saturating_mul(2)
         } else {
             used.max(1)
         };
-        s.allowance = Allowance::default();
         s.used = 0;
         s.served = 0;
         s.active = false;
         slot.live.store(false, Ordering::Relaxed);
-        self.leasing.active -= 1;
+        self.book.active -= 1;
     }
 
     /// Settles every allowance: before anything that changes the allocator's
     /// view, or reads it.
     fn settle_all(&mut self, allowances: &Allowances, now: Duration) {
-        if self.leasing.active == 0 {
+        if self.book.active == 0 {
             return;
         }
         for Alone(slot) in &allowances.slots {
             self.settle_slot(slot, &mut lock(slot), now);
         }
-        self.leasing.next_sweep = now.saturating_add(ALLOWANCE_LIFE);
+        self.book.next_sweep = now.saturating_add(ALLOWANCE_LIFE);
     }
 
     /// Brings the allocator up to date: allowances that ran out settled, the
@@ -207,13 +202,13 @@ impl<A: Allocator> State<A> {
                 self.settle_slot(slot, &mut s, now);
                 continue;
             }
-            let (spent, rest) = s.allowance.split(s.used);
+            let (spent, rest) = std::mem::take(&mut s.allowance).split(s.used);
             self.alloc.settle(now, spent, s.used, s.served);
             s.allowance = rest;
             s.used = 0;
             s.served = 0;
         }
-        self.leasing.next_sweep = now.saturating_add(ALLOWANCE_LIFE);
+        self.book.next_sweep = now.saturating_add(ALLOWANCE_LIFE);
     }
 }
 
@@ -223,7 +218,7 @@ impl<K, A: Allocator> Shared<K, A> {
     #[inline]
     pub(super) fn lock_at(&self, now: Duration) -> MutexGuard<'_, State<A>> {
         let mut state = self.lock();
-        if A::ALLOWANCES && state.leasing.active > 0 && now >= state.leasing.next_sweep {
+        if A::ALLOWANCES && state.book.active > 0 && now >= state.book.next_sweep {
             state.sweep(&self.allowances, now);
         }
         state
@@ -233,7 +228,7 @@ impl<K, A: Allocator> Shared<K, A> {
     /// changes the allocator's view (a refusal, an outage) or reads it.
     pub(super) fn lock_settled(&self, now: Duration) -> MutexGuard<'_, State<A>> {
         let mut state = self.lock();
-        if A::ALLOWANCES && state.leasing.active > 0 {
+        if A::ALLOWANCES && state.book.active > 0 {
             state.settle_all(&self.allowances, now);
         }
         state
@@ -252,14 +247,14 @@ impl<K, A: Allocator> Shared<K, A> {
             s.allowance = allowance;
             s.active = true;
             slot.live.store(true, Ordering::Relaxed);
-            state.leasing.active += 1;
+            state.book.active += 1;
         }
     }
 
     /// After the allocator turned a request away or held it (under its
     /// lock): every allowance settled, none to spend until it admits again.
     pub(super) fn revoke(&self, state: &mut State<A>, now: Duration) {
-        if A::ALLOWANCES && state.leasing.active > 0 {
+        if A::ALLOWANCES && state.book.active > 0 {
             state.settle_all(&self.allowances, now);
         }
     }

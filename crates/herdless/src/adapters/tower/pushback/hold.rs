@@ -42,7 +42,7 @@ pub(super) struct State<A> {
     /// The store shared with the other replicas, if any (`share.rs`).
     pub(super) sharing: Option<Sharing>,
     /// The threads' allowances (`allowance.rs`).
-    pub(super) leasing: Book,
+    pub(super) book: Book,
 }
 
 impl<A: Allocator> State<A> {
@@ -51,7 +51,7 @@ impl<A: Allocator> State<A> {
             alloc,
             waiting: HashMap::new(),
             sharing: None,
-            leasing: Book::default(),
+            book: Book::default(),
         }
     }
 
