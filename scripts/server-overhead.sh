@@ -18,7 +18,9 @@
 #        C/s alone gives the served latency at capacity.
 # The server's CPU time is its utime + stime (/proc/PID/stat); the load average
 # is printed beside every line. Raw lines go to $OUT (default target/server-overhead.txt),
-# the summary (medians over the rounds) to stdout.
+# the summary (medians over the rounds) to stdout. PIN=1 pins the server to CPU 0 and
+# the load generators (wrk, the probe) to CPU 1 (with THREADS=1): the served latency
+# is then the server's, not the load generators' share of the same cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}; secs=${SECS:-10}; conns=${CONNS:-64}; work=${WORK_US:-50}; threads=${THREADS:-1}
@@ -28,6 +30,8 @@ lua=scripts/server-overhead.lua
 paced_lua=scripts/server-overhead-paced.lua
 pause=${PAUSE_MS:-10}
 hz=$(getconf CLK_TCK)
+on_server=(); on_load=()
+if [ "${PIN:-0}" = 1 ]; then on_server=(taskset -c 0); on_load=(taskset -c 1); fi
 
 bin=$(cargo bench -p herdless-benches --bench server --no-run --message-format=json 2>/dev/null |
   jq -r 'select(.reason == "compiler-artifact" and .target.name == "server") | .executable' | tail -1)
@@ -40,7 +44,7 @@ trap stop EXIT
 # start LAYER LIMIT CAPACITY: the server in the background; sets pid and port.
 start() {
   local log; log=$(mktemp)
-  "$bin" serve --layer "$1" --limit "$2" --capacity "$3" --work-us "$work" --threads "$threads" >"$log" 2>&1 &
+  "${on_server[@]}" "$bin" serve --layer "$1" --limit "$2" --capacity "$3" --work-us "$work" --threads "$threads" >"$log" 2>&1 &
   pid=$!
   for _ in $(seq 50); do port=$(awk '/^port/{print $2}' "$log"); [ -n "$port" ] && break; sleep 0.1; done
   rm -f "$log"
@@ -60,9 +64,9 @@ capacity=""
 for round in $(seq "$rounds"); do
   for layer in $layers; do
     start "$layer" "$(open_limit "$layer")" 0
-    wrk -t1 -c"$conns" -d2s "http://127.0.0.1:$port/" >/dev/null
+    "${on_load[@]}" wrk -t1 -c"$conns" -d2s "http://127.0.0.1:$port/" >/dev/null
     c0=$(cpu)
-    line=$(wrk -t1 -c"$conns" -d"${secs}s" -s "$lua" "http://127.0.0.1:$port/" | grep '^requests')
+    line=$("${on_load[@]}" wrk -t1 -c"$conns" -d"${secs}s" -s "$lua" "http://127.0.0.1:$port/" | grep '^requests')
     echo "pass $layer round $round $line cpu_s $(echo "$(cpu) - $c0" | bc) load $(load)" | tee -a "$out" >&2
     stop
   done
@@ -74,12 +78,12 @@ for round in $(seq "$rounds"); do
   fi
   for layer in $layers; do
     start "$layer" "$(over_limit "$layer" "$capacity")" "$capacity"
-    at=$("$bin" probe "http://127.0.0.1:$port/" --rate "$capacity" --secs "$secs" --conns 16)
+    at=$("${on_load[@]}" "$bin" probe "http://127.0.0.1:$port/" --rate "$capacity" --secs "$secs" --conns 16)
     echo "cap $layer round $round $at load $(load)" | tee -a "$out" >&2
     c0=$(cpu)
-    "$bin" probe "http://127.0.0.1:$port/" --rate 200 --secs "$secs" --conns 4 >"$out.probe" &
+    "${on_load[@]}" "$bin" probe "http://127.0.0.1:$port/" --rate 200 --secs "$secs" --conns 4 >"$out.probe" &
     probe=$!
-    line=$(wrk -t1 -c"$paced" -d"${secs}s" -s "$paced_lua" "http://127.0.0.1:$port/" -- "$pause" | grep '^requests')
+    line=$("${on_load[@]}" wrk -t1 -c"$paced" -d"${secs}s" -s "$paced_lua" "http://127.0.0.1:$port/" -- "$pause" | grep '^requests')
     wait "$probe"
     echo "over $layer round $round $line cpu_s $(echo "$(cpu) - $c0" | bc) load $(load) $(cat "$out.probe")" | tee -a "$out" >&2
     rm -f "$out.probe"
