@@ -136,6 +136,7 @@ use crate::pushback::{adaptive::AdaptiveAllocator, allocator::caller_key};
 use crate::timer::{AsyncSleep, Clock};
 
 mod allowance;
+mod answer;
 mod hold;
 mod layer;
 mod service;
