@@ -20,25 +20,15 @@ layers=${LAYERS:-none slots adaptive hold concurrency governor}
 out=${OUT:-target/server-latency.txt}
 server_cpu=${SERVER_CPU:-0}; probe_cpu=${PROBE_CPU:-1}
 
-bin=$(cargo bench -p herdless-benches --bench server --no-run --message-format=json 2>/dev/null |
-  jq -r 'select(.reason == "compiler-artifact" and .target.name == "server") | .executable' | tail -1)
-[ -x "$bin" ] || { echo "the server bench did not build: cargo bench -p herdless-benches --bench server --no-run" >&2; exit 1; }
-
-pid=""
-stop() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; fi; }
-trap stop EXIT
-
-# start LAYER: the server on $server_cpu in the background, its limit far above the rate.
+on_server=(taskset -c "$server_cpu")
+# shellcheck source=scripts/server-common.sh
+. scripts/server-common.sh
+# start LAYER: the server on $server_cpu, its limit far above the rate.
 start() {
-  local log limit=1000000000; log=$(mktemp)
+  local limit=1000000000
   [ "$1" = concurrency ] && limit=1000
-  taskset -c "$server_cpu" "$bin" serve --layer "$1" --limit "$limit" --capacity 0 --work-us "$work" --threads 1 >"$log" 2>&1 &
-  pid=$!
-  for _ in $(seq 50); do port=$(awk '/^port/{print $2}' "$log"); [ -n "$port" ] && break; sleep 0.1; done
-  rm -f "$log"
-  [ -n "$port" ] || { echo "the server did not start" >&2; exit 1; }
+  start_server "$1" "$limit" 0 1
 }
-load() { cut -d' ' -f1 /proc/loadavg; }
 
 : >"$out"
 for round in $(seq "$rounds"); do

@@ -33,25 +33,11 @@ hz=$(getconf CLK_TCK)
 on_server=(); on_load=()
 if [ "${PIN:-0}" = 1 ]; then on_server=(taskset -c 0); on_load=(taskset -c 1); fi
 
-bin=$(cargo bench -p herdless-benches --bench server --no-run --message-format=json 2>/dev/null |
-  jq -r 'select(.reason == "compiler-artifact" and .target.name == "server") | .executable' | tail -1)
-[ -x "$bin" ] || { echo "the server bench did not build: cargo bench -p herdless-benches --bench server --no-run" >&2; exit 1; }
-
-pid=""
-stop() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; fi; }
-trap stop EXIT
-
+# shellcheck source=scripts/server-common.sh
+. scripts/server-common.sh
 # start LAYER LIMIT CAPACITY: the server in the background; sets pid and port.
-start() {
-  local log; log=$(mktemp)
-  "${on_server[@]}" "$bin" serve --layer "$1" --limit "$2" --capacity "$3" --work-us "$work" --threads "$threads" >"$log" 2>&1 &
-  pid=$!
-  for _ in $(seq 50); do port=$(awk '/^port/{print $2}' "$log"); [ -n "$port" ] && break; sleep 0.1; done
-  rm -f "$log"
-  [ -n "$port" ] || { echo "the server did not start" >&2; exit 1; }
-}
+start() { start_server "$1" "$2" "$3" "$threads"; }
 cpu() { awk -v hz="$hz" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
-load() { cut -d' ' -f1 /proc/loadavg; }
 
 # The limit that lets everything through, per layer.
 open_limit() { case $1 in concurrency) echo 1000 ;; *) echo 1000000000 ;; esac; }
