@@ -228,3 +228,38 @@ async fn over_a_socket_an_early_caller_gets_its_slot_again() {
     assert_eq!(layer.inspect(|a| a.counts().early), 1);
     server.abort();
 }
+
+/// The service's own refusal (503) through the layer: the static allocator
+/// books no slot for it (the answer passes as the service gave it), the
+/// adaptive one does (its slot in `Retry-After`).
+#[tokio::test]
+async fn only_an_allocator_that_hears_answers_adds_a_slot_to_the_services_refusal() {
+    use herdless::pushback::AdaptiveAllocator;
+    use tower::{Layer, ServiceExt};
+    let refusing = || {
+        tower::service_fn(|_: http::Request<()>| async {
+            let mut r = http::Response::new(());
+            *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+            Ok::<_, std::convert::Infallible>(r)
+        })
+    };
+    let slots = SlotAllocator::new(1_000.0, Duration::from_secs(30)).unwrap();
+    let svc = PushbackLayer::with_clock(slots, ManualTimer::new()).layer(refusing());
+    let r = svc.oneshot(http::Request::new(())).await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert!(
+        r.headers().get("retry-after").is_none(),
+        "{:?}",
+        r.headers()
+    );
+
+    let adaptive = AdaptiveAllocator::new(1_000.0, Duration::from_secs(30)).unwrap();
+    let svc = PushbackLayer::with_clock(adaptive, ManualTimer::new()).layer(refusing());
+    let r = svc.oneshot(http::Request::new(())).await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert!(
+        r.headers().get("retry-after").is_some(),
+        "{:?}",
+        r.headers()
+    );
+}

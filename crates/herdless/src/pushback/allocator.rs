@@ -57,6 +57,13 @@ pub trait Allocator: Send + 'static {
     /// request it served, a clock read and a lock per request. Default: yes.
     const LEARNS_FROM_SERVED: bool = true;
 
+    /// Whether the service's answers to admitted requests mean anything to
+    /// it ([`served`](Self::served), [`refused`](Self::refused) and its
+    /// kin): a front end may skip reporting them, and keeping what a report
+    /// needs, for an allocator that neither learns from them nor books a
+    /// refusal a slot (the static one). Default: yes.
+    const HEARS_ANSWERS: bool = true;
+
     /// Decides a request at `now` from `caller` (a key naming it, when the
     /// front end has one).
     fn decide(&mut self, now: Duration, caller: Option<u64>) -> Allotment;
@@ -184,6 +191,8 @@ pub trait Allocator: Send + 'static {
 /// ```
 impl Allocator for SlotAllocator {
     const LEARNS_FROM_SERVED: bool = false;
+    // `refused` gives no slot and `served` learns nothing.
+    const HEARS_ANSWERS: bool = false;
     const ALLOWANCES: bool = true;
 
     fn allowance(&mut self, now: Duration, want: u32) -> Allowance {

@@ -174,6 +174,14 @@ where
         S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
         C: CloneRequest<Request<ReqB>> + Send + Sync + 'static,
     {
+        if !A::HEARS_ANSWERS {
+            // Nothing to report the answer to: no report, no clone (and no
+            // shared count to touch per request).
+            return Kind::Inner {
+                future: self.inner.call(request),
+                report: None,
+            };
+        }
         // A clone (and the service to send it to) only when the cloner
         // makes one: `NotCloned` costs nothing here. Boxed, as a held
         // request's next work: the future stays small for the requests
