@@ -26,11 +26,11 @@
 //! does not share (the static one) reports nothing and ignores its peers
 //! (the defaults).
 //!
-//! A front end on several threads may ask for a [`allowance`](Allocator::allowance)
+//! A front end on several threads may ask for an [`allowance`](Allocator::allowance)
 //! (admissions decided ahead of time, while the allocator has room to
 //! spare) and spend it without the allocator's lock, then
 //! [`settle`](Allocator::settle) what it spent (see [`allowance`](super::allowance)
-//! for the bounds). An allocator that never allowances (the default) is asked
+//! for the bounds). An allocator that grants none (the default) is asked
 //! for every request.
 
 use std::time::Duration;

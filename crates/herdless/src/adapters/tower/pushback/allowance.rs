@@ -103,9 +103,9 @@ fn lock(slot: &Slot) -> MutexGuard<'_, Spend> {
 }
 
 impl Allowances {
-    /// A table for this machine (none when the allocator never allowances).
-    pub(super) fn new(leasing: bool) -> Self {
-        let n = if leasing {
+    /// A table for this machine (none when the allocator grants none).
+    pub(super) fn new(granting: bool) -> Self {
+        let n = if granting {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             cores.saturating_mul(2).clamp(2, 256).next_power_of_two()
         } else {
