@@ -24,7 +24,7 @@ fn admitted_at<A: Allocator>(a: &mut A, now: Duration) -> u32 {
 }
 
 #[test]
-fn a_allowance_leaves_half_the_burst_to_requests_decided_one_by_one() {
+fn an_allowance_leaves_half_the_burst_to_requests_decided_one_by_one() {
     // 1,000/s, burst 100: an allowance takes at most half of it.
     let mut slots = SlotAllocator::new(1_000.0, Duration::from_secs(60))
         .unwrap()
@@ -110,7 +110,7 @@ fn an_unspent_allowance_is_not_given_back_after_an_outage_and_a_recovery() {
 }
 
 #[test]
-fn a_allowance_admits_named_callers_only_while_no_caller_is_tracked() {
+fn an_allowance_admits_named_callers_only_while_no_caller_is_tracked() {
     let mut a = AdaptiveAllocator::new(1_000.0, Duration::from_secs(60)).unwrap();
     assert!(Allocator::allowance(&mut a, T0, 8).keyed());
     // Fill the bucket, then turn a named caller away: it is tracked.
@@ -160,7 +160,7 @@ fn drive<A: Allocator>(mut a: A, arrivals: &[(u64, usize, u32)], threads: usize)
 }
 
 #[test]
-fn a_allowance_is_spent_within_its_life_or_not_at_all() {
+fn an_allowance_is_spent_within_its_life_or_not_at_all() {
     // 1,000/s, burst 20: one request at 0 takes an allowance of 8 on thread 0;
     // at 9 ms the bucket is full again and thread 1 takes all of it; thread
     // 0's allowance, granted 9 ms ago, has run out: it adds nothing.

@@ -47,7 +47,7 @@ where
 }
 
 #[test]
-fn every_request_admitted_on_a_allowance_is_counted_once() {
+fn every_request_admitted_on_an_allowance_is_counted_once() {
     let timer = ManualTimer::new();
     let alloc = AdaptiveAllocator::new(1e6, Duration::from_secs(60)).unwrap();
     let layer = PushbackLayer::with_clock(alloc, timer.clone());

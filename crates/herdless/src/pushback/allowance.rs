@@ -197,7 +197,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_allowance_leaves_half_the_burst() {
+    fn an_allowance_leaves_half_the_burst() {
         // Burst of 10 at 1 ms: tolerance 9 ms; half of it is 4.5 ms: 4 slots.
         assert_eq!(grantable(0, 0, 9_000_000, 1_000_000, 64), 4);
         // Already 4 promised: none left to allowance.
@@ -207,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn a_allowance_is_at_most_its_cap() {
+    fn an_allowance_is_at_most_its_cap() {
         assert_eq!(grantable(0, 0, u64::MAX / 2, 1, 1_000), ALLOWANCE_MAX);
         assert_eq!(grantable(0, 0, u64::MAX, 0, 3), 3);
     }
