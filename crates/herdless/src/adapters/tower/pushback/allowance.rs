@@ -44,8 +44,6 @@ struct Spend {
     served: u32,
     /// How many to ask for next.
     want: u32,
-    /// An allowance or a tally to settle (counted in [`Book::active`]).
-    active: bool,
 }
 
 /// A value on cache lines of its own (two 64-byte lines: a neighbour's
@@ -58,9 +56,10 @@ pub(super) struct Alone<T>(pub(super) T);
 /// One thread's allowance, alone on its lines.
 #[derive(Debug, Default)]
 struct Slot {
-    /// Whether [`Spend::active`]: read without the lock, so that a request
-    /// with nothing to spend (a server turning requests away) does not
-    /// take it. Written under both locks.
+    /// Whether it holds an allowance or a tally to settle (counted in
+    /// [`Book::active`]). Written under both locks, so exact under either;
+    /// read without them first, so that a request with nothing to spend (a
+    /// server turning requests away) takes no lock at all.
     live: AtomicBool,
     spend: Mutex<Spend>,
 }
@@ -149,17 +148,18 @@ impl Allowances {
             return false;
         };
         let mut s = lock(slot);
-        if s.active {
+        let live = slot.live.load(Ordering::Relaxed);
+        if live {
             s.served = s.served.saturating_add(1);
         }
-        s.active
+        live
     }
 }
 
 impl<A: Allocator> State<A> {
     /// Settles an allowance and its tally, and says how many to ask for next.
     fn settle_slot(&mut self, slot: &Slot, s: &mut Spend, now: Duration) {
-        if !s.active {
+        if !slot.live.load(Ordering::Relaxed) {
             return;
         }
         let allowance = std::mem::take(&mut s.allowance);
@@ -172,17 +172,21 @@ impl<A: Allocator> State<A> {
         };
         s.used = 0;
         s.served = 0;
-        s.active = false;
         slot.live.store(false, Ordering::Relaxed);
         self.book.active -= 1;
     }
 
     /// Settles every allowance: before anything that changes the allocator's
-    /// view, or reads it.
+    /// view, or reads it. Inline: with none active (a server turning
+    /// requests away) it is one comparison.
+    #[inline]
     fn settle_all(&mut self, allowances: &Allowances, now: Duration) {
-        if self.book.active == 0 {
-            return;
+        if self.book.active > 0 {
+            self.settle_each(allowances, now);
         }
+    }
+
+    fn settle_each(&mut self, allowances: &Allowances, now: Duration) {
         for Alone(slot) in &allowances.slots {
             self.settle_slot(slot, &mut lock(slot), now);
         }
@@ -195,7 +199,7 @@ impl<A: Allocator> State<A> {
     fn sweep(&mut self, allowances: &Allowances, now: Duration) {
         for Alone(slot) in &allowances.slots {
             let mut s = lock(slot);
-            if !s.active {
+            if !slot.live.load(Ordering::Relaxed) {
                 continue;
             }
             if now >= s.allowance.until() || s.used >= s.allowance.count() {
@@ -228,16 +232,31 @@ impl<K, A: Allocator> Shared<K, A> {
     /// changes the allocator's view (a refusal, an outage) or reads it.
     pub(super) fn lock_settled(&self, now: Duration) -> MutexGuard<'_, State<A>> {
         let mut state = self.lock();
-        if A::ALLOWANCES && state.book.active > 0 {
+        if A::ALLOWANCES {
             state.settle_all(&self.allowances, now);
         }
         state
     }
 
-    /// After the allocator admitted a request of this thread at `now`
-    /// (under its lock): settles the thread's allowance and asks for a new one.
-    pub(super) fn renew(&self, state: &mut State<A>, now: Duration) {
-        let Some(slot) = self.allowances.mine().filter(|_| A::ALLOWANCES) else {
+    /// After the allocator decided a request of this thread at `now` (under
+    /// its lock): an admission renews the thread's allowance (the old one
+    /// settled, a new one asked for); anything else (turned away, held)
+    /// settles every allowance, none to spend until it admits again.
+    #[inline]
+    pub(super) fn decided(&self, state: &mut State<A>, now: Duration, admitted: bool) {
+        if !A::ALLOWANCES {
+            return;
+        }
+        if !admitted {
+            state.settle_all(&self.allowances, now);
+            return;
+        }
+        self.renew(state, now);
+    }
+
+    /// Settles this thread's allowance and asks for a new one.
+    fn renew(&self, state: &mut State<A>, now: Duration) {
+        let Some(slot) = self.allowances.mine() else {
             return;
         };
         let mut s = lock(slot);
@@ -245,17 +264,8 @@ impl<K, A: Allocator> Shared<K, A> {
         let allowance = state.alloc.allowance(now, s.want.max(1));
         if !allowance.is_empty() {
             s.allowance = allowance;
-            s.active = true;
             slot.live.store(true, Ordering::Relaxed);
             state.book.active += 1;
-        }
-    }
-
-    /// After the allocator turned a request away or held it (under its
-    /// lock): every allowance settled, none to spend until it admits again.
-    pub(super) fn revoke(&self, state: &mut State<A>, now: Duration) {
-        if A::ALLOWANCES && state.book.active > 0 {
-            state.settle_all(&self.allowances, now);
         }
     }
 }

@@ -232,14 +232,10 @@ impl<K: Clock, A: Allocator, C> PushbackLayer<K, A, C> {
         }
         let mut state = self.shared.lock_at(now);
         let decision = state.alloc.decide(now, None);
-        match decision {
-            Allotment::Admit => self.shared.renew(&mut state, now),
-            Allotment::Hold { ticket } => {
-                self.shared.revoke(&mut state, now);
-                // Nothing waits for it: out of the queue again.
-                state.alloc.cancel(ticket);
-            }
-            _ => self.shared.revoke(&mut state, now),
+        self.shared.decided(&mut state, now, decision.is_admit());
+        if let Allotment::Hold { ticket } = decision {
+            // Nothing waits for it: out of the queue again.
+            state.alloc.cancel(ticket);
         }
         decision
     }

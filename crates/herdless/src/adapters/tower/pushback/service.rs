@@ -105,11 +105,7 @@ where
         let mut state = self.shared.lock_at(now);
         state.share_due(now);
         let decision = state.alloc.decide_caller(now, caller);
-        if decision.is_admit() {
-            self.shared.renew(&mut state, now);
-        } else {
-            self.shared.revoke(&mut state, now);
-        }
+        self.shared.decided(&mut state, now, decision.is_admit());
         let kind = match decision {
             Allotment::Admit => {
                 drop(state);
