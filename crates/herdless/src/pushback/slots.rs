@@ -280,17 +280,27 @@ impl SlotAllocator {
             .saturating_mul(u64::from(self.burst.saturating_sub(1)))
     }
 
+    /// In an outage at `now_ns`: its end (`now_ns` itself while the end is
+    /// unknown); `None` when not, leaving an outage whose end has passed.
+    fn outage_end(&mut self, now_ns: u64) -> Option<u64> {
+        match self.mode {
+            Mode::Normal => None,
+            Mode::Outage { until: None } => Some(now_ns),
+            Mode::Outage { until: Some(u) } if now_ns < u => Some(u),
+            Mode::Outage { until: Some(_) } => {
+                self.mode = Mode::Normal;
+                self.generation += 1;
+                None
+            }
+        }
+    }
+
     /// Up to `want` admissions at `now`, while not in an outage and with
     /// half the burst to spare (see [`allowance`](crate::pushback::allowance)).
     pub(crate) fn allowance(&mut self, now: Duration, want: u32) -> Allowance {
-        if self.in_outage(now) {
-            return Allowance::default();
-        }
         let now_ns = ns(now);
-        if let Mode::Outage { .. } = self.mode {
-            // Its end has passed: as `decide` would.
-            self.mode = Mode::Normal;
-            self.generation += 1;
+        if self.outage_end(now_ns).is_some() {
+            return Allowance::default();
         }
         let i = self.interval_ns;
         let n = grantable(self.admit_tat, now_ns, self.tolerance(), i, want);
@@ -327,16 +337,7 @@ impl SlotAllocator {
     pub fn decide(&mut self, now: Duration) -> Allotment {
         let now_ns = ns(now);
         let i = self.interval_ns;
-        let outage_end = match self.mode {
-            Mode::Normal => None,
-            Mode::Outage { until: None } => Some(now_ns),
-            Mode::Outage { until: Some(u) } if now_ns < u => Some(u),
-            Mode::Outage { until: Some(_) } => {
-                self.mode = Mode::Normal;
-                self.generation += 1;
-                None
-            }
-        };
+        let outage_end = self.outage_end(now_ns);
         if outage_end.is_none() {
             // GCRA: admit while the promised capacity is within `burst` slots of now.
             let tolerance = self.tolerance();
