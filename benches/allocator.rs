@@ -2,7 +2,9 @@
 //! before the service sees it: the allocator's answer under the layer's lock
 //! (admit, refuse with a slot, hold), and a held request's release, each
 //! from one thread and from two threads at once on one shared layer
-//! (`cargo bench -p herdless-benches --bench allocator`).
+//! (`cargo bench -p herdless-benches --bench allocator`), beside the
+//! peers' decisions from one thread and two (`governor`'s limiter, a `tokio`
+//! semaphore's permit).
 //!
 //! The two-thread cases report the time per decision of both threads
 //! together (wall time over the decisions of both): a ratio of one-thread
@@ -68,9 +70,40 @@ fn cases() -> Vec<(&'static str, MakeCase)> {
     ]
 }
 
+/// The peers' decisions, for the same one-thread/two-thread ratio: the
+/// GCRA under `tower_governor` (`governor`'s direct limiter on its default
+/// clock: one atomic word, updated by compare-and-swap), allowing and
+/// denying; and what tower's `ConcurrencyLimitLayer` does per request (a
+/// permit of a `tokio` semaphore taken and given back).
+fn peers() -> Vec<(&'static str, MakeCase)> {
+    use governor::{Quota, RateLimiter};
+    use std::num::NonZeroU32;
+    vec![
+        ("allow_governor", || {
+            let limiter = RateLimiter::direct(Quota::per_second(NonZeroU32::MAX));
+            Box::new(move || {
+                black_box(limiter.check().is_ok());
+            })
+        }),
+        ("deny_governor", || {
+            let limiter = RateLimiter::direct(Quota::per_hour(NonZeroU32::MIN));
+            assert!(limiter.check().is_ok(), "the one allowed");
+            Box::new(move || {
+                black_box(limiter.check().is_err());
+            })
+        }),
+        ("permit_semaphore", || {
+            let semaphore = tokio::sync::Semaphore::new(1 << 20);
+            Box::new(move || {
+                black_box(semaphore.try_acquire().is_ok());
+            })
+        }),
+    ]
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("decide");
-    for (name, make) in cases() {
+    for (name, make) in cases().into_iter().chain(peers()) {
         let one = make();
         g.bench_function(format!("{name}/1_thread"), |b| b.iter(&one));
         let shared = make();
