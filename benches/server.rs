@@ -8,6 +8,7 @@
 //! scripts/server-overhead.sh      # the rounds, the tables (docs/performance.md, "Server side")
 //! SERVER serve --layer slots --limit 1000000 --work-us 50
 //! SERVER probe http://127.0.0.1:PORT/ --rate 400 --secs 10
+//! SERVER probe http://127.0.0.1:PORT1/ http://127.0.0.1:PORT2/ --rate 5000   # in turn
 //! ```
 //!
 //! `serve` prints `port N` on its first line and serves until it is killed.
@@ -224,10 +225,21 @@ fn serve(args: Args) {
     });
 }
 
-/// Sends `rate` requests a second for `secs` over `conns` connections (each
-/// waits for its answer before its next), and prints the latency of the
-/// served (`200`) ones: what a client sees of a service wrk overloads.
-fn probe(url: &str, rate: f64, secs: f64, conns: usize) {
+/// Sends `rate` requests a second for `secs`, at most `conns` at a time,
+/// and prints the latency of the served (`200`) ones: what a client sees of
+/// a service wrk overloads. The requests are paced by a thread of their own
+/// sleeping to each one's time (request `n` at `n / rate`), so they arrive
+/// evenly spaced. (Each connection on a timer of its own would not do:
+/// started together, the timers tick in step and `conns` requests arrive at
+/// once every interval, the last of each burst waiting behind the others; and
+/// the runtime's timer rounds to whole milliseconds, bunching whatever falls
+/// in one.) A request's latency runs from its send to its answer's end.
+///
+/// With several URLs the requests go to each in turn (the rate is the
+/// total), and a line is printed for each, its URL last: servers measured
+/// in the same run, request by request, so that whatever stalls the machine
+/// delays them alike (the paired runs of `scripts/server-latency.sh`).
+fn probe(urls: &[String], rate: f64, secs: f64, conns: usize) {
     use http_body_util::BodyExt;
     use hyper_util::client::legacy::Client;
     use hyper_util::rt::TokioExecutor;
@@ -235,52 +247,74 @@ fn probe(url: &str, rate: f64, secs: f64, conns: usize) {
         .enable_all()
         .build()
         .unwrap_or_else(|e| fail(&e.to_string()));
-    let uri: http::Uri = url.parse().unwrap_or_else(|_| fail("a URL"));
+    let uris: Vec<http::Uri> = urls
+        .iter()
+        .map(|u| u.parse().unwrap_or_else(|_| fail("a URL")))
+        .collect();
+    if uris.is_empty() {
+        fail("a URL");
+    }
+    let (tx, mut due) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let total = (rate * secs) as u64;
+    let pacer = std::thread::spawn(move || {
+        let start = Instant::now();
+        for n in 0..total {
+            let at = start + Duration::from_secs_f64(n as f64 / rate);
+            if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            if tx.send(()).is_err() {
+                break;
+            }
+        }
+    });
     let (served, refused) = rt.block_on(async {
         let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
-        let interval = Duration::from_secs_f64(conns as f64 / rate);
-        let end = tokio::time::Instant::now() + Duration::from_secs_f64(secs);
-        let tasks: Vec<_> = (0..conns)
-            .map(|_| {
-                let client = client.clone();
-                let uri = uri.clone();
-                tokio::spawn(async move {
-                    let mut served = Vec::new();
-                    let mut refused = 0u64;
-                    let mut tick = tokio::time::interval(interval);
-                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    while tokio::time::Instant::now() < end {
-                        tick.tick().await;
-                        let request = Request::get(uri.clone()).body(Body::empty());
-                        let Ok(request) = request else { continue };
-                        let t = Instant::now();
-                        let Ok(response) = client.request(request).await else {
-                            refused += 1;
-                            continue;
-                        };
-                        let ok = response.status() == StatusCode::OK;
-                        let _ = response.into_body().collect().await;
-                        if ok {
-                            served.push(t.elapsed().as_micros() as u64);
-                        } else {
-                            refused += 1;
-                        }
-                    }
-                    (served, refused)
-                })
-            })
-            .collect();
-        let mut served = Vec::new();
-        let mut refused = 0;
-        for t in tasks {
-            if let Ok((s, r)) = t.await {
-                served.extend(s);
-                refused += r;
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(conns.max(1)));
+        let mut requests = tokio::task::JoinSet::new();
+        let mut n = 0usize;
+        while due.recv().await.is_some() {
+            let which = n % uris.len();
+            n += 1;
+            let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
+                break;
+            };
+            let client = client.clone();
+            let request = Request::get(uris[which].clone()).body(Body::empty());
+            requests.spawn(async move {
+                let _permit = permit;
+                let answer = async {
+                    let request = request.ok()?;
+                    let t = Instant::now();
+                    let response = client.request(request).await.ok()?;
+                    let ok = response.status() == StatusCode::OK;
+                    let _ = response.into_body().collect().await;
+                    ok.then(|| t.elapsed().as_micros() as u64)
+                };
+                (which, answer.await)
+            });
+        }
+        let mut served = vec![Vec::new(); uris.len()];
+        let mut refused = vec![0u64; uris.len()];
+        while let Some(answer) = requests.join_next().await {
+            match answer {
+                Ok((which, Some(us))) => served[which].push(us),
+                Ok((which, None)) => refused[which] += 1,
+                Err(_) => fail("a probe request panicked"),
             }
         }
         (served, refused)
     });
-    let mut served = served;
+    let _ = pacer.join();
+    for (k, (served, refused)) in served.into_iter().zip(refused).enumerate() {
+        let url = if urls.len() > 1 { urls[k].as_str() } else { "" };
+        print_latency(served, refused, url);
+    }
+}
+
+/// One probe line: served and refused counts, the served latency's
+/// percentiles, and the URL when the probe had several.
+fn print_latency(mut served: Vec<u64>, refused: u64, url: &str) {
     served.sort_unstable();
     let at = |q: f64| {
         served
@@ -288,7 +322,7 @@ fn probe(url: &str, rate: f64, secs: f64, conns: usize) {
             .copied()
             .unwrap_or(0)
     };
-    println!(
+    let line = format!(
         "probe served {} refused {} p50_us {} p99_us {} p999_us {}",
         served.len(),
         refused,
@@ -296,6 +330,11 @@ fn probe(url: &str, rate: f64, secs: f64, conns: usize) {
         at(0.99),
         at(0.999)
     );
+    if url.is_empty() {
+        println!("{line}");
+    } else {
+        println!("{line} url {url}");
+    }
 }
 
 fn main() {
@@ -313,7 +352,11 @@ fn main() {
             outage_s: number(&args, "--outage-s", 0.0),
         }),
         Some("probe") => probe(
-            args.get(1).map_or("http://127.0.0.1:8080/", String::as_str),
+            &args[1..]
+                .iter()
+                .take_while(|a| !a.starts_with("--"))
+                .cloned()
+                .collect::<Vec<_>>(),
             number(&args, "--rate", 400.0),
             number(&args, "--secs", 10.0),
             number(&args, "--conns", 4.0) as usize,

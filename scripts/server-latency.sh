@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # What a limiter adds to the latency of requests it lets through (docs/performance.md,
-# "Server side"): the server bench (benches/server.rs: axum on 127.0.0.1, a handler
-# spinning WORK_US of CPU, one server thread) pinned to one CPU, a fixed-rate probe
-# pinned to another, every limiter set far above the rate (nothing refused), in
-# interleaved rounds. At a fixed rate below saturation the latency is the service's
-# own, not a queue's: the difference from the service alone is what the layer adds.
+# "Server side"): two servers of the server bench (benches/server.rs: axum on 127.0.0.1,
+# a handler spinning WORK_US of CPU, one server thread each), the service alone and the
+# service behind the limiter, both pinned to one CPU; a fixed-rate probe pinned to
+# another sends RATE requests a second to them in turn, evenly spaced, every limiter set
+# far above the rate (nothing refused). At a fixed rate below saturation the latency is
+# the service's own, not a queue's, and because the two servers are measured request by
+# request in the same run, whatever stalls the machine (this is a virtual machine: its
+# CPUs stop for milliseconds now and then) delays both alike: the difference of their
+# percentiles is what the layer adds. The service alone is also paired with itself
+# (`none`): that difference is the method's own noise, what "adds nothing" looks like.
 #
 #   scripts/server-latency.sh            # ROUNDS=5 SECS=10 RATE=5000 WORK_US=50
 #   LAYERS="none slots" scripts/server-latency.sh
 #
-# Raw lines go to $OUT (default target/server-latency.txt); the summary to stdout:
-# per layer the medians over the rounds of p50/p99/p99.9, and the median of the
-# per-round differences from the service alone (the rounds are interleaved, so a
-# round's difference is taken at one moment of the machine's load).
+# Each round measures every layer in turn, starting one layer further along the list
+# than the last round (no layer always first), and swaps which server gets the first
+# request. Raw lines go to $OUT (default target/server-latency.txt); the summary to
+# stdout: per layer the medians over the rounds of its p50/p99/p99.9, and the median
+# and range of the per-round differences from the service alone beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-5}; secs=${SECS:-10}; rate=${RATE:-5000}; work=${WORK_US:-50}
@@ -23,20 +29,29 @@ server_cpu=${SERVER_CPU:-0}; probe_cpu=${PROBE_CPU:-1}
 on_server=(taskset -c "$server_cpu")
 # shellcheck source=scripts/server-common.sh
 . scripts/server-common.sh
-# start LAYER: the server on $server_cpu, its limit far above the rate.
+# start LAYER: a server on $server_cpu, its limit far above the rate; sets port.
 start() {
   local limit=1000000000
   [ "$1" = concurrency ] && limit=1000
   start_server "$1" "$limit" 0 1
 }
+probe() { taskset -c "$probe_cpu" "$bin" probe "$@" --conns 16; }
+field() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }'; }
 
 : >"$out"
+read -ra list <<<"$layers"
 for round in $(seq "$rounds"); do
-  for layer in $layers; do
-    start "$layer"
-    taskset -c "$probe_cpu" "$bin" probe "http://127.0.0.1:$port/" --rate "$rate" --secs 2 --conns 16 >/dev/null
-    at=$(taskset -c "$probe_cpu" "$bin" probe "http://127.0.0.1:$port/" --rate "$rate" --secs "$secs" --conns 16)
-    echo "$layer round $round $at load $(load)" | tee -a "$out" >&2
+  n=${#list[@]}
+  for k in $(seq 0 $((n - 1))); do
+    layer=${list[$(( (k + round - 1) % n ))]}
+    start none; base="http://127.0.0.1:$port/"
+    start "$layer"; with="http://127.0.0.1:$port/"
+    if [ $((round % 2)) = 1 ]; then urls=("$base" "$with"); else urls=("$with" "$base"); fi
+    probe "${urls[@]}" --rate "$rate" --secs 2 >/dev/null
+    lines=$(probe "${urls[@]}" --rate "$rate" --secs "$secs")
+    b=$(grep " url $base\$" <<<"$lines"); w=$(grep " url $with\$" <<<"$lines")
+    echo "$layer round $round ${w% url *} base_p50_us $(field p50_us <<<"$b") base_p99_us $(field p99_us <<<"$b") base_p999_us $(field p999_us <<<"$b") load $(load)" |
+      tee -a "$out" >&2
     stop
   done
 done
@@ -48,15 +63,20 @@ awk -v layers="$layers" '
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
-  { k = $1; r = $3; p50[k] = p50[k] " " field("p50_us"); p99[k] = p99[k] " " field("p99_us")
-    p999[k] = p999[k] " " field("p999_us"); v50[k, r] = field("p50_us"); v99[k, r] = field("p99_us"); rs[r] = 1 }
+  function range(s,   a, n, i, lo, hi) {
+    n = split(s, a, " "); lo = a[1] + 0; hi = a[1] + 0
+    for (i = 2; i <= n; i++) { if (a[i] + 0 < lo) lo = a[i] + 0; if (a[i] + 0 > hi) hi = a[i] + 0 }
+    return sprintf("%+d..%+d", lo, hi)
+  }
+  { k = $1; p50[k] = p50[k] " " field("p50_us"); p99[k] = p99[k] " " field("p99_us"); p999[k] = p999[k] " " field("p999_us")
+    d50[k] = d50[k] " " field("p50_us") - field("base_p50_us"); d99[k] = d99[k] " " field("p99_us") - field("base_p99_us")
+    d999[k] = d999[k] " " field("p999_us") - field("base_p999_us") }
   END {
-    printf "%-12s %8s %8s %9s %18s %18s\n", "layer", "p50 us", "p99 us", "p99.9 us", "added p50 (med)", "added p99 (med)"
+    printf "%-12s %7s %7s %8s   %-22s %-22s %-22s\n", "layer", "p50 us", "p99 us", "p99.9 us", "added p50: med (range)", "added p99: med (range)", "added p99.9: med"
     n = split(layers, L, " ")
     for (i = 1; i <= n; i++) {
-      l = L[i]; d50 = ""; d99 = ""
-      for (r in rs) if ((l, r) in v99 && ("none", r) in v99) { d50 = d50 " " v50[l, r] - v50["none", r]; d99 = d99 " " v99[l, r] - v99["none", r] }
-      printf "%-12s %8.0f %8.0f %9.0f %18s %18s\n", l, median(p50[l]), median(p99[l]), median(p999[l]),
-        (l == "none" ? "-" : sprintf("%+.0f", median(d50))), (l == "none" ? "-" : sprintf("%+.0f", median(d99)))
+      l = L[i]; if (!(l in p99)) continue
+      printf "%-12s %7.0f %7.0f %8.0f   %+6.0f (%-12s) %+6.0f (%-12s) %+6.0f\n", l, median(p50[l]), median(p99[l]), median(p999[l]),
+        median(d50[l]), range(d50[l]), median(d99[l]), range(d99[l]), median(d999[l])
     }
   }' "$out"
