@@ -11,7 +11,9 @@
 //! SERVER probe http://127.0.0.1:PORT1/ http://127.0.0.1:PORT2/ --rate 5000   # in turn
 //! ```
 //!
-//! `serve` prints `port N` on its first line and serves until it is killed.
+//! `serve` prints `port N` on its first line and serves until it is killed:
+//! the service behind the layer at `/`, and the same service alone at
+//! `/alone` (for `scripts/server-latency.sh`'s paired runs).
 //! The layers (`--layer`): `none`; `slots` (herdless's `PushbackLayer` with a
 //! `SlotAllocator` of `--limit` per second); `adaptive` (an `AdaptiveAllocator`
 //! starting from `--limit`); `hold` (the same with its hold); `concurrency`
@@ -137,8 +139,8 @@ impl OwnCapacity {
     }
 }
 
-fn app(args: &Args) -> Router {
-    let iterations = (calibrate() * args.work_us) as u64;
+/// The service at `path`: the handler spinning `iterations` of [`spin`].
+fn app(args: &Args, iterations: u64, path: &str) -> Router {
     let own = (args.capacity > 0.0).then(|| Arc::new(OwnCapacity::new(args.capacity)));
     let handler = move || {
         let own = own.clone();
@@ -152,11 +154,20 @@ fn app(args: &Args) -> Router {
             (StatusCode::OK, "ok")
         }
     };
-    Router::new().route("/", get(handler))
+    Router::new().route(path, get(handler))
 }
 
+/// The service at `/` behind the layer, and the same service alone at
+/// `/alone` (the same work, calibrated once): both in one server, so that a
+/// probe sending to each in turn measures them on the same thread, queue and
+/// CPU, request by request.
 fn layered(args: &Args) -> Router {
-    let app = app(args);
+    let iterations = (calibrate() * args.work_us) as u64;
+    let alone = app(args, iterations, "/alone");
+    with_layer(args, app(args, iterations, "/")).merge(alone)
+}
+
+fn with_layer(args: &Args, app: Router) -> Router {
     let limit = args.limit;
     let horizon = Duration::from_secs(60);
     let end = Duration::from_secs_f64(args.outage_s);

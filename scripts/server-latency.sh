@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # What a limiter adds to the latency of requests it lets through (docs/performance.md,
-# "Server side"): two servers of the server bench (benches/server.rs: axum on 127.0.0.1,
-# a handler spinning WORK_US of CPU, one server thread each), the service alone and the
-# service behind the limiter, both pinned to one CPU; a fixed-rate probe pinned to
-# another sends RATE requests a second to them in turn, evenly spaced, every limiter set
-# far above the rate (nothing refused). At a fixed rate below saturation the latency is
-# the service's own, not a queue's, and because the two servers are measured request by
-# request in the same run, whatever stalls the machine (this is a virtual machine: its
-# CPUs stop for milliseconds now and then) delays both alike: the difference of their
-# percentiles is what the layer adds. The service alone is also paired with itself
-# (`none`): that difference is the method's own noise, what "adds nothing" looks like.
+# "Server side"): one server of the server bench (benches/server.rs: axum on 127.0.0.1,
+# one server thread pinned to one CPU, a handler spinning WORK_US of CPU) serving the
+# service behind the limiter at / and the same service alone at /alone; a fixed-rate
+# probe pinned to another CPU sends RATE requests a second to the two in turn, evenly
+# spaced, the limiter set far above the rate (nothing refused). At a fixed rate below
+# saturation the latency is the service's own, not a queue's; and because the two are
+# measured request by request on the same thread and queue, whatever stalls the machine
+# (this is a virtual machine: its CPUs stop for milliseconds now and then,
+# scripts/cpu-stalls.py) delays both alike: the difference of their percentiles is what
+# the layer adds. `none` serves the service alone at both: that difference is the
+# method's own noise, what "adds nothing" looks like.
 #
 #   scripts/server-latency.sh            # ROUNDS=5 SECS=10 RATE=5000 WORK_US=50
 #   LAYERS="none slots" scripts/server-latency.sh
 #
 # Each round measures every layer in turn, starting one layer further along the list
-# than the last round (no layer always first), and swaps which server gets the first
+# than the last round (no layer always first), and swaps which path gets the first
 # request. Raw lines go to $OUT (default target/server-latency.txt); the summary to
 # stdout: per layer the medians over the rounds of its p50/p99/p99.9, and the median
 # and range of the per-round differences from the service alone beside it.
@@ -29,7 +30,7 @@ server_cpu=${SERVER_CPU:-0}; probe_cpu=${PROBE_CPU:-1}
 on_server=(taskset -c "$server_cpu")
 # shellcheck source=scripts/server-common.sh
 . scripts/server-common.sh
-# start LAYER: a server on $server_cpu, its limit far above the rate; sets port.
+# start LAYER: the server on $server_cpu, its limit far above the rate; sets port.
 start() {
   local limit=1000000000
   [ "$1" = concurrency ] && limit=1000
@@ -44,8 +45,7 @@ for round in $(seq "$rounds"); do
   n=${#list[@]}
   for k in $(seq 0 $((n - 1))); do
     layer=${list[$(( (k + round - 1) % n ))]}
-    start none; base="http://127.0.0.1:$port/"
-    start "$layer"; with="http://127.0.0.1:$port/"
+    start "$layer"; with="http://127.0.0.1:$port/"; base="http://127.0.0.1:$port/alone"
     if [ $((round % 2)) = 1 ]; then urls=("$base" "$with"); else urls=("$with" "$base"); fi
     probe "${urls[@]}" --rate "$rate" --secs 2 >/dev/null
     lines=$(probe "${urls[@]}" --rate "$rate" --secs "$secs")
