@@ -19,7 +19,9 @@
 //! starting from `--limit`); `hold` (the same with its hold); `concurrency`
 //! (tower's `ConcurrencyLimitLayer` of `--limit` in flight); `governor`
 //! (`tower_governor`, one global GCRA of `--limit` per second, bursts of a
-//! tenth of it). Cohort waves are not on this branch: their row is left for
+//! tenth of it); `control`, a layer that only spins `--limit` microseconds
+//! of CPU before each request (a known cost, for the latency script to
+//! find). Cohort waves are not on this branch: their row is left for
 //! when they land (`--layer waves` is refused until then).
 //!
 //! With `--outage-s S` the herdless layers start in an outage whose end (S
@@ -162,12 +164,14 @@ fn app(args: &Args, iterations: u64, path: &str) -> Router {
 /// probe sending to each in turn measures them on the same thread, queue and
 /// CPU, request by request.
 fn layered(args: &Args) -> Router {
-    let iterations = (calibrate() * args.work_us) as u64;
+    let per_us = calibrate();
+    let iterations = (per_us * args.work_us) as u64;
     let alone = app(args, iterations, "/alone");
-    with_layer(args, app(args, iterations, "/")).merge(alone)
+    with_layer(args, app(args, iterations, "/"), per_us).merge(alone)
 }
 
-fn with_layer(args: &Args, app: Router) -> Router {
+/// `app` behind `args.layer`; `per_us`: iterations of [`spin`] a microsecond.
+fn with_layer(args: &Args, app: Router, per_us: f64) -> Router {
     let limit = args.limit;
     let horizon = Duration::from_secs(60);
     let end = Duration::from_secs_f64(args.outage_s);
@@ -208,6 +212,18 @@ fn with_layer(args: &Args, app: Router) -> Router {
                 .finish()
                 .unwrap_or_else(|| fail("governor: a zero rate"));
             app.layer(tower_governor::GovernorLayer::new(config))
+        }
+        // The positive control: a layer that adds a known cost, `--limit`
+        // microseconds of CPU before each request (what the latency script
+        // must find).
+        "control" => {
+            let iterations = (per_us * limit) as u64;
+            app.layer(tower::util::MapRequestLayer::new(
+                move |request: Request<Body>| {
+                    black_box(spin(iterations));
+                    request
+                },
+            ))
         }
         "waves" => fail("cohort waves are not on this branch yet"),
         other => fail(&format!("unknown layer {other}")),

@@ -10,10 +10,13 @@
 # (this is a virtual machine: its CPUs stop for milliseconds now and then,
 # scripts/cpu-stalls.py) delays both alike: the difference of their percentiles is what
 # the layer adds. `none` serves the service alone at both: that difference is the
-# method's own noise, what "adds nothing" looks like.
+# method's own noise, what "adds nothing" looks like; `control` (not in the default
+# list) is a layer that adds a known CONTROL_US (20) of CPU to each request: what the
+# method must find.
 #
 #   scripts/server-latency.sh            # ROUNDS=5 SECS=10 RATE=5000 WORK_US=50
 #   LAYERS="none slots" scripts/server-latency.sh
+#   LAYERS="none control" CONTROL_US=20 scripts/server-latency.sh     # the positive control
 #
 # Each round measures every layer in turn, starting one layer further along the list
 # than the last round (no layer always first), and swaps which path gets the first
@@ -34,6 +37,7 @@ on_server=(taskset -c "$server_cpu")
 start() {
   local limit=1000000000
   [ "$1" = concurrency ] && limit=1000
+  [ "$1" = control ] && limit=${CONTROL_US:-20}
   start_server "$1" "$limit" 0 1
 }
 probe() { taskset -c "$probe_cpu" "$bin" probe "$@" --conns 16; }
