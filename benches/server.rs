@@ -8,7 +8,7 @@
 //! scripts/server-overhead.sh      # the rounds, the tables (docs/performance.md, "Server side")
 //! SERVER serve --layer slots --limit 1000000 --work-us 50
 //! SERVER probe http://127.0.0.1:PORT/ --rate 400 --secs 10
-//! SERVER probe http://127.0.0.1:PORT1/ http://127.0.0.1:PORT2/ --rate 5000   # in turn
+//! SERVER probe http://127.0.0.1:PORT/ http://127.0.0.1:PORT/alone --rate 5000   # in turn
 //! ```
 //!
 //! `serve` prints `port N` on its first line and serves until it is killed:
@@ -263,9 +263,10 @@ fn serve(args: Args) {
 /// in one.) A request's latency runs from its send to its answer's end.
 ///
 /// With several URLs the requests go to each in turn (the rate is the
-/// total), and a line is printed for each, its URL last: servers measured
+/// total), and a line is printed for each, its URL last: services measured
 /// in the same run, request by request, so that whatever stalls the machine
-/// delays them alike (the paired runs of `scripts/server-latency.sh`).
+/// delays them alike (the paired runs of `scripts/server-latency.sh`: the
+/// layer at `/`, the service alone at `/alone`).
 fn probe(urls: &[String], rate: f64, secs: f64, conns: usize) {
     use http_body_util::BodyExt;
     use hyper_util::client::legacy::Client;
