@@ -190,7 +190,12 @@ fn with_layer(args: &Args, app: Router, per_us: f64) -> Router {
             let builder = AdaptiveAllocator::builder().estimate(limit);
             // Held through the outage, however many: the memory measurement.
             let builder = match (args.layer.as_str(), outage) {
-                ("hold", true) => builder.hold_max(1_000_000).hold_for(end),
+                // Patient past the outage's end by a minute: time for the
+                // queue ahead to drain (at the hold's starting rate, 0.6 of
+                // `--limit`), so that none is turned away for want of it.
+                ("hold", true) => builder
+                    .hold_max(1_000_000)
+                    .hold_for(end + Duration::from_secs(60)),
                 ("hold", false) => builder.hold(),
                 _ => builder,
             };
@@ -365,6 +370,86 @@ fn print_latency(mut served: Vec<u64>, refused: u64, url: &str) {
     }
 }
 
+/// Holds `n` requests to `url` over HTTP/2 (h2c, prior knowledge): streams
+/// on as few connections as the server's limit of concurrent streams per
+/// connection allows (`per_conn`, hyper's default 200, less a margin), each
+/// request sent and left waiting. Prints `sent N answered K` once all are
+/// sent and two seconds have passed (K: those already answered). Then, with
+/// `release`, waits for every answer and prints how fast the served ones
+/// came (`served S at R/s`: from the first to the last, over the time
+/// between them); without, waits to be killed (what
+/// `scripts/held-memory.sh` measures the server with).
+fn hold_h2(url: &str, n: usize, per_conn: usize, release: bool) {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let uri: http::Uri = url.parse().unwrap_or_else(|_| fail("a URL"));
+    let authority = uri
+        .authority()
+        .map_or("127.0.0.1:80", |a| a.as_str())
+        .to_string();
+    rt.block_on(async {
+        // Each answer: when, and whether served (`None`: no answer at all).
+        let (done, mut answers) = tokio::sync::mpsc::unbounded_channel::<(Instant, Option<bool>)>();
+        let per_conn = per_conn.max(1);
+        let mut sent = 0;
+        while sent < n {
+            let stream = tokio::net::TcpStream::connect(&authority)
+                .await
+                .unwrap_or_else(|e| fail(&format!("connect: {e}")));
+            let (sender, conn) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                    .await
+                    .unwrap_or_else(|e| fail(&format!("handshake: {e}")));
+            tokio::spawn(conn);
+            for _ in 0..per_conn.min(n - sent) {
+                let mut sender = sender.clone();
+                let request = Request::get(uri.clone()).body(Body::empty());
+                let request = request.unwrap_or_else(|e| fail(&e.to_string()));
+                let done = done.clone();
+                tokio::spawn(async move {
+                    let status = match sender.ready().await {
+                        Ok(()) => sender.send_request(request).await.ok().map(|r| r.status()),
+                        Err(_) => None,
+                    };
+                    let _ = done.send((Instant::now(), status.map(|s| s == StatusCode::OK)));
+                });
+                sent += 1;
+            }
+        }
+        drop(done);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        println!("sent {n} answered {}", answers.len());
+        if !release {
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            return;
+        }
+        let (mut served, mut other, mut failed) = (Vec::new(), 0u64, 0u64);
+        while let Some((at, status)) = answers.recv().await {
+            match status {
+                Some(true) => served.push(at),
+                Some(false) => other += 1,
+                None => failed += 1,
+            }
+        }
+        let span = match (served.iter().min(), served.iter().max()) {
+            (Some(first), Some(last)) => last.duration_since(*first).as_secs_f64(),
+            _ => 0.0,
+        };
+        let rate = if span > 0.0 {
+            (served.len() - 1) as f64 / span
+        } else {
+            0.0
+        };
+        println!(
+            "served {} at {rate:.0}/s over {span:.2} s, other answers {other}, no answer {failed}",
+            served.len()
+        );
+    });
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -389,8 +474,16 @@ fn main() {
             number(&args, "--secs", 10.0),
             number(&args, "--conns", 4.0) as usize,
         ),
+        Some("hold-h2") => hold_h2(
+            args.get(1).map_or("http://127.0.0.1:8080/", String::as_str),
+            number(&args, "--n", 1000.0) as usize,
+            number(&args, "--per-conn", 190.0) as usize,
+            args.iter().any(|a| a == "--release"),
+        ),
         Some("calibrate") => println!("{:.1} iterations/us", calibrate()),
         // `cargo bench` runs every bench target: this one only on request.
-        _ => eprintln!("server bench: serve | probe URL | calibrate (scripts/server-overhead.sh)"),
+        _ => eprintln!(
+            "server bench: serve | probe URL... | hold-h2 URL --n N [--release] | calibrate (scripts/server-overhead.sh)"
+        ),
     }
 }

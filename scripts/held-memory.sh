@@ -3,8 +3,12 @@
 # bench (benches/server.rs: axum on 127.0.0.1 behind PushbackLayer with the adaptive
 # allocator's hold, in an outage whose end it knows, so every request is held);
 # N connections each send one request and wait; the server's resident memory
-# (VmRSS) with them held, less its memory idle, over N.
+# (VmRSS) with them held, less its memory idle, over N. With H2=1 the N requests are
+# HTTP/2 streams instead (h2c), 190 to a connection (hyper's server takes 200 at once
+# on one connection by default): what a held request costs when it shares its
+# connection.
 #   scripts/held-memory.sh 1000 10000
+#   H2=1 scripts/held-memory.sh 1000 10000 20000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(cargo bench -p herdless-benches --bench server --no-run --message-format=json 2>/dev/null |
@@ -20,6 +24,9 @@ for n in "${@:-1000 10000}"; do
   rss() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
   sleep 0.5
   idle=$(rss)
+  if [ "${H2:-0}" = 1 ]; then
+    "$bin" hold-h2 "http://127.0.0.1:$port/" --n "$n" >"$sent" &
+  else
   python3 - "$port" "$n" >"$sent" <<'EOF' &
 import select, socket, sys, time
 port, n = int(sys.argv[1]), int(sys.argv[2])
@@ -36,6 +43,7 @@ readable = len(poller.poll(0))
 print("sent %d answered %d" % (n, readable), flush=True)
 time.sleep(600)
 EOF
+  fi
   clients=$!
   for _ in $(seq 1200); do grep -q '^sent' "$sent" && break; sleep 0.1; done
   full=$(rss)
