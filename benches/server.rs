@@ -71,6 +71,15 @@ fn number(args: &[String], name: &str, default: f64) -> f64 {
     })
 }
 
+/// A number flag in `[1e-3, max]` (a rate, a duration, a count).
+fn positive(args: &[String], name: &str, default: f64, max: f64) -> f64 {
+    let v = number(args, name, default);
+    if !(1e-3..=max).contains(&v) {
+        fail(&format!("{name}: {v} is outside [0.001, {max}]"));
+    }
+    v
+}
+
 fn fail(message: &str) -> ! {
     eprintln!("server bench: {message}");
     std::process::exit(2)
@@ -200,11 +209,20 @@ fn with_layer(args: &Args, app: Router, per_us: f64) -> Router {
                 _ => builder,
             };
             let alloc = builder.build().unwrap_or_else(|e| fail(&e.to_string()));
-            app.layer(PushbackLayer::new(if outage {
+            let layer = PushbackLayer::new(if outage {
                 alloc.outage_until(end)
             } else {
                 alloc
-            }))
+            });
+            // How many requests the layer holds now, outside the layer: what
+            // the held-request scripts check before they measure.
+            let inspect = layer.clone();
+            let held = move || {
+                let n = inspect.inspect(herdless::pushback::Allocator::held);
+                std::future::ready(n.to_string())
+            };
+            app.layer(layer)
+                .merge(Router::new().route("/held", get(held)))
         }
         "concurrency" => app.layer(tower::limit::ConcurrencyLimitLayer::new(limit as usize)),
         "governor" => {
@@ -287,7 +305,7 @@ fn probe(urls: &[String], rate: f64, secs: f64, conns: usize) {
     if uris.is_empty() {
         fail("a URL");
     }
-    let (tx, mut due) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (tx, mut due) = tokio::sync::mpsc::unbounded_channel::<Instant>();
     let total = (rate * secs) as u64;
     let pacer = std::thread::spawn(move || {
         let start = Instant::now();
@@ -296,72 +314,107 @@ fn probe(urls: &[String], rate: f64, secs: f64, conns: usize) {
             if let Some(wait) = at.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
-            if tx.send(()).is_err() {
+            if tx.send(at).is_err() {
                 break;
             }
         }
     });
-    let (served, refused) = rt.block_on(async {
+    let served = rt.block_on(async {
         let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
         let in_flight = Arc::new(tokio::sync::Semaphore::new(conns.max(1)));
         let mut requests = tokio::task::JoinSet::new();
         let mut n = 0usize;
-        while due.recv().await.is_some() {
+        let mut lags = Vec::new();
+        while let Some(at) = due.recv().await {
             let which = n % uris.len();
             n += 1;
             let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
                 break;
             };
+            // How late it goes out: behind a stall, or waiting for one of
+            // the `conns` in flight (a server slower than the rate).
+            lags.push(at.elapsed().as_micros() as u64);
             let client = client.clone();
             let request = Request::get(uris[which].clone()).body(Body::empty());
             requests.spawn(async move {
                 let _permit = permit;
                 let answer = async {
-                    let request = request.ok()?;
+                    let request = request.map_err(|_| ())?;
                     let t = Instant::now();
-                    let response = client.request(request).await.ok()?;
-                    let ok = response.status() == StatusCode::OK;
+                    let response = client.request(request).await.map_err(|_| ())?;
+                    let status = response.status();
                     let _ = response.into_body().collect().await;
-                    ok.then(|| t.elapsed().as_micros() as u64)
+                    Ok::<_, ()>((status, t.elapsed().as_micros() as u64))
                 };
                 (which, answer.await)
             });
         }
-        let mut served = vec![Vec::new(); uris.len()];
-        let mut refused = vec![0u64; uris.len()];
+        let mut tally: Vec<Tally> = uris.iter().map(|_| Tally::default()).collect();
         while let Some(answer) = requests.join_next().await {
+            let Ok((which, answer)) = answer else {
+                fail("a probe request panicked");
+            };
+            let t = &mut tally[which];
             match answer {
-                Ok((which, Some(us))) => served[which].push(us),
-                Ok((which, None)) => refused[which] += 1,
-                Err(_) => fail("a probe request panicked"),
+                Ok((StatusCode::OK, us)) => t.served.push(us),
+                Ok((StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS, _)) => {
+                    t.refused += 1;
+                }
+                _ => t.failed += 1,
             }
         }
-        (served, refused)
+        (tally, lags)
     });
     let _ = pacer.join();
-    for (k, (served, refused)) in served.into_iter().zip(refused).enumerate() {
+    let (tally, mut lags) = served;
+    lags.sort_unstable();
+    let lag = format!(
+        "lag_p99_us {} lag_max_us {}",
+        percentile(&lags, 0.99),
+        lags.last().copied().unwrap_or(0)
+    );
+    let mut nothing = false;
+    for (k, t) in tally.into_iter().enumerate() {
         let url = if urls.len() > 1 { urls[k].as_str() } else { "" };
-        print_latency(served, refused, url);
+        nothing |= t.served.is_empty();
+        print_latency(t, &lag, url);
+    }
+    if nothing {
+        fail("nothing served: no latency to measure");
     }
 }
 
-/// One probe line: served and refused counts, the served latency's
-/// percentiles, and the URL when the probe had several.
-fn print_latency(mut served: Vec<u64>, refused: u64, url: &str) {
-    served.sort_unstable();
-    let at = |q: f64| {
-        served
-            .get(((served.len() as f64 * q) as usize).min(served.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0)
-    };
+/// What one URL answered the probe.
+#[derive(Default)]
+struct Tally {
+    /// Latencies of the `200`s, in microseconds.
+    served: Vec<u64>,
+    /// `503` and `429`: the service's (or its limiter's) refusals.
+    refused: u64,
+    /// Anything else: no answer, or another status.
+    failed: u64,
+}
+
+fn percentile(sorted: &[u64], q: f64) -> u64 {
+    sorted
+        .get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// One probe line: served, refused and failed counts, the served latency's
+/// percentiles, how late the requests went out (`lag`), and the URL when the
+/// probe had several.
+fn print_latency(mut t: Tally, lag: &str, url: &str) {
+    t.served.sort_unstable();
     let line = format!(
-        "probe served {} refused {} p50_us {} p99_us {} p999_us {}",
-        served.len(),
-        refused,
-        at(0.50),
-        at(0.99),
-        at(0.999)
+        "probe served {} refused {} failed {} p50_us {} p99_us {} p999_us {} {lag}",
+        t.served.len(),
+        t.refused,
+        t.failed,
+        percentile(&t.served, 0.50),
+        percentile(&t.served, 0.99),
+        percentile(&t.served, 0.999)
     );
     if url.is_empty() {
         println!("{line}");
@@ -370,11 +423,37 @@ fn print_latency(mut served: Vec<u64>, refused: u64, url: &str) {
     }
 }
 
+/// What the server's `/held` says (`?` when it has none), over a
+/// connection of its own (HTTP/1.1).
+async fn held_now(authority: &str) -> String {
+    use http_body_util::BodyExt;
+    use hyper_util::rt::TokioIo;
+    let ask = async {
+        let stream = tokio::net::TcpStream::connect(authority).await.ok()?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .ok()?;
+        tokio::spawn(conn);
+        let request = Request::get("/held")
+            .header(http::header::HOST, authority)
+            .body(Body::empty())
+            .ok()?;
+        let response = sender.send_request(request).await.ok()?;
+        if response.status() != StatusCode::OK {
+            return None;
+        }
+        let body = response.into_body().collect().await.ok()?.to_bytes();
+        String::from_utf8(body.to_vec()).ok()
+    };
+    ask.await.unwrap_or_else(|| "?".into())
+}
+
 /// Holds `n` requests to `url` over HTTP/2 (h2c, prior knowledge): streams
 /// on as few connections as the server's limit of concurrent streams per
 /// connection allows (`per_conn`, hyper's default 200, less a margin), each
-/// request sent and left waiting. Prints `sent N answered K` once all are
-/// sent and two seconds have passed (K: those already answered). Then, with
+/// request sent and left waiting. Prints `sent N answered K held H` once
+/// all are sent and two seconds have passed (K: those already answered; H:
+/// what the server's `/held` says, `?` without one). Then, with
 /// `release`, waits for every answer and prints how fast the served ones
 /// came (`served S at R/s`: from the first to the last, over the time
 /// between them); without, waits to be killed (what
@@ -421,7 +500,11 @@ fn hold_h2(url: &str, n: usize, per_conn: usize, release: bool) {
         }
         drop(done);
         tokio::time::sleep(Duration::from_secs(2)).await;
-        println!("sent {n} answered {}", answers.len());
+        println!(
+            "sent {n} answered {} held {}",
+            answers.len(),
+            held_now(&authority).await
+        );
         if !release {
             tokio::time::sleep(Duration::from_secs(600)).await;
             return;
@@ -470,14 +553,14 @@ fn main() {
                 .take_while(|a| !a.starts_with("--"))
                 .cloned()
                 .collect::<Vec<_>>(),
-            number(&args, "--rate", 400.0),
-            number(&args, "--secs", 10.0),
-            number(&args, "--conns", 4.0) as usize,
+            positive(&args, "--rate", 400.0, 1e7),
+            positive(&args, "--secs", 10.0, 86_400.0),
+            positive(&args, "--conns", 4.0, 1e5) as usize,
         ),
         Some("hold-h2") => hold_h2(
             args.get(1).map_or("http://127.0.0.1:8080/", String::as_str),
-            number(&args, "--n", 1000.0) as usize,
-            number(&args, "--per-conn", 190.0) as usize,
+            positive(&args, "--n", 1000.0, 1e7) as usize,
+            positive(&args, "--per-conn", 190.0, 1e5) as usize,
             args.iter().any(|a| a == "--release"),
         ),
         Some("calibrate") => println!("{:.1} iterations/us", calibrate()),

@@ -3,7 +3,8 @@
 # bench (benches/server.rs: axum on 127.0.0.1 behind PushbackLayer with the adaptive
 # allocator's hold, in an outage whose end it knows, so every request is held);
 # N connections each send one request and wait; the server's resident memory
-# (VmRSS) with them held, less its memory idle, over N. With H2=1 the N requests are
+# (VmRSS) with them held, less its memory idle, over N; the run is refused unless the
+# server's /held says N and none was answered. With H2=1 the N requests are
 # HTTP/2 streams instead (h2c), 190 to a connection (hyper's server takes 200 at once
 # on one connection by default): what a held request costs when it shares its
 # connection.
@@ -40,13 +41,24 @@ poller = select.poll()
 for s in socks:
     poller.register(s, select.POLLIN)
 readable = len(poller.poll(0))
-print("sent %d answered %d" % (n, readable), flush=True)
+import http.client
+ask = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+ask.request("GET", "/held")
+held = ask.getresponse().read().decode()
+print("sent %d answered %d held %s" % (n, readable, held), flush=True)
 time.sleep(600)
 EOF
   fi
   clients=$!
   for _ in $(seq 1200); do grep -q '^sent' "$sent" && break; sleep 0.1; done
   full=$(rss)
+  # Only a measurement of N held if the server holds N and answered none.
+  read -r _ _ _ answered _ held <"$sent"
+  if [ "$answered" != 0 ] || [ "$held" != "$n" ]; then
+    echo "invalid: $(cat "$sent") (want $n held, none answered)" >&2
+    kill "$clients" "$server" 2>/dev/null || true
+    exit 1
+  fi
   echo "$(cat "$sent"): RSS idle ${idle} KB, held ${full} KB, $(( (full - idle) * 1024 / n )) bytes per held request (load $(cut -d' ' -f1 /proc/loadavg))"
   kill "$clients" "$server" 2>/dev/null || true
   wait "$clients" "$server" 2>/dev/null || true

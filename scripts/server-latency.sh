@@ -10,9 +10,11 @@
 # (this is a virtual machine: its CPUs stop for milliseconds now and then,
 # scripts/cpu-stalls.py) delays both alike: the difference of their percentiles is what
 # the layer adds. `none` serves the service alone at both: that difference is the
-# method's own noise, what "adds nothing" looks like; `control` (not in the default
-# list) is a layer that adds a known CONTROL_US (20) of CPU to each request: what the
-# method must find.
+# method's own noise, what "adds nothing" looks like; `control` is a layer that adds a
+# known CONTROL_US (20) of CPU to each request: what the method must find. The summary
+# ends with what the control says of the run: whether the method found the known cost at
+# p50 and at p99 (read at least 3/4 of it), and whether the cost leaked into /alone (a
+# queue the two paths share: then the differences understate every layer).
 #
 #   scripts/server-latency.sh            # ROUNDS=5 SECS=10 RATE=5000 WORK_US=50
 #   LAYERS="none slots" scripts/server-latency.sh
@@ -26,7 +28,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-5}; secs=${SECS:-10}; rate=${RATE:-5000}; work=${WORK_US:-50}
-layers=${LAYERS:-none slots adaptive hold concurrency governor}
+layers=${LAYERS:-none control slots adaptive hold concurrency governor}
+control_us=${CONTROL_US:-20}
 out=${OUT:-target/server-latency.txt}
 server_cpu=${SERVER_CPU:-0}; probe_cpu=${PROBE_CPU:-1}
 
@@ -37,7 +40,7 @@ on_server=(taskset -c "$server_cpu")
 start() {
   local limit=1000000000
   [ "$1" = concurrency ] && limit=1000
-  [ "$1" = control ] && limit=${CONTROL_US:-20}
+  [ "$1" = control ] && limit=$control_us
   start_server "$1" "$limit" 0 1
 }
 probe() { taskset -c "$probe_cpu" "$bin" probe "$@" --conns 16; }
@@ -60,7 +63,7 @@ for round in $(seq "$rounds"); do
   done
 done
 
-awk -v layers="$layers" '
+awk -v layers="$layers" -v control_us="$control_us" '
   function field(name,   i) { for (i = 1; i <= NF; i++) if ($i == name) return $(i + 1); return "" }
   function median(s,   a, n, i, j, t) {
     n = split(s, a, " "); if (n == 0) return 0
@@ -72,7 +75,7 @@ awk -v layers="$layers" '
     for (i = 2; i <= n; i++) { if (a[i] + 0 < lo) lo = a[i] + 0; if (a[i] + 0 > hi) hi = a[i] + 0 }
     return sprintf("%+d..%+d", lo, hi)
   }
-  { k = $1; p50[k] = p50[k] " " field("p50_us"); p99[k] = p99[k] " " field("p99_us"); p999[k] = p999[k] " " field("p999_us")
+  { k = $1; b50[k] = b50[k] " " field("base_p50_us"); p50[k] = p50[k] " " field("p50_us"); p99[k] = p99[k] " " field("p99_us"); p999[k] = p999[k] " " field("p999_us")
     d50[k] = d50[k] " " field("p50_us") - field("base_p50_us"); d99[k] = d99[k] " " field("p99_us") - field("base_p99_us")
     d999[k] = d999[k] " " field("p999_us") - field("base_p999_us") }
   END {
@@ -82,5 +85,16 @@ awk -v layers="$layers" '
       l = L[i]; if (!(l in p99)) continue
       printf "%-12s %7.0f %7.0f %8.0f   %+6.0f (%-12s) %+6.0f (%-12s) %+6.0f\n", l, median(p50[l]), median(p99[l]), median(p999[l]),
         median(d50[l]), range(d50[l]), median(d99[l]), range(d99[l]), median(d999[l])
+    }
+    if ("control" in d50) {
+      c50 = median(d50["control"]); c99 = median(d99["control"])
+      printf "\ncontrol (%d us added): p50 reads %+.0f, p99 reads %+.0f\n", control_us, c50, c99
+      printf "  p50: %s\n", ((c50 >= 0.75 * control_us) ? "the method finds the known cost" : "INCONCLUSIVE: the method misses the known cost")
+      printf "  p99: %s\n", ((c99 >= 0.75 * control_us) ? "the method finds the known cost" : "the method reads the known cost low: a p99 difference below the control bounds nothing")
+      if ("none" in b50) {
+        leak = median(b50["control"]) - median(b50["none"])
+        printf "  /alone beside the control: p50 %+.0f us against beside none: %s\n", leak,
+          ((leak > control_us / 4) ? "the cost leaks into /alone (a shared queue): INCONCLUSIVE" : "no leak")
+      }
     }
   }' "$out"

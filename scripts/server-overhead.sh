@@ -13,9 +13,10 @@
 #        limiter set to C, where C is a third of what the service alone did in
 #        the first pass round; wrk offers 3C (its connections pause PAUSE_MS=10
 #        before each request: scripts/server-overhead-paced.lua; the table shows
-#        what it offered). A probe client (200/s) measures the latency of the
-#        requests served meanwhile, and, before wrk starts, the same probe at
-#        C/s alone gives the served latency at capacity.
+#        what it offered). A probe client (200/s, up to 64 in flight: a hold keeps
+#        them tens of ms) measures the latency of the requests served meanwhile,
+#        and, before wrk starts, the same probe at C/s alone gives the served
+#        latency at capacity.
 # The server's CPU time is its utime + stime (/proc/PID/stat); the load average
 # is printed beside every line. Raw lines go to $OUT (default target/server-overhead.txt),
 # the summary (medians over the rounds) to stdout. PIN=1 pins the server to CPU 0 and
@@ -67,7 +68,7 @@ for round in $(seq "$rounds"); do
     at=$("${on_load[@]}" "$bin" probe "http://127.0.0.1:$port/" --rate "$capacity" --secs "$secs" --conns 16)
     echo "cap $layer round $round $at load $(load)" | tee -a "$out" >&2
     c0=$(cpu)
-    "${on_load[@]}" "$bin" probe "http://127.0.0.1:$port/" --rate 200 --secs "$secs" --conns 4 >"$out.probe" &
+    "${on_load[@]}" "$bin" probe "http://127.0.0.1:$port/" --rate 200 --secs "$secs" --conns 64 >"$out.probe" &
     probe=$!
     line=$("${on_load[@]}" wrk -t1 -c"$paced" -d"${secs}s" -s "$paced_lua" "http://127.0.0.1:$port/" -- "$pause" | grep '^requests')
     wait "$probe"
