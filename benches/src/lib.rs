@@ -3,6 +3,8 @@
 //! the operations, the no-op timers and backon's matching schedule.
 //! Benchmarks only: see `benches/*.rs` and `docs/performance.md`.
 
+pub mod probe;
+
 use std::hint::black_box;
 use std::time::Duration;
 
