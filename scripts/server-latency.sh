@@ -8,8 +8,10 @@
 # saturation the latency is the service's own, not a queue's; and because the two are
 # measured request by request on the same thread and queue, whatever stalls the machine
 # (this is a virtual machine: its CPUs stop for milliseconds now and then,
-# scripts/cpu-stalls.py) delays both alike: the difference of their percentiles is what
-# the layer adds. `none` serves the service alone at both: that difference is the
+# scripts/cpu-stalls.py) delays both alike: the difference of their p50s is what the
+# layer adds to a request. At the p99 the requests are those in a stall's backlog, which
+# the two paths share, so a layered request's extra CPU also delays the /alone request
+# behind it: the p99 difference reads low (the control says how low). `none` serves the service alone at both: that difference is the
 # method's own noise, what "adds nothing" looks like; `control` is a layer that adds a
 # known CONTROL_US (20) of CPU to each request: what the method must find. The summary
 # ends with what the control says of the run: whether the method found the known cost at
