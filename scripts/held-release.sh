@@ -11,27 +11,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 capacity=${CAPACITY:-1000}; outage=${OUTAGE_S:-5}
-bin=$(cargo bench -p herdless-benches --bench server --no-run --message-format=json 2>/dev/null |
-  jq -r 'select(.reason == "compiler-artifact" and .target.name == "server") | .executable' | tail -1)
-[ -x "$bin" ] || { echo "the server bench did not build: cargo bench -p herdless-benches --bench server --no-run" >&2; exit 1; }
+on_server=(); work=50
+# shellcheck source=scripts/server-common.sh
+. scripts/server-common.sh  # bin, start_server, stop, load
 
-server=""
-trap '[ -z "$server" ] || { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; } || true' EXIT
 for n in "${@:-2000 20000}"; do
-  log=$(mktemp)
-  "$bin" serve --layer hold --limit "$capacity" --capacity "$capacity" --outage-s "$outage" >"$log" 2>&1 &
-  server=$!
-  port=""
-  for _ in $(seq 50); do port=$(awk '/^port/{print $2}' "$log"); [ -n "$port" ] && break; sleep 0.1; done
-  [ -n "$port" ] || { echo "the server did not start" >&2; exit 1; }
+  start_server hold "$capacity" "$capacity" 1 --outage-s "$outage"
   out=$("$bin" hold-h2 "http://127.0.0.1:$port/" --n "$n" --release)
-  echo "held $n: $(tr '\n' ' ' <<<"$out")(load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "held $n: $(tr '\n' ' ' <<<"$out")(load $(load))"
   # Only a release of N held if the server held N, and answered none, before the end.
   read -r _ _ _ answered _ held <<<"$(head -1 <<<"$out")"
   if [ "$answered" != 0 ] || [ "$held" != "$n" ]; then
     echo "invalid: want $n held and none answered before the outage's end (OUTAGE_S=$outage too short?)" >&2
     exit 1
   fi
-  kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; server=""
-  rm -f "$log"
+  stop
 done

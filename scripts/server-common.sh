@@ -16,11 +16,11 @@ stop() {
 }
 trap stop EXIT
 
-# start_server LAYER LIMIT CAPACITY THREADS: a server in the background (beside any
-# already started); sets pid and port.
+# start_server LAYER LIMIT CAPACITY THREADS [SERVE_FLAG...]: a server in the background
+# (beside any already started); sets pid and port.
 start_server() {
   local log; log=$(mktemp)
-  "${on_server[@]}" "$bin" serve --layer "$1" --limit "$2" --capacity "$3" --work-us "$work" --threads "$4" >"$log" 2>&1 &
+  "${on_server[@]}" "$bin" serve --layer "$1" --limit "$2" --capacity "$3" --work-us "$work" --threads "$4" "${@:5}" >"$log" 2>&1 &
   pid=$!; pids+=("$pid")
   for _ in $(seq 50); do port=$(awk '/^port/{print $2}' "$log"); [ -n "$port" ] && break; sleep 0.1; done
   rm -f "$log"
